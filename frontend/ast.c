@@ -1,0 +1,79 @@
+/* ast.c - runs the scanner and parser over one source text (fe_parse) and
+ * drives the whole front end for a file (fe_load_file / fe_load_source):
+ * read -> parse -> elaborate -> verify. The AST lives in a Pool that is freed
+ * before returning; the graph owns copies of every string it keeps.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "frontend.h"
+#include "parse_state.h"
+#include "parser.h"
+#define YYSTYPE ACC_YYSTYPE
+#define YYLTYPE ACC_YYLTYPE
+#include "lexer.h"
+
+int fe_parse(Diag *d, Pool *pool, Program *prog) {
+    ParseState ps = {.d = d, .pool = pool, .prog = prog, .line = 1, .col = 1};
+    yyscan_t scanner;
+    if (acc_yylex_init_extra(&ps, &scanner)) {
+        diag_error_file(d, "cannot initialise the scanner");
+        return d->n_errors;
+    }
+    YY_BUFFER_STATE buf = acc_yy_scan_bytes(d->src, (int)d->src_len, scanner);
+    int before = d->n_errors;
+    int rc = acc_yyparse(scanner, &ps);
+    acc_yy_delete_buffer(buf, scanner);
+    acc_yylex_destroy(scanner);
+    if (rc != 0 && d->n_errors == before) diag_error_file(d, "cannot parse the file");
+    return d->n_errors;
+}
+
+/* Files larger than this are refused before parsing. */
+#define FE_MAX_SOURCE_BYTES (16u << 20)
+
+int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs,
+                   Graph *g, FILE *err) {
+    Diag d = {.file = display_name, .src = src, .src_len = len, .out = err};
+    if (len > FE_MAX_SOURCE_BYTES || len > (size_t)INT32_MAX) {
+        diag_error_file(&d, "file is too large (%zu bytes; the limit is %u)", len, FE_MAX_SOURCE_BYTES);
+        return d.n_errors;
+    }
+    Pool ast = {0};
+    Program prog = {0};
+    fe_parse(&d, &ast, &prog);
+    if (d.n_errors == 0) {
+        fe_elaborate(&d, &prog, defs, n_defs, g);
+        if (d.n_errors == 0 && !ir_verify(g, err)) acc_panic(__FILE__, __LINE__, "front end built an invalid graph");
+    }
+    pool_free(&ast);
+    if (d.n_errors > 0) {
+        fprintf(err, "%d error%s generated.\n", d.n_errors, d.n_errors == 1 ? "" : "s");
+    }
+    return d.n_errors;
+}
+
+int fe_load_file(const char *path, const Define *defs, int n_defs, Graph *g, FILE *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(err, "acc: error: cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    VEC(char) buf = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        for (size_t i = 0; i < n; i++) VEC_PUSH(buf, chunk[i]);
+        if ((size_t)buf.n > FE_MAX_SOURCE_BYTES) break;
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        fprintf(err, "acc: error: cannot read '%s'\n", path);
+        VEC_FREE(buf);
+        return 1;
+    }
+    int errs = fe_load_source(path, buf.v ? buf.v : "", (size_t)buf.n, defs, n_defs, g, err);
+    VEC_FREE(buf);
+    return errs;
+}

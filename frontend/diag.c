@@ -1,0 +1,87 @@
+/* diag.c - gcc/clang-style diagnostics: "file:line:col: error: msg", the
+ * source line, and a caret with tildes under the span. Counts errors and stops
+ * printing after DIAG_MAX_ERRORS. Bytes that are not printable ASCII are shown
+ * as '?' so binary input cannot garble the terminal or the caret column.
+ */
+#include "frontend.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* Find line `line` (1-based) of the source; returns its start and length. */
+static const char *source_line(const Diag *d, int line, size_t *len) {
+    const char *p = d->src, *end = d->src + d->src_len;
+    for (int l = 1; l < line && p < end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) return NULL;
+        p = nl + 1;
+    }
+    if (p > end || (p == end && line > 1 && p[-1] == '\n')) return NULL;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    *len = (size_t)((nl ? nl : end) - p);
+    if (*len && p[*len - 1] == '\r') (*len)--;
+    return p;
+}
+
+static void show_line(Diag *d, Loc loc) {
+    size_t len;
+    const char *line = d->src ? source_line(d, loc.line, &len) : NULL;
+    if (!line) return;
+    enum { MAX_SHOWN = 240 };
+    size_t shown = len > MAX_SHOWN ? MAX_SHOWN : len;
+    fprintf(d->out, "%5d | ", loc.line);
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)line[i];
+        fputc(c == '\t' ? ' ' : (c >= 32 && c < 127) ? c : '?', d->out);
+    }
+    fputs(len > shown ? " ...\n" : "\n", d->out);
+    size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
+    if (col > shown) col = shown;
+    size_t span = loc.len > 0 ? (size_t)loc.len : 1;
+    if (col + span > shown) span = col < shown ? shown - col : 1;
+    fprintf(d->out, "      | %*s^", (int)col, "");
+    for (size_t i = 1; i < span; i++) fputc('~', d->out);
+    fputc('\n', d->out);
+}
+
+static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list ap) {
+    if (loc.line > 0)
+        fprintf(d->out, "%s:%d:%d: %s: ", loc.file ? loc.file : d->file, loc.line, loc.col, kind);
+    else
+        fprintf(d->out, "%s: %s: ", loc.file ? loc.file : d->file, kind);
+    vfprintf(d->out, fmt, ap);
+    fputc('\n', d->out);
+    if (loc.line > 0) show_line(d, loc);
+}
+
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
+    d->n_errors++;
+    if (d->stopped) return;
+    if (d->n_errors > DIAG_MAX_ERRORS) {
+        fprintf(d->out, "%s: fatal error: too many errors emitted, stopping now\n", d->file);
+        d->stopped = true;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(d, loc, "error", fmt, ap);
+    va_end(ap);
+}
+
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
+    if (d->stopped) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(d, loc, "note", fmt, ap);
+    va_end(ap);
+}
+
+void diag_error_file(Diag *d, const char *fmt, ...) {
+    Loc none = {d->file, 0, 0, 0};
+    d->n_errors++;
+    if (d->stopped) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(d, none, "error", fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,1069 @@
+/* elaborate.c - AST to IR: binds hyperparameters (with -D overrides),
+ * instantiates blocks, unrolls repeats, evaluates integer shape arithmetic
+ * with overflow checks, and creates one IR node per tensor, each checked by
+ * its op's shape rule and reported at the DSL span that made it.
+ *
+ * Values are dynamically typed (int, float, bool, list of ints, tensor,
+ * tuple of tensors). A failed sub-expression yields V_ERR, which every user
+ * passes on silently, so one mistake gives one diagnostic. Names: a node made
+ * by `x = ...` in scope S is "S.x"; an unnamed one "S.<op>"; clashes get "_1",
+ * "_2"... A block call opens scope "S.<block or as-name>", an iteration of
+ * `repeat N as layers` opens "S.layers.<i>".
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+
+#define MAX_BLOCK_DEPTH 64
+#define MAX_REPEAT 100000
+#define MAX_NODES 1000000
+
+typedef enum { V_ERR, V_NONE, V_INT, V_FLOAT, V_BOOL, V_LIST, V_TENSOR, V_TUPLE } VKind;
+
+typedef struct {
+    VKind k;
+    int64_t i;   /* V_INT, V_BOOL */
+    double f;    /* V_FLOAT */
+    int node;    /* V_TENSOR */
+    Shape list;  /* V_LIST of ints */
+    int n_tuple; /* V_TUPLE */
+    int tuple[ACC_MAX_IN];
+} Value;
+
+typedef enum { B_HPARAM, B_INPUT, B_PARAM, B_VAR, B_FORMAL, B_INDEX } BindKind;
+
+typedef struct Binding Binding;
+struct Binding {
+    const char *name;
+    BindKind kind;
+    Value v;
+    Loc loc;
+    Binding *next;
+};
+
+typedef struct Frame Frame;
+struct Frame {
+    Binding *binds;
+    Frame *parent;     /* NULL above a block body or the top level */
+    const char *scope; /* name prefix, "" at top level */
+    const char *group;
+    bool in_block, in_repeat;
+    bool returned;
+    Value ret;
+};
+
+/* An open-addressing set of strings (names and scopes already used). */
+typedef struct {
+    const char **slot;
+    size_t cap, n;
+} StrSet;
+
+typedef struct {
+    Diag *d;
+    Graph *g;
+    Pool tmp;
+    const Program *prog;
+    const Define *defs;
+    int n_defs;
+    bool *def_used;
+    Frame *top;
+    const Stmt *stack[MAX_BLOCK_DEPTH];
+    int depth;
+    StrSet names, scopes;
+    const Stmt *model_stmt, *loss_stmt;
+    bool too_big;
+} Elab;
+
+static const char *const kind_name[] = {"an error", "nothing", "an integer", "a number", "a boolean",
+                                        "a list", "a tensor", "several tensors"};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static Value v_err(void) { return (Value){.k = V_ERR}; }
+static Value v_int(int64_t i) { return (Value){.k = V_INT, .i = i}; }
+static Value v_float(double f) { return (Value){.k = V_FLOAT, .f = f}; }
+static Value v_tensor(int id) { return (Value){.k = V_TENSOR, .node = id}; }
+static bool is_num(const Value *v) { return v->k == V_INT || v->k == V_FLOAT; }
+static double num(const Value *v) { return v->k == V_INT ? (double)v->i : v->f; }
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool set_has(const StrSet *s, const char *str) {
+    if (!s->cap) return false;
+    for (size_t i = str_hash(str) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        if (!s->slot[i]) return false;
+        if (!strcmp(s->slot[i], str)) return true;
+    }
+}
+
+static void set_add(StrSet *s, const char *str) {
+    if (2 * (s->n + 1) > s->cap) {
+        StrSet bigger = {acc_xrealloc(NULL, (s->cap ? 2 * s->cap : 256) * sizeof(char *)), s->cap ? 2 * s->cap : 256,
+                         0};
+        memset(bigger.slot, 0, bigger.cap * sizeof(char *));
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i]) set_add(&bigger, s->slot[i]);
+        free(s->slot);
+        *s = bigger;
+    }
+    size_t i = str_hash(str) & (s->cap - 1);
+    while (s->slot[i]) i = (i + 1) & (s->cap - 1);
+    s->slot[i] = str;
+    s->n++;
+}
+
+static const char *join(Elab *E, const char *scope, const char *name) {
+    return *scope ? pool_printf(&E->g->pool, "%s.%s", scope, name) : pool_strdup(&E->g->pool, name);
+}
+
+/* The first of base, base_1, base_2... not yet in set; added to it. */
+static const char *unique(Elab *E, StrSet *set, const char *base) {
+    const char *s = base;
+    for (int k = 1; set_has(set, s); k++) s = pool_printf(&E->g->pool, "%s_%d", base, k);
+    set_add(set, s);
+    return s;
+}
+
+static Binding *find_local(Frame *f, const char *name, Frame **where) {
+    for (; f; f = f->parent)
+        for (Binding *b = f->binds; b; b = b->next)
+            if (!strcmp(b->name, name)) {
+                if (where) *where = f;
+                return b;
+            }
+    return NULL;
+}
+
+/* Names visible from f: its frames up to the block or top level, then the
+ * hyperparameters (a block sees its arguments, its own names and the
+ * hyperparameters; the top level sees everything it defined). */
+static Binding *lookup(Elab *E, Frame *f, const char *name) {
+    Binding *b = find_local(f, name, NULL);
+    if (b) return b;
+    for (b = E->top->binds; b; b = b->next)
+        if (b->kind == B_HPARAM && !strcmp(b->name, name)) return b;
+    return NULL;
+}
+
+static Binding *bind(Elab *E, Frame *f, const char *name, BindKind k, Value v, Loc loc) {
+    Binding *b = pool_alloc(&E->tmp, sizeof *b);
+    *b = (Binding){name, k, v, loc, f->binds};
+    f->binds = b;
+    return b;
+}
+
+static void note_previous(Elab *E, const Binding *b) { diag_note(E->d, b->loc, "previous definition is here"); }
+
+static const Stmt *find_block(const Elab *E, const char *name) {
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_BLOCK && !strcmp(s->name, name)) return s;
+    return NULL;
+}
+
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40) return 99;
+    int row[41];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The op or block name closest to a misspelled callee, or NULL. */
+static const char *suggest_callee(const Elab *E, const char *name) {
+    const char *best = NULL;
+    int best_d = 3;
+    for (int k = 0; k < OP_COUNT; k++) {
+        if (op_table[k].flags & OPF_LEAF) continue;
+        int dd = edit_distance(name, op_table[k].name);
+        if (dd < best_d) best_d = dd, best = op_table[k].name;
+    }
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_BLOCK) {
+            int dd = edit_distance(name, s->name);
+            if (dd < best_d) best_d = dd, best = s->name;
+        }
+    return best;
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+/* Create a node for op with the given inputs after its shape rule accepts it. */
+static Value make_node(Elab *E, Frame *f, OpKind op, int n_in, const int *in, const Attrs *a, Loc loc,
+                       const char *hint) {
+    if (E->too_big) return v_err();
+    if (E->g->nodes.n >= MAX_NODES) {
+        diag_error(E->d, loc, "model too large: more than %d tensors", MAX_NODES);
+        E->too_big = true;
+        return v_err();
+    }
+    Node n = {0};
+    n.op = op;
+    n.n_in = n_in;
+    for (int i = 0; i < n_in; i++) n.in[i] = in[i];
+    n.attr = *a;
+    n.loc = loc;
+    n.group = f->group;
+    char err[256];
+    if (!op_table[op].shape(E->g, &n, err, sizeof err)) {
+        diag_error(E->d, loc, "%s", err);
+        return v_err();
+    }
+    n.name = unique(E, &E->names, join(E, f->scope, hint ? hint : op_table[op].name));
+    return v_tensor(graph_add(E->g, &n));
+}
+
+static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt, const Shape *s, Loc loc) {
+    if (E->g->nodes.n >= MAX_NODES) {
+        if (!E->too_big) diag_error(E->d, loc, "model too large: more than %d tensors", MAX_NODES);
+        E->too_big = true;
+        return v_err();
+    }
+    Node n = {0};
+    n.op = op;
+    n.dtype = dt;
+    n.shape = *s;
+    n.loc = loc;
+    n.group = f->group;
+    n.name = name;
+    set_add(&E->names, name);
+    return v_tensor(graph_add(E->g, &n));
+}
+
+/* ---- expressions ---------------------------------------------------------- */
+
+static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets);
+
+static Value int_arith(Elab *E, int op, int64_t a, int64_t b, Loc loc) {
+    int64_t r = 0;
+    bool ovf = false;
+    switch (op) {
+    case '+': ovf = __builtin_add_overflow(a, b, &r); break;
+    case '-': ovf = __builtin_sub_overflow(a, b, &r); break;
+    case '*': ovf = __builtin_mul_overflow(a, b, &r); break;
+    case '/':
+    case '%':
+        if (b == 0) {
+            diag_error(E->d, loc, "division by zero");
+            return v_err();
+        }
+        if (a == INT64_MIN && b == -1) ovf = true;
+        else r = op == '/' ? a / b : a % b;
+        break;
+    }
+    if (ovf) {
+        diag_error(E->d, loc, "integer overflow in shape arithmetic (%" PRId64 " %c %" PRId64 ")", a, op, b);
+        return v_err();
+    }
+    return v_int(r);
+}
+
+static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
+    Value a = eval(E, f, e->lhs, NULL), b = eval(E, f, e->rhs, NULL);
+    if (a.k == V_ERR || b.k == V_ERR) return v_err();
+    if (a.k == V_INT && b.k == V_INT) return int_arith(E, e->op, a.i, b.i, e->loc);
+    if (is_num(&a) && is_num(&b)) {
+        double x = num(&a), y = num(&b), r = 0;
+        switch (e->op) {
+        case '+': r = x + y; break;
+        case '-': r = x - y; break;
+        case '*': r = x * y; break;
+        case '/':
+            if (y == 0) {
+                diag_error(E->d, e->loc, "division by zero");
+                return v_err();
+            }
+            r = x / y;
+            break;
+        case '%': diag_error(E->d, e->loc, "'%%' needs integers"); return v_err();
+        }
+        if (!isfinite(r)) {
+            diag_error(E->d, e->loc, "arithmetic result is not finite");
+            return v_err();
+        }
+        return v_float(r);
+    }
+    Attrs at;
+    if (a.k == V_TENSOR && b.k == V_TENSOR && e->op != '%') {
+        OpKind op = e->op == '+' ? OP_ADD : e->op == '-' ? OP_SUB : e->op == '*' ? OP_MUL : OP_DIV;
+        attrs_defaults(op, &at);
+        int in[2] = {a.node, b.node};
+        return make_node(E, f, op, 2, in, &at, e->loc, hint);
+    }
+    /* tensor * number, number * tensor, tensor / number: a scale */
+    if ((e->op == '*' && ((a.k == V_TENSOR && is_num(&b)) || (is_num(&a) && b.k == V_TENSOR))) ||
+        (e->op == '/' && a.k == V_TENSOR && is_num(&b))) {
+        const Value *t = a.k == V_TENSOR ? &a : &b, *s = a.k == V_TENSOR ? &b : &a;
+        attrs_defaults(OP_SCALE, &at);
+        at.alpha = num(s);
+        if (e->op == '/') {
+            if (at.alpha == 0) {
+                diag_error(E->d, e->loc, "division by zero");
+                return v_err();
+            }
+            at.alpha = 1.0 / at.alpha;
+        }
+        return make_node(E, f, OP_SCALE, 1, &t->node, &at, e->loc, hint);
+    }
+    diag_error(E->d, e->loc, "invalid operands to '%c': %s and %s", e->op, kind_name[a.k], kind_name[b.k]);
+    return v_err();
+}
+
+/* Store the value of keyword argument kw into the Attrs field it names,
+ * checking it against op's attribute string. */
+static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *v, unsigned *seen) {
+    const char *spec = op_table[op].attrs;
+    size_t klen = strlen(kw->kw);
+    int index = 0;
+    for (const char *s = spec; *s; index++) {
+        size_t n = strcspn(s, ":");
+        if (n == klen && !strncmp(s, kw->kw, n)) break;
+        s += strcspn(s, ",");
+        if (*s == ',') s++;
+        if (!*s) index = -1;
+    }
+    if (!*spec || index < 0) {
+        diag_error(E->d, kw->kw_loc, "%s has no attribute '%s'%s%s", op_table[op].name, kw->kw,
+                   *spec ? "; its attributes are: " : "", spec);
+        return false;
+    }
+    if (*seen & (1u << index)) {
+        diag_error(E->d, kw->kw_loc, "attribute '%s' given twice", kw->kw);
+        return false;
+    }
+    *seen |= 1u << index;
+    if (v->k == V_ERR) return false;
+    const AttrField *fld = attr_field(kw->kw);
+    void *p = (char *)at + fld->offset;
+    switch (fld->type) {
+    case ATTR_INT:
+        if (v->k != V_INT) break;
+        *(int64_t *)p = v->i;
+        return true;
+    case ATTR_FLOAT:
+        if (!is_num(v)) break;
+        *(double *)p = num(v);
+        return true;
+    case ATTR_BOOL:
+        if (v->k != V_BOOL) break;
+        *(bool *)p = v->i != 0;
+        return true;
+    case ATTR_SHAPE:
+        if (v->k != V_LIST) break;
+        *(Shape *)p = v->list;
+        return true;
+    }
+    static const char *const want[] = {"an integer", "a number", "true or false", "a list of integers"};
+    diag_error(E->d, kw->value->loc, "attribute '%s' of %s must be %s, not %s", kw->kw, op_table[op].name,
+               want[fld->type], kind_name[v->k]);
+    return false;
+}
+
+static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const char *hint) {
+    const OpInfo *oi = &op_table[op];
+    int in[ACC_MAX_IN], n_in = 0, n_pos = 0;
+    bool bad = false;
+    unsigned seen = 0;
+    Attrs at;
+    attrs_defaults(op, &at);
+    for (const Arg *a = e->args; a; a = a->next) {
+        Value v = eval(E, f, a->value, NULL);
+        if (a->kw) {
+            bad |= !set_attr(E, op, &at, a, &v, &seen);
+            continue;
+        }
+        n_pos++;
+        if (v.k == V_ERR) {
+            bad = true;
+        } else if (v.k != V_TENSOR) {
+            diag_error(E->d, a->value->loc, "argument %d of %s must be a tensor, not %s%s", n_pos, oi->name,
+                       kind_name[v.k], *oi->attrs ? " (attributes are passed by keyword)" : "");
+            bad = true;
+        } else if (n_in < ACC_MAX_IN) {
+            in[n_in++] = v.node;
+        }
+    }
+    if (n_pos < oi->min_in || n_pos > oi->max_in) {
+        if (oi->min_in == oi->max_in)
+            diag_error(E->d, e->loc, "%s takes %d tensor argument%s, %d given", oi->name, oi->min_in,
+                       oi->min_in == 1 ? "" : "s", n_pos);
+        else
+            diag_error(E->d, e->loc, "%s takes %d to %d tensor arguments, %d given", oi->name, oi->min_in, oi->max_in,
+                       n_pos);
+        return v_err();
+    }
+    /* required attributes ("name:t!") */
+    int index = 0;
+    for (const char *s = oi->attrs; *s; index++) {
+        size_t n = strcspn(s, ",");
+        if (s[n - 1] == '!' && !(seen & (1u << index)))
+            diag_error(E->d, e->loc, "%s needs the attribute '%.*s'", oi->name, (int)strcspn(s, ":"), s), bad = true;
+        s += n;
+        if (*s == ',') s++;
+    }
+    if (bad) return v_err();
+    if (e->as_name) {
+        diag_error(E->d, e->as_loc, "'as' names block instances; name a tensor by assigning it");
+        return v_err();
+    }
+    return make_node(E, f, op, n_in, in, &at, e->loc, hint);
+}
+
+/* split(x, n, axis=-1): n equal slices, bound to the assignment's targets. */
+static Value eval_split(Elab *E, Frame *f, const Expr *e, const Name *targets) {
+    Value x = v_err(), parts = v_err();
+    int64_t axis = -1;
+    int n_pos = 0;
+    bool bad = false;
+    for (const Arg *a = e->args; a; a = a->next) {
+        Value v = eval(E, f, a->value, NULL);
+        if (v.k == V_ERR) bad = true;
+        if (a->kw && !strcmp(a->kw, "axis")) {
+            if (v.k == V_INT) axis = v.i;
+            else if (v.k != V_ERR) diag_error(E->d, a->value->loc, "axis must be an integer"), bad = true;
+        } else if (a->kw) {
+            diag_error(E->d, a->kw_loc, "split has no attribute '%s'; its attributes are: axis", a->kw);
+            bad = true;
+        } else if (n_pos++ == 0) {
+            x = v;
+        } else {
+            parts = v;
+        }
+    }
+    if (n_pos != 2) {
+        diag_error(E->d, e->loc, "split takes a tensor and a number of parts, %d arguments given", n_pos);
+        return v_err();
+    }
+    if (bad) return v_err();
+    if (x.k != V_TENSOR || parts.k != V_INT) {
+        diag_error(E->d, e->loc, "split takes a tensor and an integer, not %s and %s", kind_name[x.k],
+                   kind_name[parts.k]);
+        return v_err();
+    }
+    const Node *xn = graph_node(E->g, x.node);
+    int rank = xn->shape.ndim;
+    if (parts.i < 1 || parts.i > ACC_MAX_IN) {
+        diag_error(E->d, e->loc, "split into %" PRId64 " parts: the number of parts must be 1 to %d", parts.i,
+                   ACC_MAX_IN);
+        return v_err();
+    }
+    if (axis < -rank || axis >= rank) {
+        diag_error(E->d, e->loc, "split: axis %" PRId64 " is out of range for rank %d", axis, rank);
+        return v_err();
+    }
+    int ax = (int)(axis < 0 ? axis + rank : axis);
+    char buf[ACC_SHAPE_STR];
+    if (xn->shape.dim[ax] % parts.i) {
+        diag_error(E->d, e->loc, "split: dimension %d of %s is not divisible by %" PRId64, ax,
+                   shape_str(&xn->shape, buf), parts.i);
+        return v_err();
+    }
+    int n_t = 0;
+    for (const Name *t = targets; t; t = t->next) n_t++;
+    if (n_t != parts.i) {
+        diag_error(E->d, e->loc, "split into %" PRId64 " parts assigned to %d name%s", parts.i, n_t,
+                   n_t == 1 ? "" : "s");
+        return v_err();
+    }
+    Value r = {.k = V_TUPLE, .n_tuple = (int)parts.i};
+    int64_t len = xn->shape.dim[ax] / parts.i;
+    const Name *t = targets;
+    for (int i = 0; i < parts.i; i++, t = t->next) {
+        Attrs at;
+        attrs_defaults(OP_SLICE, &at);
+        at.axis = ax;
+        at.start = i * len;
+        at.len = len;
+        Value s = make_node(E, f, OP_SLICE, 1, &x.node, &at, e->loc, t->name);
+        if (s.k == V_ERR) return s;
+        r.tuple[i] = s.node;
+    }
+    return r;
+}
+
+static void exec_stmts(Elab *E, Frame *f, const Stmt *s);
+
+/* Instantiate block b at call e: bind its formals, run its body in a fresh
+ * scope, return what its `return` gave. */
+static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
+    for (int i = 0; i < E->depth; i++)
+        if (E->stack[i] == b) {
+            diag_error(E->d, e->loc, "block '%s' uses itself (recursion is not allowed)", b->name);
+            diag_note(E->d, b->name_loc, "'%s' is defined here", b->name);
+            return v_err();
+        }
+    if (E->depth == MAX_BLOCK_DEPTH) {
+        diag_error(E->d, e->loc, "blocks nested more than %d deep", MAX_BLOCK_DEPTH);
+        return v_err();
+    }
+    Frame *nf = pool_alloc(&E->tmp, sizeof *nf);
+    nf->in_block = true;
+    /* arguments, evaluated in the caller's frame */
+    int n_formals = 0, n_pos = 0;
+    for (const Name *p = b->targets; p; p = p->next) n_formals++;
+    bool bad = false;
+    for (const Arg *a = e->args; a; a = a->next) {
+        Value v = eval(E, f, a->value, NULL);
+        if (v.k == V_ERR) bad = true;
+        const Name *p = b->targets;
+        if (a->kw) {
+            while (p && strcmp(p->name, a->kw)) p = p->next;
+            if (!p) {
+                diag_error(E->d, a->kw_loc, "block '%s' has no parameter '%s'", b->name, a->kw);
+                bad = true;
+                continue;
+            }
+        } else {
+            for (int i = 0; p && i < n_pos; i++) p = p->next;
+            n_pos++;
+            if (!p) {
+                diag_error(E->d, a->value->loc, "block '%s' takes %d argument%s, more given", b->name, n_formals,
+                           n_formals == 1 ? "" : "s");
+                bad = true;
+                continue;
+            }
+        }
+        for (Binding *x = nf->binds; x; x = x->next)
+            if (!strcmp(x->name, p->name)) {
+                diag_error(E->d, a->kw ? a->kw_loc : a->value->loc, "parameter '%s' of block '%s' given twice",
+                           p->name, b->name);
+                bad = true;
+            }
+        bind(E, nf, p->name, B_FORMAL, v, p->loc);
+    }
+    for (const Name *p = b->targets; p; p = p->next) {
+        bool given = false;
+        for (Binding *x = nf->binds; x; x = x->next) given |= !strcmp(x->name, p->name);
+        if (given) continue;
+        if (!p->dflt) {
+            diag_error(E->d, e->loc, "missing argument '%s' of block '%s'", p->name, b->name);
+            bad = true;
+            continue;
+        }
+        Value v = eval(E, E->top, p->dflt, NULL);
+        if (v.k == V_ERR) bad = true;
+        bind(E, nf, p->name, B_FORMAL, v, p->loc);
+    }
+    if (bad) return v_err();
+    const char *base = join(E, f->scope, e->as_name ? e->as_name : b->name);
+    if (e->as_name && set_has(&E->scopes, base)) {
+        diag_error(E->d, e->as_loc, "instance name '%s' is already used in this scope", e->as_name);
+        return v_err();
+    }
+    nf->scope = unique(E, &E->scopes, base);
+    nf->group = *f->group ? f->group : nf->scope;
+    E->stack[E->depth++] = b;
+    exec_stmts(E, nf, b->body);
+    E->depth--;
+    if (!nf->returned) return (Value){.k = V_NONE};
+    return nf->ret;
+}
+
+static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
+    const char *hint = targets && !targets->next ? targets->name : NULL;
+    const Stmt *b = find_block(E, e->name);
+    if (b) return eval_block_call(E, f, e, b);
+    if (!strcmp(e->name, "split")) {
+        if (!targets) {
+            diag_error(E->d, e->loc, "split must be assigned to names: a, b = split(x, 2)");
+            return v_err();
+        }
+        return eval_split(E, f, e, targets);
+    }
+    if (!strcmp(e->name, "sqrt")) {
+        Value v = e->args && !e->args->next && !e->args->kw ? eval(E, f, e->args->value, NULL) : v_err();
+        if (v.k == V_ERR && !(e->args && !e->args->next)) diag_error(E->d, e->loc, "sqrt takes one number");
+        if (v.k == V_ERR) return v;
+        if (!is_num(&v) || num(&v) < 0) {
+            diag_error(E->d, e->loc, "sqrt takes a non-negative number, not %s", kind_name[v.k]);
+            return v_err();
+        }
+        return v_float(sqrt(num(&v)));
+    }
+    OpKind op = op_lookup(e->name);
+    if (op != OP_COUNT) return eval_op_call(E, f, e, op, hint);
+    const char *sugg = suggest_callee(E, e->name);
+    if (sugg)
+        diag_error(E->d, e->loc, "unknown op or block '%s'; did you mean '%s'?", e->name, sugg);
+    else
+        diag_error(E->d, e->loc, "unknown op or block '%s'", e->name);
+    return v_err();
+}
+
+/* Evaluate e in frame f. targets: the names an assignment binds the result to
+ * (names the node it creates), or NULL. */
+static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets) {
+    const char *hint = targets && !targets->next ? targets->name : NULL;
+    switch (e->kind) {
+    case E_INT: return v_int(e->ival);
+    case E_FLOAT: return v_float(e->fval);
+    case E_BOOL: return (Value){.k = V_BOOL, .i = e->ival};
+    case E_NAME: {
+        Binding *b = lookup(E, f, e->name);
+        if (!b) {
+            const Stmt *blk = find_block(E, e->name);
+            if (blk || op_lookup(e->name) != OP_COUNT)
+                diag_error(E->d, e->loc, "'%s' is %s; call it with arguments", e->name, blk ? "a block" : "an op");
+            else
+                diag_error(E->d, e->loc, "use of undeclared name '%s'", e->name);
+            return v_err();
+        }
+        return b->v;
+    }
+    case E_NEG: {
+        Value v = eval(E, f, e->lhs, NULL);
+        if (v.k == V_INT) {
+            if (v.i == INT64_MIN) {
+                diag_error(E->d, e->loc, "integer overflow in shape arithmetic");
+                return v_err();
+            }
+            return v_int(-v.i);
+        }
+        if (v.k == V_FLOAT) return v_float(-v.f);
+        if (v.k == V_TENSOR) {
+            Attrs at;
+            attrs_defaults(OP_SCALE, &at);
+            at.alpha = -1;
+            return make_node(E, f, OP_SCALE, 1, &v.node, &at, e->loc, hint);
+        }
+        if (v.k != V_ERR) diag_error(E->d, e->loc, "invalid operand to unary '-': %s", kind_name[v.k]);
+        return v_err();
+    }
+    case E_BINOP: return eval_binop(E, f, e, hint);
+    case E_CALL: return eval_call(E, f, e, targets);
+    case E_LIST: {
+        Value r = {.k = V_LIST};
+        for (const Expr *it = e->items; it; it = it->next) {
+            Value v = eval(E, f, it, NULL);
+            if (v.k == V_ERR) return v;
+            if (v.k != V_INT) {
+                diag_error(E->d, it->loc, "list elements must be integers, not %s", kind_name[v.k]);
+                return v_err();
+            }
+            if (r.list.ndim == ACC_MAX_DIMS) {
+                diag_error(E->d, e->loc, "list has more than %d elements", ACC_MAX_DIMS);
+                return v_err();
+            }
+            r.list.dim[r.list.ndim++] = v.i;
+        }
+        return r;
+    }
+    }
+    ACC_UNREACHABLE();
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+/* dtype[dims]: every dimension an integer in [1, ACC_MAX_DIM], the product bounded. */
+static bool eval_type(Elab *E, Frame *f, const TypeExpr *t, DType *dt, Shape *s) {
+    bool ok = true;
+    if (!dtype_parse(t->dtype, dt)) {
+        diag_error(E->d, t->dtype_loc, "unknown dtype '%s' (expected f32, i32, bf16 or f16)", t->dtype);
+        ok = false;
+    }
+    s->ndim = 0;
+    int64_t elems = 1;
+    for (const Expr *d = t->dims; d; d = d->next) {
+        Value v = eval(E, f, d, NULL);
+        if (v.k == V_ERR) {
+            ok = false;
+            continue;
+        }
+        if (v.k != V_INT) {
+            diag_error(E->d, d->loc, "dimension must be an integer, not %s", kind_name[v.k]);
+            ok = false;
+            continue;
+        }
+        if (v.i < 1 || v.i > ACC_MAX_DIM) {
+            diag_error(E->d, d->loc, "dimension %" PRId64 " is out of range (1 to 2^40)", v.i);
+            ok = false;
+            continue;
+        }
+        if (s->ndim == ACC_MAX_DIMS) {
+            diag_error(E->d, t->loc, "more than %d dimensions", ACC_MAX_DIMS);
+            return false;
+        }
+        s->dim[s->ndim++] = v.i;
+        if (__builtin_mul_overflow(elems, v.i, &elems) || elems > ACC_MAX_ELEMS) {
+            diag_error(E->d, t->loc, "tensor has more than 2^50 elements");
+            return false;
+        }
+    }
+    return ok;
+}
+
+static bool eval_init(Elab *E, Frame *f, const Expr *e, Init *init) {
+    static const char *const names[] = {"zeros", "ones", "normal", "uniform"};
+    const char *callee = e->kind == E_CALL || e->kind == E_NAME ? e->name : "";
+    int k = 0;
+    while (k < 4 && strcmp(callee, names[k])) k++;
+    if (k == 4) {
+        diag_error(E->d, e->loc, "initializer must be zeros, ones, normal(std) or uniform(bound)");
+        return false;
+    }
+    init->kind = (InitKind)k;
+    int n_args = 0;
+    const Arg *arg = e->kind == E_CALL ? e->args : NULL;
+    for (const Arg *a = arg; a; a = a->next) n_args++;
+    int want = k >= 2;
+    if (n_args != want) {
+        diag_error(E->d, e->loc, "%s takes %d argument%s", names[k], want, want == 1 ? "" : "s");
+        return false;
+    }
+    if (!want) return true;
+    if (arg->kw && strcmp(arg->kw, k == 2 ? "std" : "bound")) {
+        diag_error(E->d, arg->kw_loc, "%s has no argument '%s'", names[k], arg->kw);
+        return false;
+    }
+    Value v = eval(E, f, arg->value, NULL);
+    if (v.k == V_ERR) return false;
+    if (!is_num(&v) || num(&v) < 0) {
+        diag_error(E->d, arg->value->loc, "%s needs a non-negative number", names[k]);
+        return false;
+    }
+    init->scale = num(&v);
+    return true;
+}
+
+/* The value of -D name=value, typed like the hyperparameter's default. */
+static Value define_value(Elab *E, const Stmt *s, const Define *def, const Value *dflt) {
+    char *end;
+    const char *str = def->value;
+    if (!strcmp(str, "true") || !strcmp(str, "false")) {
+        if (dflt->k == V_BOOL || dflt->k == V_ERR) return (Value){.k = V_BOOL, .i = str[0] == 't'};
+    } else {
+        errno = 0;
+        long long i = strtoll(str, &end, 10);
+        if (*str && !*end && !errno) {
+            if (dflt->k == V_FLOAT) return v_float((double)i);
+            if (dflt->k == V_INT || dflt->k == V_ERR) return v_int(i);
+        } else {
+            double d = strtod(str, &end);
+            if (*str && !*end && isfinite(d) && (dflt->k == V_FLOAT || dflt->k == V_ERR)) return v_float(d);
+        }
+    }
+    diag_error(E->d, s->name_loc, "-D %s=%s: hyperparameter '%s' is %s", def->name, def->value, s->name,
+               kind_name[dflt->k]);
+    return v_err();
+}
+
+static void exec_hparam(Elab *E, Frame *f, const Stmt *s) {
+    Binding *prev = lookup(E, f, s->name);
+    if (prev) {
+        diag_error(E->d, s->name_loc, "redefinition of '%s'", s->name);
+        note_previous(E, prev);
+        return;
+    }
+    Value v = eval(E, f, s->value, NULL);
+    if (v.k != V_ERR && v.k != V_INT && v.k != V_FLOAT && v.k != V_BOOL) {
+        diag_error(E->d, s->value->loc, "hyperparameter must be a number or a boolean, not %s", kind_name[v.k]);
+        v = v_err();
+    }
+    for (int i = 0; i < E->n_defs; i++)
+        if (!strcmp(E->defs[i].name, s->name)) {
+            E->def_used[i] = true;
+            v = define_value(E, s, &E->defs[i], &v);
+        }
+    bind(E, f, s->name, B_HPARAM, v, s->name_loc);
+    if (v.k == V_INT) VEC_PUSH(E->g->hparams, pool_printf(&E->g->pool, "%s=%" PRId64, s->name, v.i));
+    if (v.k == V_FLOAT) VEC_PUSH(E->g->hparams, pool_printf(&E->g->pool, "%s=%.9g", s->name, v.f));
+    if (v.k == V_BOOL) VEC_PUSH(E->g->hparams, pool_printf(&E->g->pool, "%s=%s", s->name, v.i ? "true" : "false"));
+}
+
+static void exec_param(Elab *E, Frame *f, const Stmt *s) {
+    Frame *where = NULL;
+    Binding *prev = find_local(f, s->name, &where);
+    if (prev && where == f) {
+        diag_error(E->d, s->name_loc, "redefinition of '%s'", s->name);
+        note_previous(E, prev);
+        return;
+    }
+    DType dt;
+    Shape sh;
+    Init init = {0};
+    bool ok = eval_type(E, f, &s->type, &dt, &sh);
+    if (ok && dt == DT_I32) {
+        diag_error(E->d, s->type.dtype_loc, "parameters must have a floating-point dtype");
+        ok = false;
+    }
+    if (!s->value) {
+        diag_error(E->d, s->name_loc, "parameter '%s' needs an initializer: = zeros, ones, normal(std) or uniform(bound)",
+                   s->name);
+        ok = false;
+    } else {
+        ok &= eval_init(E, f, s->value, &init);
+    }
+    const char *name = join(E, f->scope, s->name);
+    if (ok && set_has(&E->names, name)) {
+        diag_error(E->d, s->name_loc, "parameter name '%s' is already used by a tensor", name);
+        ok = false;
+    }
+    Value v = ok ? make_leaf(E, f, OP_PARAM, name, dt, &sh, s->name_loc) : v_err();
+    if (v.k == V_TENSOR) graph_node(E->g, v.node)->init = init;
+    bind(E, f, s->name, B_PARAM, v, s->name_loc);
+}
+
+static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
+    /* refuse to rebind what is not a variable */
+    for (const Name *t = s->targets; t; t = t->next) {
+        Frame *where = NULL;
+        Binding *b = find_local(f, t->name, &where);
+        if (!b) b = lookup(E, f, t->name);
+        if (b && (b->kind == B_HPARAM || b->kind == B_INPUT || b->kind == B_PARAM || b->kind == B_INDEX)) {
+            static const char *const what[] = {"hyperparameter", "input", "parameter", "", "", "repeat index"};
+            diag_error(E->d, t->loc, "cannot assign to %s '%s'", what[b->kind], t->name);
+            note_previous(E, b);
+            return;
+        }
+        for (const Name *u = s->targets; u != t; u = u->next)
+            if (!strcmp(u->name, t->name)) {
+                diag_error(E->d, t->loc, "'%s' assigned twice in one statement", t->name);
+                return;
+            }
+    }
+    Value v = eval(E, f, s->value, s->targets);
+    int n_t = 0;
+    for (const Name *t = s->targets; t; t = t->next) n_t++;
+    if (v.k == V_NONE) {
+        diag_error(E->d, s->value->loc, "this block returns no value");
+        v = v_err();
+    }
+    if (n_t > 1 && v.k != V_TUPLE && v.k != V_ERR) {
+        diag_error(E->d, s->targets->loc, "%d names assigned from %s", n_t, kind_name[v.k]);
+        v = v_err();
+    }
+    if (n_t == 1 && v.k == V_TUPLE) {
+        diag_error(E->d, s->targets->loc, "one name assigned from several tensors");
+        v = v_err();
+    }
+    if (s->hint && v.k != V_ERR) {
+        for (int i = 0; i < (v.k == V_TUPLE ? v.n_tuple : 1); i++) {
+            int id = v.k == V_TUPLE ? v.tuple[i] : v.node;
+            Node *n = v.k == V_TENSOR || v.k == V_TUPLE ? graph_node(E->g, id) : NULL;
+            if (!n) {
+                diag_error(E->d, s->loc, "annotation on %s: only tensors can be saved or recomputed", kind_name[v.k]);
+                break;
+            }
+            if (op_table[n->op].flags & OPF_LEAF) {
+                diag_error(E->d, s->loc, "annotation on '%s': inputs and parameters are always kept", n->name);
+                break;
+            }
+            n->hint = s->hint;
+        }
+    }
+    int i = 0;
+    for (const Name *t = s->targets; t; t = t->next, i++) {
+        Value ti = v.k == V_TUPLE ? v_tensor(v.tuple[i]) : v;
+        Frame *where = NULL;
+        Binding *b = find_local(f, t->name, &where);
+        if (b) {
+            b->v = ti;
+        } else {
+            bind(E, f, t->name, B_VAR, ti, t->loc);
+        }
+    }
+}
+
+static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
+    Value n = eval(E, f, s->value, NULL);
+    if (n.k == V_ERR) return;
+    if (n.k != V_INT || n.i < 0 || n.i > MAX_REPEAT) {
+        diag_error(E->d, s->value->loc, "repeat count must be an integer from 0 to %d", MAX_REPEAT);
+        return;
+    }
+    const char *base = join(E, f->scope, s->name);
+    if (set_has(&E->scopes, base)) {
+        diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope", s->name);
+        return;
+    }
+    set_add(&E->scopes, base);
+    for (int64_t i = 0; i < n.i && !E->too_big && !E->d->stopped; i++) {
+        Frame *it = pool_alloc(&E->tmp, sizeof *it);
+        it->parent = f;
+        it->in_block = f->in_block;
+        it->in_repeat = true;
+        it->scope = pool_printf(&E->g->pool, "%s.%" PRId64, base, i);
+        it->group = *f->group ? f->group : it->scope;
+        if (s->index) bind(E, it, s->index, B_INDEX, v_int(i), s->index_loc);
+        int before = E->d->n_errors;
+        exec_stmts(E, it, s->body);
+        if (E->d->n_errors > before) break; /* the same errors would repeat */
+    }
+}
+
+static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
+    bool top = f == E->top;
+    static const char *const top_only[] = {[S_MODEL] = "model", [S_HPARAM] = "hparam", [S_INPUT] = "input",
+                                           [S_LOSS] = "loss", [S_SAVE] = "save", [S_RECOMPUTE] = "recompute",
+                                           [S_BLOCK] = "block"};
+    if (!top && s->kind < (int)(sizeof top_only / sizeof *top_only) && top_only[s->kind]) {
+        diag_error(E->d, s->loc, "'%s' is only allowed at the top level", top_only[s->kind]);
+        return;
+    }
+    switch (s->kind) {
+    case S_MODEL:
+        if (E->model_stmt) {
+            diag_error(E->d, s->loc, "the model is named twice");
+            diag_note(E->d, E->model_stmt->loc, "previous definition is here");
+            return;
+        }
+        E->model_stmt = s;
+        E->g->model = pool_strdup(&E->g->pool, s->name);
+        return;
+    case S_HPARAM: exec_hparam(E, f, s); return;
+    case S_INPUT: {
+        Binding *prev = lookup(E, f, s->name);
+        if (prev) {
+            diag_error(E->d, s->name_loc, "redefinition of '%s'", s->name);
+            note_previous(E, prev);
+            return;
+        }
+        DType dt;
+        Shape sh;
+        Value v = eval_type(E, f, &s->type, &dt, &sh) ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name),
+                                                                 dt, &sh, s->name_loc)
+                                                      : v_err();
+        bind(E, f, s->name, B_INPUT, v, s->name_loc);
+        return;
+    }
+    case S_PARAM: exec_param(E, f, s); return;
+    case S_ASSIGN: exec_assign(E, f, s); return;
+    case S_REPEAT: exec_repeat(E, f, s); return;
+    case S_RETURN: {
+        if (!f->in_block || f->in_repeat) {
+            diag_error(E->d, s->loc, "'return' is only allowed in a block body, outside repeat");
+            return;
+        }
+        f->ret = eval(E, f, s->value, NULL);
+        f->returned = true;
+        if (f->ret.k == V_TUPLE) {
+            diag_error(E->d, s->value->loc, "a block returns one value");
+            f->ret = v_err();
+        }
+        return;
+    }
+    case S_LOSS: {
+        if (E->loss_stmt) {
+            diag_error(E->d, s->loc, "the loss is designated twice");
+            diag_note(E->d, E->loss_stmt->loc, "previous designation is here");
+            return;
+        }
+        E->loss_stmt = s;
+        static const Name loss_name = {"loss", {0}, NULL, NULL};
+        Value v = eval(E, f, s->value, &loss_name);
+        if (v.k == V_ERR) return;
+        const Node *n = v.k == V_TENSOR ? graph_node(E->g, v.node) : NULL;
+        if (!n || n->shape.ndim != 0 || n->dtype != DT_F32 || (op_table[n->op].flags & OPF_LEAF)) {
+            char buf[ACC_SHAPE_STR];
+            diag_error(E->d, s->value->loc, "the loss must be a computed f32 scalar, not %s%s%s",
+                       n ? dtype_name(n->dtype) : kind_name[v.k], n ? shape_str(&n->shape, buf) : "",
+                       n && (op_table[n->op].flags & OPF_LEAF) ? " input or parameter" : "");
+            return;
+        }
+        E->g->loss = v.node;
+        return;
+    }
+    case S_SAVE:
+    case S_RECOMPUTE:
+        for (const Name *gl = s->targets; gl; gl = gl->next) {
+            if (!*gl->name) {
+                diag_error(E->d, gl->loc, "empty name pattern");
+                continue;
+            }
+            if (s->kind == S_SAVE)
+                VEC_PUSH(E->g->save_globs, pool_strdup(&E->g->pool, gl->name));
+            else
+                VEC_PUSH(E->g->recompute_globs, pool_strdup(&E->g->pool, gl->name));
+        }
+        return;
+    case S_BLOCK: return; /* collected before execution */
+    }
+}
+
+static void exec_stmts(Elab *E, Frame *f, const Stmt *s) {
+    for (; s && !E->d->stopped && !E->too_big; s = s->next) {
+        if (f->returned) {
+            diag_error(E->d, s->loc, "statement after 'return'");
+            return;
+        }
+        exec_stmt(E, f, s);
+    }
+}
+
+/* Blocks are visible before their definition; check them once up front. */
+static void collect_blocks(Elab *E) {
+    for (const Stmt *s = E->prog->stmts; s; s = s->next) {
+        if (s->kind != S_BLOCK) continue;
+        const Stmt *first = find_block(E, s->name);
+        if (first != s) {
+            diag_error(E->d, s->name_loc, "redefinition of block '%s'", s->name);
+            diag_note(E->d, first->name_loc, "previous definition is here");
+        }
+        if (op_lookup(s->name) != OP_COUNT || !strcmp(s->name, "split") || !strcmp(s->name, "sqrt"))
+            diag_error(E->d, s->name_loc, "block '%s' has the name of a built-in op", s->name);
+        for (const Name *p = s->targets; p; p = p->next)
+            for (const Name *q = s->targets; q != p; q = q->next)
+                if (!strcmp(p->name, q->name)) {
+                    diag_error(E->d, p->loc, "duplicate parameter '%s' in block '%s'", p->name, s->name);
+                    diag_note(E->d, q->loc, "previous definition is here");
+                }
+    }
+}
+
+/* Patterns from save/recompute statements and annotations must name something. */
+static void check_globs(Elab *E) {
+    for (int k = 0; k < 2; k++) {
+        const char *kw = k ? "recompute" : "save";
+        int n = k ? E->g->recompute_globs.n : E->g->save_globs.n;
+        for (int i = 0; i < n; i++) {
+            const char *gl = k ? E->g->recompute_globs.v[i] : E->g->save_globs.v[i];
+            bool hit = false;
+            for (int j = 0; j < E->g->nodes.n && !hit; j++) hit = !fnmatch(gl, E->g->nodes.v[j].name, 0);
+            if (!hit) diag_error_file(E->d, "%s \"%s\": the pattern matches no tensor", kw, gl);
+        }
+    }
+}
+
+int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, Graph *g) {
+    Elab E = {.d = d, .g = g, .prog = prog, .defs = defs, .n_defs = n_defs};
+    E.def_used = acc_xrealloc(NULL, (size_t)(n_defs + 1) * sizeof(bool));
+    memset(E.def_used, 0, (size_t)(n_defs + 1) * sizeof(bool));
+    Frame top = {.scope = "", .group = ""};
+    E.top = &top;
+    g->source = pool_strdup(&g->pool, d->file);
+    collect_blocks(&E);
+    exec_stmts(&E, &top, prog->stmts);
+    if (d->n_errors == 0) {
+        for (int i = 0; i < n_defs; i++)
+            if (!E.def_used[i])
+                diag_error_file(d, "-D %s=%s: the model has no hyperparameter '%s'", defs[i].name, defs[i].value,
+                                defs[i].name);
+        if (!E.loss_stmt) diag_error_file(d, "the model designates no loss (add 'loss EXPR;')");
+        check_globs(&E);
+    }
+    free(E.def_used);
+    free(E.names.slot);
+    free(E.scopes.slot);
+    pool_free(&E.tmp);
+    return d->n_errors;
+}

@@ -1,0 +1,208 @@
+/* ir.h - acc's tensor-graph IR, the op table, and the compile-time memory arena.
+ *
+ * One Node per tensor: op, inputs (dense ids of earlier nodes), attributes,
+ * dtype, static shape, hierarchical scope name and DSL source location.
+ * Nodes are appended in a topological order (inputs before users); analyses
+ * live in side arrays indexed by node id. All compile-time memory comes from
+ * a Pool freed in one call. This header includes nothing of the front end:
+ * the IR is built by the front end and consumed by passes/ and codegen/.
+ */
+#ifndef ACC_IR_H
+#define ACC_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ACC_VERSION "0.1.0"
+
+/* ---- compiler bugs ------------------------------------------------------ */
+
+void acc_panic(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+#define ACC_ASSERT(c) \
+    ((c) ? (void)0 : acc_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
+#define ACC_UNREACHABLE() acc_panic(__FILE__, __LINE__, "unreachable")
+
+/* ---- compile-time memory ------------------------------------------------ */
+
+typedef struct PoolChunk PoolChunk;
+typedef struct {
+    PoolChunk *head;
+    size_t used_bytes; /* total handed out, for statistics */
+} Pool;
+
+void *pool_alloc(Pool *p, size_t size_bytes); /* zeroed, 16-byte aligned */
+char *pool_strdup(Pool *p, const char *s);
+char *pool_printf(Pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pool_free(Pool *p);
+
+/* Growable array of any element type, memory from the C heap. */
+#define VEC(T) struct { T *v; int n, cap; }
+#define VEC_PUSH(vec, x)                                                          \
+    do {                                                                          \
+        if ((vec).n == (vec).cap) {                                               \
+            (vec).cap = (vec).cap ? 2 * (vec).cap : 16;                           \
+            (vec).v = acc_xrealloc((vec).v, (size_t)(vec).cap * sizeof *(vec).v); \
+        }                                                                         \
+        (vec).v[(vec).n++] = (x);                                                 \
+    } while (0)
+#define VEC_FREE(vec) (free((vec).v), (vec).v = NULL, (vec).n = (vec).cap = 0)
+void *acc_xrealloc(void *p, size_t size_bytes);
+
+/* ---- source locations --------------------------------------------------- */
+
+/* A span on one line of a source file; line and col are 1-based, len >= 1. */
+typedef struct {
+    const char *file; /* display name */
+    int line, col, len;
+} Loc;
+
+/* ---- dtypes and shapes -------------------------------------------------- */
+
+typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16, DT_COUNT } DType;
+const char *dtype_name(DType t);
+size_t dtype_size(DType t);
+bool dtype_parse(const char *s, DType *out);
+
+#define ACC_MAX_DIMS 6
+#define ACC_MAX_DIM ((int64_t)1 << 40)       /* absurd above this */
+#define ACC_MAX_ELEMS ((int64_t)1 << 50)     /* elements of one tensor */
+
+typedef struct {
+    int ndim;
+    int64_t dim[ACC_MAX_DIMS];
+} Shape;
+
+int64_t shape_elems(const Shape *s);
+bool shape_eq(const Shape *a, const Shape *b);
+/* "[4,1024,768]"; buf of at least ACC_SHAPE_STR bytes */
+#define ACC_SHAPE_STR 160
+const char *shape_str(const Shape *s, char *buf);
+
+/* ---- the op table ------------------------------------------------------- */
+
+enum {
+    OPF_LEAF = 1 << 0,   /* input or parameter, no computation */
+    OPF_ELEM = 1 << 1,   /* elementwise: one output element per input element */
+    OPF_RANDOM = 1 << 2, /* draws random numbers (counter-based: recomputable) */
+    OPF_NORECOMPUTE = 1 << 3,
+};
+
+typedef enum {
+#define X(e, name, mn, mx, attrs, shape, flags) OP_##e,
+#include "ops.def"
+#undef X
+    OP_COUNT
+} OpKind;
+
+/* Attributes of every op, by name; which ones an op takes is its row's
+ * attribute string. ATTR_NONE marks an int attribute that was not given. */
+#define ATTR_NONE INT64_MIN
+typedef struct {
+    int64_t axis, start, len, dim0, dim1, heads, kv_heads;
+    bool transpose_a, transpose_b, causal, keepdim;
+    double eps, p, alpha, theta;
+    Shape shape; /* reshape target; a -1 entry is inferred */
+} Attrs;
+
+typedef enum { ATTR_INT, ATTR_FLOAT, ATTR_BOOL, ATTR_SHAPE } AttrType;
+/* The named attribute fields of Attrs, for the front end and the IR printer. */
+typedef struct {
+    const char *name;
+    AttrType type;
+    size_t offset;
+} AttrField;
+const AttrField *attr_field(const char *name); /* NULL if no such attribute */
+
+typedef struct Graph Graph;
+typedef struct Node Node;
+
+/* A shape rule: checks the inputs, sets n->shape, n->dtype and n->aux_elems.
+ * On error writes a one-line message (naming the shapes) and returns false. */
+typedef bool (*ShapeRule)(const Graph *g, Node *n, char *err, size_t err_len);
+
+typedef struct {
+    const char *name;
+    int min_in, max_in;
+    const char *attrs;
+    ShapeRule shape;
+    unsigned flags;
+} OpInfo;
+
+extern const OpInfo op_table[OP_COUNT];
+static inline const OpInfo *op_info(OpKind k) { return &op_table[k]; }
+OpKind op_lookup(const char *dsl_name); /* OP_COUNT if none */
+/* Fill a with the defaults of op k's attribute string. */
+void attrs_defaults(OpKind k, Attrs *a);
+
+/* ---- nodes and graphs --------------------------------------------------- */
+
+#define ACC_MAX_IN 8
+
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM } InitKind;
+typedef struct {
+    InitKind kind;
+    double scale; /* std for normal, bound for uniform */
+} Init;
+
+enum { HINT_NONE = 0, HINT_SAVE = 1, HINT_RECOMPUTE = 2 };
+
+struct Node {
+    int id;
+    OpKind op;
+    int n_in;
+    int in[ACC_MAX_IN]; /* node ids, all < id */
+    Attrs attr;
+    DType dtype;
+    Shape shape;
+    int64_t aux_elems; /* f32 statistics stored after the tensor (0: none) */
+    const char *name;  /* hierarchical: "layers.7.attn.qkv" */
+    const char *group; /* block instance it belongs to: "layers.7", "" at top */
+    Loc loc;
+    Init init;         /* parameters only */
+    int hint;          /* HINT_*: must-save / must-recompute from the DSL */
+};
+
+struct Graph {
+    Pool pool; /* names and strings */
+    const char *model;
+    VEC(Node) nodes;
+    int loss; /* node id of the scalar loss, -1 if none */
+    /* name globs from top-level save/recompute statements, applied by the planner */
+    VEC(const char *) save_globs;
+    VEC(const char *) recompute_globs;
+    VEC(const char *) hparams; /* "B=4" as bound, in file order */
+    const char *source;        /* the DSL file it came from */
+};
+
+void graph_init(Graph *g, const char *model);
+void graph_free(Graph *g);
+/* Append a node; inputs must already exist. Returns its id. The shape rule is
+ * not run here (the front end runs it to report errors at the DSL location). */
+int graph_add(Graph *g, const Node *proto);
+static inline Node *graph_node(const Graph *g, int id) { return &g->nodes.v[id]; }
+int graph_find(const Graph *g, const char *name); /* -1 if none */
+
+int64_t node_bytes(const Node *n); /* tensor plus aux tail */
+int64_t graph_param_count(const Graph *g);
+int64_t graph_param_bytes(const Graph *g);
+
+/* Print the graph as text, one node per line (the --emit=ir format). */
+void ir_print(const Graph *g, FILE *out);
+
+/* Check structural invariants; on the first violation prints it and returns
+ * false. Run between passes in debug builds and tests. */
+bool ir_verify(const Graph *g, FILE *err);
+
+/* ---- sizes on the command line ------------------------------------------ */
+
+/* "8G", "512M", "1.5GiB", "8000MB", "123": K/M/G/T and KiB..TiB are powers of
+ * 1024, kB/MB/GB/TB powers of 1000, B or nothing is bytes. Returns false on
+ * anything else (including overflow, negatives, fractional bytes). */
+bool parse_size(const char *s, int64_t *bytes_out);
+/* "8.00 GiB"-style rendering for humans */
+const char *format_bytes(int64_t bytes, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,339 @@
+/* shape.c - the shape rules named in ops.def. Each checks its node's inputs
+ * and attributes, then sets the node's shape, dtype and aux_elems, or writes
+ * a one-line error naming the op and the offending shapes and returns false.
+ * Rules never trust their inputs: ranks, dims, dtypes and input ids are
+ * checked first, and every result is bounded by ACC_MAX_DIM / ACC_MAX_ELEMS.
+ */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+
+#define X(e, name, mn, mx, attrs, shape, flags) bool shape(const Graph *, Node *, char *, size_t);
+#include "ops.def"
+#undef X
+
+/* A shape as text, in a buffer that lives until the end of the enclosing block. */
+#define SHP(s) shape_str((s), (char[ACC_SHAPE_STR]){0})
+#define IN(i) graph_node(g, n->in[i])
+#define FAIL(...) fail(n, err, err_len, __VA_ARGS__)
+
+static bool fail(const Node *n, char *err, size_t err_len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Write "op: message" into err; always returns false. */
+static bool fail(const Node *n, char *err, size_t err_len, const char *fmt, ...) {
+    if (!err || !err_len) return false;
+    const char *op = (unsigned)n->op < OP_COUNT ? op_table[n->op].name : "?";
+    int k = snprintf(err, err_len, "%s: ", op);
+    if (k >= 0 && (size_t)k < err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + k, err_len - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* Whether s has a valid rank, every dim in [1, ACC_MAX_DIM] and at most
+ * ACC_MAX_ELEMS elements. */
+static bool shape_ok(const Shape *s) {
+    if (s->ndim < 0 || s->ndim > ACC_MAX_DIMS) return false;
+    int64_t e = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        if (s->dim[i] < 1 || s->dim[i] > ACC_MAX_DIM) return false;
+        if (__builtin_mul_overflow(e, s->dim[i], &e) || e > ACC_MAX_ELEMS) return false;
+    }
+    return true;
+}
+
+/* Check the input count, the input ids and every input's dtype and shape. */
+static bool check_inputs(const Graph *g, const Node *n, char *err, size_t err_len) {
+    if ((unsigned)n->op >= OP_COUNT) return FAIL("bad op %d", (int)n->op);
+    const OpInfo *oi = &op_table[n->op];
+    if (n->n_in < oi->min_in || n->n_in > oi->max_in || n->n_in > ACC_MAX_IN) {
+        if (oi->min_in == oi->max_in)
+            return FAIL("takes %d input%s, got %d", oi->min_in, oi->min_in == 1 ? "" : "s", n->n_in);
+        return FAIL("takes %d to %d inputs, got %d", oi->min_in, oi->max_in, n->n_in);
+    }
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i] < 0 || n->in[i] >= g->nodes.n) return FAIL("input %d is not a node (%%%d)", i, n->in[i]);
+        const Node *x = IN(i);
+        if ((unsigned)x->dtype >= DT_COUNT) return FAIL("input %d has bad dtype %d", i, (int)x->dtype);
+        if (x->shape.ndim < 0 || x->shape.ndim > ACC_MAX_DIMS)
+            return FAIL("input %d has bad rank %d", i, x->shape.ndim);
+        if (!shape_ok(&x->shape)) return FAIL("input %d has a bad shape %s", i, SHP(&x->shape));
+    }
+    return true;
+}
+
+/* Check that input i (called what in messages) has dtype t. */
+static bool want_dtype(const Graph *g, const Node *n, int i, const char *what, DType t, char *err,
+                       size_t err_len) {
+    const Node *x = IN(i);
+    if (x->dtype == t) return true;
+    return FAIL("%s must be %s, got %s%s", what, dtype_name(t), dtype_name(x->dtype), SHP(&x->shape));
+}
+
+/* Resolve a Python-style axis attribute (called what) against shape x. */
+static bool get_axis(const Node *n, const char *what, int64_t axis, const Shape *x, int *out, char *err,
+                     size_t err_len) {
+    if (axis >= -(int64_t)x->ndim && axis < x->ndim) {
+        *out = (int)(axis < 0 ? axis + x->ndim : axis);
+        return true;
+    }
+    if (axis == ATTR_NONE) return FAIL("%s is required", what);
+    return FAIL("%s=%" PRId64 " out of range for rank %d: %s", what, axis, x->ndim, SHP(x));
+}
+
+/* Store the result if its dims and element count are in range. */
+static bool set_out(Node *n, const Shape *s, DType t, int64_t aux, char *err, size_t err_len) {
+    if (!shape_ok(s)) return FAIL("result too large: %s", SHP(s));
+    n->shape = *s;
+    n->dtype = t;
+    n->aux_elems = aux;
+    return true;
+}
+
+static int64_t last_dim(const Shape *s) { return s->dim[s->ndim - 1]; }
+
+bool shape_leaf(const Graph *g, Node *n, char *err, size_t err_len) { return true; }
+
+bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "a", DT_F32, err, err_len) ||
+        !want_dtype(g, n, 1, "b", DT_F32, err, err_len))
+        return false;
+    const Shape *a = &IN(0)->shape, *b = &IN(1)->shape;
+    bool ta = n->attr.transpose_a, tb = n->attr.transpose_b;
+    const char *tr =
+        ta ? (tb ? " (transpose_a, transpose_b)" : " (transpose_a)") : (tb ? " (transpose_b)" : "");
+    int ra = a->ndim, rb = b->ndim;
+    if (ra < 2) return FAIL("a must have rank >= 2: %s x %s", SHP(a), SHP(b));
+    if (rb != 2 && rb != ra) return FAIL("b must have rank 2 or a's rank %d: %s x %s", ra, SHP(a), SHP(b));
+    for (int i = 0; rb == ra && i < ra - 2; i++)
+        if (a->dim[i] != b->dim[i]) return FAIL("batch dimensions differ: %s x %s", SHP(a), SHP(b));
+    int64_t m = a->dim[ra - (ta ? 1 : 2)], ka = a->dim[ra - (ta ? 2 : 1)];
+    int64_t kb = b->dim[rb - (tb ? 1 : 2)], nb = b->dim[rb - (tb ? 2 : 1)];
+    if (ka != kb) return FAIL("inner dimensions differ: %s x %s%s", SHP(a), SHP(b), tr);
+    Shape out = {.ndim = ra};
+    for (int i = 0; i < ra - 2; i++) out.dim[i] = a->dim[i];
+    out.dim[ra - 2] = m;
+    out.dim[ra - 1] = nb;
+    return set_out(n, &out, DT_F32, 0, err, err_len);
+}
+
+bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0), *y = IN(1);
+    if (x->dtype != DT_F32 || y->dtype != DT_F32)
+        return FAIL("inputs must be f32, got %s%s and %s%s", dtype_name(x->dtype), SHP(&x->shape),
+                    dtype_name(y->dtype), SHP(&y->shape));
+    int rx = x->shape.ndim, ry = y->shape.ndim, r = rx > ry ? rx : ry;
+    Shape out = {.ndim = r};
+    for (int i = 1; i <= r; i++) {
+        int64_t dx = i <= rx ? x->shape.dim[rx - i] : 1, dy = i <= ry ? y->shape.dim[ry - i] : 1;
+        if (dx != dy && dx != 1 && dy != 1)
+            return FAIL("shapes do not broadcast: %s vs %s", SHP(&x->shape), SHP(&y->shape));
+        out.dim[r - i] = dx == 1 ? dy : dx;
+    }
+    return set_out(n, &out, DT_F32, 0, err, err_len);
+}
+
+bool shape_same(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    const Shape *x = &IN(0)->shape;
+    if (n->op == OP_SOFTMAX && x->ndim < 1) return FAIL("x must have rank >= 1: %s", SHP(x));
+    if (n->op == OP_DROPOUT && !(n->attr.p >= 0 && n->attr.p < 1))
+        return FAIL("p must be in [0, 1), got %g", n->attr.p);
+    return set_out(n, x, DT_F32, 0, err, err_len);
+}
+
+/* Common checks of layernorm and rmsnorm: x f32 [..., C], each further input
+ * f32 [C], eps > 0. Sets *rows to the number of normalized rows. */
+static bool check_norm(const Graph *g, Node *n, int64_t *rows, char *err, size_t err_len) {
+    static const char *const names[] = {"x", "w", "b"};
+    if (!check_inputs(g, n, err, err_len)) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (!want_dtype(g, n, i, names[i], DT_F32, err, err_len)) return false;
+    const Shape *x = &IN(0)->shape;
+    if (x->ndim < 1) return FAIL("x must have rank >= 1: %s", SHP(x));
+    int64_t c = last_dim(x);
+    for (int i = 1; i < n->n_in; i++) {
+        const Shape *p = &IN(i)->shape;
+        if (p->ndim != 1 || p->dim[0] != c)
+            return FAIL("%s must be [%" PRId64 "] to match x: %s vs %s", names[i], c, SHP(x), SHP(p));
+    }
+    if (!(n->attr.eps > 0) || !isfinite(n->attr.eps)) return FAIL("eps must be > 0, got %g", n->attr.eps);
+    *rows = shape_elems(x) / c;
+    return true;
+}
+
+bool shape_layernorm(const Graph *g, Node *n, char *err, size_t err_len) {
+    int64_t rows;
+    if (!check_norm(g, n, &rows, err, err_len)) return false;
+    return set_out(n, &IN(0)->shape, DT_F32, 2 * rows, err, err_len);
+}
+
+bool shape_rmsnorm(const Graph *g, Node *n, char *err, size_t err_len) {
+    int64_t rows;
+    if (!check_norm(g, n, &rows, err, err_len)) return false;
+    return set_out(n, &IN(0)->shape, DT_F32, rows, err, err_len);
+}
+
+bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "q", DT_F32, err, err_len) ||
+        !want_dtype(g, n, 1, "k", DT_F32, err, err_len) || !want_dtype(g, n, 2, "v", DT_F32, err, err_len))
+        return false;
+    const Shape *q = &IN(0)->shape, *k = &IN(1)->shape, *v = &IN(2)->shape;
+    if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
+        return FAIL("q, k, v must have rank 3 [B, T, heads*D]: %s, %s, %s", SHP(q), SHP(k), SHP(v));
+    int64_t h = n->attr.heads, kvh = n->attr.kv_heads;
+    if (h <= 0) return FAIL("heads must be > 0, got %" PRId64, h);
+    if (kvh == 0 || kvh == ATTR_NONE) kvh = h;
+    if (kvh < 0) return FAIL("kv_heads must be >= 0, got %" PRId64, kvh);
+    if (h % kvh) return FAIL("heads=%" PRId64 " is not a multiple of kv_heads=%" PRId64, h, kvh);
+    if (q->dim[2] % h)
+        return FAIL("q's last dim %" PRId64 " is not divisible by heads=%" PRId64 ": %s", q->dim[2], h,
+                    SHP(q));
+    int64_t d = q->dim[2] / h;
+    if (!shape_eq(k, v)) return FAIL("k and v shapes differ: %s vs %s", SHP(k), SHP(v));
+    if (k->dim[0] != q->dim[0]) return FAIL("batch sizes differ: q %s, k %s", SHP(q), SHP(k));
+    if (k->dim[2] != kvh * d)
+        return FAIL("k's last dim must be kv_heads*D = %" PRId64 "*%" PRId64 ": q %s, k %s", kvh, d, SHP(q),
+                    SHP(k));
+    if (n->attr.causal && q->dim[1] != k->dim[1])
+        return FAIL("causal attention needs equal query and key lengths: q %s, k %s", SHP(q), SHP(k));
+    return set_out(n, q, DT_F32, q->dim[0] * h * q->dim[1], err, err_len);
+}
+
+bool shape_rope(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    const Shape *x = &IN(0)->shape;
+    int64_t h = n->attr.heads;
+    if (x->ndim != 3) return FAIL("x must have rank 3 [B, T, heads*D]: %s", SHP(x));
+    if (h <= 0) return FAIL("heads must be > 0, got %" PRId64, h);
+    if (x->dim[2] % h || (x->dim[2] / h) % 2)
+        return FAIL("x's last dim must be heads*D with D even, heads=%" PRId64 ": %s", h, SHP(x));
+    if (!(n->attr.theta > 0) || !isfinite(n->attr.theta))
+        return FAIL("theta must be > 0, got %g", n->attr.theta);
+    return set_out(n, x, DT_F32, 0, err, err_len);
+}
+
+bool shape_embedding(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "idx", DT_I32, err, err_len) ||
+        !want_dtype(g, n, 1, "table", DT_F32, err, err_len))
+        return false;
+    const Shape *idx = &IN(0)->shape, *t = &IN(1)->shape;
+    if (t->ndim != 2) return FAIL("table must have rank 2 [V, C]: %s", SHP(t));
+    if (idx->ndim > ACC_MAX_DIMS - 1) return FAIL("idx must have rank <= %d: %s", ACC_MAX_DIMS - 1, SHP(idx));
+    Shape out = *idx;
+    out.dim[out.ndim++] = t->dim[1];
+    return set_out(n, &out, DT_F32, 0, err, err_len);
+}
+
+bool shape_xent(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "logits", DT_F32, err, err_len) ||
+        !want_dtype(g, n, 1, "targets", DT_I32, err, err_len))
+        return false;
+    const Shape *l = &IN(0)->shape, *t = &IN(1)->shape;
+    if (l->ndim < 1) return FAIL("logits must have rank >= 1: %s", SHP(l));
+    Shape rows = *l;
+    rows.dim[--rows.ndim] = 0;
+    if (!shape_eq(&rows, t))
+        return FAIL("targets must be logits' shape without the last dim: %s vs %s", SHP(l), SHP(t));
+    Shape out = {.ndim = 0};
+    return set_out(n, &out, DT_F32, shape_elems(&rows), err, err_len);
+}
+
+bool shape_reshape(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0);
+    const Shape *t = &n->attr.shape;
+    if (t->ndim < 0 || t->ndim > ACC_MAX_DIMS) return FAIL("target rank %d out of range", t->ndim);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        int64_t d = t->dim[i];
+        if (d == -1 && infer >= 0) return FAIL("more than one -1 in target %s", SHP(t));
+        if (d == -1) {
+            infer = i;
+            continue;
+        }
+        if (d < 1 || d > ACC_MAX_DIM) return FAIL("bad dimension %" PRId64 " in target %s", d, SHP(t));
+        if (__builtin_mul_overflow(known, d, &known) || known > ACC_MAX_ELEMS)
+            return FAIL("target too large: %s", SHP(t));
+    }
+    int64_t elems = shape_elems(&x->shape);
+    Shape out = {.ndim = t->ndim};
+    for (int i = 0; i < t->ndim; i++) out.dim[i] = t->dim[i];
+    if (infer >= 0 && elems % known == 0)
+        out.dim[infer] = elems / known;
+    else if (infer >= 0 || known != elems)
+        return FAIL("cannot reshape %s (%" PRId64 " elements) to %s", SHP(&x->shape), elems, SHP(t));
+    return set_out(n, &out, x->dtype, 0, err, err_len);
+}
+
+bool shape_transpose(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0);
+    int a, b;
+    if (!get_axis(n, "dim0", n->attr.dim0, &x->shape, &a, err, err_len) ||
+        !get_axis(n, "dim1", n->attr.dim1, &x->shape, &b, err, err_len))
+        return false;
+    Shape out = x->shape;
+    out.dim[a] = x->shape.dim[b];
+    out.dim[b] = x->shape.dim[a];
+    return set_out(n, &out, x->dtype, 0, err, err_len);
+}
+
+bool shape_slice(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0);
+    int ax;
+    if (!get_axis(n, "axis", n->attr.axis, &x->shape, &ax, err, err_len)) return false;
+    int64_t d = x->shape.dim[ax], start = n->attr.start, len = n->attr.len;
+    if (start < 0 || len < 1 || start > d || len > d - start)
+        return FAIL("start=%" PRId64 " len=%" PRId64 " out of range for axis %d of %s", start, len, ax,
+                    SHP(&x->shape));
+    Shape out = x->shape;
+    out.dim[ax] = len;
+    return set_out(n, &out, x->dtype, 0, err, err_len);
+}
+
+bool shape_concat(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0);
+    int ax;
+    if (!get_axis(n, "axis", n->attr.axis, &x->shape, &ax, err, err_len)) return false;
+    Shape out = x->shape;
+    for (int i = 1; i < n->n_in; i++) {
+        const Node *y = IN(i);
+        if (y->dtype != x->dtype)
+            return FAIL("input %d dtype differs: %s%s vs %s%s", i, dtype_name(x->dtype), SHP(&x->shape),
+                        dtype_name(y->dtype), SHP(&y->shape));
+        bool same = y->shape.ndim == x->shape.ndim;
+        for (int d = 0; same && d < x->shape.ndim; d++) same = d == ax || y->shape.dim[d] == x->shape.dim[d];
+        if (!same)
+            return FAIL("input %d shape differs off axis %d: %s vs %s", i, ax, SHP(&x->shape),
+                        SHP(&y->shape));
+        out.dim[ax] += y->shape.dim[ax]; /* at most 8 * ACC_MAX_DIM: no overflow */
+    }
+    return set_out(n, &out, x->dtype, 0, err, err_len);
+}
+
+bool shape_reduce(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    const Shape *x = &IN(0)->shape;
+    bool keep = n->attr.keepdim;
+    Shape out = {.ndim = 0};
+    if (n->attr.axis == ATTR_NONE) {
+        for (int i = 0; keep && i < x->ndim; i++) out.dim[out.ndim++] = 1;
+        return set_out(n, &out, DT_F32, 0, err, err_len);
+    }
+    int ax;
+    if (!get_axis(n, "axis", n->attr.axis, x, &ax, err, err_len)) return false;
+    for (int i = 0; i < x->ndim; i++)
+        if (i != ax || keep) out.dim[out.ndim++] = i == ax ? 1 : x->dim[i];
+    return set_out(n, &out, DT_F32, 0, err, err_len);
+}

@@ -1,0 +1,603 @@
+/* cpu_kernels.c - helpers, matmul (OpenBLAS), broadcasting elementwise ops,
+ * unary activations, dropout and AdamW.
+ *
+ * Invariant (see cpu_kernels.h): forward kernels overwrite, backward kernels
+ * accumulate; nothing allocates; results do not depend on the thread count.
+ */
+#include "cpu_kernels.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels_internal.h"
+#include "philox.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+void k_zero(float *x, int64_t n)
+{
+    if (n > 0)
+        memset(x, 0, (size_t)n * sizeof *x);
+}
+
+void k_add_into(float *y, const float *x, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+void k_copy(float *y, const float *x, int64_t n)
+{
+    if (n > 0 && y != x)
+        memcpy(y, x, (size_t)n * sizeof *y);
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+static CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
+
+/* C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major */
+static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
+{
+    cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B,
+                (int)ldb, beta, C, (int)ldc);
+}
+
+// out (batch, M, N) = op(a) @ op(b)
+void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int64_t M,
+                  int64_t N, int64_t K, int trans_a, int trans_b, int b_batched)
+{
+    if (batch <= 0 || M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        k_zero(out, batch * M * N);
+        return;
+    }
+    int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    if (!trans_a && !b_batched) { /* one GEMM over all batch*M rows */
+        gemm(0, trans_b, batch * M, N, K, a, lda, b, ldb, 0.0f, out, N);
+        return;
+    }
+    for (int64_t i = 0; i < batch; i++)
+        gemm(trans_a, trans_b, M, N, K, a + i * M * K, lda, b + (b_batched ? i * K * N : 0), ldb,
+             0.0f, out + i * M * N, N);
+}
+
+// da += d/da, db += d/db of out = op(a) @ op(b) (beta = 1 accumulates)
+void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const float *b,
+                  int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b,
+                  int b_batched)
+{
+    if (batch <= 0 || M <= 0 || N <= 0 || K <= 0)
+        return;
+    int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    if (da) {
+        if (!trans_a && !b_batched) { /* da (batch*M, K) += dout @ op(b)^T */
+            gemm(0, !trans_b, batch * M, K, N, dout, N, b, ldb, 1.0f, da, K);
+        } else {
+            for (int64_t i = 0; i < batch; i++) {
+                const float *bi = b + (b_batched ? i * K * N : 0);
+                if (!trans_a) /* da_i (M, K) += dout_i @ op(b)^T */
+                    gemm(0, !trans_b, M, K, N, dout + i * M * N, N, bi, ldb, 1.0f, da + i * M * K,
+                         K);
+                else /* da_i (K, M) += op(b) @ dout_i^T */
+                    gemm(trans_b, 1, K, M, N, bi, ldb, dout + i * M * N, N, 1.0f, da + i * M * K,
+                         M);
+            }
+        }
+    }
+    if (db) {
+        if (!trans_a && !b_batched) { /* the batch folds into the GEMM's inner dim */
+            if (!trans_b) /* db (K, N) += a^T @ dout */
+                gemm(1, 0, K, N, batch * M, a, K, dout, N, 1.0f, db, N);
+            else /* db (N, K) += dout^T @ a */
+                gemm(1, 0, N, K, batch * M, dout, N, a, K, 1.0f, db, K);
+        } else {
+            for (int64_t i = 0; i < batch; i++) {
+                const float *ai = a + i * M * K, *gi = dout + i * M * N;
+                float *dbi = db + (b_batched ? i * K * N : 0);
+                if (!trans_b) /* db_i (K, N) += op(a)^T @ dout_i */
+                    gemm(!trans_a, 0, K, N, M, ai, lda, gi, N, 1.0f, dbi, N);
+                else /* db_i (N, K) += dout_i^T @ op(a) */
+                    gemm(1, trans_a, N, K, M, gi, N, ai, lda, 1.0f, dbi, K);
+            }
+        }
+    }
+}
+
+/* ---- elementwise binary with broadcasting ------------------------------- */
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+
+/* A broadcast pattern after dropping size-1 output dims and merging adjacent
+ * dims in which each operand is either full in both or broadcast in both.
+ * [B,T,C] + [1,1,C] becomes [B*T, C] + [1, C]. Always nd >= 1. */
+typedef struct {
+    int nd;
+    int64_t os[K_MAX_DIMS], as[K_MAX_DIMS], bs[K_MAX_DIMS];
+    int64_t ostr[K_MAX_DIMS], astr[K_MAX_DIMS], bstr[K_MAX_DIMS]; /* 0 where broadcast */
+    int64_t n;                                                    /* output elements */
+} Bcast;
+
+static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as, const int64_t *bs)
+{
+    int nd = 0, pa = -1, pb = -1;
+    for (int d = 0; d < ndim; d++) {
+        if (os[d] == 1)
+            continue;
+        int fa = as[d] == os[d], fb = bs[d] == os[d];
+        if (nd > 0 && fa == pa && fb == pb) {
+            bc->os[nd - 1] *= os[d];
+            bc->as[nd - 1] *= as[d];
+            bc->bs[nd - 1] *= bs[d];
+        } else {
+            bc->os[nd] = os[d];
+            bc->as[nd] = as[d];
+            bc->bs[nd] = bs[d];
+            nd++;
+        }
+        pa = fa;
+        pb = fb;
+    }
+    if (nd == 0) {
+        bc->os[0] = bc->as[0] = bc->bs[0] = 1;
+        nd = 1;
+    }
+    bc->nd = nd;
+    k_strides(nd, bc->os, bc->ostr);
+    k_strides(nd, bc->as, bc->astr);
+    k_strides(nd, bc->bs, bc->bstr);
+    for (int d = 0; d < nd; d++) {
+        if (bc->as[d] != bc->os[d])
+            bc->astr[d] = 0;
+        if (bc->bs[d] != bc->os[d])
+            bc->bstr[d] = 0;
+    }
+    bc->n = k_numel(nd, bc->os);
+}
+
+#define BIN_INNER(OP)                                  \
+    do {                                               \
+        if (sa && sb) {                                \
+            for (int64_t j = 0; j < L; j++)            \
+                o[j] = a[j] OP b[j];                   \
+        } else if (sa) {                               \
+            float y = b[0];                            \
+            for (int64_t j = 0; j < L; j++)            \
+                o[j] = a[j] OP y;                      \
+        } else if (sb) {                               \
+            float x = a[0];                            \
+            for (int64_t j = 0; j < L; j++)            \
+                o[j] = x OP b[j];                      \
+        } else {                                       \
+            float v = a[0] OP b[0];                    \
+            for (int64_t j = 0; j < L; j++)            \
+                o[j] = v;                              \
+        }                                              \
+    } while (0)
+
+/* o[j] = a[j*sa] OP b[j*sb] for j < L; sa, sb are 0 (broadcast) or 1 */
+static void bin_row(int op, float *o, const float *a, const float *b,
+                    int64_t L, int64_t sa, int64_t sb)
+{
+    switch (op) {
+    case BIN_ADD: BIN_INNER(+); break;
+    case BIN_SUB: BIN_INNER(-); break;
+    case BIN_MUL: BIN_INNER(*); break;
+    default: BIN_INNER(/); break;
+    }
+}
+
+/* Offsets of row r (an index over all but the last dim) in a and b. */
+static void bcast_row_offsets(const Bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
+{
+    int64_t ia = 0, ib = 0;
+    for (int d = bc->nd - 2; d >= 0; d--) {
+        int64_t i = r % bc->os[d];
+        r /= bc->os[d];
+        ia += i * bc->astr[d];
+        ib += i * bc->bstr[d];
+    }
+    *oa = ia;
+    *ob = ib;
+}
+
+// out = a OP b with numpy broadcasting
+static void binary_fwd(int op, float *out, const float *a, const float *b, int ndim,
+                       const int64_t *os, const int64_t *as, const int64_t *bs)
+{
+    Bcast bc;
+    bcast_init(&bc, ndim, os, as, bs);
+    if (bc.n <= 0)
+        return;
+    int nd = bc.nd;
+    int64_t L = bc.os[nd - 1];
+    int64_t sa = bc.astr[nd - 1] ? 1 : 0, sb = bc.bstr[nd - 1] ? 1 : 0;
+    if (nd == 1) { /* same shape or a scalar operand: chunks of one flat loop */
+        const int64_t chunk = 8192, nch = (L + chunk - 1) / chunk;
+#pragma omp parallel for if (L >= K_PAR_MIN)
+        for (int64_t c = 0; c < nch; c++) {
+            int64_t j0 = c * chunk;
+            bin_row(op, out + j0, a + j0 * sa, b + j0 * sb, K_MIN(chunk, L - j0), sa, sb);
+        }
+        return;
+    }
+    int64_t rows = bc.n / L; /* bias add and the general case: rows of the last dim */
+#pragma omp parallel for if (bc.n >= K_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t oa, ob;
+        bcast_row_offsets(&bc, r, &oa, &ob);
+        bin_row(op, out + r * L, a + oa, b + ob, L, sa, sb);
+    }
+}
+
+/* The gradient contribution of one output element to operand `side`
+ * (0: a, 1: b) given the incoming gradient g and the operands x (a), y (b). */
+static inline float bin_term(int op, int side, float g, float x, float y)
+{
+    switch (op) {
+    case BIN_ADD: return g;
+    case BIN_SUB: return side ? -g : g;
+    case BIN_MUL: return side ? g * x : g * y;
+    default: return side ? -g * x / (y * y) : g / y;
+    }
+}
+
+/* dx[j] += term(g[j], a[j*sa], b[j*sb]) for j < L; dx is the operand `side`
+ * (contiguous over j); a, b may be NULL where the op does not read them. */
+static void bwd_row(int op, int side, float *restrict dx, const float *restrict g,
+                    const float *a, const float *b, int64_t L, int64_t sa, int64_t sb)
+{
+    switch (op * 2 + side) {
+    case BIN_ADD * 2:
+    case BIN_ADD * 2 + 1:
+    case BIN_SUB * 2:
+        for (int64_t j = 0; j < L; j++)
+            dx[j] += g[j];
+        break;
+    case BIN_SUB * 2 + 1:
+        for (int64_t j = 0; j < L; j++)
+            dx[j] -= g[j];
+        break;
+    case BIN_MUL * 2:
+        for (int64_t j = 0; j < L; j++)
+            dx[j] += g[j] * b[j * sb];
+        break;
+    case BIN_MUL * 2 + 1:
+        for (int64_t j = 0; j < L; j++)
+            dx[j] += g[j] * a[j * sa];
+        break;
+    case BIN_DIV * 2:
+        for (int64_t j = 0; j < L; j++)
+            dx[j] += g[j] / b[j * sb];
+        break;
+    default:
+        for (int64_t j = 0; j < L; j++) {
+            float y = b[j * sb];
+            dx[j] -= g[j] * a[j * sa] / (y * y);
+        }
+        break;
+    }
+}
+
+// dx (operand `side`, not broadcast anywhere) += term over the output
+static void bwd_map(int op, int side, float *dx, const float *g, const float *a, const float *b,
+                    const Bcast *bc)
+{
+    int nd = bc->nd;
+    int64_t L = bc->os[nd - 1], rows = bc->n / L;
+    int64_t sa = bc->astr[nd - 1] ? 1 : 0, sb = bc->bstr[nd - 1] ? 1 : 0;
+    if (rows == 1) { /* flat: chunk it for the threads */
+        const int64_t chunk = 8192, nch = (L + chunk - 1) / chunk;
+#pragma omp parallel for if (L >= K_PAR_MIN)
+        for (int64_t c = 0; c < nch; c++) {
+            int64_t j0 = c * chunk;
+            bwd_row(op, side, dx + j0, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b,
+                    K_MIN(chunk, L - j0), sa, sb);
+        }
+        return;
+    }
+#pragma omp parallel for if (bc->n >= K_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t oa, ob;
+        bcast_row_offsets(bc, r, &oa, &ob);
+        bwd_row(op, side, dx + r * L, g + r * L, a ? a + oa : a, b ? b + ob : b, L, sa, sb);
+    }
+}
+
+// dx (operand `side`, shape [1, C] after merging) += sum over rows of term
+static void bwd_bias(int op, int side, float *dx, const float *g, const float *a, const float *b,
+                     const Bcast *bc)
+{
+    int64_t R = bc->os[0], C = bc->os[1];
+    int64_t sa = bc->astr[1] ? 1 : 0, sb = bc->bstr[1] ? 1 : 0;
+    int64_t nblk = (C + K_COL_BLOCK - 1) / K_COL_BLOCK;
+#pragma omp parallel for if (bc->n >= K_PAR_MIN)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t c0 = blk * K_COL_BLOCK, len = K_MIN(K_COL_BLOCK, C - c0);
+        for (int64_t r = 0; r < R; r++) /* rows in order: deterministic */
+            bwd_row(op, side, dx + c0, g + r * C + c0, a ? a + r * bc->astr[0] + c0 * sa : a,
+                    b ? b + r * bc->bstr[0] + c0 * sb : b, len, sa, sb);
+    }
+}
+
+// dx (operand `side`, any broadcast pattern) += term summed over its broadcast dims
+static void bwd_reduce(int op, int side, float *dx, const float *g, const float *a,
+                       const float *b, const Bcast *bc)
+{
+    int nd = bc->nd;
+    const int64_t *xs = side ? bc->bs : bc->as;
+    int rd[K_MAX_DIMS], nrd = 0; /* the dims this operand is broadcast in */
+    int64_t nred = 1;
+    for (int d = 0; d < nd; d++)
+        if (xs[d] != bc->os[d]) {
+            rd[nrd++] = d;
+            nred *= bc->os[d];
+        }
+    int64_t nx = k_numel(nd, xs);
+#pragma omp parallel for if (bc->n >= K_PAR_MIN)
+    for (int64_t e = 0; e < nx; e++) {
+        int64_t go = 0, ao = 0, bo = 0, rem = e;
+        for (int d = nd - 1; d >= 0; d--) { /* e's index; broadcast dims stay 0 */
+            int64_t i = rem % xs[d];
+            rem /= xs[d];
+            go += i * bc->ostr[d];
+            ao += i * bc->astr[d];
+            bo += i * bc->bstr[d];
+        }
+        double s = 0.0;
+        for (int64_t q = 0; q < nred; q++) {
+            int64_t gq = go, aq = ao, bq = bo, qr = q;
+            for (int k = nrd - 1; k >= 0; k--) {
+                int d = rd[k];
+                int64_t i = qr % bc->os[d];
+                qr /= bc->os[d];
+                gq += i * bc->ostr[d];
+                aq += i * bc->astr[d];
+                bq += i * bc->bstr[d];
+            }
+            s += bin_term(op, side, g[gq], a ? a[aq] : 0.0f, b ? b[bq] : 0.0f);
+        }
+        dx[e] += (float)s;
+    }
+}
+
+// da, db += the gradients of out = a OP b, reduced over broadcast dims
+static void binary_bwd(int op, float *da, float *db, const float *dout, const float *a,
+                       const float *b, int ndim, const int64_t *os, const int64_t *as,
+                       const int64_t *bs)
+{
+    Bcast bc;
+    bcast_init(&bc, ndim, os, as, bs);
+    if (bc.n <= 0)
+        return;
+    for (int side = 0; side < 2; side++) {
+        float *dx = side ? db : da;
+        if (!dx)
+            continue;
+        const int64_t *xs = side ? bc.bs : bc.as;
+        const int64_t *xstr = side ? bc.bstr : bc.astr;
+        int full = 1;
+        for (int d = 0; d < bc.nd; d++)
+            full &= xs[d] == bc.os[d];
+        if (full)
+            bwd_map(op, side, dx, dout, a, b, &bc);
+        else if (bc.nd == 2 && xstr[0] == 0 && xstr[1] != 0)
+            bwd_bias(op, side, dx, dout, a, b, &bc);
+        else
+            bwd_reduce(op, side, dx, dout, a, b, &bc);
+    }
+}
+
+void k_add_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_fwd(BIN_ADD, out, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_sub_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_fwd(BIN_SUB, out, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_fwd(BIN_MUL, out, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_fwd(BIN_DIV, out, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_bwd(BIN_ADD, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
+               const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_bwd(BIN_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_bwd(BIN_MUL, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+void k_div_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
+{
+    binary_bwd(BIN_DIV, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
+}
+
+/* ---- elementwise unary -------------------------------------------------- */
+
+#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+void k_scale_fwd(float *out, const float *x, float alpha, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = alpha * x[i];
+}
+
+void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += alpha * dout[i];
+}
+
+void k_gelu_fwd(float *out, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        out[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    }
+}
+
+// dx += dout * d/dx gelu(x), with sech^2 = 1 - tanh^2
+void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        float t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
+        float grad = 0.5f * (1.0f + t) +
+                     0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+        dx[i] += dout[i] * grad;
+    }
+}
+
+void k_relu_fwd(float *out, const float *x, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void k_relu_bwd(float *dx, const float *dout, const float *out, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += out[i] > 0.0f ? dout[i] : 0.0f;
+}
+
+void k_silu_fwd(float *out, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+// dx += dout * s(x) * (1 + x (1 - s(x))), s the sigmoid
+void k_silu_bwd(float *dx, const float *dout, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-x[i]));
+        dx[i] += dout[i] * s * (1.0f + x[i] * (1.0f - s));
+    }
+}
+
+void k_tanh_fwd(float *out, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = tanhf(x[i]);
+}
+
+void k_tanh_bwd(float *dx, const float *dout, const float *out, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += dout[i] * (1.0f - out[i] * out[i]);
+}
+
+void k_exp_fwd(float *out, const float *x, int64_t n)
+{
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        out[i] = expf(x[i]);
+}
+
+void k_exp_bwd(float *dx, const float *dout, const float *out, int64_t n)
+{
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += dout[i] * out[i];
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+// y (+)= mask * x / (1-p), the mask drawn from philox blocks of 4 elements
+static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t seed,
+                          uint32_t step, uint32_t op_id, int accumulate)
+{
+    if (n <= 0)
+        return;
+    if (!(p < 1.0f)) { /* drop everything (also p = NaN) */
+        if (!accumulate)
+            k_zero(y, n);
+        return;
+    }
+    float scale = 1.0f / (1.0f - p);
+    int64_t nblk = (n + 3) / 4;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        philox4x32 r = philox_block(seed, step, op_id, (uint64_t)blk);
+        for (int lane = 0; lane < 4; lane++) {
+            int64_t i = blk * 4 + lane;
+            if (i >= n)
+                break;
+            float v = philox_to_unit(r.v[lane]) >= p ? x[i] * scale : 0.0f;
+            if (accumulate)
+                y[i] += v;
+            else
+                y[i] = v;
+        }
+    }
+}
+
+void k_dropout_fwd(float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
+                   uint32_t op_id)
+{
+    dropout_apply(out, x, n, p, seed, step, op_id, 0);
+}
+
+void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t seed,
+                   uint32_t step, uint32_t op_id)
+{
+    dropout_apply(dx, dout, n, p, seed, step, op_id, 1);
+}
+
+/* ---- AdamW -------------------------------------------------------------- */
+
+// one fused AdamW step with bias correction (decoupled weight decay)
+void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
+             float beta2, float eps, float weight_decay, int64_t t)
+{
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        float mhat = mi / bc1, vhat = vi / bc2;
+        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
+    }
+}
