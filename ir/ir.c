@@ -120,12 +120,12 @@ const char *shape_str(const Shape *s, char *buf) {
 
 /* ---- the op table -------------------------------------------------------- */
 
-#define X(e, name, mn, mx, attrs, shape, flags) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
 
 const OpInfo op_table[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags) [OP_##e] = {name, mn, mx, attrs, shape, flags},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel},
 #include "ops.def"
 #undef X
 };
@@ -276,8 +276,10 @@ void ir_print(const Graph *g, FILE *out) {
         if (n->aux_elems) fprintf(out, " +aux %" PRId64, n->aux_elems);
         fprintf(out, " = %s(", op_table[n->op].name);
         for (int j = 0; j < n->n_in; j++) fprintf(out, "%s%%%d", j ? ", " : "", n->in[j]);
-        if (n->op == OP_PARAM)
-            fprintf(out, "%s%s(%.9g)", "", init_name[n->init.kind], n->init.scale);
+        if (n->op == OP_PARAM && n->init.kind >= INIT_NORMAL)
+            fprintf(out, "%s(%.9g)", init_name[n->init.kind], n->init.scale);
+        else if (n->op == OP_PARAM)
+            fprintf(out, "%s", init_name[n->init.kind]);
         else
             print_attrs(n, out);
         fprintf(out, ")");
@@ -299,9 +301,10 @@ bool ir_verify(const Graph *g, FILE *err) {
     int n_loss = 0;
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = &g->nodes.v[i];
-        const OpInfo *oi = &op_table[n->op];
         if (n->id != i) return VFAIL("node %d has id %d", i, n->id);
         if ((unsigned)n->op >= OP_COUNT) return VFAIL("node %d: bad op %d", i, (int)n->op);
+        if ((unsigned)n->dtype >= DT_COUNT) return VFAIL("node %d: bad dtype %d", i, (int)n->dtype);
+        const OpInfo *oi = &op_table[n->op];
         if (!n->name || !*n->name) return VFAIL("node %d has no name", i);
         if (n->n_in < oi->min_in || n->n_in > oi->max_in)
             return VFAIL("%s: %s takes %d..%d inputs, has %d", n->name, oi->name, oi->min_in, oi->max_in,

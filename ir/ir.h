@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define ACC_VERSION "0.1.0"
 
@@ -90,8 +91,18 @@ enum {
     OPF_NORECOMPUTE = 1 << 3,
 };
 
+/* What an op's backward reads of the forward pass (the op table's grad column). */
+enum {
+    GR_IN0 = 1 << 0,
+    GR_IN1 = 1 << 1,
+    GR_IN2 = 1 << 2,
+    GR_OUT = 1 << 3,  /* its own output */
+    GR_AUX = 1 << 4,  /* its own statistics tail */
+    GR_CROSS = 1 << 5 /* input j's gradient reads the other input */
+};
+
 typedef enum {
-#define X(e, name, mn, mx, attrs, shape, flags) OP_##e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT
@@ -129,6 +140,8 @@ typedef struct {
     const char *attrs;
     ShapeRule shape;
     unsigned flags;
+    unsigned grad_reads; /* GR_* */
+    const char *cpu_kernel;
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT];

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 
-#define X(e, name, mn, mx, attrs, shape, flags) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
 
@@ -98,7 +98,10 @@ static bool set_out(Node *n, const Shape *s, DType t, int64_t aux, char *err, si
 
 static int64_t last_dim(const Shape *s) { return s->dim[s->ndim - 1]; }
 
-bool shape_leaf(const Graph *g, Node *n, char *err, size_t err_len) { return true; }
+bool shape_leaf(const Graph *g, Node *n, char *err, size_t err_len) {
+    (void)g, (void)n, (void)err, (void)err_len;
+    return true;
+}
 
 bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "a", DT_F32, err, err_len) ||
@@ -267,9 +270,11 @@ bool shape_reshape(const Graph *g, Node *n, char *err, size_t err_len) {
     int64_t elems = shape_elems(&x->shape);
     Shape out = {.ndim = t->ndim};
     for (int i = 0; i < t->ndim; i++) out.dim[i] = t->dim[i];
-    if (infer >= 0 && elems % known == 0)
+    if (infer >= 0 && elems % known == 0) {
         out.dim[infer] = elems / known;
-    else if (infer >= 0 || known != elems)
+        known = elems;
+    }
+    if (known != elems)
         return FAIL("cannot reshape %s (%" PRId64 " elements) to %s", SHP(&x->shape), elems, SHP(t));
     return set_out(n, &out, x->dtype, 0, err, err_len);
 }
@@ -277,7 +282,7 @@ bool shape_reshape(const Graph *g, Node *n, char *err, size_t err_len) {
 bool shape_transpose(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0);
-    int a, b;
+    int a = 0, b = 0;
     if (!get_axis(n, "dim0", n->attr.dim0, &x->shape, &a, err, err_len) ||
         !get_axis(n, "dim1", n->attr.dim1, &x->shape, &b, err, err_len))
         return false;
@@ -290,7 +295,7 @@ bool shape_transpose(const Graph *g, Node *n, char *err, size_t err_len) {
 bool shape_slice(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0);
-    int ax;
+    int ax = 0;
     if (!get_axis(n, "axis", n->attr.axis, &x->shape, &ax, err, err_len)) return false;
     int64_t d = x->shape.dim[ax], start = n->attr.start, len = n->attr.len;
     if (start < 0 || len < 1 || start > d || len > d - start)
@@ -304,7 +309,7 @@ bool shape_slice(const Graph *g, Node *n, char *err, size_t err_len) {
 bool shape_concat(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0);
-    int ax;
+    int ax = 0;
     if (!get_axis(n, "axis", n->attr.axis, &x->shape, &ax, err, err_len)) return false;
     Shape out = x->shape;
     for (int i = 1; i < n->n_in; i++) {
@@ -331,7 +336,7 @@ bool shape_reduce(const Graph *g, Node *n, char *err, size_t err_len) {
         for (int i = 0; keep && i < x->ndim; i++) out.dim[out.ndim++] = 1;
         return set_out(n, &out, DT_F32, 0, err, err_len);
     }
-    int ax;
+    int ax = 0;
     if (!get_axis(n, "axis", n->attr.axis, x, &ax, err, err_len)) return false;
     for (int i = 0; i < x->ndim; i++)
         if (i != ax || keep) out.dim[out.ndim++] = i == ax ? 1 : x->dim[i];

@@ -590,7 +590,7 @@ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, 
 {
     float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+#pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = beta1 * m[i] + (1.0f - beta1) * gi;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# run.sh - the two fresh-machine commands.
+#
+#   ./run.sh          install what is missing, build, run the main job
+#   ./run.sh test     install what is missing, build, run the whole test suite
+#
+# Missing Debian packages are installed with apt-get (as root, or through sudo).
+# Build directories: build/ (the normal build) and build-asan/ (AddressSanitizer
+# + UndefinedBehaviorSanitizer, used by the test command).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode=${1:-main}
+jobs=$(nproc 2>/dev/null || echo 2)
+packages=(build-essential cmake flex bison libglpk-dev libopenblas-dev pkg-config clang libclang-rt-dev)
+
+install_missing() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "run.sh: installing missing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() { # build DIR [cmake args...]
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" "$@" >/dev/null
+    cmake --build "$dir" -j "$jobs"
+}
+
+install_missing
+case "$mode" in
+main)
+    build build
+    echo "== acc --version"
+    ./build/acc --version
+    for m in models/*.acdsl; do
+        echo "== acc check $m"
+        ./build/acc check "$m"
+    done
+    echo "== acc compile models/gpt2.acdsl --budget 8G -o out/gpt2 --emit=ir"
+    ./build/acc compile models/gpt2.acdsl --budget 8G -o out/gpt2 --emit=ir
+    ;;
+test)
+    build build
+    (cd build && ctest --output-on-failure -j "$jobs")
+    # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer
+    build build-asan -DACC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE slow)
+    ;;
+*)
+    echo "usage: ./run.sh [test]" >&2
+    exit 2
+    ;;
+esac
