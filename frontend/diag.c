@@ -27,19 +27,23 @@ static void show_line(Diag *d, Loc loc) {
     size_t len;
     const char *line = d->src ? source_line(d, loc.line, &len) : NULL;
     if (!line) return;
+    /* At most MAX_SHOWN bytes of a long line: from its start, or a window
+     * around the column when that lies further right ("... " marks the cut). */
     enum { MAX_SHOWN = 240 };
-    size_t shown = len > MAX_SHOWN ? MAX_SHOWN : len;
-    fprintf(d->out, "%5d | ", loc.line);
-    for (size_t i = 0; i < shown; i++) {
+    size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
+    if (col > len) col = len;
+    size_t start = col + 1 > MAX_SHOWN ? col - MAX_SHOWN / 2 : 0;
+    size_t shown = len - start > MAX_SHOWN ? MAX_SHOWN : len - start;
+    fprintf(d->out, "%5d | %s", loc.line, start ? "... " : "");
+    for (size_t i = start; i < start + shown; i++) {
         unsigned char c = (unsigned char)line[i];
         fputc(c == '\t' ? ' ' : (c >= 32 && c < 127) ? c : '?', d->out);
     }
-    fputs(len > shown ? " ...\n" : "\n", d->out);
-    size_t col = loc.col > 0 ? (size_t)loc.col - 1 : 0;
-    if (col > shown) col = shown;
+    fputs(start + shown < len ? " ...\n" : "\n", d->out);
+    size_t at = col - start; /* caret column in what was shown */
     size_t span = loc.len > 0 ? (size_t)loc.len : 1;
-    if (col + span > shown) span = col < shown ? shown - col : 1;
-    fprintf(d->out, "      | %*s^", (int)col, "");
+    if (at + span > shown) span = at < shown ? shown - at : 1;
+    fprintf(d->out, "      | %*s^", (int)(at + (start ? 4 : 0)), "");
     for (size_t i = 1; i < span; i++) fputc('~', d->out);
     fputc('\n', d->out);
 }

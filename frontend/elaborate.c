@@ -335,16 +335,23 @@ static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *
     const char *spec = op_table[op].attrs;
     size_t klen = strlen(kw->kw);
     int index = 0;
+    bool found = false;
+    char names[256] = "";
+    size_t len = 0;
     for (const char *s = spec; *s; index++) {
         size_t n = strcspn(s, ":");
-        if (n == klen && !strncmp(s, kw->kw, n)) break;
+        if (n == klen && !strncmp(s, kw->kw, n)) {
+            found = true;
+            break;
+        }
+        if (len < sizeof names)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%.*s", len ? ", " : "", (int)n, s);
         s += strcspn(s, ",");
         if (*s == ',') s++;
-        if (!*s) index = -1;
     }
-    if (!*spec || index < 0) {
+    if (!found) {
         diag_error(E->d, kw->kw_loc, "%s has no attribute '%s'%s%s", op_table[op].name, kw->kw,
-                   *spec ? "; its attributes are: " : "", spec);
+                   *spec ? "; its attributes are: " : "", names);
         return false;
     }
     if (*seen & (1u << index)) {

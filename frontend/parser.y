@@ -30,6 +30,8 @@ int acc_yylex(ACC_YYSTYPE *lval, ACC_YYLTYPE *lloc, void *scanner);
 #define YYINITDEPTH 200
 
 #define LOC(l) loc_make(ps->d, (l).first_line, (l).first_column, (l).last_line, (l).last_column)
+/* The last character of a span (a body's closing brace). */
+#define END_LOC(l) loc_make(ps->d, (l).last_line, (l).last_column - 1, (l).last_line, (l).last_column)
 
 static void acc_yyerror(ACC_YYLTYPE *l, void *scanner, ParseState *ps, const char *msg);
 
@@ -63,13 +65,24 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
     return n;
 }
 
-/* Append to a singly linked list kept as (head, tail) through the next fields. */
-#define APPEND(head, x)                              \
+/* Lists (linked through next) are built in reverse, each item pushed in O(1),
+ * and put in order by REVERSE where a rule takes the finished list: appending
+ * at the tail would make long lists quadratic. */
+#define PUSH(head, x)                                \
     do {                                             \
-        if (!(head)) { (head) = (x); break; }        \
-        __typeof__(head) t_ = (head);                \
-        while (t_->next) t_ = t_->next;              \
-        t_->next = (x);                              \
+        (x)->next = (head);                          \
+        (head) = (x);                                \
+    } while (0)
+#define REVERSE(head)                                \
+    do {                                             \
+        __typeof__(head) r_ = NULL, n_;              \
+        while (head) {                               \
+            n_ = (head)->next;                       \
+            (head)->next = r_;                       \
+            r_ = (head);                             \
+            (head) = n_;                             \
+        }                                            \
+        (head) = r_;                                 \
     } while (0)
 }
 
@@ -96,7 +109,7 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
 
 %type <e> expr primary call exprs exprs_opt repeat_count
 %type <a> args args_opt arg
-%type <st> stmt stmts
+%type <st> stmt stmts top_stmt top_stmts body
 %type <n> targets formals formals_opt formal globs
 %type <t> type
 %type <hint> hint
@@ -108,12 +121,29 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
 %%
 
 program
-    : stmts                         { ps->prog->stmts = $1; }
+    : top_stmts                     { REVERSE($1); ps->prog->stmts = $1; }
+    ;
+
+top_stmts
+    : %empty                        { $$ = NULL; }
+    | top_stmts top_stmt            { $$ = $1; if ($2) PUSH($$, $2); }
+    ;
+
+/* A stray '}' at the top level is skipped on its own (in a body it closes the body). */
+top_stmt
+    : stmt
+    | error '}'                     { $$ = NULL; yyerrok; }
     ;
 
 stmts
     : %empty                        { $$ = NULL; }
-    | stmts stmt                    { $$ = $1; if ($2) APPEND($$, $2); }
+    | stmts stmt                    { $$ = $1; if ($2) PUSH($$, $2); }
+    ;
+
+/* A body; after an error inside it, recovery resumes at its closing brace. */
+body
+    : '{' stmts '}'                 { $$ = $2; REVERSE($$); }
+    | '{' stmts error '}'           { $$ = $2; REVERSE($$); yyerrok; }
     ;
 
 stmt
@@ -123,20 +153,21 @@ stmt
     | "param" IDENT ':' type ';'    { $$ = mk_stmt(ps, S_PARAM, LOC(@$)); $$->name = $2; $$->name_loc = LOC(@2); $$->type = $4; }
     | "param" IDENT ':' type '=' expr ';'
                                     { $$ = mk_stmt(ps, S_PARAM, LOC(@$)); $$->name = $2; $$->name_loc = LOC(@2); $$->type = $4; $$->value = $6; }
-    | hint targets '=' expr ';'     { $$ = mk_stmt(ps, S_ASSIGN, LOC(@2)); $$->hint = $1; $$->targets = $2; $$->value = $4; }
-    | "repeat" repeat_count "as" IDENT '{' stmts '}'
-                                    { $$ = mk_stmt(ps, S_REPEAT, LOC(@1)); $$->value = $2; $$->name = $4; $$->name_loc = LOC(@4); $$->body = $6; $$->end_loc = LOC(@7); }
-    | "repeat" repeat_count "as" IDENT '[' IDENT ']' '{' stmts '}'
+    | hint targets '=' expr ';'     { $$ = mk_stmt(ps, S_ASSIGN, LOC(@2)); $$->hint = $1; REVERSE($2); $$->targets = $2; $$->value = $4; }
+    | "repeat" repeat_count "as" IDENT body
+                                    { $$ = mk_stmt(ps, S_REPEAT, LOC(@1)); $$->value = $2; $$->name = $4; $$->name_loc = LOC(@4); $$->body = $5; $$->end_loc = END_LOC(@5); }
+    | "repeat" repeat_count "as" IDENT '[' IDENT ']' body
                                     { $$ = mk_stmt(ps, S_REPEAT, LOC(@1)); $$->value = $2; $$->name = $4; $$->name_loc = LOC(@4);
-                                      $$->index = $6; $$->index_loc = LOC(@6); $$->body = $9; $$->end_loc = LOC(@10); }
+                                      $$->index = $6; $$->index_loc = LOC(@6); $$->body = $8; $$->end_loc = END_LOC(@8); }
     | "return" expr ';'             { $$ = mk_stmt(ps, S_RETURN, LOC(@1)); $$->value = $2; }
     | "loss" expr ';'               { $$ = mk_stmt(ps, S_LOSS, LOC(@1)); $$->value = $2; }
-    | "save" globs ';'              { $$ = mk_stmt(ps, S_SAVE, LOC(@1)); $$->targets = $2; }
-    | "recompute" globs ';'         { $$ = mk_stmt(ps, S_RECOMPUTE, LOC(@1)); $$->targets = $2; }
-    | "block" IDENT '(' formals_opt ')' '{' stmts '}'
+    | "save" globs ';'              { $$ = mk_stmt(ps, S_SAVE, LOC(@1)); REVERSE($2); $$->targets = $2; }
+    | "recompute" globs ';'         { $$ = mk_stmt(ps, S_RECOMPUTE, LOC(@1)); REVERSE($2); $$->targets = $2; }
+    | "block" IDENT '(' formals_opt ')' body
                                     { $$ = mk_stmt(ps, S_BLOCK, LOC(@1)); $$->name = $2; $$->name_loc = LOC(@2);
-                                      $$->targets = $4; $$->body = $7; $$->end_loc = LOC(@8); }
+                                      $$->targets = $4; $$->body = $6; $$->end_loc = END_LOC(@6); }
     | error ';'                     { $$ = NULL; yyerrok; }
+    | error body                    { $$ = NULL; yyerrok; } /* a malformed header: skip its body */
     ;
 
 hint
@@ -147,22 +178,22 @@ hint
 
 targets
     : IDENT                         { $$ = mk_name(ps, $1, LOC(@1), NULL); }
-    | targets ',' IDENT             { $$ = $1; APPEND($$, mk_name(ps, $3, LOC(@3), NULL)); }
+    | targets ',' IDENT             { $$ = mk_name(ps, $3, LOC(@3), NULL); $$->next = $1; }
     ;
 
 globs
     : STRING                        { $$ = mk_name(ps, $1, LOC(@1), NULL); }
-    | globs ',' STRING              { $$ = $1; APPEND($$, mk_name(ps, $3, LOC(@3), NULL)); }
+    | globs ',' STRING              { $$ = mk_name(ps, $3, LOC(@3), NULL); $$->next = $1; }
     ;
 
 formals_opt
     : %empty                        { $$ = NULL; }
-    | formals
+    | formals                       { $$ = $1; REVERSE($$); }
     ;
 
 formals
     : formal
-    | formals ',' formal            { $$ = $1; APPEND($$, $3); }
+    | formals ',' formal            { $$ = $1; PUSH($$, $3); }
     ;
 
 formal
@@ -210,22 +241,22 @@ call
 
 exprs_opt
     : %empty                        { $$ = NULL; }
-    | exprs
+    | exprs                         { $$ = $1; REVERSE($$); }
     ;
 
 exprs
     : expr
-    | exprs ',' expr                { $$ = $1; APPEND($$, $3); }
+    | exprs ',' expr                { $$ = $1; PUSH($$, $3); }
     ;
 
 args_opt
     : %empty                        { $$ = NULL; }
-    | args
+    | args                          { $$ = $1; REVERSE($$); }
     ;
 
 args
     : arg
-    | args ',' arg                  { $$ = $1; APPEND($$, $3); }
+    | args ',' arg                  { $$ = $1; PUSH($$, $3); }
     ;
 
 arg
@@ -235,49 +266,74 @@ arg
 
 %%
 
-/* "';'" or "\"model\"" (bison's symbol names) -> "';'" / "'model'" */
+static bool is_keyword(yysymbol_kind_t s) { return s >= YYSYMBOL_KW_MODEL && s <= YYSYMBOL_AT_RECOMPUTE; }
+
+/* A token as messages name it: identifier, ';', 'model', end of file. Bison
+ * strips the quotes of string aliases; keywords get them back. */
 static void sym_text(yysymbol_kind_t s, char *buf, size_t len) {
-    const char *n = yysymbol_name(s);
-    size_t k = strlen(n);
-    if (k >= 2 && n[0] == '"' && n[k - 1] == '"') {
-        if (!strcmp(n, "\"identifier\"") || !strcmp(n, "\"integer\"") || !strcmp(n, "\"number\"") ||
-            !strcmp(n, "\"string\""))
-            snprintf(buf, len, "%.*s", (int)(k - 2), n + 1);
-        else
-            snprintf(buf, len, "'%.*s'", (int)(k - 2), n + 1);
-    } else if (!strcmp(n, "end of file")) {
-        snprintf(buf, len, "end of file");
-    } else {
-        snprintf(buf, len, "%s", n);
-    }
+    snprintf(buf, len, is_keyword(s) ? "'%s'" : "%s", yysymbol_name(s));
 }
 
-/* Syntax errors as "expected X, Y or Z, found W". */
+static bool sym_is(yysymbol_kind_t s, const char *name) { return !strcmp(yysymbol_name(s), name); }
+
+/* Syntax errors as "expected X, Y or Z, found W". The tokens that can start an
+ * expression are named "expression"; after an expression the operators (and
+ * 'as' after a call), which could always continue it, are left out. When W
+ * begins a later line than the previous token ends, the error is placed just
+ * after that token, gcc-style: "expected ';' before 'input'". */
 static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseState *ps) {
-    enum { N = 6 };
-    yysymbol_kind_t expected[N];
-    int n = yypcontext_expected_tokens(ctx, expected, N);
+    yysymbol_kind_t expected[YYNTOKENS];
+    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS);
+    if (n < 0) n = 0;
+    bool has[YYNTOKENS] = {false};
+    for (int i = 0; i < n; i++) has[expected[i]] = true;
+    bool expr_start = has[YYSYMBOL_INT] && has[YYSYMBOL_FLOAT] && has[YYSYMBOL_IDENT] && has[YYSYMBOL_KW_TRUE];
+    bool after_expr = false;
+    for (int i = 0; i < n; i++) after_expr |= sym_is(expected[i], "'*'");
+    const char *words[YYNTOKENS];
+    char bufs[YYNTOKENS][32];
+    int n_words = 0;
+    if (expr_start) words[n_words++] = "expression";
+    for (int i = 0; i < n; i++) {
+        yysymbol_kind_t s = expected[i];
+        if (expr_start && (s == YYSYMBOL_INT || s == YYSYMBOL_FLOAT || s == YYSYMBOL_IDENT || s == YYSYMBOL_KW_TRUE ||
+                           s == YYSYMBOL_KW_FALSE || sym_is(s, "'('") || sym_is(s, "'['") || sym_is(s, "'-'")))
+            continue;
+        if (after_expr && (sym_is(s, "'+'") || sym_is(s, "'-'") || sym_is(s, "'*'") || sym_is(s, "'/'") ||
+                           sym_is(s, "'%'") || s == YYSYMBOL_KW_AS))
+            continue;
+        sym_text(s, bufs[n_words], sizeof bufs[n_words]);
+        words[n_words] = bufs[n_words];
+        n_words++;
+    }
     yysymbol_kind_t got = yypcontext_token(ctx);
+    Loc loc = LOC(*yypcontext_location(ctx));
+    bool at_eof = got == YYSYMBOL_YYEOF;
+    for (int i = 0; at_eof && i < n; i++) /* in an unclosed body, the '}' is what is missing */
+        if (sym_is(expected[i], "'}'")) words[0] = "'}'", n_words = 1;
+    bool listed = n_words > 0 && n_words <= 5;
+    /* the end of the token before the one found (at end of file: the last token) */
+    int pl = at_eof ? ps->end_line : ps->prev_end_line, pc = at_eof ? ps->end_col : ps->prev_end_col;
+    bool after_prev = listed && pl > 0 && (at_eof || yypcontext_location(ctx)->first_line > pl);
+    if (after_prev) loc = loc_make(ps->d, pl, pc, pl, pc + 1);
     char msg[512], word[64];
     size_t at = 0;
-    if (n > 0 && n < N) {
+    if (listed) {
         at += (size_t)snprintf(msg, sizeof msg, "expected ");
-        for (int i = 0; i < n; i++) {
-            sym_text(expected[i], word, sizeof word);
-            at += (size_t)snprintf(msg + at, sizeof msg - at, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", word);
-        }
-        at += (size_t)snprintf(msg + at, sizeof msg - at, ", found ");
+        for (int i = 0; i < n_words; i++)
+            at += (size_t)snprintf(msg + at, sizeof msg - at, "%s%s", i == 0 ? "" : i == n_words - 1 ? " or " : ", ",
+                                   words[i]);
+        at += (size_t)snprintf(msg + at, sizeof msg - at, at_eof ? " at " : after_prev ? " before " : ", found ");
     } else {
         at += (size_t)snprintf(msg, sizeof msg, "unexpected ");
     }
     sym_text(got, word, sizeof word);
     if (got == YYSYMBOL_IDENT || got == YYSYMBOL_INT || got == YYSYMBOL_FLOAT)
         snprintf(msg + at, sizeof msg - at, "%s '%s'", word, ps->last_text);
-    else if (got == YYSYMBOL_STRING)
-        snprintf(msg + at, sizeof msg - at, "string");
     else
         snprintf(msg + at, sizeof msg - at, "%s", word);
-    diag_error(ps->d, LOC(*yypcontext_location(ctx)), "%s", msg);
+    diag_error(ps->d, loc, "%s", msg);
+    if (at_eof && ps->n_open > 0 && ps->n_open <= MAX_OPEN) diag_note(ps->d, ps->open[ps->n_open - 1], "to match this '{'");
     return 0;
 }
 

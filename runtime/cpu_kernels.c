@@ -324,20 +324,57 @@ static void bwd_bias(int op, int side, float *dx, const float *g, const float *a
     }
 }
 
+/* Partial sums of a reduction to one scalar: a fixed count, whatever the threads. */
+#define RED_CHUNKS 64
+
+/* sum of term(g[j], a[j*sa], b[j*sb]) for j < L, in double */
+static double term_sum(int op, int side, const float *g, const float *a, const float *b,
+                       int64_t L, int64_t sa, int64_t sb)
+{
+    double s = 0.0;
+    for (int64_t j = 0; j < L; j++)
+        s += bin_term(op, side, g[j], a ? a[j * sa] : 0.0f, b ? b[j * sb] : 0.0f);
+    return s;
+}
+
 // dx (operand `side`, any broadcast pattern) += term summed over its broadcast dims
 static void bwd_reduce(int op, int side, float *dx, const float *g, const float *a,
                        const float *b, const Bcast *bc)
 {
     int nd = bc->nd;
     const int64_t *xs = side ? bc->bs : bc->as;
-    int rd[K_MAX_DIMS], nrd = 0; /* the dims this operand is broadcast in */
-    int64_t nred = 1;
-    for (int d = 0; d < nd; d++)
-        if (xs[d] != bc->os[d]) {
-            rd[nrd++] = d;
-            nred *= bc->os[d];
-        }
     int64_t nx = k_numel(nd, xs);
+    if (nx == 1) { /* a scalar operand: the other one is full, nd == 1 */
+        int64_t n = bc->n, chunk = (n + RED_CHUNKS - 1) / RED_CHUNKS;
+        int64_t sa = bc->astr[0] ? 1 : 0, sb = bc->bstr[0] ? 1 : 0;
+        double part[RED_CHUNKS];
+#pragma omp parallel for if (n >= K_PAR_MIN)
+        for (int c = 0; c < RED_CHUNKS; c++) {
+            int64_t j0 = K_MIN(n, c * chunk), len = K_MIN(n, j0 + chunk) - j0;
+            part[c] = term_sum(op, side, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b, len,
+                               sa, sb);
+        }
+        double s = 0.0;
+        for (int c = 0; c < RED_CHUNKS; c++)
+            s += part[c];
+        dx[0] += (float)s;
+        return;
+    }
+    int rd[K_MAX_DIMS], nrd = 0; /* the dims this operand is broadcast in */
+    for (int d = 0; d < nd; d++)
+        if (xs[d] != bc->os[d])
+            rd[nrd++] = d;
+    /* a broadcast last dim is summed by a contiguous inner loop */
+    int64_t L = 1, sa = 0, sb = 0;
+    if (rd[nrd - 1] == nd - 1) {
+        L = bc->os[nd - 1];
+        sa = bc->astr[nd - 1] ? 1 : 0;
+        sb = bc->bstr[nd - 1] ? 1 : 0;
+        nrd--;
+    }
+    int64_t nq = 1;
+    for (int k = 0; k < nrd; k++)
+        nq *= bc->os[rd[k]];
 #pragma omp parallel for if (bc->n >= K_PAR_MIN)
     for (int64_t e = 0; e < nx; e++) {
         int64_t go = 0, ao = 0, bo = 0, rem = e;
@@ -349,7 +386,7 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
             bo += i * bc->bstr[d];
         }
         double s = 0.0;
-        for (int64_t q = 0; q < nred; q++) {
+        for (int64_t q = 0; q < nq; q++) {
             int64_t gq = go, aq = ao, bq = bo, qr = q;
             for (int k = nrd - 1; k >= 0; k--) {
                 int d = rd[k];
@@ -359,7 +396,7 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
                 aq += i * bc->astr[d];
                 bq += i * bc->bstr[d];
             }
-            s += bin_term(op, side, g[gq], a ? a[aq] : 0.0f, b ? b[bq] : 0.0f);
+            s += term_sum(op, side, g + gq, a ? a + aq : a, b ? b + bq : b, L, sa, sb);
         }
         dx[e] += (float)s;
     }

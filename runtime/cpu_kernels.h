@@ -17,7 +17,12 @@
  *    write nothing.
  *  - Reductions over a fixed extent are deterministic: the result does not
  *    depend on the number of threads (no atomics, no racing accumulation).
- *  - Outputs and gradients must not alias inputs, except where stated.
+ *  - Outputs and gradients must not alias inputs, except where stated:
+ *    elementwise forwards (binary, unary, dropout) may write over an input of
+ *    the output's shape, as may softmax and rope.
+ *  - The forward copies (k_copy, reshape, transpose, slice, concat) move
+ *    4-byte elements without arithmetic, so int32 tensors may go through
+ *    them with a pointer cast.
  */
 #ifndef ACC_CPU_KERNELS_H
 #define ACC_CPU_KERNELS_H

@@ -2,6 +2,7 @@
  *
  *   acc check FILE [-D k=v]...          parse, elaborate, summarise
  *   acc compile FILE --budget SIZE -o DIR [--emit=ir] [-D k=v]...
+ *   acc run FILE [--budget SIZE] [--steps N] [--seed S] [--dump-grads PATH]
  *
  * Exit status: 0 success, 1 error in the input, 2 usage error.
  */
@@ -13,8 +14,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "codegen.h"
 #include "frontend.h"
 #include "ir.h"
+#include "passes.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -23,8 +26,11 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  check FILE [-D NAME=VALUE]...      parse and elaborate a model, print a summary\n"
-    "  compile FILE --budget SIZE -o DIR  compile a model for a memory budget\n"
-    "        [--emit=ir] [-D NAME=VALUE]...\n"
+    "  compile FILE --budget SIZE -o DIR  compile a model into DIR/lib<model>.a,\n"
+    "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
+    "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
+    "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
+    "                                     synthetic data, print JSON lines\n"
     "\n"
     "options:\n"
     "  -D NAME=VALUE   override a hyperparameter (also -DNAME=VALUE)\n"
@@ -32,7 +38,13 @@ static const char usage[] =
     "                  8000MB or a number of bytes; K/M/G/T and KiB/MiB/GiB/TiB are\n"
     "                  powers of 1024, kB/MB/GB/TB powers of 1000\n"
     "  -o DIR          output directory (created if missing)\n"
-    "  --emit=ir       write the elaborated IR (DIR/<model>.ir)\n"
+    "  --emit=ir       only write the elaborated IR (DIR/<model>.ir)\n"
+    "  --target cpu    code generation target (cpu)\n"
+    "  --steps N       training steps of acc run (default 10)\n"
+    "  --seed S        parameter and data seed of acc run (default 1)\n"
+    "  --lr LR         AdamW learning rate of acc run (default 0.001)\n"
+    "  --dump-grads P  acc run: write every parameter gradient of the first step\n"
+    "  --keep          acc run: keep the build directory\n"
     "  -h, --help      this text\n"
     "  --version       acc's version and GLPK's\n"
     "\n"
@@ -50,9 +62,9 @@ static int usage_error(const char *fmt, ...) {
 }
 
 typedef struct {
-    const char *file, *out_dir, *emit;
+    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr;
     int64_t budget_bytes;
-    bool has_budget;
+    bool has_budget, keep;
     VEC(Define) defs;
 } Options;
 
@@ -75,6 +87,22 @@ static int parse_options(int argc, char **argv, Options *o) {
         } else if (!strcmp(a, "-o")) {
             if (i + 1 >= argc) return usage_error("%s needs a directory", a);
             o->out_dir = argv[++i];
+        } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
+                   !strcmp(a, "--dump-grads")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            if (a[2] == 't' && a[3] == 'a') o->target = v;
+            else if (a[2] == 's' && a[3] == 't') o->steps = v;
+            else if (a[2] == 's') o->seed = v;
+            else if (a[2] == 'l') o->lr = v;
+            else o->dump_grads = v;
+            if (a[2] != 't' && a[2] != 'd') {
+                char *end;
+                double x = strtod(v, &end);
+                if (!*v || *end || !(x >= 0) || x > 1e12) return usage_error("%s needs a non-negative number, got '%s'", a, v);
+            }
+        } else if (!strcmp(a, "--keep")) {
+            o->keep = true;
         } else if (!strncmp(a, "--emit=", 7)) {
             o->emit = a + 7;
             if (strcmp(o->emit, "ir")) return usage_error("unknown --emit kind '%s' (known: ir)", o->emit);
@@ -87,6 +115,7 @@ static int parse_options(int argc, char **argv, Options *o) {
         }
     }
     if (!o->file) return usage_error("no input file");
+    if (o->target && strcmp(o->target, "cpu")) return usage_error("unknown --target '%s' (known: cpu)", o->target);
     return 0;
 }
 
@@ -159,6 +188,93 @@ static int cmd_check(Options *o) {
     return rc;
 }
 
+/* Budget breakdown by category, for reports and for the infeasible-budget error. */
+static void print_breakdown(const Schedule *s, FILE *out) {
+    int64_t cat[BUF_KIND_COUNT] = {0};
+    char b1[32];
+    for (int i = 0; i < s->bufs.n; i++)
+        if (s->bufs.v[i].persistent) cat[s->bufs.v[i].kind] += s->bufs.v[i].size_bytes;
+    for (int c = 0; c < BUF_KIND_COUNT; c++)
+        if (cat[c]) fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), cat[c], format_bytes(cat[c], b1, sizeof b1));
+    int64_t dyn = s->arena_bytes - s->persistent_bytes;
+    fprintf(out, "  %-22s %14" PRId64 "  %s (activations, statistics and their gradients at the peak, step %d)\n",
+            "dynamic", dyn, format_bytes(dyn, b1, sizeof b1), s->peak_step);
+}
+
+static int write_text(const char *path, void (*fn)(const void *, FILE *), const void *arg) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    fn(arg, f);
+    if (fclose(f)) {
+        fprintf(stderr, "acc: error: cannot write '%s'\n", path);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+static void ir_print_fn(const void *g, FILE *f) { ir_print(g, f); }
+
+typedef struct {
+    const Graph *g;
+    const Autodiff *ad;
+    const Schedule *s;
+    const CgOptions *cg;
+    FILE *h;
+} EmitArgs;
+
+/* The pipeline from a graph to DIR/lib<model>.a. */
+static int compile_graph(const Graph *g, const Options *o, const char *dir, bool verbose) {
+    Autodiff ad;
+    ad_build(g, &ad);
+    Decision *dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
+    for (int i = 0; i < g->nodes.n; i++) dec[i] = DEC_SAVE; /* save-all until the planner lands */
+    Schedule s;
+    sched_build(g, &ad, dec, true, &s);
+    alloc_assign(&s);
+    if (!plan_check(&s, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
+    char b1[32], b2[32];
+    int rc = 0;
+    if (o->has_budget && s.arena_bytes > o->budget_bytes) {
+        fprintf(stderr,
+                "acc: error: the training step needs %" PRId64 " bytes (%s) and the budget is %" PRId64 " bytes (%s)\n"
+                "where the memory goes:\n",
+                s.arena_bytes, format_bytes(s.arena_bytes, b1, sizeof b1), o->budget_bytes,
+                format_bytes(o->budget_bytes, b2, sizeof b2));
+        print_breakdown(&s, stderr);
+        fprintf(stderr, "note: this version saves every activation; planning with recomputation is not built yet\n");
+        rc = EXIT_INPUT;
+    }
+    if (!rc) rc = make_dir(dir);
+    if (!rc) {
+        char c_path[4200], h_path[4200];
+        snprintf(c_path, sizeof c_path, "%s/%s.c", dir, g->model);
+        snprintf(h_path, sizeof h_path, "%s/%s.h", dir, g->model);
+        FILE *c = fopen(c_path, "w"), *h = fopen(h_path, "w");
+        CgOptions cg = {"cpu", o->has_budget ? o->budget_bytes : s.arena_bytes, "save all (no recomputation)"};
+        if (!c || !h) {
+            fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
+            rc = EXIT_INPUT;
+        } else {
+            cg_emit_cpu(g, &ad, &s, &cg, c, h);
+        }
+        if (c && fclose(c)) rc = EXIT_INPUT;
+        if (h && fclose(h)) rc = EXIT_INPUT;
+        if (!rc && cg_build_library(dir, g->model, stderr)) rc = EXIT_INPUT;
+        if (!rc && verbose) {
+            fprintf(stderr, "acc: %s: peak %" PRId64 " bytes (%s), %d steps; wrote %s/lib%s.a and %s/%s.h\n", g->model,
+                    s.arena_bytes, format_bytes(s.arena_bytes, b1, sizeof b1), s.steps.n, dir, g->model, dir, g->model);
+            print_breakdown(&s, stderr);
+        }
+    }
+    sched_free(&s);
+    free(dec);
+    ad_free(&ad);
+    return rc;
+}
+
 static int cmd_compile(Options *o) {
     if (!o->has_budget) return usage_error("compile needs --budget SIZE");
     if (!o->out_dir) return usage_error("compile needs -o DIR");
@@ -168,19 +284,62 @@ static int cmd_compile(Options *o) {
     Graph g;
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
-    if (!rc) rc = make_dir(o->out_dir);
-    if (!rc) {
+    if (!rc && o->emit) {
+        rc = make_dir(o->out_dir);
         char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
-            rc = EXIT_INPUT;
-        } else {
-            ir_print(&g, f);
-            if (fclose(f)) rc = EXIT_INPUT;
-            fprintf(stderr, "acc: wrote %s\n", path);
+        if (!rc) rc = write_text(path, ir_print_fn, &g);
+        if (!rc) fprintf(stderr, "acc: wrote %s\n", path);
+    } else if (!rc) {
+        rc = compile_graph(&g, o, o->out_dir, true);
+    }
+    graph_free(&g);
+    return rc;
+}
+
+static void remove_tree(const char *dir) {
+    const char *argv[] = {"rm", "-rf", dir, NULL};
+    cg_run(argv, stderr);
+}
+
+static int cmd_run(Options *o) {
+    Graph g;
+    graph_init(&g, "model");
+    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    char dir[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!rc && !mkdtemp(dir)) {
+        fprintf(stderr, "acc: error: cannot create a temporary directory: %s\n", strerror(errno));
+        rc = EXIT_INPUT;
+    }
+    bool made = !rc;
+    if (!rc) rc = compile_graph(&g, o, dir, false);
+    if (!rc) {
+        char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200];
+        snprintf(main_src, sizeof main_src, "%s/run_main.c", ACC_TOOLS_DIR);
+        snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
+        snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
+        snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g.model);
+        snprintf(lib, sizeof lib, "%s/lib%s.a", dir, g.model);
+        snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
+        snprintf(exe, sizeof exe, "%s/run", dir);
+        const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+        const char *link[] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib, rt,
+                        cg_blas_libs(), "-lm", "-o", exe, NULL};
+        if (cg_run(link, stderr)) rc = EXIT_INPUT;
+        if (!rc) {
+            const char *argv[12] = {exe};
+            int k = 1;
+            if (o->steps) argv[k++] = "--steps", argv[k++] = o->steps;
+            if (o->seed) argv[k++] = "--seed", argv[k++] = o->seed;
+            if (o->lr) argv[k++] = "--lr", argv[k++] = o->lr;
+            if (o->dump_grads) argv[k++] = "--dump-grads", argv[k++] = o->dump_grads;
+            argv[k] = NULL;
+            if (cg_run(argv, stderr)) rc = EXIT_INPUT;
         }
     }
+    if (made && !o->keep) remove_tree(dir);
+    if (made && o->keep) fprintf(stderr, "acc: kept %s\n", dir);
     graph_free(&g);
     return rc;
 }
@@ -204,6 +363,7 @@ int main(int argc, char **argv) {
     if (!rc) {
         if (!strcmp(cmd, "check")) rc = cmd_check(&o);
         else if (!strcmp(cmd, "compile")) rc = cmd_compile(&o);
+        else if (!strcmp(cmd, "run")) rc = cmd_run(&o);
         else rc = usage_error("unknown command '%s'", cmd);
     }
     free_options(&o);

@@ -1,0 +1,99 @@
+/* build.c - turning emitted C into a static library: runs the host C
+ * compiler and ar (fork/exec, no shell, so paths need no quoting) and puts
+ * the runtime archive and header beside the model's library.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen.h"
+
+#ifndef ACC_RUNTIME_INCLUDE_DEFAULT
+#define ACC_RUNTIME_INCLUDE_DEFAULT "runtime"
+#endif
+#ifndef ACC_RUNTIME_LIB_DEFAULT
+#define ACC_RUNTIME_LIB_DEFAULT "libaccrt.a"
+#endif
+#ifndef ACC_BLAS_LIBS_DEFAULT
+#define ACC_BLAS_LIBS_DEFAULT "-lopenblas"
+#endif
+
+static const char *env_or(const char *name, const char *dflt) {
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+const char *cg_runtime_include(void) { return env_or("ACC_RUNTIME_DIR", ACC_RUNTIME_INCLUDE_DEFAULT); }
+const char *cg_runtime_lib(void) { return env_or("ACC_RUNTIME_LIB", ACC_RUNTIME_LIB_DEFAULT); }
+const char *cg_blas_libs(void) { return ACC_BLAS_LIBS_DEFAULT; }
+
+int cg_run(const char *const argv[], FILE *err) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(err, "acc: error: cannot start %s: %s\n", argv[0], strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        execvp(argv[0], (char *const *)(uintptr_t)argv); /* execvp does not modify argv */
+        fprintf(stderr, "acc: error: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 127)
+        fprintf(err, "acc: error: %s exited with status %d\n", argv[0], WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        fprintf(err, "acc: error: %s was killed by signal %d\n", argv[0], WTERMSIG(status));
+    return -1;
+}
+
+static int copy_file(const char *from, const char *to, FILE *err) {
+    FILE *in = fopen(from, "rb");
+    if (!in) {
+        fprintf(err, "acc: error: cannot read %s: %s (set ACC_RUNTIME_LIB / ACC_RUNTIME_DIR)\n", from, strerror(errno));
+        return -1;
+    }
+    FILE *out = fopen(to, "wb");
+    if (!out) {
+        fprintf(err, "acc: error: cannot write %s: %s\n", to, strerror(errno));
+        fclose(in);
+        return -1;
+    }
+    char buf[65536];
+    size_t n;
+    int rc = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n) rc = -1;
+    if (ferror(in)) rc = -1;
+    fclose(in);
+    if (fclose(out)) rc = -1;
+    if (rc) fprintf(err, "acc: error: copying %s to %s failed\n", from, to);
+    return rc;
+}
+
+int cg_build_library(const char *dir, const char *model, FILE *err) {
+    char src[4096], obj[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], inc[4200];
+    snprintf(src, sizeof src, "%s/%s.c", dir, model);
+    snprintf(obj, sizeof obj, "%s/%s.o", dir, model);
+    snprintf(lib, sizeof lib, "%s/lib%s.a", dir, model);
+    snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
+    snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
+    snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
+    snprintf(inc, sizeof inc, "-I%s", cg_runtime_include());
+    const char *cc = env_or("CC", "cc");
+    const char *cc_argv[] = {cc, "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, "-c", src, "-o", obj, NULL};
+    if (cg_run(cc_argv, err)) return -1;
+    unlink(lib);
+    const char *ar_argv[] = {"ar", "rcs", lib, obj, NULL};
+    if (cg_run(ar_argv, err)) return -1;
+    unlink(obj);
+    if (copy_file(cg_runtime_lib(), rt, err)) return -1;
+    if (copy_file(hdr_from, hdr_to, err)) return -1;
+    return 0;
+}

@@ -1,0 +1,511 @@
+/* cpu.c - code generation for the CPU target.
+ *
+ * requires: a graph, its autodiff and a schedule with offsets that passed the
+ * plan check. provides: <model>.c - the schedule as straight-line C calling
+ * libaccrt's k_* kernels with constant offsets and shapes, and the model's
+ * descriptor (parameters, inputs, arena size) - and <model>.h, the public
+ * header with the plan's figures and typed wrappers around libaccrt.
+ * Output is deterministic: it depends on nothing but its inputs.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "codegen.h"
+
+typedef struct {
+    const Graph *g;
+    const Schedule *s;
+    FILE *out;
+} Emit;
+
+/* "F(offset)": the float pointer of buffer b, or NULL. */
+static const char *ptr(const Emit *e, int b, char *buf) {
+    if (b < 0) return "NULL";
+    snprintf(buf, 48, "F(%" PRId64 ")", e->s->bufs.v[b].offset);
+    return buf;
+}
+
+static const char *iptr(const Emit *e, int b, char *buf) {
+    if (b < 0) return "NULL";
+    snprintf(buf, 48, "I(%" PRId64 ")", e->s->bufs.v[b].offset);
+    return buf;
+}
+
+static const Node *in_node(const Emit *e, const Node *n, int j) { return graph_node(e->g, n->in[j]); }
+
+static int64_t prod(const Shape *s, int from, int to) {
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= s->dim[i];
+    return p;
+}
+
+static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+
+/* "{d0, d1, ...}" of shape s left-padded with ones to rank nd (>= 1). */
+static void emit_dims(FILE *out, const Shape *s, int nd) {
+    fputc('{', out);
+    for (int i = 0; i < nd; i++) {
+        int k = i - (nd - s->ndim);
+        fprintf(out, "%s%" PRId64, i ? ", " : "", k >= 0 ? s->dim[k] : (int64_t)1);
+    }
+    fputc('}', out);
+}
+
+static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
+    const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
+    int nd = n->shape.ndim > 0 ? n->shape.ndim : 1;
+    char p0[48], p1[48], p2[48], p3[48], p4[48];
+    fprintf(e->out, "    {\n        static const int64_t so[] = ");
+    emit_dims(e->out, &n->shape, nd);
+    fprintf(e->out, ", sa[] = ");
+    emit_dims(e->out, &a->shape, nd);
+    fprintf(e->out, ", sb[] = ");
+    emit_dims(e->out, &b->shape, nd);
+    fprintf(e->out, ";\n        ");
+    const char *k = op_table[n->op].cpu_kernel;
+    if (fwd)
+        fprintf(e->out, "%s_fwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1),
+                ptr(e, st->in[1], p2), nd);
+    else if (n->op == OP_ADD || n->op == OP_SUB)
+        fprintf(e->out, "%s_bwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
+                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), nd);
+    else
+        fprintf(e->out, "%s_bwd(%s, %s, %s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
+                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), ptr(e, st->in[0], p3), ptr(e, st->in[1], p4),
+                nd);
+    fprintf(e->out, "    }\n");
+}
+
+/* The kernel call of a forward (or recompute) step. */
+static void emit_fwd(Emit *e, const Step *st) {
+    const Node *n = graph_node(e->g, st->node);
+    FILE *o = e->out;
+    char p0[48], p1[48], p2[48], p3[48], p4[48];
+    const char *k = op_table[n->op].cpu_kernel;
+    int64_t elems = shape_elems(&n->shape);
+    int rank = n->shape.ndim;
+    switch (n->op) {
+    case OP_MATMUL: {
+        const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
+        int ar = a->shape.ndim;
+        int64_t M = n->shape.dim[rank - 2], N = n->shape.dim[rank - 1];
+        int64_t K = n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1];
+        fprintf(o, "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), prod(&a->shape, 0, ar - 2), M, N,
+                K, n->attr.transpose_a, n->attr.transpose_b, b->shape.ndim > 2);
+        return;
+    }
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: emit_binary(e, st, n, true); return;
+    case OP_SCALE:
+        fprintf(o, "    k_scale_fwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1),
+                n->attr.alpha, elems);
+        return;
+    case OP_GELU:
+    case OP_RELU:
+    case OP_SILU:
+    case OP_TANH:
+    case OP_EXP:
+        fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
+        return;
+    case OP_LAYERNORM:
+        fprintf(o, "    k_layernorm_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", ptr(e, st->out, p0),
+                ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), ptr(e, st->in[2], p4),
+                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1], n->attr.eps);
+        return;
+    case OP_RMSNORM:
+        fprintf(o, "    k_rmsnorm_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", ptr(e, st->out, p0),
+                ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), elems / n->shape.dim[rank - 1],
+                n->shape.dim[rank - 1], n->attr.eps);
+        return;
+    case OP_SOFTMAX:
+        fprintf(o, "    k_softmax_fwd(%s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1),
+                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
+        return;
+    case OP_ATTENTION: {
+        const Node *q = in_node(e, n, 0), *kk = in_node(e, n, 1);
+        int64_t H = n->attr.heads, KVH = n->attr.kv_heads > 0 ? n->attr.kv_heads : H;
+        fprintf(o, "    k_attention_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                   ", %" PRId64 ", %d);\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
+                ptr(e, st->in[2], p4), q->shape.dim[0], q->shape.dim[1], kk->shape.dim[1], H, KVH,
+                q->shape.dim[2] / H, n->attr.causal);
+        return;
+    }
+    case OP_ROPE:
+        fprintf(o, "    k_rope_fwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), n->shape.dim[0], n->shape.dim[1], n->attr.heads,
+                n->shape.dim[2] / n->attr.heads, n->attr.theta);
+        return;
+    case OP_EMBEDDING: {
+        const Node *t = in_node(e, n, 1);
+        fprintf(o, "    if (k_embedding_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), ptr(e, st->in[1], p2), elems / t->shape.dim[1],
+                t->shape.dim[0], t->shape.dim[1], n->name);
+        return;
+    }
+    case OP_CROSS_ENTROPY: {
+        const Node *l = in_node(e, n, 0);
+        int64_t V = l->shape.dim[l->shape.ndim - 1];
+        fprintf(o, "    if (k_cross_entropy_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), iptr(e, st->in[1], p3),
+                shape_elems(&l->shape) / V, V, n->name);
+        return;
+    }
+    case OP_DROPOUT:
+        fprintf(o, "    k_dropout_fwd(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n", ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), elems, n->attr.p, n->id);
+        return;
+    case OP_RESHAPE:
+        fprintf(o, "    k_reshape_fwd(%s, %s, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
+        return;
+    case OP_TRANSPOSE:
+    case OP_SLICE: {
+        const Node *x = in_node(e, n, 0);
+        fprintf(o, "    {\n        static const int64_t sx[] = ");
+        emit_dims(o, &x->shape, x->shape.ndim);
+        if (n->op == OP_TRANSPOSE)
+            fprintf(o, ";\n        k_transpose_fwd(%s, %s, %d, sx, %d, %d);\n    }\n", ptr(e, st->out, p0),
+                    ptr(e, st->in[0], p1), x->shape.ndim, norm_axis(n->attr.dim0, x->shape.ndim),
+                    norm_axis(n->attr.dim1, x->shape.ndim));
+        else
+            fprintf(o, ";\n        k_slice_fwd(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n",
+                    ptr(e, st->out, p0), ptr(e, st->in[0], p1), x->shape.ndim, norm_axis(n->attr.axis, x->shape.ndim),
+                    n->attr.start, n->attr.len);
+        return;
+    }
+    case OP_CONCAT: {
+        int ax = norm_axis(n->attr.axis, rank);
+        fprintf(o, "    {\n        static const int64_t so[] = ");
+        emit_dims(o, &n->shape, rank);
+        fprintf(o, ", sizes[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%" PRId64, j ? ", " : "", in_node(e, n, j)->shape.dim[ax]);
+        fprintf(o, "};\n        const float *xs[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->in[j], p0));
+        fprintf(o, "};\n        k_concat_fwd(%s, xs, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->out, p1), n->n_in,
+                rank, ax);
+        return;
+    }
+    case OP_SUM:
+    case OP_MEAN: {
+        const Node *x = in_node(e, n, 0);
+        int64_t outer = 1, mid = shape_elems(&x->shape), inner = 1;
+        if (n->attr.axis != ATTR_NONE) {
+            int ax = norm_axis(n->attr.axis, x->shape.ndim);
+            outer = prod(&x->shape, 0, ax);
+            mid = x->shape.dim[ax];
+            inner = prod(&x->shape, ax + 1, x->shape.ndim);
+        }
+        fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), outer, mid, inner);
+        return;
+    }
+    case OP_INPUT:
+    case OP_PARAM:
+    case OP_COUNT: break;
+    }
+    ACC_UNREACHABLE();
+}
+
+/* The kernel call of a backward step (gradients already zeroed if first). */
+static void emit_bwd(Emit *e, const Step *st) {
+    const Node *n = graph_node(e->g, st->node);
+    FILE *o = e->out;
+    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48], p7[48], p8[48];
+    const char *k = op_table[n->op].cpu_kernel;
+    int64_t elems = shape_elems(&n->shape);
+    int rank = n->shape.ndim;
+    const char *dout = ptr(e, st->grad_out, p0);
+    switch (n->op) {
+    case OP_MATMUL: {
+        const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
+        int ar = a->shape.ndim;
+        int64_t M = n->shape.dim[rank - 2], N = n->shape.dim[rank - 1];
+        int64_t K = n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1];
+        fprintf(o, "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                   ", %d, %d, %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p3),
+                ptr(e, st->in[1], p4), prod(&a->shape, 0, ar - 2), M, N, K, n->attr.transpose_a,
+                n->attr.transpose_b, b->shape.ndim > 2);
+        return;
+    }
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV: emit_binary(e, st, n, false); return;
+    case OP_SCALE:
+        fprintf(o, "    k_scale_bwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, n->attr.alpha,
+                elems);
+        return;
+    case OP_GELU:
+    case OP_SILU:
+        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
+                ptr(e, st->in[0], p2), elems);
+        return;
+    case OP_RELU:
+    case OP_TANH:
+    case OP_EXP:
+        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout, ptr(e, st->out, p2),
+                elems);
+        return;
+    case OP_LAYERNORM:
+        fprintf(o, "    k_layernorm_bwd(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
+                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), elems / n->shape.dim[rank - 1],
+                n->shape.dim[rank - 1]);
+        return;
+    case OP_RMSNORM:
+        fprintf(o, "    k_rmsnorm_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6),
+                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
+        return;
+    case OP_SOFTMAX:
+        fprintf(o, "    k_softmax_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout,
+                ptr(e, st->out, p2), elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
+        return;
+    case OP_ATTENTION: {
+        const Node *q = in_node(e, n, 0), *kk = in_node(e, n, 1);
+        int64_t H = n->attr.heads, KVH = n->attr.kv_heads > 0 ? n->attr.kv_heads : H;
+        fprintf(o, "    k_attention_bwd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
+                   ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
+                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->in[2], p6), ptr(e, st->out, p7),
+                ptr(e, st->aux, p8), q->shape.dim[0], q->shape.dim[1], kk->shape.dim[1], H, KVH, q->shape.dim[2] / H,
+                n->attr.causal);
+        return;
+    }
+    case OP_ROPE:
+        fprintf(o, "    k_rope_bwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+                ptr(e, st->grad_in[0], p1), dout, n->shape.dim[0], n->shape.dim[1], n->attr.heads,
+                n->shape.dim[2] / n->attr.heads, n->attr.theta);
+        return;
+    case OP_EMBEDDING: {
+        const Node *t = in_node(e, n, 1);
+        fprintf(o, "    if (k_embedding_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
+                ptr(e, st->grad_in[1], p1), dout, iptr(e, st->in[0], p2), elems / t->shape.dim[1], t->shape.dim[0],
+                t->shape.dim[1], n->name);
+        return;
+    }
+    case OP_CROSS_ENTROPY: {
+        const Node *l = in_node(e, n, 0);
+        int64_t V = l->shape.dim[l->shape.ndim - 1];
+        fprintf(o, "    if (k_cross_entropy_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
+                ptr(e, st->grad_in[0], p1), dout, ptr(e, st->in[0], p2), ptr(e, st->aux, p3), iptr(e, st->in[1], p4),
+                shape_elems(&l->shape) / V, V, n->name);
+        return;
+    }
+    case OP_DROPOUT:
+        fprintf(o, "    k_dropout_bwd(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
+                ptr(e, st->grad_in[0], p1), dout, elems, n->attr.p, n->id);
+        return;
+    case OP_RESHAPE:
+        fprintf(o, "    k_reshape_bwd(%s, %s, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, elems);
+        return;
+    case OP_TRANSPOSE:
+    case OP_SLICE: {
+        const Node *x = in_node(e, n, 0);
+        fprintf(o, "    {\n        static const int64_t sx[] = ");
+        emit_dims(o, &x->shape, x->shape.ndim);
+        if (n->op == OP_TRANSPOSE)
+            fprintf(o, ";\n        k_transpose_bwd(%s, %s, %d, sx, %d, %d);\n    }\n", ptr(e, st->grad_in[0], p1), dout,
+                    x->shape.ndim, norm_axis(n->attr.dim0, x->shape.ndim), norm_axis(n->attr.dim1, x->shape.ndim));
+        else
+            fprintf(o, ";\n        k_slice_bwd(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n",
+                    ptr(e, st->grad_in[0], p1), dout, x->shape.ndim, norm_axis(n->attr.axis, x->shape.ndim),
+                    n->attr.start, n->attr.len);
+        return;
+    }
+    case OP_CONCAT: {
+        int ax = norm_axis(n->attr.axis, rank);
+        fprintf(o, "    {\n        static const int64_t so[] = ");
+        emit_dims(o, &n->shape, rank);
+        fprintf(o, ", sizes[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%" PRId64, j ? ", " : "", in_node(e, n, j)->shape.dim[ax]);
+        fprintf(o, "};\n        float *dxs[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->grad_in[j], p1));
+        fprintf(o, "};\n        k_concat_bwd(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", dout, n->n_in, rank, ax);
+        return;
+    }
+    case OP_SUM:
+    case OP_MEAN: {
+        const Node *x = in_node(e, n, 0);
+        int64_t outer = 1, mid = shape_elems(&x->shape), inner = 1;
+        if (n->attr.axis != ATTR_NONE) {
+            int ax = norm_axis(n->attr.axis, x->shape.ndim);
+            outer = prod(&x->shape, 0, ax);
+            mid = x->shape.dim[ax];
+            inner = prod(&x->shape, ax + 1, x->shape.ndim);
+        }
+        fprintf(o, "    %s_bwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
+                outer, mid, inner);
+        return;
+    }
+    case OP_INPUT:
+    case OP_PARAM:
+    case OP_COUNT: break;
+    }
+    ACC_UNREACHABLE();
+}
+
+/* The largest index an i32 input may hold: the smallest table or class count
+ * among the ops that index with it (0: not an index). */
+static int64_t index_bound(const Graph *g, int input) {
+    int64_t bound = 0;
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *n = graph_node(g, i);
+        int64_t b = 0;
+        if (n->op == OP_EMBEDDING && n->in[0] == input) b = graph_node(g, n->in[1])->shape.dim[0];
+        if (n->op == OP_CROSS_ENTROPY && n->in[1] == input) {
+            const Node *l = graph_node(g, n->in[0]);
+            b = l->shape.dim[l->shape.ndim - 1];
+        }
+        if (b && (!bound || b < bound)) bound = b;
+    }
+    return bound;
+}
+
+static void emit_desc_dims(FILE *o, const Shape *s) {
+    fprintf(o, "%d, {", s->ndim);
+    for (int i = 0; i < s->ndim; i++) fprintf(o, "%s%" PRId64, i ? ", " : "", s->dim[i]);
+    fprintf(o, "}, %" PRId64, shape_elems(s));
+}
+
+static void emit_source(Emit *e, const CgOptions *opt) {
+    const Graph *g = e->g;
+    const Schedule *s = e->s;
+    FILE *o = e->out;
+    const char *m = g->model;
+    fprintf(o, "/* %s.c - generated by acc %s from %s; do not edit.\n * target %s, %d steps (%d recomputed), arena %" PRId64
+               " bytes. */\n",
+            m, ACC_VERSION, g->source, opt->target, s->steps.n, s->n_recompute, s->arena_bytes);
+    fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n\n#include \"accrt.h\"\n#include \"cpu_kernels.h\"\n#include \"%s.h\"\n\n", m);
+    fprintf(o, "#define F(off) ((float *)(A + (off)))\n#define I(off) ((const int32_t *)(A + (off)))\n\n");
+    fprintf(o, "static int run(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n");
+    for (int t = 0; t < s->steps.n; t++) {
+        const Step *st = &s->steps.v[t];
+        const Node *n = graph_node(g, st->node);
+        char p[48];
+        static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
+        fprintf(o, "    /* %d: %s %s (%s) */\n", t, kind[st->kind], n->name, op_table[n->op].name);
+        switch (st->kind) {
+        case ST_FWD:
+        case ST_RECOMPUTE: emit_fwd(e, st); break;
+        case ST_SEED:
+            fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    %s[0] = 1.0f;\n", ptr(e, st->grad_out, p));
+            break;
+        case ST_BWD:
+            for (int j = 0; j < n->n_in; j++)
+                if (st->zero_in[j])
+                    fprintf(o, "    k_zero(%s, %" PRId64 ");\n", ptr(e, st->grad_in[j], p),
+                            shape_elems(&in_node(e, n, j)->shape));
+            emit_bwd(e, st);
+            break;
+        }
+    }
+    fprintf(o, "    return ACC_OK;\n}\n\n");
+
+    fprintf(o, "static const acc_param_desc params[] = {\n");
+    int n_params = 0, n_inputs = 0;
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *n = graph_node(g, i);
+        if (n->op != OP_PARAM) continue;
+        n_params++;
+        fprintf(o, "    {\"%s\", ", n->name);
+        emit_desc_dims(o, &n->shape);
+        fprintf(o, ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, (float)%.9g},\n",
+                s->bufs.v[s->param_buf[i]].offset, s->bufs.v[s->pgrad_buf[i]].offset,
+                s->adam_m_buf[i] >= 0 ? s->bufs.v[s->adam_m_buf[i]].offset : -1,
+                s->adam_v_buf[i] >= 0 ? s->bufs.v[s->adam_v_buf[i]].offset : -1, (int)n->init.kind, n->init.scale);
+    }
+    fprintf(o, "};\n\nstatic const acc_input_desc inputs[] = {\n");
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *n = graph_node(g, i);
+        if (n->op != OP_INPUT) continue;
+        n_inputs++;
+        fprintf(o, "    {\"%s\", %s, ", n->name, n->dtype == DT_I32 ? "ACC_DT_I32" : "ACC_DT_F32");
+        emit_desc_dims(o, &n->shape);
+        fprintf(o, ", %" PRId64 ", %" PRId64 "},\n", s->bufs.v[s->input_buf[i]].offset,
+                n->dtype == DT_I32 ? index_bound(g, i) : 0);
+    }
+    fprintf(o, "};\n\nstatic const acc_model_desc desc = {\n");
+    fprintf(o, "    ACC_API_VERSION, \"%s\", \"%s\", %" PRId64 ", %d, params, %d, inputs, %" PRId64 ", %d, run,\n", m,
+            opt->target, s->arena_bytes, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer);
+    fprintf(o, "    %" PRId64 ", %" PRId64 ", \"%s\",\n};\n\n", opt->budget_bytes, s->arena_bytes,
+            opt->plan_summary ? opt->plan_summary : "");
+    fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
+}
+
+static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
+    const Graph *g = e->g;
+    const Schedule *s = e->s;
+    FILE *o = e->out;
+    const char *m = g->model;
+    char up[128];
+    size_t k = 0;
+    for (; m[k] && k < sizeof up - 1; k++) up[k] = (char)(m[k] >= 'a' && m[k] <= 'z' ? m[k] - 32 : m[k]);
+    up[k] = 0;
+    int64_t cat[BUF_KIND_COUNT] = {0};
+    for (int i = 0; i < s->bufs.n; i++)
+        if (s->bufs.v[i].persistent) cat[s->bufs.v[i].kind] += s->bufs.v[i].size_bytes;
+    fprintf(o, "/* %s.h - generated by acc %s from %s. DO NOT EDIT.\n *\n", m, ACC_VERSION, g->source);
+    fprintf(o, " * Training step of model '%s' for the %s target.\n", m, opt->target);
+    fprintf(o, " * Memory plan (bytes):\n");
+    fprintf(o, " *   budget                 %16" PRId64 "\n", opt->budget_bytes);
+    fprintf(o, " *   arena (planned peak)   %16" PRId64 "\n", s->arena_bytes);
+    for (int c = 0; c < BUF_KIND_COUNT; c++)
+        if (cat[c]) fprintf(o, " *     %-20s %16" PRId64 "\n", buf_kind_name((BufKind)c), cat[c]);
+    fprintf(o, " *     %-20s %16" PRId64 "  (activations and gradients, statically placed)\n", "dynamic",
+            s->arena_bytes - s->persistent_bytes);
+    fprintf(o, " *   max-live lower bound   %16" PRId64 "\n", s->peak_live_bytes);
+    fprintf(o, " *   steps %d, recomputed %d\n", s->steps.n, s->n_recompute);
+    if (opt->plan_summary && *opt->plan_summary) fprintf(o, " *   plan: %s\n", opt->plan_summary);
+    fprintf(o, " *\n * Link: lib%s.a libaccrt.a -lopenblas -fopenmp -lm\n */\n", m);
+    fprintf(o, "#ifndef ACC_MODEL_%s_H\n#define ACC_MODEL_%s_H\n\n#include \"accrt.h\"\n\n", up, up);
+    fprintf(o, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+    fprintf(o, "#define %s_ARENA_BYTES %" PRId64 "\n\n", up, s->arena_bytes);
+    fprintf(o, "typedef acc_model %s_model;\n\n", m);
+    fprintf(o, "/* The model as data: parameters, inputs, arena, schedule. */\nconst acc_model_desc *%s_desc(void);\n\n", m);
+    fprintf(o,
+            "static inline int %s_create(const acc_options *opt, %s_model **out) { return acc_create(%s_desc(), opt, out); }\n"
+            "static inline void %s_destroy(%s_model *m) { acc_destroy(m); }\n"
+            "static inline int %s_init_params(%s_model *m, uint64_t seed) { return acc_init_params(m, seed); }\n"
+            "static inline int %s_load_params(%s_model *m, const char *path) { return acc_load_params(m, path); }\n"
+            "static inline int %s_save_params(%s_model *m, const char *path) { return acc_save_params(m, path); }\n"
+            "static inline int %s_step(%s_model *m, float *loss) { return acc_step(m, loss); }\n"
+            "static inline int %s_adamw(%s_model *m, float lr, float beta1, float beta2, float eps, float wd) {\n"
+            "    return acc_adamw(m, lr, beta1, beta2, eps, wd);\n}\n"
+            "static inline int %s_param(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
+            "    return acc_param(m, name, data, elems);\n}\n"
+            "static inline int %s_grad(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
+            "    return acc_grad(m, name, data, elems);\n}\n"
+            "static inline int %s_counters(const %s_model *m, acc_counters *c) { return acc_get_counters(m, c); }\n"
+            "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
+            "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
+            m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+    fprintf(o, "/* Inputs, with their exact sizes. */\n");
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *n = graph_node(g, i);
+        if (n->op != OP_INPUT) continue;
+        char buf[ACC_SHAPE_STR];
+        const char *ct = n->dtype == DT_I32 ? "int32_t" : "float";
+        fprintf(o, "/* %s: %s%s */\nstatic inline int %s_set_%s(%s_model *m, const %s *data) {\n"
+                   "    return acc_set_input(m, \"%s\", data, %" PRId64 ");\n}\n",
+                n->name, dtype_name(n->dtype), shape_str(&n->shape, buf), m, n->name, m, ct, n->name, node_bytes(n));
+    }
+    (void)ad;
+    fprintf(o, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+}
+
+void cg_emit_cpu(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
+                 FILE *h_out) {
+    Emit e = {g, s, c_out};
+    emit_source(&e, o);
+    e.out = h_out;
+    emit_header(&e, o, ad);
+}

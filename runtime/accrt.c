@@ -1,0 +1,344 @@
+/* accrt.c - the model-independent part of every generated library: one arena
+ * allocation, parameter initialisation and files, inputs, the step driver with
+ * per-phase timing, AdamW, status codes and per-instance error detail.
+ *
+ * Invariant: after acc_create succeeds the instance holds exactly one
+ * allocation, the arena of desc->arena_bytes (the planned peak), plus its own
+ * small struct; nothing else is allocated while training.
+ */
+#include "accrt.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "cpu_kernels.h"
+#include "philox.h"
+
+struct acc_model {
+    const acc_model_desc *desc;
+    unsigned char *arena;
+    uint64_t seed;
+    uint32_t step;
+    int64_t adam_t;
+    unsigned char *input_set; /* one flag per input (inside the struct's own allocation) */
+    int failed;               /* a step failed midway: gradients are unusable until the next step */
+    acc_counters counters;
+    double phase_start;
+    int phase;
+    char err[512];
+};
+
+static const char *const status_text[] = {
+    [ACC_OK] = "success",
+    [ACC_ERR_NULL] = "a required pointer argument is NULL",
+    [ACC_ERR_SIZE] = "wrong buffer size",
+    [ACC_ERR_NAME] = "no parameter or input of that name",
+    [ACC_ERR_NOMEM] = "out of memory",
+    [ACC_ERR_STATE] = "call out of order",
+    [ACC_ERR_IO] = "file input/output error",
+    [ACC_ERR_FORMAT] = "file does not match this model",
+    [ACC_ERR_DATA] = "input data out of range",
+    [ACC_ERR_VERSION] = "incompatible API version",
+    [ACC_ERR_NO_DEVICE] = "no usable device",
+    [ACC_ERR_ARG] = "argument out of range",
+    [ACC_ERR_FAILED] = "instance unusable after an earlier failure",
+};
+
+const char *acc_status_string(int status) {
+    if (status < 0 || status >= (int)(sizeof status_text / sizeof *status_text) || !status_text[status])
+        return "unknown status";
+    return status_text[status];
+}
+
+static int fail(acc_model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(acc_model *m, int status, const char *fmt, ...) {
+    if (m) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(m->err, sizeof m->err, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+int acc_fail(acc_ctx *ctx, int status, const char *fmt, ...) {
+    if (ctx && ctx->model) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->model->err, sizeof ctx->model->err, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+const char *acc_last_error(const acc_model *m) { return m ? m->err : "no instance (NULL)"; }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+void acc_phase(acc_ctx *ctx, int phase) {
+    acc_model *m = ctx->model;
+    double t = now_ms();
+    if (m->phase >= 0) {
+        m->counters.phase_ms[m->phase] = t - m->phase_start;
+        m->counters.total_ms[m->phase] += t - m->phase_start;
+    }
+    m->phase = phase;
+    m->phase_start = t;
+}
+
+int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **out) {
+    if (!out) return ACC_ERR_NULL;
+    *out = NULL;
+    if (!desc) return ACC_ERR_NULL;
+    if (desc->api_version != ACC_API_VERSION) return ACC_ERR_VERSION;
+    if (opt && (opt->struct_size < sizeof(uint32_t) * 2 || opt->api_version != ACC_API_VERSION))
+        return ACC_ERR_VERSION;
+    size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + 1;
+    acc_model *m = calloc(1, self);
+    if (!m) return ACC_ERR_NOMEM;
+    m->desc = desc;
+    m->input_set = (unsigned char *)(m + 1);
+    m->phase = -1;
+    if (opt && opt->struct_size >= offsetof(acc_options, seed) + sizeof opt->seed) m->seed = opt->seed;
+#ifdef _OPENMP
+    if (opt && opt->struct_size >= offsetof(acc_options, num_threads) + sizeof(int) && opt->num_threads > 0)
+        omp_set_num_threads(opt->num_threads);
+#endif
+    /* 64-byte alignment: every planned offset is a multiple of 64 */
+    size_t bytes = (size_t)desc->arena_bytes;
+    m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!m->arena) {
+        free(m);
+        return ACC_ERR_NOMEM;
+    }
+    memset(m->arena, 0, bytes);
+    m->counters.arena_bytes = desc->arena_bytes;
+    m->counters.peak_bytes_measured = (int64_t)((bytes + 63) / 64 * 64);
+    *out = m;
+    return ACC_OK;
+}
+
+void acc_destroy(acc_model *m) {
+    if (!m) return;
+    free(m->arena);
+    free(m);
+}
+
+#define F32(m, off) ((float *)((m)->arena + (off)))
+
+/* Box-Muller on two counter-based uniforms: a pure function of (seed, p, i). */
+static float normal_at(uint64_t seed, uint32_t p, uint64_t i) {
+    float u1 = philox_uniform(seed, 0x9a9a, p, 2 * i), u2 = philox_uniform(seed, 0x9a9a, p, 2 * i + 1);
+    double r = sqrt(-2.0 * log(1.0 - (double)u1));
+    return (float)(r * cos(6.283185307179586 * (double)u2));
+}
+
+int acc_init_params(acc_model *m, uint64_t seed) {
+    if (!m) return ACC_ERR_NULL;
+    const acc_model_desc *d = m->desc;
+    for (int p = 0; p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        float *x = F32(m, pd->offset);
+        int64_t n = pd->elems;
+        float s = pd->init_scale;
+        switch (pd->init) {
+        case ACC_INIT_ZEROS: memset(x, 0, (size_t)n * 4); break;
+        case ACC_INIT_ONES:
+            for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
+            break;
+        case ACC_INIT_NORMAL:
+#pragma omp parallel for schedule(static)
+            for (int64_t i = 0; i < n; i++) x[i] = s * normal_at(seed, (uint32_t)p, (uint64_t)i);
+            break;
+        case ACC_INIT_UNIFORM:
+#pragma omp parallel for schedule(static)
+            for (int64_t i = 0; i < n; i++) x[i] = s * (2.0f * philox_uniform(seed, 0x7a7a, (uint32_t)p, (uint64_t)i) - 1.0f);
+            break;
+        default: return fail(m, ACC_ERR_ARG, "parameter %s: unknown initializer %d", pd->name, pd->init);
+        }
+        memset(F32(m, pd->grad_offset), 0, (size_t)n * 4);
+        if (pd->m_offset >= 0) memset(F32(m, pd->m_offset), 0, (size_t)n * 4);
+        if (pd->v_offset >= 0) memset(F32(m, pd->v_offset), 0, (size_t)n * 4);
+    }
+    m->adam_t = 0;
+    return ACC_OK;
+}
+
+/* ---- parameter files ------------------------------------------------------
+ * "ACCPARAM", u32 version 1, u32 count, then per tensor: u32 name length,
+ * the name, u32 ndim, i64 dims[ndim], float32 data. Native byte order.
+ */
+static const char file_magic[8] = {'A', 'C', 'C', 'P', 'A', 'R', 'A', 'M'};
+
+static int write_tensors(acc_model *m, const char *path, int grads) {
+    if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
+    FILE *f = fopen(path, "wb");
+    if (!f) return fail(m, ACC_ERR_IO, "cannot open %s for writing", path);
+    const acc_model_desc *d = m->desc;
+    uint32_t hdr[2] = {1, (uint32_t)d->n_params};
+    int ok = fwrite(file_magic, 8, 1, f) == 1 && fwrite(hdr, sizeof hdr, 1, f) == 1;
+    for (int p = 0; ok && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        uint32_t len = (uint32_t)strlen(pd->name), nd = (uint32_t)pd->ndim;
+        ok = fwrite(&len, 4, 1, f) == 1 && fwrite(pd->name, 1, len, f) == len && fwrite(&nd, 4, 1, f) == 1 &&
+             (nd == 0 || fwrite(pd->dim, 8, nd, f) == nd) &&
+             fwrite(F32(m, grads ? pd->grad_offset : pd->offset), 4, (size_t)pd->elems, f) == (size_t)pd->elems;
+    }
+    if (fclose(f) != 0) ok = 0;
+    return ok ? ACC_OK : fail(m, ACC_ERR_IO, "cannot write %s", path);
+}
+
+int acc_save_params(acc_model *m, const char *path) { return write_tensors(m, path, 0); }
+int acc_save_grads(acc_model *m, const char *path) { return write_tensors(m, path, 1); }
+
+int acc_load_params(acc_model *m, const char *path) {
+    if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(m, ACC_ERR_IO, "cannot open %s", path);
+    const acc_model_desc *d = m->desc;
+    char magic[8];
+    uint32_t hdr[2];
+    int rc = ACC_OK;
+    if (fread(magic, 8, 1, f) != 1 || memcmp(magic, file_magic, 8) || fread(hdr, sizeof hdr, 1, f) != 1 ||
+        hdr[0] != 1) {
+        rc = fail(m, ACC_ERR_FORMAT, "%s is not an acc parameter file (version 1)", path);
+    } else if (hdr[1] != (uint32_t)d->n_params) {
+        rc = fail(m, ACC_ERR_FORMAT, "%s holds %u tensors, the model has %d", path, hdr[1], d->n_params);
+    }
+    /* read everything into place only after checking each header; a bad file
+     * leaves already-read tensors changed, so report it as a format error */
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        uint32_t len, nd;
+        char name[512];
+        int64_t dims[6];
+        if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len) {
+            rc = fail(m, ACC_ERR_FORMAT, "%s: truncated at tensor %d", path, p);
+            break;
+        }
+        name[len] = 0;
+        if (strcmp(name, pd->name)) {
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor %d is '%s', the model expects '%s'", path, p, name, pd->name);
+            break;
+        }
+        if (fread(&nd, 4, 1, f) != 1 || nd != (uint32_t)pd->ndim || (nd && fread(dims, 8, nd, f) != nd) ||
+            (nd && memcmp(dims, pd->dim, 8 * nd))) {
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has a different shape", path, name);
+            break;
+        }
+        if (fread(F32(m, pd->offset), 4, (size_t)pd->elems, f) != (size_t)pd->elems) {
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
+            break;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* ---- inputs, step, optimizer ----------------------------------------------- */
+
+int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_bytes) {
+    if (!m) return ACC_ERR_NULL;
+    if (!name || !data) return fail(m, ACC_ERR_NULL, "acc_set_input: NULL %s", name ? "data" : "name");
+    const acc_model_desc *d = m->desc;
+    for (int i = 0; i < d->n_inputs; i++) {
+        const acc_input_desc *in = &d->inputs[i];
+        if (strcmp(in->name, name)) continue;
+        size_t want = (size_t)in->elems * 4;
+        if (size_bytes != want)
+            return fail(m, ACC_ERR_SIZE, "input '%s' takes %zu bytes, %zu given", name, want, size_bytes);
+        if (in->index_bound > 0) {
+            const int32_t *ix = data;
+            for (int64_t k = 0; k < in->elems; k++)
+                if (ix[k] < 0 || ix[k] >= in->index_bound)
+                    return fail(m, ACC_ERR_DATA, "input '%s'[%lld] = %d is outside [0, %lld)", name, (long long)k,
+                                (int)ix[k], (long long)in->index_bound);
+        }
+        memcpy(m->arena + in->offset, data, want);
+        m->input_set[i] = 1;
+        return ACC_OK;
+    }
+    return fail(m, ACC_ERR_NAME, "the model has no input '%s'", name);
+}
+
+int acc_step(acc_model *m, float *loss) {
+    if (!m) return ACC_ERR_NULL;
+    if (!loss) return fail(m, ACC_ERR_NULL, "acc_step: NULL loss pointer");
+    const acc_model_desc *d = m->desc;
+    for (int i = 0; i < d->n_inputs; i++)
+        if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
+    acc_ctx ctx = {m->arena, m->seed, m->step, m};
+    m->phase = -1;
+    acc_phase(&ctx, ACC_PHASE_FWD);
+    int rc = d->run(&ctx);
+    acc_phase(&ctx, ACC_PHASE_COUNT);
+    m->phase = -1;
+    if (rc != ACC_OK) {
+        m->failed = 1;
+        return rc;
+    }
+    m->failed = 0;
+    m->step++;
+    m->counters.steps++;
+    *loss = *F32(m, d->loss_offset);
+    return ACC_OK;
+}
+
+int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float weight_decay) {
+    if (!m) return ACC_ERR_NULL;
+    const acc_model_desc *d = m->desc;
+    if (!d->has_optimizer) return fail(m, ACC_ERR_STATE, "the library was compiled without the optimizer");
+    if (m->failed) return fail(m, ACC_ERR_FAILED, "the last step failed; its gradients are not usable");
+    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0) || !(weight_decay >= 0))
+        return fail(m, ACC_ERR_ARG, "acc_adamw: hyperparameter out of range");
+    double t0 = now_ms();
+    m->adam_t++;
+    for (int p = 0; p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems, lr,
+                beta1, beta2, eps, weight_decay, m->adam_t);
+    }
+    double dt = now_ms() - t0;
+    m->counters.phase_ms[ACC_PHASE_OPT] = dt;
+    m->counters.total_ms[ACC_PHASE_OPT] += dt;
+    return ACC_OK;
+}
+
+static int find_param(acc_model *m, const char *name, int grad, float **data, int64_t *elems) {
+    if (!m) return ACC_ERR_NULL;
+    if (!name || !data) return fail(m, ACC_ERR_NULL, "NULL argument");
+    const acc_model_desc *d = m->desc;
+    for (int p = 0; p < d->n_params; p++)
+        if (!strcmp(d->params[p].name, name)) {
+            *data = F32(m, grad ? d->params[p].grad_offset : d->params[p].offset);
+            if (elems) *elems = d->params[p].elems;
+            return ACC_OK;
+        }
+    return fail(m, ACC_ERR_NAME, "the model has no parameter '%s'", name);
+}
+
+int acc_param(acc_model *m, const char *name, float **data, int64_t *elems) {
+    return find_param(m, name, 0, data, elems);
+}
+int acc_grad(acc_model *m, const char *name, float **data, int64_t *elems) {
+    return find_param(m, name, 1, data, elems);
+}
+
+int acc_get_counters(const acc_model *m, acc_counters *out) {
+    if (!m || !out) return ACC_ERR_NULL;
+    *out = m->counters;
+    return ACC_OK;
+}
+
+const acc_model_desc *acc_describe(const acc_model *m) { return m ? m->desc : NULL; }

@@ -1,0 +1,1185 @@
+/* test_kernels.c - numeric tests of the CPU kernels in libaccrt.
+ *
+ * Every backward kernel is checked against central finite differences of its
+ * forward: loss = sum(out * r) for a random r, so dloss/dout = r is fed to the
+ * backward. Gradient buffers are pre-filled with random values before the
+ * backward and those are subtracted afterwards, which also checks that
+ * backwards accumulate (+=) instead of overwriting. Forwards of matmul,
+ * attention and the other non-trivial ops are checked against naive
+ * reference implementations in double precision. Philox is checked against
+ * the Random123 known-answer vectors.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+#include "philox.h"
+#include "test.h"
+
+/* ---- a small deterministic RNG (xorshift64*) ---------------------------- */
+
+static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
+
+static uint32_t rnd_u32(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+static float rnd_unif(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+static float *rnd_buf(int64_t n, float lo, float hi)
+{
+    float *p = xmalloc((size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = rnd_unif(lo, hi);
+    return p;
+}
+
+static float *zero_buf(int64_t n)
+{
+    float *p = xmalloc((size_t)n * sizeof *p);
+    memset(p, 0, (size_t)n * sizeof *p);
+    return p;
+}
+
+/* Values in [lo, hi] with a random sign: keeps inputs away from 0 (relu's
+ * kink, division). */
+static float *rnd_signed_buf(int64_t n, float lo, float hi)
+{
+    float *p = rnd_buf(n, lo, hi);
+    for (int64_t i = 0; i < n; i++)
+        if (rnd_u32() & 1)
+            p[i] = -p[i];
+    return p;
+}
+
+static double max_abs_diff(const float *a, const double *b, int64_t n)
+{
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)a[i] - b[i]));
+    return m;
+}
+
+/* ---- the gradient checker ----------------------------------------------- */
+
+#define MAX_IN 8
+
+/* One op instance: inputs, output, the op's parameters, and adapters that
+ * call its forward and backward kernels. */
+typedef struct Case Case;
+struct Case {
+    const char *name;
+    int nin;
+    float *x[MAX_IN], *dx[MAX_IN];
+    int64_t xn[MAX_IN];
+    int diff[MAX_IN]; /* check the gradient of this input */
+    float *out, *dout, *aux;
+    int64_t on;
+    int32_t *idx;
+    int64_t d[8];
+    int nd;
+    int64_t s0[K_MAX_DIMS], s1[K_MAX_DIMS], s2[K_MAX_DIMS];
+    int i0, i1, i2;
+    float f0;
+    float h; /* finite-difference step */
+    void (*fwd)(Case *);
+    void (*bwd)(Case *);
+};
+
+static Case case_new(const char *name, void (*fwd)(Case *), void (*bwd)(Case *), int64_t on,
+                     int64_t auxn)
+{
+    Case c;
+    memset(&c, 0, sizeof c);
+    c.name = name;
+    c.fwd = fwd;
+    c.bwd = bwd;
+    c.on = on;
+    c.out = zero_buf(on);
+    c.dout = rnd_buf(on, -1.0f, 1.0f);
+    c.aux = auxn ? zero_buf(auxn) : NULL;
+    c.h = 1e-3f;
+    return c;
+}
+
+static float *case_in(Case *c, float *buf, int64_t n, int diff)
+{
+    c->x[c->nin] = buf;
+    c->xn[c->nin] = n;
+    c->diff[c->nin] = diff;
+    c->nin++;
+    return buf;
+}
+
+static void case_free(Case *c)
+{
+    for (int i = 0; i < c->nin; i++) {
+        free(c->x[i]);
+        free(c->dx[i]);
+    }
+    free(c->out);
+    free(c->dout);
+    free(c->aux);
+    free(c->idx);
+}
+
+static double case_loss(const Case *c)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < c->on; i++)
+        s += (double)c->out[i] * (double)c->dout[i];
+    return s;
+}
+
+/* Check the analytic gradient of every differentiable input of c against
+ * central differences, at up to max_checks elements per input (all of them
+ * if the input is that small, else a random sample).
+ *
+ * Tolerance: |analytic - numeric| <= 1e-2 * max(|analytic|, |numeric|) + 1e-3.
+ * The forward runs in float32, so each output carries a rounding error of
+ * about 6e-8 relative; divided by the 2h = 2e-3 of the central difference
+ * this is ~1e-4 per affected output, summed over the (few hundred at most)
+ * outputs a single input touches, while the truncation error O(h^2 f''') is
+ * ~1e-6. 1e-3 absolute covers the rounding noise on near-zero gradients and
+ * 1% relative covers it on large ones, yet a wrong formula (a missing term,
+ * a factor, a sign, an overwrite instead of +=) is off by far more. */
+static void gradcheck(Case *c, int max_checks)
+{
+    c->fwd(c);
+    float *g0[MAX_IN] = {0};
+    for (int i = 0; i < c->nin; i++) {
+        if (!c->diff[i])
+            continue;
+        g0[i] = rnd_buf(c->xn[i], -1.0f, 1.0f);
+        c->dx[i] = xmalloc((size_t)c->xn[i] * sizeof(float));
+        memcpy(c->dx[i], g0[i], (size_t)c->xn[i] * sizeof(float));
+    }
+    c->bwd(c);
+    int bad = 0, checked = 0;
+    for (int i = 0; i < c->nin; i++) {
+        if (!c->diff[i])
+            continue;
+        int64_t n = c->xn[i];
+        int64_t nchk = n <= max_checks ? n : max_checks;
+        for (int64_t k = 0; k < nchk; k++) {
+            int64_t j = n <= max_checks ? k : (int64_t)(rnd_u32() % (uint32_t)n);
+            float save = c->x[i][j];
+            float xp = save + c->h, xm = save - c->h;
+            c->x[i][j] = xp;
+            c->fwd(c);
+            double lp = case_loss(c);
+            c->x[i][j] = xm;
+            c->fwd(c);
+            double lm = case_loss(c);
+            c->x[i][j] = save;
+            double num = (lp - lm) / ((double)xp - (double)xm);
+            double ana = (double)c->dx[i][j] - (double)g0[i][j];
+            double tol = 1e-2 * fmax(fabs(ana), fabs(num)) + 1e-3;
+            checked++;
+            if (fabs(ana - num) > tol) {
+                if (bad < 5)
+                    printf("  %s: d input %d [%lld]: analytic %.6g, numeric %.6g\n", c->name, i,
+                           (long long)j, ana, num);
+                bad++;
+            }
+        }
+        free(g0[i]);
+    }
+    c->fwd(c);
+    if (!test_true(__FILE__, __LINE__, c->name, bad == 0 && checked > 0))
+        printf("  %s: %d of %d gradient entries off\n", c->name, bad, checked);
+}
+
+/* ---- philox ------------------------------------------------------------- */
+
+static void test_philox(void)
+{
+    /* Random123 tests/kat_vectors, "philox4x32 10": ctr[4] key[2] -> out[4] */
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
+         0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+         0x94fdcceb, 0x5001e420, 0x24126ea1},
+    };
+    for (int t = 0; t < 3; t++) {
+        philox4x32 ctr = {{kat[t][0], kat[t][1], kat[t][2], kat[t][3]}};
+        philox4x32 r = philox4x32_10(ctr, kat[t][4], kat[t][5]);
+        for (int i = 0; i < 4; i++)
+            ASSERT(kat[t][6 + i], r.v[i]);
+    }
+    /* uniform: in [0,1), a pure function of its keys, sensitive to each key */
+    float u = philox_uniform(42, 7, 3, 12345);
+    ASSERT_TRUE(u >= 0.0f && u < 1.0f);
+    ASSERT_TRUE(u == philox_uniform(42, 7, 3, 12345));
+    int differ = (u != philox_uniform(43, 7, 3, 12345)) + (u != philox_uniform(42, 8, 3, 12345)) +
+                 (u != philox_uniform(42, 7, 4, 12345)) + (u != philox_uniform(42, 7, 3, 12346));
+    ASSERT(4, differ);
+    ASSERT_TRUE(philox_to_unit(0xffffffffu) < 1.0f);
+    ASSERT_TRUE(philox_to_unit(0) == 0.0f);
+}
+
+/* ---- matmul ------------------------------------------------------------- */
+
+static void mm_fwd(Case *c)
+{
+    k_matmul_fwd(c->out, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2], c->d[3], c->i0, c->i1,
+                 c->i2);
+}
+
+static void mm_bwd(Case *c)
+{
+    k_matmul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2],
+                 c->d[3], c->i0, c->i1, c->i2);
+}
+
+// naive op(a) @ op(b) in double
+static void mm_ref(double *out, const float *a, const float *b, int64_t batch, int64_t M,
+                   int64_t N, int64_t K, int ta, int tb, int bb)
+{
+    for (int64_t p = 0; p < batch; p++) {
+        const float *ap = a + p * M * K, *bp = b + (bb ? p * K * N : 0);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int64_t k = 0; k < K; k++)
+                    s += (double)(ta ? ap[k * M + i] : ap[i * K + k]) *
+                         (double)(tb ? bp[j * K + k] : bp[k * N + j]);
+                out[(p * M + i) * N + j] = s;
+            }
+    }
+}
+
+static void test_matmul(void)
+{
+    static char names[8][48];
+    for (int combo = 0; combo < 8; combo++) {
+        int ta = combo & 1, tb = (combo >> 1) & 1, bb = (combo >> 2) & 1;
+        int64_t batch = 3, M = 4, N = 5, K = 6;
+        snprintf(names[combo], sizeof names[combo], "matmul ta=%d tb=%d b_batched=%d", ta, tb, bb);
+        Case c = case_new(names[combo], mm_fwd, mm_bwd, batch * M * N, 0);
+        c.d[0] = batch, c.d[1] = M, c.d[2] = N, c.d[3] = K;
+        c.i0 = ta, c.i1 = tb, c.i2 = bb;
+        case_in(&c, rnd_buf(batch * M * K, -1, 1), batch * M * K, 1);
+        int64_t nb = (bb ? batch : 1) * K * N;
+        case_in(&c, rnd_buf(nb, -1, 1), nb, 1);
+        c.fwd(&c);
+        double ref[3 * 4 * 5];
+        mm_ref(ref, c.x[0], c.x[1], batch, M, N, K, ta, tb, bb);
+        ASSERT_TRUE(max_abs_diff(c.out, ref, c.on) < 1e-5);
+        gradcheck(&c, 200);
+        case_free(&c);
+    }
+    /* a larger one through the threaded BLAS path */
+    Case c = case_new("matmul 2x70x90x80 tb", mm_fwd, mm_bwd, 2 * 70 * 90, 0);
+    c.d[0] = 2, c.d[1] = 70, c.d[2] = 90, c.d[3] = 80, c.i1 = 1;
+    case_in(&c, rnd_buf(2 * 70 * 80, -1, 1), 2 * 70 * 80, 1);
+    case_in(&c, rnd_buf(90 * 80, -1, 1), 90 * 80, 1);
+    c.fwd(&c);
+    double *ref = xmalloc((size_t)c.on * sizeof *ref);
+    mm_ref(ref, c.x[0], c.x[1], 2, 70, 90, 80, 0, 1, 0);
+    ASSERT_TRUE(max_abs_diff(c.out, ref, c.on) < 1e-4);
+    free(ref);
+    gradcheck(&c, 20);
+    case_free(&c);
+}
+
+/* ---- broadcasting binary ops -------------------------------------------- */
+
+static const char *const bin_names[4] = {"add", "sub", "mul", "div"};
+
+static void bin_fwd(Case *c)
+{
+    switch (c->i0) {
+    case 0: k_add_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+    case 1: k_sub_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+    case 2: k_mul_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+    default: k_div_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+    }
+}
+
+static void bin_bwd(Case *c)
+{
+    switch (c->i0) {
+    case 0: k_add_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
+    case 1: k_sub_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
+    case 2:
+        k_mul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
+        break;
+    default:
+        k_div_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
+        break;
+    }
+}
+
+// naive broadcasting a OP b by multi-index arithmetic, in double
+static void bin_ref(double *out, int op, const float *a, const float *b, int nd,
+                    const int64_t *os, const int64_t *as, const int64_t *bs)
+{
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= os[d];
+    for (int64_t e = 0; e < n; e++) {
+        int64_t rem = e, ia = 0, ib = 0, sa = 1, sb = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            int64_t i = rem % os[d];
+            rem /= os[d];
+            ia += (as[d] == 1 ? 0 : i) * sa;
+            ib += (bs[d] == 1 ? 0 : i) * sb;
+            sa *= as[d];
+            sb *= bs[d];
+        }
+        double x = a[ia], y = b[ib];
+        out[e] = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y : x / y;
+    }
+}
+
+typedef struct {
+    const char *what;
+    int nd;
+    int64_t os[K_MAX_DIMS], as[K_MAX_DIMS], bs[K_MAX_DIMS];
+} BinShape;
+
+static void test_binary(void)
+{
+    static const BinShape shapes[] = {
+        {"same [2,3,4]", 3, {2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+        {"bias [2,3,8]+[1,1,8]", 3, {2, 3, 8}, {2, 3, 8}, {1, 1, 8}},
+        {"bias-left [1,1,8]+[2,3,8]", 3, {2, 3, 8}, {1, 1, 8}, {2, 3, 8}},
+        {"[2,1,4]*[2,3,1]", 3, {2, 3, 4}, {2, 1, 4}, {2, 3, 1}},
+        {"scalar [2,3,4]+[1,1,1]", 3, {2, 3, 4}, {2, 3, 4}, {1, 1, 1}},
+        {"column [6,5]+[6,1]", 2, {6, 5}, {6, 5}, {6, 1}},
+        {"4-d [2,1,3,1]+[1,4,1,5]", 4, {2, 4, 3, 5}, {2, 1, 3, 1}, {1, 4, 1, 5}},
+        {"6-d [2,1,2,3,1,2]+[1,2,1,3,2,1]", 6, {2, 2, 2, 3, 2, 2}, {2, 1, 2, 3, 1, 2},
+         {1, 2, 1, 3, 2, 1}},
+        {"big bias [64,33,40]+[40]", 3, {64, 33, 40}, {64, 33, 40}, {1, 1, 40}},
+        {"big [64,1,40]*[64,33,1]", 3, {64, 33, 40}, {64, 1, 40}, {64, 33, 1}},
+        {"big same [3,100,300]", 3, {3, 100, 300}, {3, 100, 300}, {3, 100, 300}},
+        {"big scalar [3,100,300]+[1]", 3, {3, 100, 300}, {3, 100, 300}, {1, 1, 1}},
+        {"big column [600,80]+[600,1]", 2, {600, 80}, {600, 80}, {600, 1}},
+    };
+    static char names[4 * sizeof shapes / sizeof shapes[0]][80];
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < ns; s++)
+        for (int op = 0; op < 4; op++) {
+            const BinShape *bs = &shapes[s];
+            char *name = names[s * 4 + op];
+            snprintf(name, sizeof names[0], "%s %s", bin_names[op], bs->what);
+            int64_t on = 1, an = 1, bn = 1;
+            for (int d = 0; d < bs->nd; d++)
+                on *= bs->os[d], an *= bs->as[d], bn *= bs->bs[d];
+            Case c = case_new(name, bin_fwd, bin_bwd, on, 0);
+            c.i0 = op;
+            c.nd = bs->nd;
+            memcpy(c.s0, bs->os, sizeof c.s0);
+            memcpy(c.s1, bs->as, sizeof c.s1);
+            memcpy(c.s2, bs->bs, sizeof c.s2);
+            case_in(&c, rnd_buf(an, -1, 1), an, 1);
+            case_in(&c, op == 3 ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
+            c.fwd(&c);
+            double *ref = xmalloc((size_t)on * sizeof *ref);
+            bin_ref(ref, op, c.x[0], c.x[1], c.nd, c.s0, c.s1, c.s2);
+            if (!ASSERT_TRUE(max_abs_diff(c.out, ref, on) < 1e-6))
+                printf("  forward of %s\n", name);
+            free(ref);
+            if (an == on) { /* in place over a */
+                float *y = xmalloc((size_t)on * sizeof *y);
+                memcpy(y, c.x[0], (size_t)on * sizeof *y);
+                Case ip = c;
+                ip.out = y;
+                ip.x[0] = y;
+                bin_fwd(&ip);
+                if (!ASSERT_TRUE(memcmp(y, c.out, (size_t)on * sizeof *y) == 0))
+                    printf("  in-place forward of %s\n", name);
+                free(y);
+            }
+            gradcheck(&c, on > 1000 ? 16 : 200);
+            case_free(&c);
+        }
+}
+
+/* ---- unary ops ---------------------------------------------------------- */
+
+static const char *const un_names[6] = {"scale", "gelu", "relu", "silu", "tanh", "exp"};
+
+static void un_fwd(Case *c)
+{
+    int64_t n = c->on;
+    switch (c->i0) {
+    case 0: k_scale_fwd(c->out, c->x[0], c->f0, n); break;
+    case 1: k_gelu_fwd(c->out, c->x[0], n); break;
+    case 2: k_relu_fwd(c->out, c->x[0], n); break;
+    case 3: k_silu_fwd(c->out, c->x[0], n); break;
+    case 4: k_tanh_fwd(c->out, c->x[0], n); break;
+    default: k_exp_fwd(c->out, c->x[0], n); break;
+    }
+}
+
+static void un_bwd(Case *c)
+{
+    int64_t n = c->on;
+    switch (c->i0) {
+    case 0: k_scale_bwd(c->dx[0], c->dout, c->f0, n); break;
+    case 1: k_gelu_bwd(c->dx[0], c->dout, c->x[0], n); break;
+    case 2: k_relu_bwd(c->dx[0], c->dout, c->out, n); break;
+    case 3: k_silu_bwd(c->dx[0], c->dout, c->x[0], n); break;
+    case 4: k_tanh_bwd(c->dx[0], c->dout, c->out, n); break;
+    default: k_exp_bwd(c->dx[0], c->dout, c->out, n); break;
+    }
+}
+
+static double un_ref(int op, double x, double alpha)
+{
+    switch (op) {
+    case 0: return alpha * x;
+    case 1: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case 2: return x > 0 ? x : 0;
+    case 3: return x / (1.0 + exp(-x));
+    case 4: return tanh(x);
+    default: return exp(x);
+    }
+}
+
+static void test_unary(void)
+{
+    static char names[12][48];
+    for (int big = 0; big < 2; big++)
+        for (int op = 0; op < 6; op++) {
+            int64_t n = big ? 40000 : 60;
+            char *name = names[big * 6 + op];
+            snprintf(name, sizeof names[0], "%s n=%lld", un_names[op], (long long)n);
+            Case c = case_new(name, un_fwd, un_bwd, n, 0);
+            c.i0 = op;
+            c.f0 = -1.7f;
+            case_in(&c, op == 2 ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
+            c.fwd(&c);
+            double err = 0.0;
+            for (int64_t i = 0; i < n; i++) {
+                double r = un_ref(op, c.x[0][i], c.f0);
+                err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
+            }
+            if (!ASSERT_TRUE(err < 1e-5))
+                printf("  forward of %s: rel err %g\n", name, err);
+            float *y = xmalloc((size_t)n * sizeof *y); /* in place */
+            memcpy(y, c.x[0], (size_t)n * sizeof *y);
+            Case ip = c;
+            ip.out = y;
+            ip.x[0] = y;
+            un_fwd(&ip);
+            ASSERT_TRUE(memcmp(y, c.out, (size_t)n * sizeof *y) == 0);
+            free(y);
+            gradcheck(&c, big ? 16 : 200);
+            case_free(&c);
+        }
+}
+
+/* ---- layernorm, rmsnorm, softmax ---------------------------------------- */
+
+static void ln_fwd(Case *c)
+{
+    k_layernorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->f0);
+}
+
+static void ln_bwd(Case *c)
+{
+    k_layernorm_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->aux, c->d[0],
+                    c->d[1]);
+}
+
+static void rms_fwd(Case *c)
+{
+    k_rmsnorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->d[0], c->d[1], c->f0);
+}
+
+static void rms_bwd(Case *c)
+{
+    k_rmsnorm_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->aux, c->d[0], c->d[1]);
+}
+
+static void sm_fwd(Case *c) { k_softmax_fwd(c->out, c->x[0], c->d[0], c->d[1]); }
+
+static void sm_bwd(Case *c) { k_softmax_bwd(c->dx[0], c->dout, c->out, c->d[0], c->d[1]); }
+
+static void test_norms(void)
+{
+    static const int64_t sizes[2][2] = {{5, 16}, {400, 100}};
+    static char names[6][48];
+    for (int s = 0; s < 2; s++) {
+        int64_t N = sizes[s][0], C = sizes[s][1], n = N * C;
+        int checks = s ? 12 : 200;
+
+        snprintf(names[3 * s], sizeof names[0], "layernorm [%lld,%lld]", (long long)N,
+                 (long long)C);
+        Case c = case_new(names[3 * s], ln_fwd, ln_bwd, n, 2 * N);
+        c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
+        case_in(&c, rnd_buf(n, -2, 2), n, 1);
+        case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
+        case_in(&c, rnd_buf(C, -1, 1), C, 1);
+        c.fwd(&c);
+        double err = 0.0;
+        for (int64_t r = 0; r < N; r++) {
+            const float *x = c.x[0] + r * C;
+            double mean = 0, var = 0;
+            for (int64_t j = 0; j < C; j++)
+                mean += x[j];
+            mean /= (double)C;
+            for (int64_t j = 0; j < C; j++)
+                var += (x[j] - mean) * (x[j] - mean);
+            double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
+            for (int64_t j = 0; j < C; j++)
+                err = fmax(err, fabs(c.out[r * C + j] -
+                                     ((x[j] - mean) * rstd * c.x[1][j] + c.x[2][j])));
+            err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
+        }
+        ASSERT_TRUE(err < 1e-5);
+        gradcheck(&c, checks);
+        case_free(&c);
+
+        snprintf(names[3 * s + 1], sizeof names[0], "rmsnorm [%lld,%lld]", (long long)N,
+                 (long long)C);
+        c = case_new(names[3 * s + 1], rms_fwd, rms_bwd, n, N);
+        c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
+        case_in(&c, rnd_buf(n, -2, 2), n, 1);
+        case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
+        c.fwd(&c);
+        err = 0.0;
+        for (int64_t r = 0; r < N; r++) {
+            const float *x = c.x[0] + r * C;
+            double ss = 0;
+            for (int64_t j = 0; j < C; j++)
+                ss += (double)x[j] * x[j];
+            double rstd = 1.0 / sqrt(ss / (double)C + 1e-5);
+            for (int64_t j = 0; j < C; j++)
+                err = fmax(err, fabs(c.out[r * C + j] - x[j] * rstd * c.x[1][j]));
+            err = fmax(err, fabs(c.aux[r] - rstd) / rstd);
+        }
+        ASSERT_TRUE(err < 1e-5);
+        gradcheck(&c, checks);
+        case_free(&c);
+
+        snprintf(names[3 * s + 2], sizeof names[0], "softmax [%lld,%lld]", (long long)N,
+                 (long long)C);
+        c = case_new(names[3 * s + 2], sm_fwd, sm_bwd, n, 0);
+        c.d[0] = N, c.d[1] = C;
+        case_in(&c, rnd_buf(n, -3, 3), n, 1);
+        c.fwd(&c);
+        err = 0.0;
+        for (int64_t r = 0; r < N; r++) {
+            const float *x = c.x[0] + r * C;
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < C; j++)
+                mx = fmax(mx, x[j]);
+            for (int64_t j = 0; j < C; j++)
+                sum += exp(x[j] - mx);
+            for (int64_t j = 0; j < C; j++)
+                err = fmax(err, fabs(c.out[r * C + j] - exp(x[j] - mx) / sum));
+        }
+        ASSERT_TRUE(err < 1e-6);
+        float *y = xmalloc((size_t)n * sizeof *y); /* in place */
+        memcpy(y, c.x[0], (size_t)n * sizeof *y);
+        k_softmax_fwd(y, y, N, C);
+        ASSERT_TRUE(memcmp(y, c.out, (size_t)n * sizeof *y) == 0);
+        free(y);
+        gradcheck(&c, checks);
+        case_free(&c);
+    }
+}
+
+/* ---- attention ---------------------------------------------------------- */
+
+static void att_fwd(Case *c)
+{
+    k_attention_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->d[3],
+                    c->d[4], c->d[5], c->i0);
+}
+
+static void att_bwd(Case *c)
+{
+    k_attention_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->x[2], c->out,
+                    c->aux, c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
+}
+
+// naive attention with an explicit score row and softmax, in double
+static void att_ref(double *out, double *lse, const float *q, const float *k, const float *v,
+                    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal)
+{
+    double *sc = xmalloc((size_t)S * sizeof *sc);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            int64_t kh = h / (H / KVH);
+            for (int64_t t = 0; t < T; t++) {
+                const float *qi = q + (b * T + t) * H * D + h * D;
+                int64_t ns = causal ? t + 1 : S;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t s = 0; s < ns; s++) {
+                    const float *kj = k + (b * S + s) * KVH * D + kh * D;
+                    double dot = 0;
+                    for (int64_t i = 0; i < D; i++)
+                        dot += (double)qi[i] * kj[i];
+                    sc[s] = dot / sqrt((double)D);
+                    mx = fmax(mx, sc[s]);
+                }
+                for (int64_t s = 0; s < ns; s++)
+                    sum += exp(sc[s] - mx);
+                lse[(b * H + h) * T + t] = mx + log(sum);
+                for (int64_t i = 0; i < D; i++) {
+                    double o = 0;
+                    for (int64_t s = 0; s < ns; s++)
+                        o += exp(sc[s] - mx) / sum * v[(b * S + s) * KVH * D + kh * D + i];
+                    out[(b * T + t) * H * D + h * D + i] = o;
+                }
+            }
+        }
+    free(sc);
+}
+
+static void test_attention(void)
+{
+    static const struct {
+        const char *name;
+        int64_t B, T, S, H, KVH, D;
+        int causal, checks;
+    } cases[] = {
+        {"attention MHA causal", 2, 5, 5, 2, 2, 4, 1, 200},
+        {"attention GQA non-causal", 2, 4, 6, 4, 2, 4, 0, 200},
+        {"attention GQA causal (MQA)", 1, 7, 7, 4, 1, 8, 1, 200},
+        {"attention GQA causal T=150 (key blocks)", 1, 150, 150, 4, 2, 8, 1, 24},
+        {"attention MHA non-causal T=70 S=130", 2, 70, 130, 2, 2, 16, 0, 24},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t B = cases[i].B, T = cases[i].T, S = cases[i].S, H = cases[i].H,
+                KVH = cases[i].KVH, D = cases[i].D;
+        int64_t nq = B * T * H * D, nk = B * S * KVH * D;
+        Case c = case_new(cases[i].name, att_fwd, att_bwd, nq, B * H * T);
+        c.d[0] = B, c.d[1] = T, c.d[2] = S, c.d[3] = H, c.d[4] = KVH, c.d[5] = D;
+        c.i0 = cases[i].causal;
+        case_in(&c, rnd_buf(nq, -1.5f, 1.5f), nq, 1);
+        case_in(&c, rnd_buf(nk, -1.5f, 1.5f), nk, 1);
+        case_in(&c, rnd_buf(nk, -1, 1), nk, 1);
+        c.fwd(&c);
+        double *ro = xmalloc((size_t)nq * sizeof *ro), *rl = xmalloc((size_t)(B * H * T) * sizeof *rl);
+        att_ref(ro, rl, c.x[0], c.x[1], c.x[2], B, T, S, H, KVH, D, c.i0);
+        double eo = max_abs_diff(c.out, ro, nq), el = max_abs_diff(c.aux, rl, B * H * T);
+        if (!ASSERT_TRUE(eo < 1e-5 && el < 1e-5))
+            printf("  %s forward: out err %g, lse err %g\n", c.name, eo, el);
+        free(ro);
+        free(rl);
+        gradcheck(&c, cases[i].checks);
+        case_free(&c);
+    }
+}
+
+/* ---- rope --------------------------------------------------------------- */
+
+static void rope_fwd(Case *c)
+{
+    k_rope_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2], c->d[3], c->f0);
+}
+
+static void rope_bwd(Case *c)
+{
+    k_rope_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2], c->d[3], c->f0);
+}
+
+static void test_rope(void)
+{
+    int64_t B = 2, T = 5, H = 3, D = 8, n = B * T * H * D;
+    Case c = case_new("rope", rope_fwd, rope_bwd, n, 0);
+    c.d[0] = B, c.d[1] = T, c.d[2] = H, c.d[3] = D, c.f0 = 100.0f;
+    case_in(&c, rnd_buf(n, -1, 1), n, 1);
+    c.fwd(&c);
+    double err = 0.0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t i = 0; i < D / 2; i++) {
+                    int64_t o = ((b * T + t) * H + h) * D;
+                    double ang = (double)t * pow(100.0, -2.0 * (double)i / (double)D);
+                    double x1 = c.x[0][o + i], x2 = c.x[0][o + i + D / 2];
+                    err = fmax(err, fabs(c.out[o + i] - (x1 * cos(ang) - x2 * sin(ang))));
+                    err = fmax(err, fabs(c.out[o + i + D / 2] - (x2 * cos(ang) + x1 * sin(ang))));
+                }
+    ASSERT_TRUE(err < 1e-6);
+    gradcheck(&c, 500);
+    /* in place */
+    float *y = xmalloc((size_t)n * sizeof *y);
+    memcpy(y, c.x[0], (size_t)n * sizeof *y);
+    k_rope_fwd(y, y, B, T, H, D, c.f0);
+    ASSERT_TRUE(memcmp(y, c.out, (size_t)n * sizeof *y) == 0);
+    free(y);
+    case_free(&c);
+}
+
+/* ---- embedding and cross-entropy ---------------------------------------- */
+
+static void emb_fwd(Case *c) { k_embedding_fwd(c->out, c->idx, c->x[0], c->d[0], c->d[1], c->d[2]); }
+
+static void emb_bwd(Case *c) { k_embedding_bwd(c->dx[0], c->dout, c->idx, c->d[0], c->d[1], c->d[2]); }
+
+static void xent_fwd(Case *c)
+{
+    k_cross_entropy_fwd(c->out, c->aux, c->x[0], c->idx, c->d[0], c->d[1]);
+}
+
+static void xent_bwd(Case *c)
+{
+    k_cross_entropy_bwd(c->dx[0], c->dout, c->x[0], c->aux, c->idx, c->d[0], c->d[1]);
+}
+
+static void test_embedding_xent(void)
+{
+    static const int64_t esz[2][3] = {{9, 5, 4}, {300, 50, 130}}; /* N, V, C */
+    static char names[2][48];
+    for (int s = 0; s < 2; s++) {
+        int64_t N = esz[s][0], V = esz[s][1], C = esz[s][2];
+        snprintf(names[s], sizeof names[0], "embedding N=%lld V=%lld C=%lld", (long long)N,
+                 (long long)V, (long long)C);
+        Case c = case_new(names[s], emb_fwd, emb_bwd, N * C, 0);
+        c.d[0] = N, c.d[1] = V, c.d[2] = C;
+        c.idx = xmalloc((size_t)N * sizeof *c.idx);
+        for (int64_t i = 0; i < N; i++)
+            c.idx[i] = (int32_t)(rnd_u32() % (uint32_t)(V - 1)); /* repeats, and row V-1 unused */
+        case_in(&c, rnd_buf(V * C, -1, 1), V * C, 1);
+        ASSERT(0, k_embedding_fwd(c.out, c.idx, c.x[0], N, V, C));
+        int ok = 1;
+        for (int64_t i = 0; i < N; i++)
+            ok &= memcmp(c.out + i * C, c.x[0] + c.idx[i] * C, (size_t)C * sizeof(float)) == 0;
+        ASSERT_TRUE(ok);
+        gradcheck(&c, s ? 40 : 200);
+        /* a bad index: an error code, nothing written */
+        int32_t saved = c.idx[N / 2];
+        float *probe = zero_buf(N * C);
+        c.idx[N / 2] = (int32_t)V;
+        ASSERT(1, k_embedding_fwd(probe, c.idx, c.x[0], N, V, C) != 0);
+        ASSERT(1, k_embedding_bwd(probe, c.out, c.idx, N, V, C) != 0);
+        c.idx[N / 2] = -1;
+        ASSERT(1, k_embedding_fwd(probe, c.idx, c.x[0], N, V, C) != 0);
+        int untouched = 1;
+        for (int64_t i = 0; i < N * C; i++)
+            untouched &= probe[i] == 0.0f;
+        ASSERT_TRUE(untouched);
+        free(probe);
+        c.idx[N / 2] = saved;
+        case_free(&c);
+    }
+
+    static const int64_t xsz[2][2] = {{6, 7}, {64, 600}}; /* N, V */
+    static char xnames[2][48];
+    for (int s = 0; s < 2; s++) {
+        int64_t N = xsz[s][0], V = xsz[s][1];
+        snprintf(xnames[s], sizeof xnames[0], "cross_entropy N=%lld V=%lld", (long long)N,
+                 (long long)V);
+        Case c = case_new(xnames[s], xent_fwd, xent_bwd, 1, N);
+        c.d[0] = N, c.d[1] = V;
+        c.idx = xmalloc((size_t)N * sizeof *c.idx);
+        for (int64_t i = 0; i < N; i++)
+            c.idx[i] = (int32_t)(rnd_u32() % (uint32_t)V);
+        case_in(&c, rnd_buf(N * V, -3, 3), N * V, 1);
+        ASSERT(0, k_cross_entropy_fwd(c.out, c.aux, c.x[0], c.idx, N, V));
+        double loss = 0.0, lerr = 0.0;
+        for (int64_t r = 0; r < N; r++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < V; j++)
+                mx = fmax(mx, c.x[0][r * V + j]);
+            for (int64_t j = 0; j < V; j++)
+                sum += exp(c.x[0][r * V + j] - mx);
+            lerr = fmax(lerr, fabs(c.aux[r] - (mx + log(sum))));
+            loss += mx + log(sum) - c.x[0][r * V + c.idx[r]];
+        }
+        loss /= (double)N;
+        ASSERT_TRUE(fabs(c.out[0] - loss) < 1e-5 && lerr < 1e-5);
+        gradcheck(&c, s ? 40 : 200);
+        float probe = 123.0f;
+        c.idx[0] = (int32_t)V;
+        ASSERT(1, k_cross_entropy_fwd(&probe, c.aux, c.x[0], c.idx, N, V) != 0);
+        ASSERT(1, k_cross_entropy_bwd(c.x[0], &probe, c.x[0], c.aux, c.idx, N, V) != 0);
+        ASSERT_TRUE(probe == 123.0f);
+        c.idx[0] = 0;
+        case_free(&c);
+    }
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+enum { DROP_SEED = 1234, DROP_STEP = 7, DROP_OP = 42 };
+
+static void drop_fwd(Case *c)
+{
+    k_dropout_fwd(c->out, c->x[0], c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP);
+}
+
+static void drop_bwd(Case *c)
+{
+    k_dropout_bwd(c->dx[0], c->dout, c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP);
+}
+
+static void test_dropout(void)
+{
+    int64_t n = 101;
+    Case c = case_new("dropout p=0.3", drop_fwd, drop_bwd, n, 0);
+    c.f0 = 0.3f;
+    case_in(&c, rnd_signed_buf(n, 0.1f, 1.0f), n, 1);
+    gradcheck(&c, 200);
+    case_free(&c);
+
+    /* a big tensor: reproducible, keep fraction ~ 1-p, bwd uses the fwd mask */
+    n = 1 << 20;
+    float p = 0.3f, scale = 1.0f / (1.0f - p);
+    float *x = rnd_signed_buf(n, 0.1f, 1.0f), *y1 = zero_buf(n), *y2 = zero_buf(n);
+    float *ones = xmalloc((size_t)n * sizeof *ones), *dx = zero_buf(n);
+    for (int64_t i = 0; i < n; i++)
+        ones[i] = 1.0f;
+    k_dropout_fwd(y1, x, n, p, 99, 5, 3);
+    k_dropout_fwd(y2, x, n, p, 99, 5, 3);
+    ASSERT_TRUE(memcmp(y1, y2, (size_t)n * sizeof *y1) == 0);
+    int64_t kept = 0, scaled_ok = 1, same_mask = 1;
+    for (int64_t i = 0; i < n; i++) {
+        int keep = y1[i] != 0.0f;
+        kept += keep;
+        if (keep)
+            scaled_ok &= y1[i] == x[i] * scale;
+        /* element i's mask is philox_uniform(seed, step, op, i) >= p */
+        if (i < 4096)
+            same_mask &= keep == (philox_uniform(99, 5, 3, (uint64_t)i) >= p);
+    }
+    double frac = (double)kept / (double)n;
+    if (!ASSERT_TRUE(fabs(frac - (1.0 - p)) < 0.003))
+        printf("  dropout keep fraction %g, expected %g\n", frac, 1.0 - p);
+    ASSERT_TRUE(scaled_ok);
+    ASSERT_TRUE(same_mask);
+    k_dropout_bwd(dx, ones, n, p, 99, 5, 3);
+    int match = 1;
+    for (int64_t i = 0; i < n; i++)
+        match &= (dx[i] != 0.0f) == (y1[i] != 0.0f) && (dx[i] == 0.0f || dx[i] == scale);
+    ASSERT_TRUE(match);
+    /* other keys give another mask */
+    k_dropout_fwd(y2, x, n, p, 99, 6, 3);
+    ASSERT_TRUE(memcmp(y1, y2, (size_t)n * sizeof *y1) != 0);
+    k_dropout_fwd(y2, x, n, p, 99, 5, 4);
+    ASSERT_TRUE(memcmp(y1, y2, (size_t)n * sizeof *y1) != 0);
+    /* p = 0 is the identity, p = 1 drops everything */
+    k_dropout_fwd(y2, x, n, 0.0f, 99, 5, 3);
+    ASSERT_TRUE(memcmp(x, y2, (size_t)n * sizeof *x) == 0);
+    k_dropout_fwd(y2, x, n, 1.0f, 99, 5, 3);
+    int all_zero = 1;
+    for (int64_t i = 0; i < n; i++)
+        all_zero &= y2[i] == 0.0f;
+    ASSERT_TRUE(all_zero);
+    free(x);
+    free(y1);
+    free(y2);
+    free(ones);
+    free(dx);
+}
+
+/* ---- reshape, transpose, slice, concat ---------------------------------- */
+
+static void reshape_fwd(Case *c) { k_reshape_fwd(c->out, c->x[0], c->on); }
+
+static void reshape_bwd(Case *c) { k_reshape_bwd(c->dx[0], c->dout, c->on); }
+
+static void tr_fwd(Case *c) { k_transpose_fwd(c->out, c->x[0], c->nd, c->s0, c->i0, c->i1); }
+
+static void tr_bwd(Case *c) { k_transpose_bwd(c->dx[0], c->dout, c->nd, c->s0, c->i0, c->i1); }
+
+static void slice_fwd(Case *c)
+{
+    k_slice_fwd(c->out, c->x[0], c->nd, c->s0, c->i0, c->d[0], c->d[1]);
+}
+
+static void slice_bwd(Case *c)
+{
+    k_slice_bwd(c->dx[0], c->dout, c->nd, c->s0, c->i0, c->d[0], c->d[1]);
+}
+
+static void cat_fwd(Case *c)
+{
+    const float *xs[MAX_IN];
+    for (int i = 0; i < c->nin; i++)
+        xs[i] = c->x[i];
+    k_concat_fwd(c->out, xs, c->nin, c->nd, c->s0, c->i0, c->d);
+}
+
+static void cat_bwd(Case *c) { k_concat_bwd(c->dx, c->dout, c->nin, c->nd, c->s0, c->i0, c->d); }
+
+/* The flat index in x (shape xs) of out's element e, out being x with dims
+ * d0 and d1 swapped. */
+static int64_t tr_src(int64_t e, int nd, const int64_t *xs, int d0, int d1)
+{
+    int64_t os[K_MAX_DIMS], idx[K_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        os[d] = xs[d];
+    os[d0] = xs[d1];
+    os[d1] = xs[d0];
+    for (int d = nd - 1; d >= 0; d--) {
+        idx[d] = e % os[d];
+        e /= os[d];
+    }
+    int64_t t = idx[d0];
+    idx[d0] = idx[d1];
+    idx[d1] = t;
+    int64_t off = 0;
+    for (int d = 0; d < nd; d++)
+        off = off * xs[d] + idx[d];
+    return off;
+}
+
+static void test_movement(void)
+{
+    Case c = case_new("reshape", reshape_fwd, reshape_bwd, 24, 0);
+    case_in(&c, rnd_buf(24, -1, 1), 24, 1);
+    gradcheck(&c, 200);
+    case_free(&c);
+
+    static const struct {
+        const char *name;
+        int nd;
+        int64_t xs[K_MAX_DIMS];
+        int d0, d1;
+    } trs[] = {
+        {"transpose last two [2,3,4]", 3, {2, 3, 4}, -2, -1},
+        {"transpose middle two [2,3,4,5]", 4, {2, 3, 4, 5}, 1, 2},
+        {"transpose dims 0,2 of [2,3,4,5]", 4, {2, 3, 4, 5}, 0, 2},
+        {"transpose dims 1,3 of [2,3,4,5]", 4, {2, 3, 4, 5}, 3, 1},
+        {"transpose dims 0,-1 of [3,2,5]", 3, {3, 2, 5}, 0, -1},
+        {"transpose 6-d dims 1,4", 6, {2, 3, 1, 2, 4, 2}, 1, 4},
+        {"transpose big last two [3,70,45]", 3, {3, 70, 45}, 1, 2},
+        {"transpose big [4,64,12,16] 1,2", 4, {4, 64, 12, 16}, 1, 2},
+    };
+    for (size_t i = 0; i < sizeof trs / sizeof trs[0]; i++) {
+        int64_t n = 1;
+        for (int d = 0; d < trs[i].nd; d++)
+            n *= trs[i].xs[d];
+        c = case_new(trs[i].name, tr_fwd, tr_bwd, n, 0);
+        c.nd = trs[i].nd;
+        memcpy(c.s0, trs[i].xs, sizeof c.s0);
+        c.i0 = trs[i].d0, c.i1 = trs[i].d1;
+        case_in(&c, rnd_buf(n, -1, 1), n, 1);
+        c.fwd(&c);
+        int d0 = c.i0 < 0 ? c.i0 + c.nd : c.i0, d1 = c.i1 < 0 ? c.i1 + c.nd : c.i1;
+        int ok = 1;
+        for (int64_t e = 0; e < n; e++)
+            ok &= c.out[e] == c.x[0][tr_src(e, c.nd, c.s0, d0, d1)];
+        if (!ASSERT_TRUE(ok))
+            printf("  forward of %s\n", c.name);
+        gradcheck(&c, n > 1000 ? 24 : 200);
+        case_free(&c);
+    }
+
+    static const struct {
+        const char *name;
+        int nd;
+        int64_t xs[K_MAX_DIMS];
+        int axis;
+        int64_t start, len;
+    } sls[] = {
+        {"slice axis 1", 3, {3, 7, 4}, 1, 2, 3},
+        {"slice axis 0", 3, {3, 7, 4}, 0, 1, 2},
+        {"slice axis -1", 3, {3, 7, 4}, -1, 1, 2},
+        {"slice big axis 1", 3, {50, 40, 30}, 1, 10, 25},
+    };
+    for (size_t i = 0; i < sizeof sls / sizeof sls[0]; i++) {
+        int axis = sls[i].axis < 0 ? sls[i].axis + sls[i].nd : sls[i].axis;
+        int64_t n = 1, on = 1;
+        for (int d = 0; d < sls[i].nd; d++) {
+            n *= sls[i].xs[d];
+            on *= d == axis ? sls[i].len : sls[i].xs[d];
+        }
+        c = case_new(sls[i].name, slice_fwd, slice_bwd, on, 0);
+        c.nd = sls[i].nd;
+        memcpy(c.s0, sls[i].xs, sizeof c.s0);
+        c.i0 = sls[i].axis, c.d[0] = sls[i].start, c.d[1] = sls[i].len;
+        case_in(&c, rnd_buf(n, -1, 1), n, 1);
+        c.fwd(&c);
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < axis; d++)
+            outer *= c.s0[d];
+        for (int d = axis + 1; d < c.nd; d++)
+            inner *= c.s0[d];
+        int ok = 1;
+        for (int64_t o = 0; o < outer; o++)
+            for (int64_t j = 0; j < c.d[1]; j++)
+                for (int64_t k = 0; k < inner; k++)
+                    ok &= c.out[(o * c.d[1] + j) * inner + k] ==
+                          c.x[0][(o * c.s0[axis] + c.d[0] + j) * inner + k];
+        ASSERT_TRUE(ok);
+        gradcheck(&c, n > 1000 ? 24 : 200);
+        case_free(&c);
+    }
+
+    static const struct {
+        const char *name;
+        int nd, n, axis;
+        int64_t os[K_MAX_DIMS];
+        int64_t sizes[3];
+    } cats[] = {
+        {"concat axis 1", 3, 3, 1, {2, 7, 3}, {2, 1, 4}},
+        {"concat axis 0", 2, 2, 0, {5, 3}, {2, 3}},
+        {"concat axis -1", 3, 3, -1, {2, 3, 9}, {4, 2, 3}},
+        {"concat big axis 1", 3, 2, 1, {40, 60, 30}, {25, 35}},
+    };
+    for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
+        int axis = cats[i].axis < 0 ? cats[i].axis + cats[i].nd : cats[i].axis;
+        int64_t on = 1;
+        for (int d = 0; d < cats[i].nd; d++)
+            on *= cats[i].os[d];
+        c = case_new(cats[i].name, cat_fwd, cat_bwd, on, 0);
+        c.nd = cats[i].nd;
+        memcpy(c.s0, cats[i].os, sizeof c.s0);
+        c.i0 = cats[i].axis;
+        for (int k = 0; k < cats[i].n; k++) {
+            int64_t xn = on / cats[i].os[axis] * cats[i].sizes[k];
+            c.d[k] = cats[i].sizes[k];
+            case_in(&c, rnd_buf(xn, -1, 1), xn, 1);
+        }
+        c.fwd(&c);
+        /* each output element is the matching element of its input */
+        int64_t outer = 1, inner = 1;
+        for (int d = 0; d < axis; d++)
+            outer *= c.s0[d];
+        for (int d = axis + 1; d < c.nd; d++)
+            inner *= c.s0[d];
+        int ok = 1;
+        for (int64_t o = 0; o < outer; o++) {
+            int64_t a = 0;
+            for (int k = 0; k < c.nin; k++)
+                for (int64_t j = 0; j < c.d[k]; j++, a++)
+                    for (int64_t m = 0; m < inner; m++)
+                        ok &= c.out[(o * c.s0[axis] + a) * inner + m] ==
+                              c.x[k][(o * c.d[k] + j) * inner + m];
+        }
+        ASSERT_TRUE(ok);
+        gradcheck(&c, on > 1000 ? 24 : 200);
+        case_free(&c);
+    }
+}
+
+/* ---- sum and mean ------------------------------------------------------- */
+
+static void red_fwd(Case *c)
+{
+    if (c->i0)
+        k_mean_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else
+        k_sum_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+}
+
+static void red_bwd(Case *c)
+{
+    if (c->i0)
+        k_mean_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
+    else
+        k_sum_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
+}
+
+static void test_reductions(void)
+{
+    static const int64_t shapes[][3] = {
+        {1, 24, 1}, {3, 4, 5}, {6, 5, 1}, {1, 4, 7}, {1, 100000, 1}, {20, 30, 400},
+    };
+    static char names[2 * sizeof shapes / sizeof shapes[0]][64];
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < ns; s++)
+        for (int mean = 0; mean < 2; mean++) {
+            int64_t O = shapes[s][0], N = shapes[s][1], I = shapes[s][2];
+            char *name = names[2 * s + mean];
+            snprintf(name, sizeof names[0], "%s (%lld,%lld,%lld)", mean ? "mean" : "sum",
+                     (long long)O, (long long)N, (long long)I);
+            Case c = case_new(name, red_fwd, red_bwd, O * I, 0);
+            c.d[0] = O, c.d[1] = N, c.d[2] = I, c.i0 = mean;
+            case_in(&c, rnd_buf(O * N * I, -1, 1), O * N * I, 1);
+            c.fwd(&c);
+            double err = 0.0;
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = 0; i < I; i++) {
+                    double sum = 0;
+                    for (int64_t j = 0; j < N; j++)
+                        sum += c.x[0][(o * N + j) * I + i];
+                    if (mean)
+                        sum /= (double)N;
+                    err = fmax(err, fabs(c.out[o * I + i] - sum));
+                }
+            if (!ASSERT_TRUE(err < 1e-4))
+                printf("  forward of %s: err %g\n", name, err);
+            /* sums over many elements: a larger step keeps the rounding of
+             * the float output (~1e-7 relative of ~N^0.5) under the tolerance */
+            if (N * I > 10000)
+                c.h = 1e-2f;
+            gradcheck(&c, 24);
+            case_free(&c);
+        }
+}
+
+/* ---- adamw and helpers -------------------------------------------------- */
+
+static void test_adamw(void)
+{
+    int64_t n = 1000;
+    float *p = rnd_buf(n, -1, 1), *m = zero_buf(n), *v = zero_buf(n);
+    double *rp = xmalloc((size_t)n * sizeof *rp), *rm = xmalloc((size_t)n * sizeof *rm);
+    double *rv = xmalloc((size_t)n * sizeof *rv);
+    for (int64_t i = 0; i < n; i++)
+        rp[i] = p[i], rm[i] = 0.0, rv[i] = 0.0;
+    const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1;
+    double err = 0.0;
+    for (int t = 1; t <= 5; t++) {
+        float *g = rnd_buf(n, -1, 1);
+        k_adamw(p, g, m, v, n, (float)lr, (float)b1, (float)b2, (float)eps, (float)wd, t);
+        for (int64_t i = 0; i < n; i++) {
+            rm[i] = b1 * rm[i] + (1 - b1) * g[i];
+            rv[i] = b2 * rv[i] + (1 - b2) * (double)g[i] * g[i];
+            double mh = rm[i] / (1 - pow(b1, t)), vh = rv[i] / (1 - pow(b2, t));
+            rp[i] -= lr * (mh / (sqrt(vh) + eps) + wd * rp[i]);
+        }
+        free(g);
+    }
+    err = fmax(max_abs_diff(p, rp, n), fmax(max_abs_diff(m, rm, n), max_abs_diff(v, rv, n)));
+    if (!ASSERT_TRUE(err < 1e-5))
+        printf("  adamw: err %g\n", err);
+    free(p), free(m), free(v), free(rp), free(rm), free(rv);
+
+    float a[5] = {1, 2, 3, 4, 5}, b[5] = {1, 1, 1, 1, 1};
+    k_add_into(a, b, 5);
+    ASSERT_TRUE(a[0] == 2 && a[4] == 6);
+    k_zero(a, 5);
+    ASSERT_TRUE(a[0] == 0 && a[4] == 0);
+    k_copy(a, b, 5);
+    ASSERT_TRUE(a[2] == 1);
+}
+
+int main(void)
+{
+    test_philox();
+    test_matmul();
+    test_binary();
+    test_unary();
+    test_norms();
+    test_attention();
+    test_rope();
+    test_embedding_xent();
+    test_dropout();
+    test_movement();
+    test_reductions();
+    test_adamw();
+    TEST_DONE();
+}
