@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 
 mode=${1:-main}
 jobs=$(nproc 2>/dev/null || echo 2)
-packages=(build-essential cmake flex bison libglpk-dev libopenblas-dev pkg-config clang libclang-rt-dev)
+packages=(build-essential cmake flex bison libglpk-dev libopenblas-openmp-dev pkg-config clang libclang-rt-dev)
 
 install_missing() {
     local missing=()

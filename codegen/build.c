@@ -17,8 +17,8 @@
 #ifndef ACC_RUNTIME_LIB_DEFAULT
 #define ACC_RUNTIME_LIB_DEFAULT "libaccrt.a"
 #endif
-#ifndef ACC_BLAS_LIBS_DEFAULT
-#define ACC_BLAS_LIBS_DEFAULT "-lopenblas"
+#ifndef ACC_BLAS_DIR_DEFAULT
+#define ACC_BLAS_DIR_DEFAULT "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 #endif
 
 static const char *env_or(const char *name, const char *dflt) {
@@ -28,7 +28,7 @@ static const char *env_or(const char *name, const char *dflt) {
 
 const char *cg_runtime_include(void) { return env_or("ACC_RUNTIME_DIR", ACC_RUNTIME_INCLUDE_DEFAULT); }
 const char *cg_runtime_lib(void) { return env_or("ACC_RUNTIME_LIB", ACC_RUNTIME_LIB_DEFAULT); }
-const char *cg_blas_libs(void) { return ACC_BLAS_LIBS_DEFAULT; }
+const char *cg_blas_dir(void) { return env_or("ACC_BLAS_DIR", ACC_BLAS_DIR_DEFAULT); }
 
 int cg_run(const char *const argv[], FILE *err) {
     fflush(NULL);

@@ -31,6 +31,6 @@ int cg_run(const char *const argv[], FILE *err);
  * defaults, overridable with ACC_RUNTIME_DIR / ACC_RUNTIME_LIB). */
 const char *cg_runtime_include(void);
 const char *cg_runtime_lib(void);
-const char *cg_blas_libs(void);
+const char *cg_blas_dir(void); /* the OpenMP build of OpenBLAS */
 
 #endif

@@ -246,6 +246,48 @@ int acc_load_params(acc_model *m, const char *path) {
     return rc;
 }
 
+int acc_load_inputs(acc_model *m, const char *path) {
+    if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(m, ACC_ERR_IO, "cannot open %s", path);
+    char magic[8];
+    uint32_t hdr[2];
+    int rc = ACC_OK;
+    if (fread(magic, 8, 1, f) != 1 || memcmp(magic, file_magic, 8) || fread(hdr, sizeof hdr, 1, f) != 1 || hdr[0] != 1)
+        rc = fail(m, ACC_ERR_FORMAT, "%s is not an acc tensor file (version 1)", path);
+    for (uint32_t t = 0; rc == ACC_OK && t < hdr[1]; t++) {
+        uint32_t len, nd;
+        char name[512];
+        int64_t dims[6], elems = 1;
+        if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len || fread(&nd, 4, 1, f) != 1 ||
+            nd > 6 || (nd && fread(dims, 8, nd, f) != nd)) {
+            rc = fail(m, ACC_ERR_FORMAT, "%s: truncated header of tensor %u", path, t);
+            break;
+        }
+        name[len] = 0;
+        for (uint32_t k = 0; k < nd; k++) {
+            if (dims[k] < 1 || dims[k] > ((int64_t)1 << 40) || elems > ((int64_t)1 << 40) / dims[k]) {
+                rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has an absurd shape", path, name);
+                break;
+            }
+            elems *= dims[k];
+        }
+        if (rc) break;
+        void *buf = malloc((size_t)elems * 4);
+        if (!buf) {
+            rc = fail(m, ACC_ERR_NOMEM, "%s: cannot hold tensor '%s'", path, name);
+            break;
+        }
+        if (fread(buf, 4, (size_t)elems, f) != (size_t)elems)
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
+        else
+            rc = acc_set_input(m, name, buf, (size_t)elems * 4);
+        free(buf);
+    }
+    fclose(f);
+    return rc;
+}
+
 /* ---- inputs, step, optimizer ----------------------------------------------- */
 
 int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_bytes) {

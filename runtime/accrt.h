@@ -126,6 +126,9 @@ int acc_load_params(acc_model *m, const char *path);
 /* Write every parameter gradient (name, shape, float32 data). */
 int acc_save_grads(acc_model *m, const char *path);
 
+/* Set every input from a tensor file (the parameter-file format, holding the
+ * inputs by name; i32 data stored as raw 4-byte integers). */
+int acc_load_inputs(acc_model *m, const char *path);
 /* Copy bytes into the named input; size must match exactly. */
 int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_bytes);
 /* Forward and backward: loss in *loss, gradients of every parameter ready. */

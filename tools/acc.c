@@ -45,6 +45,8 @@ static const char usage[] =
     "  --lr LR         AdamW learning rate of acc run (default 0.001)\n"
     "  --dump-grads P  acc run: write every parameter gradient of the first step\n"
     "  --keep          acc run: keep the build directory\n"
+    "  --params FILE   acc run: start from these parameters (libaccrt tensor file)\n"
+    "  --inputs FILE   acc run: train on these inputs instead of synthetic data\n"
     "  -h, --help      this text\n"
     "  --version       acc's version and GLPK's\n"
     "\n"
@@ -62,7 +64,7 @@ static int usage_error(const char *fmt, ...) {
 }
 
 typedef struct {
-    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr;
+    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
     int64_t budget_bytes;
     bool has_budget, keep;
     VEC(Define) defs;
@@ -88,9 +90,13 @@ static int parse_options(int argc, char **argv, Options *o) {
             if (i + 1 >= argc) return usage_error("%s needs a directory", a);
             o->out_dir = argv[++i];
         } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
-                   !strcmp(a, "--dump-grads")) {
+                   !strcmp(a, "--dump-grads") || !strcmp(a, "--params") || !strcmp(a, "--inputs")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             const char *v = argv[++i];
+            if (!strcmp(a, "--params") || !strcmp(a, "--inputs")) {
+                *(a[2] == 'p' ? &o->params : &o->inputs) = v;
+                continue;
+            }
             if (a[2] == 't' && a[3] == 'a') o->target = v;
             else if (a[2] == 's' && a[3] == 't') o->steps = v;
             else if (a[2] == 's') o->seed = v;
@@ -316,6 +322,9 @@ static int cmd_run(Options *o) {
     if (!rc) rc = compile_graph(&g, o, dir, false);
     if (!rc) {
         char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200];
+        char blas_l[4200], blas_rpath[4200];
+        snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
+        snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
         snprintf(main_src, sizeof main_src, "%s/run_main.c", ACC_TOOLS_DIR);
         snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
         snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
@@ -325,15 +334,17 @@ static int cmd_run(Options *o) {
         snprintf(exe, sizeof exe, "%s/run", dir);
         const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
         const char *link[] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib, rt,
-                        cg_blas_libs(), "-lm", "-o", exe, NULL};
+                        blas_l, blas_rpath, "-lopenblas", "-lm", "-o", exe, NULL};
         if (cg_run(link, stderr)) rc = EXIT_INPUT;
         if (!rc) {
-            const char *argv[12] = {exe};
+            const char *argv[16] = {exe};
             int k = 1;
             if (o->steps) argv[k++] = "--steps", argv[k++] = o->steps;
             if (o->seed) argv[k++] = "--seed", argv[k++] = o->seed;
             if (o->lr) argv[k++] = "--lr", argv[k++] = o->lr;
             if (o->dump_grads) argv[k++] = "--dump-grads", argv[k++] = o->dump_grads;
+            if (o->params) argv[k++] = "--params", argv[k++] = o->params;
+            if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
             argv[k] = NULL;
             if (cg_run(argv, stderr)) rc = EXIT_INPUT;
         }

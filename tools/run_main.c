@@ -6,7 +6,8 @@
  * (c[k+1] = (5 c[k] + 3) mod bound), input i starting i positions later, so a
  * second i32 input of the same shape is the next-token target of the first;
  * f32 inputs are standard normal. The same batch every step: the loss must
- * fall.
+ * fall. --params FILE and --inputs FILE replace the initial parameters and
+ * the data (files in libaccrt's tensor format).
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,13 +40,15 @@ static int check(acc_model *m, int rc, const char *what) {
 int main(int argc, char **argv) {
     long steps = 10;
     unsigned long long seed = 1;
-    const char *dump = NULL;
+    const char *dump = NULL, *params = NULL, *inputs = NULL;
     double lr = 1e-3;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--steps")) steps = strtol(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--seed")) seed = strtoull(argv[i + 1], NULL, 10);
         else if (!strcmp(argv[i], "--dump-grads")) dump = argv[i + 1];
         else if (!strcmp(argv[i], "--lr")) lr = strtod(argv[i + 1], NULL);
+        else if (!strcmp(argv[i], "--params")) params = argv[i + 1];
+        else if (!strcmp(argv[i], "--inputs")) inputs = argv[i + 1];
     }
     const acc_model_desc *d = ACC_MODEL_DESC();
     acc_options opt = {sizeof opt, ACC_API_VERSION, 0, seed};
@@ -56,7 +59,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (check(m, acc_init_params(m, seed), "init_params")) return 1;
-    for (int i = 0; i < d->n_inputs; i++) {
+    if (params && check(m, acc_load_params(m, params), "load params")) return 1;
+    if (inputs && check(m, acc_load_inputs(m, inputs), "load inputs")) return 1;
+    for (int i = 0; i < d->n_inputs && !inputs; i++) {
         const acc_input_desc *in = &d->inputs[i];
         void *buf = malloc((size_t)in->elems * 4);
         if (!buf) return 1;
