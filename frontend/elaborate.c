@@ -567,7 +567,8 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
             bad = true;
             continue;
         }
-        Value v = eval(E, E->top, p->dflt, NULL);
+        Frame hparams_only = {.scope = "", .group = "", .in_block = true};
+        Value v = eval(E, &hparams_only, p->dflt, NULL); /* a default sees the hyperparameters only */
         if (v.k == V_ERR) bad = true;
         bind(E, nf, p->name, B_FORMAL, v, p->loc);
     }
@@ -598,8 +599,11 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
         return eval_split(E, f, e, targets);
     }
     if (!strcmp(e->name, "sqrt")) {
-        Value v = e->args && !e->args->next && !e->args->kw ? eval(E, f, e->args->value, NULL) : v_err();
-        if (v.k == V_ERR && !(e->args && !e->args->next)) diag_error(E->d, e->loc, "sqrt takes one number");
+        if (!e->args || e->args->next || e->args->kw) {
+            diag_error(E->d, e->loc, "sqrt takes one number (no keyword)");
+            return v_err();
+        }
+        Value v = eval(E, f, e->args->value, NULL);
         if (v.k == V_ERR) return v;
         if (!is_num(&v) || num(&v) < 0) {
             diag_error(E->d, e->loc, "sqrt takes a non-negative number, not %s", kind_name[v.k]);
@@ -945,6 +949,10 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             note_previous(E, prev);
             return;
         }
+        if (set_has(&E->names, s->name)) {
+            diag_error(E->d, s->name_loc, "input name '%s' is already used by a tensor", s->name);
+            return;
+        }
         DType dt;
         Shape sh;
         Value v = eval_type(E, f, &s->type, &dt, &sh) ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name),
@@ -1045,8 +1053,9 @@ static void check_globs(Elab *E) {
         for (int i = 0; i < n; i++) {
             const char *gl = k ? E->g->recompute_globs.v[i] : E->g->save_globs.v[i];
             bool hit = false;
-            for (int j = 0; j < E->g->nodes.n && !hit; j++) hit = !fnmatch(gl, E->g->nodes.v[j].name, 0);
-            if (!hit) diag_error_file(E->d, "%s \"%s\": the pattern matches no tensor", kw, gl);
+            for (int j = 0; j < E->g->nodes.n && !hit; j++)
+                hit = !(op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) && !fnmatch(gl, E->g->nodes.v[j].name, 0);
+            if (!hit) diag_error_file(E->d, "%s \"%s\": the pattern matches no computed tensor", kw, gl);
         }
     }
 }
@@ -1066,6 +1075,7 @@ int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, G
                 diag_error_file(d, "-D %s=%s: the model has no hyperparameter '%s'", defs[i].name, defs[i].value,
                                 defs[i].name);
         if (!E.loss_stmt) diag_error_file(d, "the model designates no loss (add 'loss EXPR;')");
+        else if (g->loss < 0) diag_error(d, E.loss_stmt->loc, "the loss could not be computed");
         check_globs(&E);
     }
     free(E.def_used);

@@ -148,7 +148,8 @@ static void print_summary(const Graph *g, FILE *out) {
     }
     fprintf(out, "\nparameters: %" PRId64 " (%" PRId64 " bytes, %s)\n", graph_param_count(g), graph_param_bytes(g),
             format_bytes(graph_param_bytes(g), b1, sizeof b1));
-    fprintf(out, "nodes: %d (%d parameter tensors, %d inputs, %d ops)\n", g->nodes.n, n_param, n_input, n_op);
+    fprintf(out, "nodes: %d (%d parameter tensor%s, %d input%s, %d op%s)\n", g->nodes.n, n_param, n_param == 1 ? "" : "s",
+            n_input, n_input == 1 ? "" : "s", n_op, n_op == 1 ? "" : "s");
     const Node *loss = graph_node(g, g->loss);
     fprintf(out, "loss: %s\n", loss->name);
     /* activation bytes: every computed tensor, grouped by block instance in order */
