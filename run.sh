@@ -38,21 +38,27 @@ install_missing
 case "$mode" in
 main)
     build build
+    blas=$(sed -n 's/^ACC_OPENBLAS_LIBRARY:FILEPATH=//p' build/CMakeCache.txt | xargs dirname)
     echo "== acc --version"
     ./build/acc --version
     for m in models/*.acdsl; do
         echo "== acc check $m"
         ./build/acc check "$m"
     done
-    echo "== acc compile models/gpt2.acdsl --budget 8G -o out/gpt2 --emit=ir"
-    ./build/acc compile models/gpt2.acdsl --budget 8G -o out/gpt2 --emit=ir
+    echo "== acc compile models/gpt2.acdsl --budget 8G -o out/gpt2   (GPT-2 small, 124M parameters)"
+    ./build/acc compile models/gpt2.acdsl --budget 8G -o out/gpt2
+    echo "== train a small byte-level GPT on the CPU target (examples/train.c)"
+    ./build/acc compile models/gpt2.acdsl -D V=256 -D L=4 -D C=128 -D H=4 -D T=64 -D B=8 --budget 1G -o out/tiny
+    cc -std=c11 -O2 -fopenmp examples/train.c -Iout/tiny out/tiny/libgpt2.a out/tiny/libaccrt.a \
+        -L"$blas" -Wl,-rpath,"$blas" -lopenblas -lm -o out/train
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ./out/train "${STEPS:-300}"
     ;;
 test)
     build build
-    (cd build && ctest --output-on-failure -j "$jobs")
+    (cd build && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure -j "$jobs")
     # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer
     build build-asan -DACC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-    (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE slow)
+    (cd build-asan && OMP_WAIT_POLICY=PASSIVE ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE slow)
     ;;
 *)
     echo "usage: ./run.sh [test]" >&2
