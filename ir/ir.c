@@ -120,12 +120,15 @@ const char *shape_str(const Shape *s, char *buf) {
 
 /* ---- the op table -------------------------------------------------------- */
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) bool shape(const Graph *, Node *, char *, size_t);
+#include "ops.def"
+#undef X
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) double cost(const Graph *, const Node *);
 #include "ops.def"
 #undef X
 
 const OpInfo op_table[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
 #include "ops.def"
 #undef X
 };

@@ -102,7 +102,7 @@ enum {
 };
 
 typedef enum {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel) OP_##e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT
@@ -142,6 +142,7 @@ typedef struct {
     unsigned flags;
     unsigned grad_reads; /* GR_* */
     const char *cpu_kernel;
+    double (*flops)(const Graph *g, const Node *n); /* forward FLOPs */
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT];

@@ -73,24 +73,7 @@ void alloc_assign(Schedule *s) {
     for (int k = 0; k < dyn.n; k++) s->bufs.v[dyn.v[k]].offset += s->persistent_bytes;
     s->arena_bytes = s->persistent_bytes + high;
 
-    /* max-live over the steps */
-    int n_steps = s->steps.n;
-    int64_t *live = acc_xrealloc(NULL, (size_t)(n_steps + 1) * sizeof(int64_t));
-    memset(live, 0, (size_t)(n_steps + 1) * sizeof(int64_t));
-    for (int k = 0; k < dyn.n; k++) {
-        const Buffer *b = &s->bufs.v[dyn.v[k]];
-        live[b->first] += b->size_bytes;
-        live[b->last + 1] -= b->size_bytes;
-    }
-    int64_t run = 0;
-    s->peak_live_bytes = 0;
-    s->peak_step = 0;
-    for (int t = 0; t < n_steps; t++) {
-        run += live[t];
-        if (run > s->peak_live_bytes) s->peak_live_bytes = run, s->peak_step = t;
-    }
-    s->peak_live_bytes += s->persistent_bytes;
-    free(live);
+    sched_max_live(s);
     free(busy);
     VEC_FREE(dyn);
 }

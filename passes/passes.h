@@ -100,6 +100,9 @@ typedef struct {
  * the backward reads matter). provides: steps and buffers with live intervals. */
 void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s);
 void sched_free(Schedule *s);
+/* peak_live_bytes (persistent + the most bytes live at one step: the lower
+ * bound of any allocation) and peak_step, from the live intervals alone. */
+void sched_max_live(Schedule *s);
 
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
  * peak_live_bytes. Persistent buffers first, then a best-fit placement of the
@@ -110,5 +113,63 @@ void alloc_assign(Schedule *s);
  * the right node, no two live buffers overlap, everything fits in the arena.
  * Prints the first violation and returns false. */
 bool plan_check(const Schedule *s, FILE *err);
+
+/* ---- cost model ------------------------------------------------------------ */
+
+/* A hardware profile (hw/<name>.hw): key = value lines. */
+typedef struct {
+    char name[128];
+    double matmul_flops;   /* FLOP/s of GEMM-like ops (matmul, attention) */
+    double vector_flops;   /* FLOP/s of everything else */
+    double mem_bw;         /* bytes/s */
+    double launch_latency; /* seconds per kernel */
+} HwProfile;
+
+/* Load profile NAME from the hw/ directory (or a path ending in .hw). */
+bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len);
+/* Bytes a node's forward reads and writes. */
+double cost_bytes(const Graph *g, const Node *n);
+/* Roofline time of a node's forward: max(FLOPs / rate, bytes / bandwidth)
+ * plus the launch latency. The backward is costed as twice the forward. */
+double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
+
+/* ---- the planner ----------------------------------------------------------- */
+
+typedef enum { PLAN_OPTIMAL, PLAN_HEURISTIC, PLAN_POLICY, PLAN_INFEASIBLE } PlanStatus;
+
+typedef struct {
+    const char *policy;         /* none full every:K uniform:N selective ops:LIST sqrt optimal */
+    int64_t budget_bytes;       /* the whole step's peak; <= 0: unbounded */
+    double time_limit_s;
+    const HwProfile *hw;
+    bool optimizer;             /* AdamW state in the arena */
+    const char *const *save_globs;      /* from the command line (the DSL's are in the graph) */
+    int n_save_globs;
+    const char *const *recompute_globs;
+    int n_recompute_globs;
+} PlanOptions;
+
+typedef struct {
+    Decision *dec;              /* [n] */
+    PlanStatus status;
+    int64_t peak_bytes;         /* the arena of the plan's schedule */
+    int64_t max_live_bytes;
+    double recompute_time, recompute_flops, fwd_time, bwd_time;
+    double bound;               /* lower bound on recompute_time (optimal: equal) */
+    double solve_s;
+    int n_evals;                /* schedules simulated */
+    int n_candidates;           /* nodes the plan may drop */
+} Plan;
+
+/* Is the policy string well formed? (for the command line) */
+bool plan_policy_valid(const char *policy, char *err, size_t err_len);
+/* requires: autodiff of g. provides: a decision per node by the policy, the
+ * user's constraints applied, scored by the same schedule and allocation as
+ * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */
+void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out);
+void plan_free(Plan *p);
+/* The smallest peak acc can reach for g (every recomputable tensor dropped or
+ * the best of the policies), for the infeasible-budget error. */
+int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o);
 
 #endif

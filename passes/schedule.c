@@ -198,3 +198,28 @@ void sched_free(Schedule *s) {
     free(s->adam_v_buf);
     free(s->input_buf);
 }
+
+void sched_max_live(Schedule *s) {
+    int n_steps = s->steps.n;
+    int64_t *delta = acc_xrealloc(NULL, (size_t)(n_steps + 1) * sizeof(int64_t));
+    memset(delta, 0, (size_t)(n_steps + 1) * sizeof(int64_t));
+    int64_t persistent = 0;
+    for (int i = 0; i < s->bufs.n; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent) {
+            persistent += b->size_bytes;
+        } else if (b->first >= 0) {
+            delta[b->first] += b->size_bytes;
+            delta[b->last + 1] -= b->size_bytes;
+        }
+    }
+    int64_t run = 0;
+    s->peak_live_bytes = 0;
+    s->peak_step = 0;
+    for (int t = 0; t < n_steps; t++) {
+        run += delta[t];
+        if (run > s->peak_live_bytes) s->peak_live_bytes = run, s->peak_step = t;
+    }
+    s->peak_live_bytes += persistent;
+    free(delta);
+}

@@ -18,6 +18,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "passes.h"
+#include "report.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -28,6 +29,8 @@ static const char usage[] =
     "  check FILE [-D NAME=VALUE]...      parse and elaborate a model, print a summary\n"
     "  compile FILE --budget SIZE -o DIR  compile a model into DIR/lib<model>.a,\n"
     "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
+    "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
+    "                                     recompute cost; the peak; every policy\n"
     "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
     "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
     "                                     synthetic data, print JSON lines\n"
@@ -40,6 +43,12 @@ static const char usage[] =
     "  -o DIR          output directory (created if missing)\n"
     "  --emit=ir       only write the elaborated IR (DIR/<model>.ir)\n"
     "  --target cpu    code generation target (cpu)\n"
+    "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
+    "                  optimal (default): what to recompute\n"
+    "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
+    "  --recompute GLOB  must-recompute tensors (repeatable)\n"
+    "  --hw NAME       hardware profile for the cost model (hw/NAME.hw; default cpu)\n"
+    "  --time-limit S  stop the optimal planner after S seconds with its best plan\n"
     "  --steps N       training steps of acc run (default 10)\n"
     "  --seed S        parameter and data seed of acc run (default 1)\n"
     "  --lr LR         AdamW learning rate of acc run (default 0.001)\n"
@@ -65,9 +74,13 @@ static int usage_error(const char *fmt, ...) {
 
 typedef struct {
     const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
+    const char *policy, *hw;
+    double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep;
     VEC(Define) defs;
+    VEC(const char *) save_globs;
+    VEC(const char *) recompute_globs;
 } Options;
 
 /* Parse the options after the command word; returns 0 or EXIT_USAGE. */
@@ -107,6 +120,25 @@ static int parse_options(int argc, char **argv, Options *o) {
                 double x = strtod(v, &end);
                 if (!*v || *end || !(x >= 0) || x > 1e12) return usage_error("%s needs a non-negative number, got '%s'", a, v);
             }
+        } else if (!strcmp(a, "--policy") || !strcmp(a, "--hw") || !strcmp(a, "--save") || !strcmp(a, "--recompute") ||
+                   !strcmp(a, "--time-limit")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            const char *v = argv[++i];
+            char err[256];
+            if (!strcmp(a, "--policy")) {
+                if (!plan_policy_valid(v, err, sizeof err)) return usage_error("%s", err);
+                o->policy = v;
+            } else if (!strcmp(a, "--hw")) {
+                o->hw = v;
+            } else if (!strcmp(a, "--save")) {
+                VEC_PUSH(o->save_globs, v);
+            } else if (!strcmp(a, "--recompute")) {
+                VEC_PUSH(o->recompute_globs, v);
+            } else {
+                char *end;
+                o->time_limit_s = strtod(v, &end);
+                if (!*v || *end || !(o->time_limit_s > 0)) return usage_error("--time-limit needs seconds, got '%s'", v);
+            }
         } else if (!strcmp(a, "--keep")) {
             o->keep = true;
         } else if (!strncmp(a, "--emit=", 7)) {
@@ -128,6 +160,8 @@ static int parse_options(int argc, char **argv, Options *o) {
 static void free_options(Options *o) {
     for (int i = 0; i < o->defs.n; i++) free((char *)(uintptr_t)o->defs.v[i].name);
     VEC_FREE(o->defs);
+    VEC_FREE(o->save_globs);
+    VEC_FREE(o->recompute_globs);
 }
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
@@ -195,19 +229,6 @@ static int cmd_check(Options *o) {
     return rc;
 }
 
-/* Budget breakdown by category, for reports and for the infeasible-budget error. */
-static void print_breakdown(const Schedule *s, FILE *out) {
-    int64_t cat[BUF_KIND_COUNT] = {0};
-    char b1[32];
-    for (int i = 0; i < s->bufs.n; i++)
-        if (s->bufs.v[i].persistent) cat[s->bufs.v[i].kind] += s->bufs.v[i].size_bytes;
-    for (int c = 0; c < BUF_KIND_COUNT; c++)
-        if (cat[c]) fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), cat[c], format_bytes(cat[c], b1, sizeof b1));
-    int64_t dyn = s->arena_bytes - s->persistent_bytes;
-    fprintf(out, "  %-22s %14" PRId64 "  %s (activations, statistics and their gradients at the peak, step %d)\n",
-            "dynamic", dyn, format_bytes(dyn, b1, sizeof b1), s->peak_step);
-}
-
 static int write_text(const char *path, void (*fn)(const void *, FILE *), const void *arg) {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -232,53 +253,156 @@ typedef struct {
     FILE *h;
 } EmitArgs;
 
-/* The pipeline from a graph to DIR/lib<model>.a. */
-static int compile_graph(const Graph *g, const Options *o, const char *dir, bool verbose) {
+/* Plan the step: the policy's decisions under the budget, then the schedule
+ * and allocation code generation will use, checked by the plan checker. */
+typedef struct {
+    HwProfile hw;
     Autodiff ad;
-    ad_build(g, &ad);
-    Decision *dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
-    for (int i = 0; i < g->nodes.n; i++) dec[i] = DEC_SAVE; /* save-all until the planner lands */
-    Schedule s;
-    sched_build(g, &ad, dec, true, &s);
-    alloc_assign(&s);
-    if (!plan_check(&s, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
-    char b1[32], b2[32];
-    int rc = 0;
-    if (o->has_budget && s.arena_bytes > o->budget_bytes) {
-        fprintf(stderr,
-                "acc: error: the training step needs %" PRId64 " bytes (%s) and the budget is %" PRId64 " bytes (%s)\n"
-                "where the memory goes:\n",
-                s.arena_bytes, format_bytes(s.arena_bytes, b1, sizeof b1), o->budget_bytes,
-                format_bytes(o->budget_bytes, b2, sizeof b2));
-        print_breakdown(&s, stderr);
-        fprintf(stderr, "note: this version saves every activation; planning with recomputation is not built yet\n");
-        rc = EXIT_INPUT;
+    Plan plan;
+    Schedule sched;
+    PlanOptions po;
+    ReportInfo info;
+} Planned;
+
+static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
+    char err[512], b1[32], b2[32];
+    memset(pl, 0, sizeof *pl);
+    if (!hw_load(o->hw ? o->hw : "cpu", &pl->hw, err, sizeof err)) {
+        fprintf(stderr, "acc: error: %s\n", err);
+        return EXIT_USAGE;
     }
+    ad_build(g, &pl->ad);
+    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", o->has_budget ? o->budget_bytes : 0, o->time_limit_s,
+                           &pl->hw, true, o->save_globs.v, o->save_globs.n, o->recompute_globs.v,
+                           o->recompute_globs.n};
+    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, "cpu", pl->po.budget_bytes};
+    plan_make(g, &pl->ad, &pl->po, &pl->plan);
+    sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
+    alloc_assign(&pl->sched);
+    if (!plan_check(&pl->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
+    if (pl->plan.status != PLAN_INFEASIBLE) return 0;
+    int64_t min = plan_min_peak(g, &pl->ad, &pl->po);
+    if (o->budget_bytes < min) {
+        fprintf(stderr,
+                "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
+                "for this model\nwhere the memory goes at that minimum:\n",
+                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
+        PlanOptions po = pl->po;
+        po.budget_bytes = min;
+        po.policy = "optimal";
+        Plan p;
+        plan_make(g, &pl->ad, &po, &p);
+        Schedule s;
+        sched_build(g, &pl->ad, p.dec, true, &s);
+        alloc_assign(&s);
+        report_breakdown(&s, stderr);
+        sched_free(&s);
+        plan_free(&p);
+    } else {
+        fprintf(stderr,
+                "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
+                "where the memory goes:\n",
+                pl->po.policy, pl->sched.arena_bytes, format_bytes(pl->sched.arena_bytes, b1, sizeof b1),
+                o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
+        report_breakdown(&pl->sched, stderr);
+        fprintf(stderr, "note: the minimum for this model is %" PRId64 " bytes (%s); --policy optimal finds the "
+                        "cheapest plan that fits\n", min, format_bytes(min, b1, sizeof b1));
+    }
+    return EXIT_INPUT;
+}
+
+static void planned_free(Planned *pl) {
+    sched_free(&pl->sched);
+    plan_free(&pl->plan);
+    ad_free(&pl->ad);
+}
+
+typedef struct {
+    const Graph *g;
+    const Planned *pl;
+} ReportArgs;
+
+static void plan_json_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    report_plan_json(r->g, &r->pl->ad, &r->pl->sched, &r->pl->plan, &r->pl->hw, &r->pl->info, f);
+}
+
+static void explain_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    report_explain(r->g, &r->pl->ad, &r->pl->sched, &r->pl->plan, &r->pl->hw, &r->pl->info, f);
+}
+
+/* The pipeline from a graph to DIR/lib<model>.a, plan.json and report.txt. */
+static int compile_graph(const Graph *g, const Options *o, const char *dir, bool verbose) {
+    Planned pl;
+    int rc = plan_graph(g, o, &pl);
+    char b1[32];
     if (!rc) rc = make_dir(dir);
     if (!rc) {
-        char c_path[4200], h_path[4200];
+        char c_path[4200], h_path[4200], json_path[4200], report_path[4200];
         snprintf(c_path, sizeof c_path, "%s/%s.c", dir, g->model);
         snprintf(h_path, sizeof h_path, "%s/%s.h", dir, g->model);
-        FILE *c = fopen(c_path, "w"), *h = fopen(h_path, "w");
-        CgOptions cg = {"cpu", o->has_budget ? o->budget_bytes : s.arena_bytes, "save all (no recomputation)"};
-        if (!c || !h) {
+        snprintf(json_path, sizeof json_path, "%s/plan.json", dir);
+        snprintf(report_path, sizeof report_path, "%s/report.txt", dir);
+        ReportArgs ra = {g, &pl};
+        rc = write_text(json_path, plan_json_fn, &ra);
+        if (!rc) rc = write_text(report_path, explain_fn, &ra);
+        FILE *c = rc ? NULL : fopen(c_path, "w"), *h = rc ? NULL : fopen(h_path, "w");
+        char summary[256];
+        snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
+                 pl.sched.n_recompute, pl.plan.recompute_time);
+        CgOptions cg = {"cpu", o->has_budget ? o->budget_bytes : pl.sched.arena_bytes, summary};
+        if (!rc && (!c || !h)) {
             fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
             rc = EXIT_INPUT;
-        } else {
-            cg_emit_cpu(g, &ad, &s, &cg, c, h);
+        } else if (!rc) {
+            cg_emit_cpu(g, &pl.ad, &pl.sched, &cg, c, h);
         }
         if (c && fclose(c)) rc = EXIT_INPUT;
         if (h && fclose(h)) rc = EXIT_INPUT;
         if (!rc && cg_build_library(dir, g->model, stderr)) rc = EXIT_INPUT;
         if (!rc && verbose) {
-            fprintf(stderr, "acc: %s: peak %" PRId64 " bytes (%s), %d steps; wrote %s/lib%s.a and %s/%s.h\n", g->model,
-                    s.arena_bytes, format_bytes(s.arena_bytes, b1, sizeof b1), s.steps.n, dir, g->model, dir, g->model);
-            print_breakdown(&s, stderr);
+            double gap = pl.plan.recompute_time > 0 ? (pl.plan.recompute_time - pl.plan.bound) / pl.plan.recompute_time : 0;
+            fprintf(stderr,
+                    "acc: %s: policy %s: peak %" PRId64 " bytes (%s), %d tensors recomputed, +%.2f%% step time (est.), "
+                    "solver %s, gap %.2f%%, %.3f s\n",
+                    g->model, pl.po.policy, pl.sched.arena_bytes, format_bytes(pl.sched.arena_bytes, b1, sizeof b1),
+                    pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
+                    pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
+                    100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
+            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt\n", dir, g->model, dir, g->model,
+                    dir, dir);
         }
     }
-    sched_free(&s);
-    free(dec);
-    ad_free(&ad);
+    planned_free(&pl);
+    return rc;
+}
+
+static int cmd_explain(Options *o) {
+    Graph g;
+    graph_init(&g, "model");
+    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    Planned pl;
+    if (!rc) rc = plan_graph(&g, o, &pl);
+    if (!rc) {
+        report_explain(&g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
+        /* every policy at the same budget, scored by the same simulator */
+        static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
+                                               "sqrt", "optimal"};
+        printf("\n%-22s %14s %10s  %s\n", "policy", "peak bytes", "overhead", "fits");
+        for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
+            PlanOptions po = pl.po;
+            po.policy = policies[k];
+            Plan p;
+            plan_make(&g, &pl.ad, &po, &p);
+            printf("%-22s %14" PRId64 " %9.2f%%  %s\n", policies[k], p.peak_bytes,
+                   100 * p.recompute_time / (p.fwd_time + p.bwd_time),
+                   p.status == PLAN_INFEASIBLE ? "no" : "yes");
+            plan_free(&p);
+        }
+    }
+    if (!rc) planned_free(&pl);
+    graph_free(&g);
     return rc;
 }
 
@@ -376,6 +500,7 @@ int main(int argc, char **argv) {
         if (!strcmp(cmd, "check")) rc = cmd_check(&o);
         else if (!strcmp(cmd, "compile")) rc = cmd_compile(&o);
         else if (!strcmp(cmd, "run")) rc = cmd_run(&o);
+        else if (!strcmp(cmd, "explain")) rc = cmd_explain(&o);
         else rc = usage_error("unknown command '%s'", cmd);
     }
     free_options(&o);

@@ -1,0 +1,517 @@
+/* planner.c - which activations to save and which to recompute.
+ *
+ * requires: autodiff of the graph, a cost model, a budget. provides: a
+ * SAVE/RECOMPUTE decision per node. Every plan, whatever made it, is scored
+ * by the schedule and allocation that code generation uses (sched_build +
+ * alloc_assign): its peak is the arena the runtime allocates, its cost the
+ * summed forward time of its RECOMPUTE steps.
+ *
+ * Policies reproduce what users know (save all, per-block checkpointing,
+ * every K-th block, uniform chunks, Megatron's selective, op save lists,
+ * sqrt). `optimal`: with few free decisions, an exhaustive search over the
+ * exact schedule (a proven optimum); otherwise the peak of the current plan is
+ * cut by a knapsack over the tensors live there (GLPK), re-simulated until the
+ * plan fits, then over-dropped tensors are restored. Its lower bound comes from
+ * the forward/backward boundary, where every plan must hold at most the budget:
+ * the cheapest set of tensors whose dropping makes room there (a knapsack solved
+ * exactly) costs no more than any feasible plan.
+ * User constraints (DSL annotations and patterns, --save/--recompute) bind
+ * every policy; a tensor that is both must-save and must-recompute is saved.
+ */
+#include <fnmatch.h>
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "passes.h"
+
+#define EXHAUSTIVE_MAX 12 /* free decisions searched exhaustively */
+
+typedef struct {
+    const Graph *g;
+    const Autodiff *ad;
+    const PlanOptions *o;
+    double *time;  /* [n] forward time */
+    int *forced;   /* [n] -1 free, else the Decision the user forces */
+    bool *cand;    /* [n] may be dropped */
+    int *group;    /* [n] block instance index, -1 at top level */
+    int n_groups;
+    int n_evals;
+    double t_start;
+} Ctx;
+
+typedef struct {
+    int64_t max_live, arena;
+    double cost, flops;
+    int peak_step;
+} Eval;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep) {
+    Schedule s;
+    sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
+    if (alloc) alloc_assign(&s);
+    else sched_max_live(&s);
+    e->max_live = s.peak_live_bytes;
+    e->arena = alloc ? s.arena_bytes : -1;
+    e->peak_step = s.peak_step;
+    e->cost = e->flops = 0;
+    for (int t = 0; t < s.steps.n; t++)
+        if (s.steps.v[t].kind == ST_RECOMPUTE) {
+            const Node *n = graph_node(c->g, s.steps.v[t].node);
+            e->cost += c->time[n->id];
+            e->flops += op_table[n->op].flops(c->g, n);
+        }
+    c->n_evals++;
+    if (keep) *keep = s;
+    else sched_free(&s);
+}
+
+static bool matches(const char *const *globs, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!fnmatch(globs[i], name, 0)) return true;
+    return false;
+}
+
+static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptions *o) {
+    int n = g->nodes.n;
+    memset(c, 0, sizeof *c);
+    c->g = g, c->ad = ad, c->o = o;
+    c->time = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    c->forced = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    c->cand = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    c->group = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    VEC(const char *) names = {0};
+    for (int i = 0; i < n; i++) {
+        const Node *x = graph_node(g, i);
+        c->time[i] = cost_fwd_time(g, x, o->hw);
+        c->cand[i] = ad->live[i] && !(op_table[x->op].flags & (OPF_LEAF | OPF_NORECOMPUTE)) && i != g->loss;
+        bool save = x->hint == HINT_SAVE || matches(g->save_globs.v, g->save_globs.n, x->name) ||
+                    matches(o->save_globs, o->n_save_globs, x->name);
+        bool rec = x->hint == HINT_RECOMPUTE || matches(g->recompute_globs.v, g->recompute_globs.n, x->name) ||
+                   matches(o->recompute_globs, o->n_recompute_globs, x->name);
+        c->forced[i] = save ? DEC_SAVE : rec && c->cand[i] ? DEC_RECOMPUTE : -1;
+        c->group[i] = -1;
+        if (*x->group) {
+            int k = names.n - 1;
+            while (k >= 0 && strcmp(names.v[k], x->group)) k--;
+            if (k < 0) {
+                VEC_PUSH(names, x->group);
+                k = names.n - 1;
+            }
+            c->group[i] = k;
+        }
+    }
+    c->n_groups = names.n;
+    VEC_FREE(names);
+    c->t_start = now_s();
+}
+
+static void ctx_free(Ctx *c) {
+    free(c->time);
+    free(c->forced);
+    free(c->cand);
+    free(c->group);
+}
+
+static void apply_forced(const Ctx *c, Decision *dec) {
+    for (int i = 0; i < c->g->nodes.n; i++) {
+        if (!c->cand[i]) dec[i] = DEC_SAVE;
+        else if (c->forced[i] >= 0) dec[i] = (Decision)c->forced[i];
+    }
+}
+
+/* ---- policies -------------------------------------------------------------- */
+
+/* Checkpoint the groups for which pick(group) holds: inside them recompute
+ * everything except tensors read by another group or the top level (the
+ * block's outputs, which the next block takes as its input). */
+static void checkpoint_groups(const Ctx *c, Decision *dec, const bool *pick) {
+    const Graph *g = c->g;
+    for (int i = 0; i < g->nodes.n; i++) dec[i] = DEC_SAVE;
+    for (int i = 0; i < g->nodes.n; i++) {
+        int gi = c->group[i];
+        if (gi < 0 || !pick[gi]) continue;
+        dec[i] = DEC_RECOMPUTE;
+    }
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *x = graph_node(g, i);
+        for (int j = 0; j < x->n_in; j++) {
+            int p = x->in[j];
+            if (c->group[p] >= 0 && c->group[p] != c->group[i]) dec[p] = DEC_SAVE;
+        }
+    }
+}
+
+/* uniform:N - chunks of N consecutive groups checkpointed as one */
+static void checkpoint_chunks(const Ctx *c, Decision *dec, int chunk) {
+    Ctx cc = *c;
+    int *grp = acc_xrealloc(NULL, (size_t)c->g->nodes.n * sizeof(int));
+    for (int i = 0; i < c->g->nodes.n; i++) grp[i] = c->group[i] >= 0 ? c->group[i] / chunk : -1;
+    cc.group = grp;
+    bool *pick = acc_xrealloc(NULL, (size_t)(c->n_groups + 1) * sizeof(bool));
+    for (int k = 0; k <= c->n_groups; k++) pick[k] = true;
+    checkpoint_groups(&cc, dec, pick);
+    free(pick);
+    free(grp);
+}
+
+bool plan_policy_valid(const char *p, char *err, size_t err_len) {
+    static const char *const simple[] = {"none", "full", "selective", "sqrt", "optimal"};
+    for (size_t i = 0; i < sizeof simple / sizeof *simple; i++)
+        if (!strcmp(p, simple[i])) return true;
+    if (!strncmp(p, "every:", 6) || !strncmp(p, "uniform:", 8)) {
+        const char *num = strchr(p, ':') + 1;
+        char *end;
+        long k = strtol(num, &end, 10);
+        if (*num && !*end && k >= 1 && k <= 100000) return true;
+        snprintf(err, err_len, "policy '%s': expected a positive integer after ':'", p);
+        return false;
+    }
+    if (!strncmp(p, "ops:", 4)) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", p + 4);
+        if (!*buf) {
+            snprintf(err, err_len, "policy 'ops:' needs a comma-separated list of op names");
+            return false;
+        }
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+            if (op_lookup(tok) == OP_COUNT) {
+                snprintf(err, err_len, "policy '%s': unknown op '%s'", p, tok);
+                return false;
+            }
+        return true;
+    }
+    snprintf(err, err_len, "unknown policy '%s' (none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal)",
+             p);
+    return false;
+}
+
+static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
+    const Graph *g = c->g;
+    int n = g->nodes.n;
+    bool *pick = acc_xrealloc(NULL, (size_t)(c->n_groups + 1) * sizeof(bool));
+    for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
+    if (!strcmp(p, "full") || !strncmp(p, "every:", 6)) {
+        int k = p[0] == 'e' ? atoi(p + 6) : 1;
+        for (int gi = 0; gi < c->n_groups; gi++) pick[gi] = gi % k == 0;
+        checkpoint_groups(c, dec, pick);
+    } else if (!strncmp(p, "uniform:", 8)) {
+        checkpoint_chunks(c, dec, atoi(p + 8));
+    } else if (!strcmp(p, "sqrt")) {
+        int k = (int)ceil(sqrt((double)(c->n_groups > 0 ? c->n_groups : 1)));
+        checkpoint_chunks(c, dec, k);
+    } else if (!strcmp(p, "selective")) {
+        for (int i = 0; i < n; i++)
+            if (graph_node(g, i)->op == OP_ATTENTION) dec[i] = DEC_RECOMPUTE;
+    } else if (!strncmp(p, "ops:", 4)) {
+        bool keep[OP_COUNT] = {false};
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", p + 4);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) keep[op_lookup(tok)] = true;
+        for (int i = 0; i < n; i++) dec[i] = keep[graph_node(g, i)->op] ? DEC_SAVE : DEC_RECOMPUTE;
+    }
+    free(pick);
+    apply_forced(c, dec);
+}
+
+/* ---- GLPK: a 0/1 knapsack, min cost x s.t. size x >= need ------------------ */
+
+static int glpk_quiet(void *info, const char *s) { return 1; }
+
+/* Returns the optimal cost (and x) or -1 if even taking everything is short. */
+static double knapsack_min_cost(const double *cost, const double *size, int n, double need, bool *x) {
+    double total = 0;
+    for (int i = 0; i < n; i++) total += size[i];
+    if (need <= 0) {
+        for (int i = 0; i < n; i++) x[i] = false;
+        return 0;
+    }
+    if (total < need) return -1;
+    glp_term_hook(glpk_quiet, NULL);
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, 1, GLP_LO, need, 0);
+    glp_add_cols(lp, n);
+    int *ind = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    double *val = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(double));
+    for (int i = 0; i < n; i++) {
+        glp_set_col_kind(lp, i + 1, GLP_BV);
+        glp_set_obj_coef(lp, i + 1, cost[i]);
+        ind[i + 1] = i + 1;
+        val[i + 1] = size[i];
+    }
+    glp_set_mat_row(lp, 1, n, ind, val);
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.tm_lim = 10000;
+    double best = -1;
+    if (glp_simplex(lp, &sm) == 0 && glp_intopt(lp, &io) == 0 &&
+        (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+        best = glp_mip_obj_val(lp);
+        for (int i = 0; i < n; i++) x[i] = glp_mip_col_val(lp, i + 1) > 0.5;
+    } else {
+        for (int i = 0; i < n; i++) x[i] = true;
+        best = 0;
+        for (int i = 0; i < n; i++) best += cost[i];
+    }
+    free(ind);
+    free(val);
+    glp_delete_prob(lp);
+    glp_term_hook(NULL, NULL);
+    return best;
+}
+
+/* Forward buffers kept past their last forward read at step t: what a plan
+ * could free there by dropping their nodes. Fills size[n] (bytes per node). */
+static void droppable_at(const Ctx *c, const Schedule *s, const Decision *dec, int t, double *size) {
+    int nb = s->bufs.n;
+    int *last_fwd = acc_xrealloc(NULL, (size_t)nb * sizeof(int));
+    for (int i = 0; i < nb; i++) last_fwd[i] = -1;
+    for (int k = 0; k < s->first_bwd_step; k++) {
+        const Step *st = &s->steps.v[k];
+        for (int j = 0; j < ACC_MAX_IN; j++)
+            if (st->in[j] >= 0) last_fwd[st->in[j]] = k;
+        if (st->out >= 0) last_fwd[st->out] = k > last_fwd[st->out] ? k : last_fwd[st->out];
+        if (st->aux >= 0) last_fwd[st->aux] = k > last_fwd[st->aux] ? k : last_fwd[st->aux];
+    }
+    for (int i = 0; i < c->g->nodes.n; i++) size[i] = 0;
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent || (b->kind != BUF_ACT && b->kind != BUF_AUX) || b->first < 0) continue;
+        if (b->first >= s->first_bwd_step) continue; /* a recomputed copy */
+        if (!(b->first <= t && t <= b->last) || t <= last_fwd[i]) continue;
+        int n = b->node;
+        if (c->cand[n] && c->forced[n] < 0 && dec[n] == DEC_SAVE) size[n] += (double)b->size_bytes;
+    }
+    free(last_fwd);
+}
+
+/* A lower bound on the recompute time of any plan that fits the budget. */
+static double boundary_bound(Ctx *c, int64_t budget) {
+    int n = c->g->nodes.n;
+    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
+    apply_forced(c, dec);
+    Schedule s;
+    Eval e;
+    evaluate(c, dec, false, &e, &s);
+    int t = s.first_bwd_step;
+    int64_t live = 0;
+    for (int i = 0; i < s.bufs.n; i++) {
+        const Buffer *b = &s.bufs.v[i];
+        if (b->persistent || (b->first >= 0 && b->first <= t && t <= b->last)) live += b->size_bytes;
+    }
+    double *size = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    droppable_at(c, &s, dec, t, size);
+    double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    double *sz = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (size[i] > 0) cost[m] = c->time[i], sz[m] = size[i], m++;
+    double bound = knapsack_min_cost(cost, sz, m, (double)(live - budget), x);
+    sched_free(&s);
+    free(dec), free(size), free(cost), free(sz), free(x);
+    return bound < 0 ? INFINITY : bound;
+}
+
+/* Cut the peak of dec until its max-live is at most target. */
+static bool cut_to(Ctx *c, Decision *dec, int64_t target) {
+    int n = c->g->nodes.n;
+    double *size = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    double *sz = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    int *id = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    bool ok = false;
+    for (int iter = 0; iter < 4 * n + 16; iter++) {
+        Schedule s;
+        Eval e;
+        evaluate(c, dec, false, &e, &s);
+        if (e.max_live <= target) {
+            sched_free(&s);
+            ok = true;
+            break;
+        }
+        droppable_at(c, &s, dec, e.peak_step, size);
+        sched_free(&s);
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (size[i] > 0) cost[m] = c->time[i], sz[m] = size[i], id[m] = i, m++;
+        if (m == 0) break;
+        if (knapsack_min_cost(cost, sz, m, (double)(e.max_live - target), x) < 0)
+            for (int k = 0; k < m; k++) x[k] = true;
+        for (int k = 0; k < m; k++)
+            if (x[k]) dec[id[k]] = DEC_RECOMPUTE;
+        if (c->o->time_limit_s > 0 && now_s() - c->t_start > c->o->time_limit_s) break;
+    }
+    free(size), free(cost), free(sz), free(id), free(x);
+    return ok;
+}
+
+static const Decision *cmp_dec;
+static const double *cmp_time;
+static int cmp_by_time(const void *a, const void *b) {
+    double x = cmp_time[*(const int *)a], y = cmp_time[*(const int *)b];
+    return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+/* Save again, most expensive first, what the plan can afford to keep. */
+static void restore(Ctx *c, Decision *dec, int64_t target) {
+    int n = c->g->nodes.n;
+    VEC(int) dropped = {0};
+    for (int i = 0; i < n; i++)
+        if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
+    cmp_time = c->time;
+    cmp_dec = dec;
+    qsort(dropped.v, (size_t)dropped.n, sizeof(int), cmp_by_time);
+    Eval cur;
+    evaluate(c, dec, false, &cur, NULL);
+    for (int k = 0; k < dropped.n; k++) {
+        int i = dropped.v[k];
+        dec[i] = DEC_SAVE;
+        Eval e;
+        evaluate(c, dec, false, &e, NULL);
+        if (e.max_live <= target && e.cost <= cur.cost) cur = e;
+        else dec[i] = DEC_RECOMPUTE;
+        if (c->o->time_limit_s > 0 && now_s() - c->t_start > c->o->time_limit_s) break;
+    }
+    VEC_FREE(dropped);
+}
+
+/* Every assignment of the free candidates, scored by the exact schedule. */
+static bool exhaustive(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget) {
+    int n = c->g->nodes.n;
+    Decision *try = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    memcpy(try, dec, (size_t)n * sizeof(Decision));
+    double best = INFINITY;
+    for (uint32_t mask = 0; mask < (1u << k); mask++) {
+        for (int b = 0; b < k; b++) try[free_ids[b]] = (mask >> b) & 1 ? DEC_RECOMPUTE : DEC_SAVE;
+        Eval e;
+        evaluate(c, try, false, &e, NULL);
+        if (e.max_live > budget || e.cost >= best) continue;
+        evaluate(c, try, true, &e, NULL);
+        if (e.arena > budget) continue;
+        best = e.cost;
+        memcpy(dec, try, (size_t)n * sizeof(Decision));
+    }
+    free(try);
+    return best < INFINITY;
+}
+
+static void finish(Ctx *c, Plan *p, PlanStatus status) {
+    Eval e;
+    Schedule s;
+    evaluate(c, p->dec, true, &e, &s);
+    p->status = status;
+    p->peak_bytes = e.arena;
+    p->max_live_bytes = s.peak_live_bytes;
+    p->recompute_time = e.cost;
+    p->recompute_flops = e.flops;
+    p->fwd_time = p->bwd_time = 0;
+    for (int i = 0; i < c->g->nodes.n; i++)
+        if (c->ad->live[i]) p->fwd_time += c->time[i];
+    for (int k = 0; k < c->ad->bwd.n; k++) p->bwd_time += 2 * c->time[c->ad->bwd.v[k]];
+    if (c->o->budget_bytes > 0 && e.arena > c->o->budget_bytes) p->status = PLAN_INFEASIBLE;
+    p->n_evals = c->n_evals;
+    p->solve_s = now_s() - c->t_start;
+    sched_free(&s);
+}
+
+void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p) {
+    Ctx c;
+    ctx_init(&c, g, ad, o);
+    int n = g->nodes.n;
+    memset(p, 0, sizeof *p);
+    p->dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    for (int i = 0; i < n; i++) p->n_candidates += c.cand[i] && c.forced[i] < 0;
+    int64_t budget = o->budget_bytes > 0 ? o->budget_bytes : INT64_MAX;
+    if (strcmp(o->policy, "optimal")) {
+        policy_decisions(&c, o->policy, p->dec);
+        finish(&c, p, PLAN_POLICY);
+        ctx_free(&c);
+        return;
+    }
+    for (int i = 0; i < n; i++) p->dec[i] = DEC_SAVE;
+    apply_forced(&c, p->dec);
+    Eval e;
+    evaluate(&c, p->dec, true, &e, NULL);
+    if (e.arena <= budget) { /* saving everything that may be saved fits */
+        p->bound = e.cost;
+        finish(&c, p, PLAN_OPTIMAL);
+        ctx_free(&c);
+        return;
+    }
+    int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
+    PlanStatus status = PLAN_HEURISTIC;
+    if (k <= EXHAUSTIVE_MAX) {
+        status = exhaustive(&c, p->dec, free_ids, k, budget) ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
+    } else {
+        /* the allocation may need more than max-live: tighten and retry */
+        int64_t target = budget;
+        Decision *best = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+        bool found = false;
+        for (int round = 0; round < 6 && target > 0; round++) {
+            for (int i = 0; i < n; i++) p->dec[i] = DEC_SAVE;
+            apply_forced(&c, p->dec);
+            if (!cut_to(&c, p->dec, target)) break;
+            restore(&c, p->dec, target);
+            evaluate(&c, p->dec, true, &e, NULL);
+            if (e.arena <= budget) {
+                memcpy(best, p->dec, (size_t)n * sizeof(Decision));
+                found = true;
+                break;
+            }
+            target -= e.arena - budget;
+        }
+        if (found) memcpy(p->dec, best, (size_t)n * sizeof(Decision));
+        else status = PLAN_INFEASIBLE;
+        free(best);
+    }
+    p->bound = boundary_bound(&c, budget);
+    free(free_ids);
+    finish(&c, p, status);
+    if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
+    ctx_free(&c);
+}
+
+void plan_free(Plan *p) { free(p->dec); }
+
+int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o) {
+    Ctx c;
+    ctx_init(&c, g, ad, o);
+    int n = g->nodes.n;
+    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    static const char *const tries[] = {"none", "full", "sqrt", "selective", "uniform:2"};
+    int64_t best = INT64_MAX;
+    for (size_t t = 0; t <= sizeof tries / sizeof *tries; t++) {
+        if (t < sizeof tries / sizeof *tries) {
+            policy_decisions(&c, tries[t], dec);
+        } else { /* drop everything that may be dropped */
+            for (int i = 0; i < n; i++) dec[i] = c.cand[i] ? DEC_RECOMPUTE : DEC_SAVE;
+            apply_forced(&c, dec);
+        }
+        Eval e;
+        evaluate(&c, dec, true, &e, NULL);
+        if (e.arena < best) best = e.arena;
+    }
+    free(dec);
+    ctx_free(&c);
+    return best;
+}

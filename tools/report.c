@@ -1,0 +1,141 @@
+/* report.c - plan.json and `acc explain`.
+ *
+ * plan.json is deterministic: the same input and flags give the same bytes
+ * (no times, no paths other than the model's, floats printed with %.9g).
+ * Memory categories: the persistent ones (parameters, gradients, optimizer
+ * state, inputs, loss), then what is live at the peak step by kind, then the
+ * allocation's fragmentation: together exactly the arena.
+ */
+#include "report.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static const char *const step_kind[] = {"forward", "recompute", "seed", "backward"};
+static const char *const status_name[] = {"optimal", "heuristic", "policy", "infeasible"};
+
+typedef struct {
+    int64_t cat[BUF_KIND_COUNT];
+    int64_t fragmentation;
+} Breakdown;
+
+static Breakdown breakdown(const Schedule *s) {
+    Breakdown b;
+    memset(&b, 0, sizeof b);
+    int t = s->peak_step;
+    for (int i = 0; i < s->bufs.n; i++) {
+        const Buffer *x = &s->bufs.v[i];
+        if (x->persistent || (x->first >= 0 && x->first <= t && t <= x->last)) b.cat[x->kind] += x->size_bytes;
+    }
+    b.fragmentation = s->arena_bytes - s->peak_live_bytes;
+    return b;
+}
+
+void report_breakdown(const Schedule *s, FILE *out) {
+    Breakdown b = breakdown(s);
+    char buf[32];
+    for (int c = 0; c < BUF_KIND_COUNT; c++)
+        if (b.cat[c]) fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), b.cat[c], format_bytes(b.cat[c], buf, sizeof buf));
+    fprintf(out, "  %-22s %14" PRId64 "  %s\n", "fragmentation", b.fragmentation, format_bytes(b.fragmentation, buf, sizeof buf));
+    const Step *st = &s->steps.v[s->peak_step];
+    fprintf(out, "  %-22s %14" PRId64 "  %s   (peak at step %d: %s of %s)\n", "total (arena)", s->arena_bytes,
+            format_bytes(s->arena_bytes, buf, sizeof buf), s->peak_step, step_kind[st->kind],
+            graph_node(s->g, st->node)->name);
+}
+
+static void json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', out);
+        if ((unsigned char)*s < 32) fprintf(out, "\\u%04x", *s);
+        else fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+/* Does some backward step read node i (a tensor the plan decides on)? */
+static bool is_candidate(const Autodiff *ad, const Graph *g, int i) {
+    const Node *x = graph_node(g, i);
+    return ad->live[i] && !(op_table[x->op].flags & OPF_LEAF) && i != g->loss;
+}
+
+void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
+                      const ReportInfo *info, FILE *out) {
+    Breakdown b = breakdown(s);
+    fprintf(out, "{\n  \"acc_version\": \"%s\",\n  \"model\": ", ACC_VERSION);
+    json_str(out, g->model);
+    fprintf(out, ",\n  \"source\": ");
+    json_str(out, g->source);
+    fprintf(out, ",\n  \"hyperparameters\": {");
+    for (int i = 0; i < g->hparams.n; i++) {
+        const char *eq = strchr(g->hparams.v[i], '=');
+        fprintf(out, "%s\"%.*s\": \"%s\"", i ? ", " : "", (int)(eq - g->hparams.v[i]), g->hparams.v[i], eq + 1);
+    }
+    fprintf(out, "},\n  \"target\": \"%s\",\n  \"hw\": ", info->target);
+    json_str(out, hw->name);
+    fprintf(out, ",\n  \"policy\": ");
+    json_str(out, info->policy);
+    fprintf(out, ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
+                 ",\n  \"fits\": %s,\n",
+            info->budget_bytes, s->arena_bytes, s->peak_live_bytes,
+            info->budget_bytes <= 0 || s->arena_bytes <= info->budget_bytes ? "true" : "false");
+    fprintf(out, "  \"memory\": {");
+    const char *sep = "";
+    for (int c = 0; c < BUF_KIND_COUNT; c++) {
+        fprintf(out, "%s\"%s\": %" PRId64, sep, buf_kind_name((BufKind)c), b.cat[c]);
+        sep = ", ";
+    }
+    fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
+    const Step *pk = &s->steps.v[s->peak_step];
+    fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step, step_kind[pk->kind]);
+    json_str(out, graph_node(g, pk->node)->name);
+    fprintf(out, "},\n  \"steps\": %d,\n  \"recompute_steps\": %d,\n", s->steps.n, s->n_recompute);
+    fprintf(out, "  \"recompute_flops\": %.9g,\n  \"recompute_time_est\": %.9g,\n", p->recompute_flops, p->recompute_time);
+    fprintf(out, "  \"step_time_est\": %.9g,\n  \"overhead\": %.9g,\n", p->fwd_time + p->bwd_time + p->recompute_time,
+            p->recompute_time / (p->fwd_time + p->bwd_time));
+    double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
+    fprintf(out, "  \"solver\": {\"status\": \"%s\", \"objective\": %.9g, \"bound\": %.9g, \"gap\": %.9g, "
+                 "\"candidates\": %d, \"evaluations\": %d},\n",
+            status_name[p->status], p->recompute_time, p->bound, gap < 0 ? 0 : gap, p->n_candidates, p->n_evals);
+    fprintf(out, "  \"tensors\": [\n");
+    bool first = true;
+    for (int i = 0; i < g->nodes.n; i++) {
+        if (!is_candidate(ad, g, i)) continue;
+        const Node *x = graph_node(g, i);
+        fprintf(out, "%s    {\"name\": ", first ? "" : ",\n");
+        json_str(out, x->name);
+        fprintf(out, ", \"op\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", \"recompute_time\": %.9g, "
+                     "\"recompute_flops\": %.9g}",
+                op_table[x->op].name, node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
+                cost_fwd_time(g, x, hw), op_table[x->op].flops(g, x));
+        first = false;
+    }
+    fprintf(out, "\n  ]\n}\n");
+}
+
+void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
+                    const ReportInfo *info, FILE *out) {
+    char b1[32], b2[32];
+    fprintf(out, "model %s (%s), policy %s, hardware %s\n", g->model, g->source, info->policy, hw->name);
+    fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
+            info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
+            format_bytes(s->arena_bytes, b2, sizeof b2), s->arena_bytes,
+            info->budget_bytes > 0 && s->arena_bytes > info->budget_bytes ? "  DOES NOT FIT" : "");
+    fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s\n\n", p->recompute_time * 1e3,
+            (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
+            status_name[p->status]);
+    fprintf(out, "memory at the peak:\n");
+    report_breakdown(s, out);
+    fprintf(out, "\n%-40s %-14s %12s  %-9s %12s\n", "tensor", "op", "bytes", "decision", "recompute");
+    const char *group = NULL;
+    for (int i = 0; i < g->nodes.n; i++) {
+        if (!is_candidate(ad, g, i)) continue;
+        const Node *x = graph_node(g, i);
+        if (!group || strcmp(group, x->group)) {
+            group = x->group;
+            fprintf(out, "[%s]\n", *group ? group : "top level");
+        }
+        fprintf(out, "  %-38s %-14s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name, node_bytes(x),
+                p->dec[i] == DEC_SAVE ? "save" : "recompute", cost_fwd_time(g, x, hw) * 1e6);
+    }
+}
