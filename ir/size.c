@@ -1,6 +1,8 @@
 /* size.c - memory sizes on the command line ("8G", "1.5GiB", "8000MB") and
- * their rendering for humans. Parsing uses exact integer arithmetic: a size
- * is accepted only if it is a whole number of bytes in [1, INT64_MAX].
+ * their rendering for humans. Parsing uses exact integer arithmetic; a
+ * fractional size is rounded down to whole bytes ("3.3M" = 3460300), but a
+ * fraction of the byte unit itself ("1.5B") is an error. The result must be in
+ * [1, INT64_MAX].
  */
 #include "ir.h"
 
@@ -49,15 +51,16 @@ bool parse_size(const char *s, int64_t *bytes_out) {
     for (size_t i = 0; i < sizeof units / sizeof *units; i++)
         if (!strcmp(s, units[i].name)) mult = units[i].mult;
     if (!mult) return false;
-    /* fraction * mult, Horner from the last digit: every step must divide
-     * exactly by 10, else the product is not a whole number of bytes. Each
-     * step stays below 10 * mult, far from overflow. */
+    /* floor(fraction * mult), Horner from the last digit (floor of floors
+     * is the floor); each step stays below 10 * mult, far from overflow. */
     int64_t part = 0;
+    bool exact = true;
     for (size_t i = n_frac; i-- > 0;) {
         int64_t t = (frac[i] - '0') * mult + part;
-        if (t % 10) return false;
+        exact &= t % 10 == 0;
         part = t / 10;
     }
+    if (mult == 1 && !exact) return false;
     int64_t total;
     if (__builtin_mul_overflow(whole, mult, &total) || __builtin_add_overflow(total, part, &total))
         return false;

@@ -226,49 +226,62 @@ static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
 
 static int glpk_quiet(void *info, const char *s) { return 1; }
 
-/* Returns the optimal cost (and x) or -1 if even taking everything is short. */
+/* Returns the optimal cost (and x) or -1 if even taking everything is short.
+ * Items with equal cost and size (the same tensor of identical blocks) become
+ * one integer variable bounded by their count: no symmetric branching. */
 static double knapsack_min_cost(const double *cost, const double *size, int n, double need, bool *x) {
     double total = 0;
-    for (int i = 0; i < n; i++) total += size[i];
-    if (need <= 0) {
-        for (int i = 0; i < n; i++) x[i] = false;
-        return 0;
-    }
+    for (int i = 0; i < n; i++) total += size[i], x[i] = false;
+    if (need <= 0) return 0;
     if (total < need) return -1;
+    int *cls = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* item -> class */
+    int *rep = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
+    int *count = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        while (k < m && !(cost[rep[k]] == cost[i] && size[rep[k]] == size[i])) k++;
+        if (k == m) rep[m] = i, count[m] = 0, m++;
+        cls[i] = k;
+        count[k]++;
+    }
     glp_term_hook(glpk_quiet, NULL);
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_rows(lp, 1);
     glp_set_row_bnds(lp, 1, GLP_LO, need, 0);
-    glp_add_cols(lp, n);
-    int *ind = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
-    double *val = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(double));
-    for (int i = 0; i < n; i++) {
-        glp_set_col_kind(lp, i + 1, GLP_BV);
-        glp_set_obj_coef(lp, i + 1, cost[i]);
-        ind[i + 1] = i + 1;
-        val[i + 1] = size[i];
+    glp_add_cols(lp, m);
+    int *ind = acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int));
+    double *val = acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double));
+    for (int k = 0; k < m; k++) {
+        glp_set_col_kind(lp, k + 1, GLP_IV);
+        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, count[k]);
+        glp_set_obj_coef(lp, k + 1, cost[rep[k]]);
+        ind[k + 1] = k + 1;
+        val[k + 1] = size[rep[k]];
     }
-    glp_set_mat_row(lp, 1, n, ind, val);
+    glp_set_mat_row(lp, 1, m, ind, val);
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.tm_lim = 10000;
-    double best = -1;
+    io.tm_lim = 2000;
+    io.mir_cuts = GLP_ON;
+    io.cov_cuts = GLP_ON;
+    double best;
     if (glp_simplex(lp, &sm) == 0 && glp_intopt(lp, &io) == 0 &&
         (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
         best = glp_mip_obj_val(lp);
-        for (int i = 0; i < n; i++) x[i] = glp_mip_col_val(lp, i + 1) > 0.5;
-    } else {
-        for (int i = 0; i < n; i++) x[i] = true;
+        for (int k = 0; k < m; k++) count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+        for (int i = 0; i < n; i++)
+            if (count[cls[i]] > 0) x[i] = true, count[cls[i]]--;
+    } else { /* GLPK gave no answer in time: take everything */
         best = 0;
-        for (int i = 0; i < n; i++) best += cost[i];
+        for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
     }
-    free(ind);
-    free(val);
+    free(ind), free(val), free(cls), free(rep), free(count);
     glp_delete_prob(lp);
     glp_term_hook(NULL, NULL);
     return best;
@@ -412,6 +425,45 @@ static bool exhaustive(Ctx *c, Decision *dec, const int *free_ids, int k, int64_
     return best < INFINITY;
 }
 
+/* The knapsack descent from save-all, and every policy's plan that fits, each
+ * improved by restoring what it can afford to save; the cheapest that fits. */
+static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget) {
+    int n = c->g->nodes.n;
+    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    double best = INFINITY;
+    Eval e;
+    /* the allocation may need more than max-live: tighten the target and retry */
+    int64_t target = budget;
+    for (int round = 0; round < 6 && target > 0; round++) {
+        for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
+        apply_forced(c, dec);
+        if (!cut_to(c, dec, target)) break;
+        restore(c, dec, target);
+        evaluate(c, dec, true, &e, NULL);
+        if (e.arena <= budget) {
+            best = e.cost;
+            memcpy(out, dec, (size_t)n * sizeof(Decision));
+            break;
+        }
+        target -= e.arena - budget;
+    }
+    static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
+                                        "ops:matmul,attention", "ops:matmul"};
+    for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+        policy_decisions(c, seeds[k], dec);
+        evaluate(c, dec, true, &e, NULL);
+        if (e.arena > budget || e.cost >= best) continue;
+        restore(c, dec, budget - (e.arena - e.max_live));
+        evaluate(c, dec, true, &e, NULL);
+        if (e.arena <= budget && e.cost < best) {
+            best = e.cost;
+            memcpy(out, dec, (size_t)n * sizeof(Decision));
+        }
+    }
+    free(dec);
+    return best < INFINITY;
+}
+
 static void finish(Ctx *c, Plan *p, PlanStatus status) {
     Eval e;
     Schedule s;
@@ -463,26 +515,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     if (k <= EXHAUSTIVE_MAX) {
         status = exhaustive(&c, p->dec, free_ids, k, budget) ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
     } else {
-        /* the allocation may need more than max-live: tighten and retry */
-        int64_t target = budget;
-        Decision *best = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-        bool found = false;
-        for (int round = 0; round < 6 && target > 0; round++) {
-            for (int i = 0; i < n; i++) p->dec[i] = DEC_SAVE;
-            apply_forced(&c, p->dec);
-            if (!cut_to(&c, p->dec, target)) break;
-            restore(&c, p->dec, target);
-            evaluate(&c, p->dec, true, &e, NULL);
-            if (e.arena <= budget) {
-                memcpy(best, p->dec, (size_t)n * sizeof(Decision));
-                found = true;
-                break;
-            }
-            target -= e.arena - budget;
-        }
-        if (found) memcpy(p->dec, best, (size_t)n * sizeof(Decision));
-        else status = PLAN_INFEASIBLE;
-        free(best);
+        status = best_of_heuristics(&c, p->dec, budget) ? PLAN_HEURISTIC : PLAN_INFEASIBLE;
     }
     p->bound = boundary_bound(&c, budget);
     free(free_ids);

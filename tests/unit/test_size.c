@@ -83,7 +83,8 @@ static void test_rejects(void) {
     BAD("1.0");
     BAD("1.5B"); /* fractional bytes */
     BAD("0.3B");
-    BAD("0.1K"); /* 102.4 bytes */
+    OK("0.1K", 102); /* 102.4 bytes, rounded down */
+    OK("3.3M", 3460300);
     BAD("0.0001K");
     BAD("0.0000000000000000000000000000000000000000000001T");
     BAD("1.G");
