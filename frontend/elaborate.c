@@ -22,6 +22,12 @@
 #define MAX_BLOCK_DEPTH 64
 #define MAX_REPEAT 100000
 #define MAX_NODES 1000000
+/* Limits that keep elaboration finite in time, memory and stack for any input. */
+#define MAX_NESTING 1000       /* expressions, block calls and repeats nested */
+#define MAX_INSTANCES 1000000  /* block instances and repeat iterations */
+#define MAX_WORK 50000000      /* statements executed and expressions evaluated */
+#define MAX_FORMALS 256        /* parameters of one block */
+#define MAX_PATTERNS 256       /* save/recompute patterns with wildcards */
 
 typedef enum { V_ERR, V_NONE, V_INT, V_FLOAT, V_BOOL, V_LIST, V_TENSOR, V_TUPLE } VKind;
 
@@ -38,15 +44,17 @@ typedef struct {
 typedef enum { B_HPARAM, B_INPUT, B_PARAM, B_VAR, B_FORMAL, B_INDEX } BindKind;
 
 typedef struct Binding Binding;
+typedef struct Frame Frame;
 struct Binding {
     const char *name;
     BindKind kind;
     Value v;
     Loc loc;
-    Binding *next;
+    Binding *next;     /* the next older binding of its frame */
+    Binding *shadowed; /* the next older live binding of the same name */
+    Frame *frame;
 };
 
-typedef struct Frame Frame;
 struct Frame {
     Binding *binds;
     Frame *parent;     /* NULL above a block body or the top level */
@@ -57,11 +65,14 @@ struct Frame {
     Value ret;
 };
 
-/* An open-addressing set of strings (names and scopes already used). */
+/* An open-addressing map from strings to values: the names and scopes already
+ * used (value: the next suffix unique() tries), the blocks by name, and the
+ * newest live binding of each name. */
 typedef struct {
-    const char **slot;
+    const char **key;
+    void **val;
     size_t cap, n;
-} StrSet;
+} StrMap;
 
 typedef struct {
     Diag *d;
@@ -74,9 +85,11 @@ typedef struct {
     Frame *top;
     const Stmt *stack[MAX_BLOCK_DEPTH];
     int depth;
-    StrSet names, scopes;
+    StrMap names, scopes, blocks, binds, leaves;
     const Stmt *model_stmt, *loss_stmt;
     bool too_big;
+    int nesting;
+    int64_t instances, work;
 } Elab;
 
 static const char *const kind_name[] = {"an error", "nothing", "an integer", "a number", "a boolean",
@@ -97,49 +110,79 @@ static uint64_t str_hash(const char *s) {
     return h;
 }
 
-static bool set_has(const StrSet *s, const char *str) {
-    if (!s->cap) return false;
-    for (size_t i = str_hash(str) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-        if (!s->slot[i]) return false;
-        if (!strcmp(s->slot[i], str)) return true;
-    }
+/* The slot of key in m: where it is, or the empty slot where it would go. */
+static size_t map_slot(const StrMap *m, const char *key) {
+    size_t i = str_hash(key) & (m->cap - 1);
+    while (m->key[i] && strcmp(m->key[i], key)) i = (i + 1) & (m->cap - 1);
+    return i;
 }
 
-static void set_add(StrSet *s, const char *str) {
-    if (2 * (s->n + 1) > s->cap) {
-        StrSet bigger = {acc_xrealloc(NULL, (s->cap ? 2 * s->cap : 256) * sizeof(char *)), s->cap ? 2 * s->cap : 256,
-                         0};
-        memset(bigger.slot, 0, bigger.cap * sizeof(char *));
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slot[i]) set_add(&bigger, s->slot[i]);
-        free(s->slot);
-        *s = bigger;
+static bool map_has(const StrMap *m, const char *key) { return m->cap && m->key[map_slot(m, key)]; }
+
+static void *map_get(const StrMap *m, const char *key) {
+    if (!m->cap) return NULL;
+    size_t i = map_slot(m, key);
+    return m->key[i] ? m->val[i] : NULL;
+}
+
+static void map_free(StrMap *m) {
+    free(m->key);
+    free(m->val);
+}
+
+/* The value of key, added with value NULL if new; valid until the next map_at.
+ * The key string must outlive the map. */
+static void **map_at(StrMap *m, const char *key) {
+    if (2 * (m->n + 1) > m->cap) {
+        StrMap bigger = {.cap = m->cap ? 2 * m->cap : 256};
+        bigger.key = acc_xrealloc(NULL, bigger.cap * sizeof *bigger.key);
+        bigger.val = acc_xrealloc(NULL, bigger.cap * sizeof *bigger.val);
+        memset(bigger.key, 0, bigger.cap * sizeof *bigger.key);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) *map_at(&bigger, m->key[i]) = m->val[i];
+        map_free(m);
+        *m = bigger;
     }
-    size_t i = str_hash(str) & (s->cap - 1);
-    while (s->slot[i]) i = (i + 1) & (s->cap - 1);
-    s->slot[i] = str;
-    s->n++;
+    size_t i = map_slot(m, key);
+    if (!m->key[i]) {
+        m->key[i] = key;
+        m->val[i] = NULL;
+        m->n++;
+    }
+    return &m->val[i];
 }
 
 static const char *join(Elab *E, const char *scope, const char *name) {
     return *scope ? pool_printf(&E->g->pool, "%s.%s", scope, name) : pool_strdup(&E->g->pool, name);
 }
 
-/* The first of base, base_1, base_2... not yet in set; added to it. */
-static const char *unique(Elab *E, StrSet *set, const char *base) {
-    const char *s = base;
-    for (int k = 1; set_has(set, s); k++) s = pool_printf(&E->g->pool, "%s_%d", base, k);
-    set_add(set, s);
+/* The first of base, base_1, base_2... not yet in set; added to it. base's
+ * value in set is the suffix to try next (those below are taken), so a name
+ * used n times costs O(n), not O(n^2). */
+static const char *unique(Elab *E, StrMap *set, const char *base) {
+    uintptr_t k = (uintptr_t)map_get(set, base);
+    const char *s = k ? pool_printf(&E->g->pool, "%s_%d", base, (int)k) : base;
+    while (map_has(set, s)) s = pool_printf(&E->g->pool, "%s_%d", base, (int)++k);
+    map_at(set, s);
+    *map_at(set, base) = (void *)(k + 1);
     return s;
 }
 
-static Binding *find_local(Frame *f, const char *name, Frame **where) {
-    for (; f; f = f->parent)
-        for (Binding *b = f->binds; b; b = b->next)
-            if (!strcmp(b->name, name)) {
-                if (where) *where = f;
-                return b;
-            }
+/* Whether frame f is from or one of its parents. */
+static bool visible(const Frame *from, const Frame *f) {
+    for (; from; from = from->parent)
+        if (from == f) return true;
+    return false;
+}
+
+/* The binding of name in f or its parents (up to the block or top level). The
+ * newest visible binding of a name is the innermost one, as frames nest. */
+static Binding *find_local(Elab *E, Frame *f, const char *name, Frame **where) {
+    for (Binding *b = map_get(&E->binds, name); b; b = b->shadowed)
+        if (visible(f, b->frame)) {
+            if (where) *where = b->frame;
+            return b;
+        }
     return NULL;
 }
 
@@ -147,27 +190,68 @@ static Binding *find_local(Frame *f, const char *name, Frame **where) {
  * hyperparameters (a block sees its arguments, its own names and the
  * hyperparameters; the top level sees everything it defined). */
 static Binding *lookup(Elab *E, Frame *f, const char *name) {
-    Binding *b = find_local(f, name, NULL);
+    Binding *b = find_local(E, f, name, NULL);
     if (b) return b;
-    for (b = E->top->binds; b; b = b->next)
-        if (b->kind == B_HPARAM && !strcmp(b->name, name)) return b;
+    for (b = map_get(&E->binds, name); b; b = b->shadowed)
+        if (b->kind == B_HPARAM && b->frame == E->top) return b;
     return NULL;
 }
 
 static Binding *bind(Elab *E, Frame *f, const char *name, BindKind k, Value v, Loc loc) {
     Binding *b = pool_alloc(&E->tmp, sizeof *b);
-    *b = (Binding){name, k, v, loc, f->binds};
+    void **newest = map_at(&E->binds, name);
+    *b = (Binding){name, k, v, loc, f->binds, *newest, f};
+    *newest = b;
     f->binds = b;
     return b;
 }
 
+/* Forget the bindings of f when it ends (frames end innermost first, so each
+ * is the newest of its name). */
+static void unbind(Elab *E, Frame *f) {
+    for (Binding *b = f->binds; b; b = b->next) *map_at(&E->binds, b->name) = b->shadowed;
+    f->binds = NULL;
+}
+
 static void note_previous(Elab *E, const Binding *b) { diag_note(E->d, b->loc, "previous definition is here"); }
 
-static const Stmt *find_block(const Elab *E, const char *name) {
-    for (const Stmt *s = E->prog->stmts; s; s = s->next)
-        if (s->kind == S_BLOCK && !strcmp(s->name, name)) return s;
-    return NULL;
+/* Count one block instance or repeat iteration; false (reported once) past the limit. */
+static bool count_instance(Elab *E, Loc loc) {
+    if (E->too_big) return false;
+    if (++E->instances > MAX_INSTANCES) {
+        diag_error(E->d, loc, "model too large: more than %d block instances and repeat iterations", MAX_INSTANCES);
+        E->too_big = true;
+        return false;
+    }
+    return true;
 }
+
+/* Enter one more level of nesting (the caller leaves it: E->nesting--); false
+ * (reported once, and elaboration stops) past the limit. */
+static bool enter(Elab *E, Loc loc) {
+    if (E->too_big) return false;
+    if (E->nesting >= MAX_NESTING) {
+        diag_error(E->d, loc, "expressions, block calls and repeats nested more than %d deep", MAX_NESTING);
+        E->too_big = true;
+        return false;
+    }
+    E->nesting++;
+    return true;
+}
+
+/* Count one statement or expression; false (reported once) past the limit. */
+static bool count_work(Elab *E, Loc loc) {
+    if (E->too_big) return false;
+    if (++E->work > MAX_WORK) {
+        diag_error(E->d, loc, "model too large: elaboration takes more than %d steps", MAX_WORK);
+        E->too_big = true;
+        return false;
+    }
+    return true;
+}
+
+/* The (first) block named name, or NULL. */
+static const Stmt *find_block(const Elab *E, const char *name) { return map_get(&E->blocks, name); }
 
 static int edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
@@ -246,7 +330,8 @@ static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt,
     n.loc = loc;
     n.group = f->group;
     n.name = name;
-    set_add(&E->names, name);
+    map_at(&E->names, name);
+    map_at(&E->leaves, name);
     return v_tensor(graph_add(E->g, &n));
 }
 
@@ -523,11 +608,12 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
         diag_error(E->d, e->loc, "blocks nested more than %d deep", MAX_BLOCK_DEPTH);
         return v_err();
     }
-    Frame *nf = pool_alloc(&E->tmp, sizeof *nf);
-    nf->in_block = true;
+    if (!count_instance(E, e->loc)) return v_err();
+    Frame frame = {.in_block = true}, *nf = &frame;
     /* arguments, evaluated in the caller's frame */
     int n_formals = 0, n_pos = 0;
     for (const Name *p = b->targets; p; p = p->next) n_formals++;
+    if (n_formals > MAX_FORMALS) return v_err(); /* reported at the definition */
     bool bad = false;
     for (const Arg *a = e->args; a; a = a->next) {
         Value v = eval(E, f, a->value, NULL);
@@ -550,12 +636,14 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
                 continue;
             }
         }
-        for (Binding *x = nf->binds; x; x = x->next)
-            if (!strcmp(x->name, p->name)) {
-                diag_error(E->d, a->kw ? a->kw_loc : a->value->loc, "parameter '%s' of block '%s' given twice",
-                           p->name, b->name);
-                bad = true;
-            }
+        bool twice = false;
+        for (Binding *x = nf->binds; x && !twice; x = x->next) twice = !strcmp(x->name, p->name);
+        if (twice) {
+            diag_error(E->d, a->kw ? a->kw_loc : a->value->loc, "parameter '%s' of block '%s' given twice", p->name,
+                       b->name);
+            bad = true;
+            continue;
+        }
         bind(E, nf, p->name, B_FORMAL, v, p->loc);
     }
     for (const Name *p = b->targets; p; p = p->next) {
@@ -572,17 +660,26 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
         if (v.k == V_ERR) bad = true;
         bind(E, nf, p->name, B_FORMAL, v, p->loc);
     }
-    if (bad) return v_err();
     const char *base = join(E, f->scope, e->as_name ? e->as_name : b->name);
-    if (e->as_name && set_has(&E->scopes, base)) {
+    if (!bad && e->as_name && map_has(&E->scopes, base)) {
         diag_error(E->d, e->as_loc, "instance name '%s' is already used in this scope", e->as_name);
+        bad = true;
+    }
+    if (bad) {
+        unbind(E, nf);
         return v_err();
     }
     nf->scope = unique(E, &E->scopes, base);
     nf->group = *f->group ? f->group : nf->scope;
     E->stack[E->depth++] = b;
+    int before = E->d->n_errors;
     exec_stmts(E, nf, b->body);
     E->depth--;
+    unbind(E, nf);
+    if (E->d->n_errors > before && strcmp(nf->scope, b->name))
+        diag_note(E->d, e->loc, "in block '%s' called here (instance '%s')", b->name, nf->scope);
+    else if (E->d->n_errors > before)
+        diag_note(E->d, e->loc, "in block '%s' called here", b->name);
     if (!nf->returned) return (Value){.k = V_NONE};
     return nf->ret;
 }
@@ -613,6 +710,7 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
     }
     OpKind op = op_lookup(e->name);
     if (op != OP_COUNT) return eval_op_call(E, f, e, op, hint);
+    if (E->d->stopped) return v_err();
     const char *sugg = suggest_callee(E, e->name);
     if (sugg)
         diag_error(E->d, e->loc, "unknown op or block '%s'; did you mean '%s'?", e->name, sugg);
@@ -623,7 +721,7 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
 
 /* Evaluate e in frame f. targets: the names an assignment binds the result to
  * (names the node it creates), or NULL. */
-static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets) {
+static Value eval_expr(Elab *E, Frame *f, const Expr *e, const Name *targets) {
     const char *hint = targets && !targets->next ? targets->name : NULL;
     switch (e->kind) {
     case E_INT: return v_int(e->ival);
@@ -681,6 +779,16 @@ static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets) {
     }
     }
     ACC_UNREACHABLE();
+}
+
+/* eval_expr with the nesting and the work counted: no input can exhaust the
+ * stack (a long chain like 1+1+...+1 nests to the left without limit in the
+ * grammar) or run for ever. */
+static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets) {
+    if (!count_work(E, e->loc) || !enter(E, e->loc)) return v_err();
+    Value v = eval_expr(E, f, e, targets);
+    E->nesting--;
+    return v;
 }
 
 /* ---- statements ----------------------------------------------------------- */
@@ -803,7 +911,7 @@ static void exec_hparam(Elab *E, Frame *f, const Stmt *s) {
 
 static void exec_param(Elab *E, Frame *f, const Stmt *s) {
     Frame *where = NULL;
-    Binding *prev = find_local(f, s->name, &where);
+    Binding *prev = find_local(E, f, s->name, &where);
     if (prev && where == f) {
         diag_error(E->d, s->name_loc, "redefinition of '%s'", s->name);
         note_previous(E, prev);
@@ -825,7 +933,7 @@ static void exec_param(Elab *E, Frame *f, const Stmt *s) {
         ok &= eval_init(E, f, s->value, &init);
     }
     const char *name = join(E, f->scope, s->name);
-    if (ok && set_has(&E->names, name)) {
+    if (ok && map_has(&E->names, name)) {
         diag_error(E->d, s->name_loc, "parameter name '%s' is already used by a tensor", name);
         ok = false;
     }
@@ -838,7 +946,7 @@ static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
     /* refuse to rebind what is not a variable */
     for (const Name *t = s->targets; t; t = t->next) {
         Frame *where = NULL;
-        Binding *b = find_local(f, t->name, &where);
+        Binding *b = find_local(E, f, t->name, &where);
         if (!b) b = lookup(E, f, t->name);
         if (b && (b->kind == B_HPARAM || b->kind == B_INPUT || b->kind == B_PARAM || b->kind == B_INDEX)) {
             static const char *const what[] = {"hyperparameter", "input", "parameter", "", "", "repeat index"};
@@ -886,7 +994,7 @@ static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
     for (const Name *t = s->targets; t; t = t->next, i++) {
         Value ti = v.k == V_TUPLE ? v_tensor(v.tuple[i]) : v;
         Frame *where = NULL;
-        Binding *b = find_local(f, t->name, &where);
+        Binding *b = find_local(E, f, t->name, &where);
         if (b) {
             b->v = ti;
         } else {
@@ -903,23 +1011,23 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
         return;
     }
     const char *base = join(E, f->scope, s->name);
-    if (set_has(&E->scopes, base)) {
+    if (map_has(&E->scopes, base)) {
         diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope", s->name);
         return;
     }
-    set_add(&E->scopes, base);
-    for (int64_t i = 0; i < n.i && !E->too_big && !E->d->stopped; i++) {
-        Frame *it = pool_alloc(&E->tmp, sizeof *it);
-        it->parent = f;
-        it->in_block = f->in_block;
-        it->in_repeat = true;
-        it->scope = pool_printf(&E->g->pool, "%s.%" PRId64, base, i);
-        it->group = *f->group ? f->group : it->scope;
-        if (s->index) bind(E, it, s->index, B_INDEX, v_int(i), s->index_loc);
+    map_at(&E->scopes, base);
+    if (!enter(E, s->loc)) return;
+    for (int64_t i = 0; i < n.i && !E->d->stopped && count_instance(E, s->loc); i++) {
+        Frame it = {.parent = f, .in_block = f->in_block, .in_repeat = true};
+        it.scope = pool_printf(&E->g->pool, "%s.%" PRId64, base, i);
+        it.group = *f->group ? f->group : it.scope;
+        if (s->index) bind(E, &it, s->index, B_INDEX, v_int(i), s->index_loc);
         int before = E->d->n_errors;
-        exec_stmts(E, it, s->body);
+        exec_stmts(E, &it, s->body);
+        unbind(E, &it);
         if (E->d->n_errors > before) break; /* the same errors would repeat */
     }
+    E->nesting--;
 }
 
 static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
@@ -949,7 +1057,7 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             note_previous(E, prev);
             return;
         }
-        if (set_has(&E->names, s->name)) {
+        if (map_has(&E->names, s->name)) {
             diag_error(E->d, s->name_loc, "input name '%s' is already used by a tensor", s->name);
             return;
         }
@@ -1016,7 +1124,7 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
 }
 
 static void exec_stmts(Elab *E, Frame *f, const Stmt *s) {
-    for (; s && !E->d->stopped && !E->too_big; s = s->next) {
+    for (; s && !E->d->stopped && count_work(E, s->loc); s = s->next) {
         if (f->returned) {
             diag_error(E->d, s->loc, "statement after 'return'");
             return;
@@ -1029,13 +1137,21 @@ static void exec_stmts(Elab *E, Frame *f, const Stmt *s) {
 static void collect_blocks(Elab *E) {
     for (const Stmt *s = E->prog->stmts; s; s = s->next) {
         if (s->kind != S_BLOCK) continue;
-        const Stmt *first = find_block(E, s->name);
-        if (first != s) {
+        void **first = map_at(&E->blocks, s->name);
+        if (*first) {
             diag_error(E->d, s->name_loc, "redefinition of block '%s'", s->name);
-            diag_note(E->d, first->name_loc, "previous definition is here");
+            diag_note(E->d, ((const Stmt *)*first)->name_loc, "previous definition is here");
+        } else {
+            *first = (void *)(uintptr_t)s; /* the map holds const Stmt pointers */
         }
         if (op_lookup(s->name) != OP_COUNT || !strcmp(s->name, "split") || !strcmp(s->name, "sqrt"))
             diag_error(E->d, s->name_loc, "block '%s' has the name of a built-in op", s->name);
+        int n_formals = 0;
+        for (const Name *p = s->targets; p; p = p->next) n_formals++;
+        if (n_formals > MAX_FORMALS) {
+            diag_error(E->d, s->name_loc, "block '%s' has more than %d parameters", s->name, MAX_FORMALS);
+            continue;
+        }
         for (const Name *p = s->targets; p; p = p->next)
             for (const Name *q = s->targets; q != p; q = q->next)
                 if (!strcmp(p->name, q->name)) {
@@ -1045,17 +1161,27 @@ static void collect_blocks(Elab *E) {
     }
 }
 
-/* Patterns from save/recompute statements and annotations must name something. */
+/* Patterns of save/recompute statements (top level only) must name a computed
+ * tensor. A pattern without wildcards is looked up; each other one scans the
+ * tensors, so there may be at most MAX_PATTERNS of those. */
 static void check_globs(Elab *E) {
-    for (int k = 0; k < 2; k++) {
-        const char *kw = k ? "recompute" : "save";
-        int n = k ? E->g->recompute_globs.n : E->g->save_globs.n;
-        for (int i = 0; i < n; i++) {
-            const char *gl = k ? E->g->recompute_globs.v[i] : E->g->save_globs.v[i];
+    int n_scans = 0;
+    for (const Stmt *s = E->prog->stmts; s; s = s->next) {
+        if (s->kind != S_SAVE && s->kind != S_RECOMPUTE) continue;
+        for (const Name *gl = s->targets; gl; gl = gl->next) {
             bool hit = false;
-            for (int j = 0; j < E->g->nodes.n && !hit; j++)
-                hit = !(op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) && !fnmatch(gl, E->g->nodes.v[j].name, 0);
-            if (!hit) diag_error_file(E->d, "%s \"%s\": the pattern matches no computed tensor", kw, gl);
+            if (!strpbrk(gl->name, "*?[\\")) {
+                hit = map_has(&E->names, gl->name) && !map_has(&E->leaves, gl->name);
+            } else if (++n_scans > MAX_PATTERNS) {
+                diag_error(E->d, gl->loc, "more than %d save/recompute patterns with wildcards", MAX_PATTERNS);
+                return;
+            } else {
+                for (int j = 0; j < E->g->nodes.n && !hit; j++)
+                    hit = !(op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) && !fnmatch(gl->name, E->g->nodes.v[j].name, 0);
+            }
+            if (!hit)
+                diag_error(E->d, gl->loc, "%s \"%s\": the pattern matches no computed tensor",
+                           s->kind == S_SAVE ? "save" : "recompute", gl->name);
         }
     }
 }
@@ -1079,8 +1205,11 @@ int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, G
         check_globs(&E);
     }
     free(E.def_used);
-    free(E.names.slot);
-    free(E.scopes.slot);
+    map_free(&E.names);
+    map_free(&E.scopes);
+    map_free(&E.blocks);
+    map_free(&E.binds);
+    map_free(&E.leaves);
     pool_free(&E.tmp);
     return d->n_errors;
 }

@@ -18,6 +18,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "passes.h"
+#include "plandiff.h"
 #include "report.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -31,6 +32,7 @@ static const char usage[] =
     "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
     "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
     "                                     recompute cost; the peak; every policy\n"
+    "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
     "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
     "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
     "                                     synthetic data, print JSON lines\n"
@@ -59,7 +61,8 @@ static const char usage[] =
     "  -h, --help      this text\n"
     "  --version       acc's version and GLPK's\n"
     "\n"
-    "exit status: 0 success, 1 error in the input, 2 usage error\n";
+    "exit status: 0 success, 1 error in the input (acc diff: the plans differ),\n"
+    "2 usage error\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...) {
@@ -493,6 +496,10 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
         return 0;
+    }
+    if (!strcmp(cmd, "diff")) {
+        if (argc != 4) return usage_error("diff needs two plan files: acc diff A.json B.json");
+        return plan_diff(argv[2], argv[3], stdout);
     }
     Options o = {0};
     int rc = parse_options(argc - 2, argv + 2, &o);
