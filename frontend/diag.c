@@ -48,6 +48,9 @@ static void show_line(Diag *d, Loc loc) {
     fputc('\n', d->out);
 }
 
+static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
 static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list ap) {
     if (loc.line > 0)
         fprintf(d->out, "%s:%d:%d: %s: ", loc.file ? loc.file : d->file, loc.line, loc.col, kind);

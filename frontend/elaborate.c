@@ -152,7 +152,10 @@ static void **map_at(StrMap *m, const char *key) {
     return &m->val[i];
 }
 
+/* scope.name, or name at the top level. Its length counts as work: names nest
+ * (layers.3.attn.q), and that bounds the memory they take. */
 static const char *join(Elab *E, const char *scope, const char *name) {
+    E->work += (int64_t)(strlen(scope) + strlen(name));
     return *scope ? pool_printf(&E->g->pool, "%s.%s", scope, name) : pool_strdup(&E->g->pool, name);
 }
 
@@ -676,6 +679,7 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
     exec_stmts(E, nf, b->body);
     E->depth--;
     unbind(E, nf);
+    if (E->too_big) return v_err();
     if (E->d->n_errors > before && strcmp(nf->scope, b->name))
         diag_note(E->d, e->loc, "in block '%s' called here (instance '%s')", b->name, nf->scope);
     else if (E->d->n_errors > before)
@@ -1020,6 +1024,7 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
     for (int64_t i = 0; i < n.i && !E->d->stopped && count_instance(E, s->loc); i++) {
         Frame it = {.parent = f, .in_block = f->in_block, .in_repeat = true};
         it.scope = pool_printf(&E->g->pool, "%s.%" PRId64, base, i);
+        E->work += (int64_t)strlen(it.scope);
         it.group = *f->group ? f->group : it.scope;
         if (s->index) bind(E, &it, s->index, B_INDEX, v_int(i), s->index_loc);
         int before = E->d->n_errors;

@@ -1,8 +1,9 @@
 /* parser.y - the DSL grammar: a pure, location-tracking LALR(1) parser that
  * builds the AST and nothing else (no elaboration in actions). Syntax errors
- * are reported "expected X or Y, found Z"; recovery skips to the next ';' so
- * that every error of a file is reported. The grammar is documented in
- * docs/dsl.md.
+ * are reported "expected X or Y, found Z"; recovery skips to the next ';', over
+ * the body of a malformed repeat or block header, or to the '}' that closes
+ * the body the error is in, so that every error of a file is reported once.
+ * The grammar is documented in docs/dsl.md.
  */
 %require "3.6"
 %define api.pure full

@@ -300,6 +300,17 @@ void ir_print(const Graph *g, FILE *out) {
 
 #define VFAIL(...) (fprintf(err, "ir verify: " __VA_ARGS__), fputc('\n', err), false)
 
+typedef struct {
+    const char *name;
+    int id;
+} NameId;
+
+static int cmp_name_id(const void *a, const void *b) {
+    const NameId *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
 bool ir_verify(const Graph *g, FILE *err) {
     int n_loss = 0;
     for (int i = 0; i < g->nodes.n; i++) {
@@ -327,11 +338,19 @@ bool ir_verify(const Graph *g, FILE *err) {
             if (!shape_eq(&copy.shape, &n->shape) || copy.dtype != n->dtype || copy.aux_elems != n->aux_elems)
                 return VFAIL("%s: stored shape/dtype differs from the shape rule's", n->name);
         }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(g->nodes.v[j].name, n->name))
-                return VFAIL("%s: name used by nodes %d and %d", n->name, j, i);
         if (n->id == g->loss) n_loss++;
     }
+    /* unique names: sorted, not compared pairwise (graphs have up to 10^6 nodes) */
+    NameId *by_name = acc_xrealloc(NULL, ((size_t)g->nodes.n + 1) * sizeof *by_name);
+    for (int i = 0; i < g->nodes.n; i++) by_name[i] = (NameId){g->nodes.v[i].name, i};
+    qsort(by_name, (size_t)g->nodes.n, sizeof *by_name, cmp_name_id);
+    for (int i = 1; i < g->nodes.n; i++)
+        if (!strcmp(by_name[i - 1].name, by_name[i].name)) {
+            NameId a = by_name[i - 1], b = by_name[i];
+            free(by_name);
+            return VFAIL("%s: name used by nodes %d and %d", a.name, a.id, b.id);
+        }
+    free(by_name);
     if (g->loss >= 0) {
         const Node *l = &g->nodes.v[g->loss];
         if (n_loss != 1 || l->shape.ndim != 0 || l->dtype != DT_F32)

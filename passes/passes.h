@@ -105,9 +105,89 @@ void sched_free(Schedule *s);
 void sched_max_live(Schedule *s);
 
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
- * peak_live_bytes. Persistent buffers first, then a best-fit placement of the
- * rest by decreasing size. */
+ * peak_live_bytes. Persistent buffers back to back first, then the rest placed
+ * by alloc_intervals_ex with alloc_pipeline_options (deterministic). */
 void alloc_assign(Schedule *s);
+
+/* ---- static allocation over plain intervals (passes/alloc.c) --------------- */
+
+/* One buffer: `size` bytes live on the half-open interval [lower, upper) of
+ * some time axis; its offset must be a multiple of `alignment` (<= 1: any).
+ * Two buffers conflict when their intervals intersect; empty intervals and
+ * empty buffers conflict with nothing. */
+typedef struct {
+    int64_t lower, upper;
+    int64_t size;
+    int64_t alignment;
+} AllocItem;
+
+typedef struct {
+    /* Stop as soon as the arena is at most this (<= 0: the max-live lower
+     * bound, i.e. minimise). Below the lower bound it is never met. */
+    int64_t capacity;
+    /* Exact search budget in work units (a deterministic count, about 1e7 a
+     * second on one core); 0: greedy only; < 0: derived from time_limit_s. */
+    int64_t work_limit;
+    /* Wall-clock safety net of the exact search (<= 0: none). When it, rather
+     * than work_limit, ends the search the result may vary between runs. */
+    double time_limit_s;
+    /* Search only when the greedy arena exceeds max(capacity, lower bound) by
+     * more than this fraction (0: whenever it exceeds it). */
+    double search_above;
+} AllocOptions;
+
+typedef struct {
+    int64_t arena;         /* max over buffers of offset + size */
+    int64_t lower_bound;   /* max-live: the most bytes live at one time (>= any arena) */
+    int64_t greedy_arena;  /* the best of the greedy orders */
+    const char *greedy_order; /* which order gave it */
+    double greedy_s, search_s;
+    int64_t work, nodes;   /* spent by the exact search */
+    int n_solves;          /* decision searches run (capacities tried) */
+    bool searched;         /* the exact search ran */
+    bool optimal;          /* arena proven minimal (equal to the bound or proven by search) */
+    bool time_out;         /* the time limit, not the work limit, ended the search */
+} AllocResult;
+
+/* Work units a time limit buys: the default budget of alloc_intervals. */
+int64_t alloc_work_for_time(double seconds);
+/* The most bytes live at one time: a lower bound of any arena. */
+int64_t alloc_max_live(const AllocItem *items, int n);
+/* Offsets for n items (offsets[i] for items[i]); returns the arena size.
+ * A fast best-fit over a few orders (size, lifetime, size x lifetime), then,
+ * if above the bound by more than search_above, a branch-and-bound search
+ * over canonical placements (buffers resting on buffers, lowest free level
+ * first; pruned by per-time-section capacity, dominance and symmetry) that
+ * keeps the best solution found. Deterministic for a given work_limit. r may
+ * be NULL. */
+int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, const AllocOptions *o, AllocResult *r);
+/* Minimise the arena within about time_limit_s (<= 0: greedy only): the work
+ * budget is alloc_work_for_time(time_limit_s), the time limit a safety net. */
+int64_t alloc_intervals(const AllocItem *items, int n, int64_t *offsets, double time_limit_s);
+/* Independent check: every offset aligned and >= 0, every buffer inside the
+ * arena, no two conflicting buffers overlapping. Writes the first violation. */
+bool alloc_check(const AllocItem *items, int n, const int64_t *offsets, int64_t arena, char *err, size_t err_len);
+
+/* What alloc_assign uses. Defaults: search when the greedy arena is more than
+ * 1% above max-live, with the work of 0.5 s and a 2 s safety net. The
+ * environment variable ACC_ALLOC_SEARCH=SECONDS overrides the work budget
+ * (0: greedy only). */
+extern AllocOptions alloc_pipeline_options;
+
+/* A MiniMalloc CSV instance: header `id,lower,upper,size` (columns in any
+ * order; an `alignment` column is optional, an `offset` column is ignored). */
+typedef struct {
+    AllocItem *items;
+    char **ids;
+    int n;
+} AllocInstance;
+
+/* Reads an instance; false with "PATH:LINE: message" in err on any bad input. */
+bool alloc_read_csv(const char *path, AllocInstance *inst, char *err, size_t err_len);
+bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, size_t err_len);
+/* Writes id,lower,upper,size,offset. */
+void alloc_write_csv(const AllocInstance *inst, const int64_t *offsets, FILE *f);
+void alloc_instance_free(AllocInstance *inst);
 
 /* Re-simulate the schedule: every read finds its buffer live and computed from
  * the right node, no two live buffers overlap, everything fits in the arena.
@@ -171,5 +251,93 @@ void plan_free(Plan *p);
 /* The smallest peak acc can reach for g (every recomputable tensor dropped or
  * the best of the policies), for the infeasible-budget error. */
 int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o);
+
+/* ==== published graphs (dag_json.c, dag.c, dag_milp.c) ======================
+ * Planning a bare DAG given as data, in the format the Checkmate (MLSys 2020)
+ * and MOCCASIN (ICML 2023) papers published (networkx node-link JSON): each
+ * node has a compute cost and an output size. The model is the papers':
+ * a schedule is a sequence of node executions (every node at least once, its
+ * inputs computed earlier); each computed output is held from its execution to
+ * the last execution that reads it (reads take the most recent copy) and freed
+ * right after; the memory at an execution is the sum of the outputs held then
+ * (its inputs and its own output included). The baseline executes each node
+ * once in the topological order; a budget is a fraction of its peak. The cost
+ * of a plan is its total compute, recomputation included. Independent of the
+ * tensor IR above: this is acc's planner measured on the papers' inputs.
+ */
+
+typedef struct {
+    int n;              /* nodes, renumbered 0..n-1 in the topological order used */
+    int n_edges;
+    double *cost;       /* [n] compute cost (the file's unit) */
+    int64_t *mem;       /* [n] output size (bytes or the file's unit) */
+    bool *backward;     /* [n] Checkmate's forward/backward flag (false if absent) */
+    char **label;       /* [n] the file's node id, as text */
+    int *in_off, *in;   /* inputs of i: in[in_off[i] .. in_off[i+1]), ascending */
+    int *out_off, *out; /* users of i: out[out_off[i] .. out_off[i+1]), ascending */
+    char *title;        /* the graph's "name", or "" */
+    const char *order;  /* where the order came from: "graph.order", "ids", "topological sort" */
+} Dag;
+
+/* Parse node-link JSON (text[0..len)). Bad input: false and a message with
+ * the byte offset in err; never aborts. */
+bool dag_parse_json(const char *text, size_t len, Dag *d, char *err, size_t err_len);
+bool dag_load(const char *path, Dag *d, char *err, size_t err_len);
+/* Build a Dag from arrays (tests): edges src[k] -> dst[k] must go forward. */
+void dag_from_arrays(Dag *d, int n, const double *cost, const int64_t *mem, int n_edges, const int *src,
+                     const int *dst);
+void dag_free(Dag *d);
+
+typedef struct {
+    bool valid;         /* every node executed, every read finds a copy */
+    int64_t peak;       /* the most memory held at one execution */
+    int peak_event;
+    double compute;     /* summed cost of every execution */
+    int n_events, n_recompute;
+} DagSim;
+
+/* The one simulator every plan is scored by. ev[0..n_ev) are node indices in
+ * execution order; mem_at (optional, [n_ev]) receives the memory per event. */
+void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *mem_at);
+/* Peak of the topological order, each output freed after its last use,
+ * computed from live ranges (independently of dag_simulate). */
+int64_t dag_baseline_peak(const Dag *d);
+double dag_baseline_compute(const Dag *d);
+/* No schedule runs in less: the largest node with all its inputs. */
+int64_t dag_min_peak(const Dag *d);
+
+typedef enum { DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP } DagMethod;
+
+typedef struct {
+    DagMethod method;
+    int64_t budget;
+    double time_limit_s; /* <= 0: default (acc 20 s, checkmate 60 s) */
+    const char *emit_lp; /* write the integer program here (glp_write_lp) */
+    bool verbose;        /* progress on stderr */
+} DagPlanOptions;
+
+typedef struct {
+    int *ev, n_ev;       /* the schedule */
+    DagSim sim;          /* scored by dag_simulate */
+    bool fits;           /* sim.valid && sim.peak <= budget */
+    char status[24];     /* optimal, feasible, time_limit, infeasible, no_solution */
+    double objective;    /* the solver's objective (total compute); NAN if none */
+    double bound;        /* proven lower bound on total compute; NAN if none */
+    double gap;          /* (compute - bound) / compute; NAN if no bound */
+    double solve_s;
+    int n_binaries, n_rows; /* size of the integer program solved (0: none) */
+    const char *bound_scope; /* what the bound holds for: "all schedules", "checkmate", "acc model" */
+} DagPlan;
+
+/* Plan d under o->budget with o->method. Returns false with err set on a
+ * failure of the tool (a file that cannot be written), not on a plan that
+ * does not fit (p->fits is false then). */
+bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len);
+void dag_plan_free(DagPlan *p);
+/* The cheapest total compute of any schedule whose first executions follow
+ * the topological order (recomputations anywhere), by a shortest-path search
+ * over (next node, set of outputs held); for tests, n <= 16. -1: none fits. */
+double dag_exhaustive(const Dag *d, int64_t budget);
+/* ==== end of published graphs ============================================== */
 
 #endif

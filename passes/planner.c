@@ -27,7 +27,15 @@
 
 #include "passes.h"
 
-#define EXHAUSTIVE_MAX 12 /* free decisions searched exhaustively */
+/* Free decisions searched exhaustively; ACC_EXHAUSTIVE_MAX overrides it (up
+ * to 24) so that benchmarks can compare the heuristic with the optimum. */
+#define EXHAUSTIVE_MAX 12
+
+static int exhaustive_max(void) {
+    const char *e = getenv("ACC_EXHAUSTIVE_MAX");
+    int k = e && *e ? atoi(e) : EXHAUSTIVE_MAX;
+    return k < 0 ? 0 : k > 24 ? 24 : k;
+}
 
 typedef struct {
     const Graph *g;
@@ -512,7 +520,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     for (int i = 0; i < n; i++)
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
     PlanStatus status = PLAN_HEURISTIC;
-    if (k <= EXHAUSTIVE_MAX) {
+    if (k <= exhaustive_max()) {
         status = exhaustive(&c, p->dec, free_ids, k, budget) ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
     } else {
         status = best_of_heuristics(&c, p->dec, budget) ? PLAN_HEURISTIC : PLAN_INFEASIBLE;

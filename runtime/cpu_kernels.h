@@ -7,16 +7,18 @@
  *  - Forward kernels OVERWRITE their outputs.
  *  - Backward kernels ACCUMULATE (+=) into every gradient buffer, so the
  *    schedule can sum the contributions of several users of a tensor. Zero a
- *    gradient buffer (k_zero) before its first contribution. A gradient
- *    pointer may be NULL when that gradient is not needed; it is then skipped.
+ *    gradient buffer (k_zero) before its first contribution. Where a backward
+ *    has several gradient outputs, any of them may be NULL when that gradient
+ *    is not needed; it is then skipped.
  *  - Each backward's parameter list names exactly the forward tensors it
  *    reads (the planner must keep those alive or recompute them); the comment
  *    above it repeats the list as "reads: ...".
  *  - Kernels never allocate and never exit. Kernels that can meet bad data
  *    (an index out of range) return int: 0 ok, nonzero = bad index, and then
  *    write nothing.
- *  - Reductions over a fixed extent are deterministic: the result does not
- *    depend on the number of threads (no atomics, no racing accumulation).
+ *  - Results are deterministic and do not depend on the number of OpenMP
+ *    threads (no atomics, no racing accumulation; sums run in a fixed order).
+ *    Matmul is the exception: its summation order is OpenBLAS's.
  *  - Outputs and gradients must not alias inputs, except where stated:
  *    elementwise forwards (binary, unary, dropout) may write over an input of
  *    the output's shape, as may softmax and rope.
@@ -54,7 +56,7 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
 
 /* ---- elementwise binary with numpy broadcasting ------------------------- */
 
-/* out = a OP b. ndim (1..K_MAX_DIMS) is the rank of out; a_shape and b_shape
+/* out = a OP b. ndim (0..K_MAX_DIMS) is the rank of out; a_shape and b_shape
  * are the inputs' shapes left-padded with 1s to that rank; a dim of size 1
  * broadcasts. Fast paths: same shapes, one operand broadcast over leading
  * dims (bias add), scalar operand; any other pattern is handled generally. */
@@ -66,7 +68,7 @@ void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64
                const int64_t *a_shape, const int64_t *b_shape);
 void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape);
-/* da += reduce(dout), db += reduce(+-dout): reads nothing (a, b may be NULL). */
+/* da += reduce(dout), db += reduce(+-dout). reads: nothing. */
 void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape);
 void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,

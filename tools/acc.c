@@ -33,6 +33,10 @@ static const char usage[] =
     "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
     "                                     recompute cost; the peak; every policy\n"
     "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
+    "  alloc FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]   place the\n"
+    "                                     buffers of a MiniMalloc CSV instance\n"
+    "                                     (id,lower,upper,size); print the arena\n"
+    "                                     against max-live (exit 1: over capacity)\n"
     "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
     "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
     "                                     synthetic data, print JSON lines\n"
@@ -483,6 +487,74 @@ static int cmd_run(Options *o) {
     return rc;
 }
 
+/* acc alloc: the static allocator on a MiniMalloc CSV instance. */
+static int cmd_alloc(int argc, char **argv) {
+    const char *file = NULL, *out = NULL;
+    int64_t capacity = 0;
+    double time_limit = 10;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--capacity") || !strcmp(a, "--time-limit") || !strcmp(a, "-o")) && i + 1 >= argc)
+            return usage_error("%s needs a value", a);
+        if (!strcmp(a, "--capacity")) {
+            if (!parse_size(argv[++i], &capacity) || capacity <= 0)
+                return usage_error("invalid size '%s' (examples: 1048576, 1M, 1.5GiB)", argv[i]);
+        } else if (!strcmp(a, "--time-limit")) {
+            char *end;
+            time_limit = strtod(argv[++i], &end);
+            if (!*argv[i] || *end || !(time_limit >= 0) || time_limit > 1e6)
+                return usage_error("--time-limit needs seconds, got '%s'", argv[i]);
+        } else if (!strcmp(a, "-o")) {
+            out = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            return usage_error("unknown option '%s' for alloc", a);
+        } else if (file) {
+            return usage_error("more than one input file ('%s')", a);
+        } else {
+            file = a;
+        }
+    }
+    if (!file) return usage_error("alloc needs a CSV file (id,lower,upper,size)");
+    char err[512];
+    AllocInstance inst;
+    if (!alloc_read_csv(file, &inst, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return EXIT_INPUT;
+    }
+    int64_t *off = malloc((size_t)(inst.n + 1) * sizeof(int64_t));
+    AllocOptions ao = {capacity, alloc_work_for_time(time_limit), time_limit, 0};
+    AllocResult r;
+    int64_t arena = alloc_intervals_ex(inst.items, inst.n, off, &ao, &r);
+    if (!off || !alloc_check(inst.items, inst.n, off, arena, err, sizeof err))
+        acc_panic(__FILE__, __LINE__, "the allocation failed its check: %s", off ? err : "out of memory");
+    double lb = r.lower_bound > 0 ? (double)r.lower_bound : 1;
+    printf("buffers: %d\nmax_live: %" PRId64 "\n", inst.n, r.lower_bound);
+    printf("greedy: %" PRId64 " (%.4fx max-live, order %s, %.3f s)\n", r.greedy_arena, (double)r.greedy_arena / lb,
+           r.greedy_order, r.greedy_s);
+    if (r.searched)
+        printf("search: %" PRId64 " (%.4fx max-live, %d solve%s, %" PRId64 " nodes, %" PRId64 " work, %.3f s%s)\n",
+               arena, (double)arena / lb, r.n_solves, r.n_solves == 1 ? "" : "s", r.nodes, r.work, r.search_s,
+               r.time_out ? ", time limit" : "");
+    printf("arena: %" PRId64 " (%.4fx max-live%s)\n", arena, (double)arena / lb, r.optimal ? ", optimal" : "");
+    int rc = 0;
+    if (capacity > 0) {
+        printf("capacity: %" PRId64 " (%s, arena/capacity %.4f)\n", capacity, arena <= capacity ? "fits" : "does not fit",
+               (double)arena / (double)capacity);
+        rc = arena <= capacity ? 0 : EXIT_INPUT;
+    }
+    if (out) {
+        FILE *f = fopen(out, "w");
+        if (f) alloc_write_csv(&inst, off, f);
+        if (!f || fclose(f)) {
+            fprintf(stderr, "acc: error: cannot write '%s': %s\n", out, strerror(errno));
+            rc = EXIT_INPUT;
+        }
+    }
+    free(off);
+    alloc_instance_free(&inst);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage, stderr);
@@ -501,6 +573,7 @@ int main(int argc, char **argv) {
         if (argc != 4) return usage_error("diff needs two plan files: acc diff A.json B.json");
         return plan_diff(argv[2], argv[3], stdout);
     }
+    if (!strcmp(cmd, "alloc")) return cmd_alloc(argc - 2, argv + 2);
     Options o = {0};
     int rc = parse_options(argc - 2, argv + 2, &o);
     if (!rc) {

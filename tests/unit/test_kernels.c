@@ -1214,6 +1214,7 @@ static void det_run(float *res, int64_t *len)
     int64_t N = 256, C = 200, n = N * C, at = 0;
     float *x = rnd_buf(n, -1, 1), *dy = rnd_buf(n, -1, 1), *w = rnd_buf(C, 0.5f, 1.5f);
     float *b = rnd_buf(C, -1, 1), *y = zero_buf(n), *st = zero_buf(2 * N);
+    float *col = rnd_buf(N, -1, 1); /* (N, 1) */
     k_layernorm_fwd(y, st, x, w, b, N, C, 1e-5f);
     float *dx = res + at, *dw = res + at + n, *db = res + at + n + C;
     at += n + 2 * C;
@@ -1221,7 +1222,7 @@ static void det_run(float *res, int64_t *len)
     int64_t os[2] = {N, C}, rs[2] = {1, C}, cs[2] = {N, 1}, ss[2] = {1, 1};
     k_mul_bwd(NULL, res + at, dy, x, w, 2, os, os, rs);
     at += C;
-    k_mul_bwd(NULL, res + at, dy, x, w, 2, os, os, cs);
+    k_mul_bwd(NULL, res + at, dy, x, col, 2, os, os, cs);
     at += N;
     k_mul_bwd(NULL, res + at, dy, x, w, 2, os, os, ss);
     at += 1;
@@ -1243,7 +1244,8 @@ static void det_run(float *res, int64_t *len)
                     KVH, D, 1);
     at += nq + 2 * nk;
     *len = at;
-    free(x), free(dy), free(w), free(b), free(y), free(st), free(q), free(k), free(v), free(g);
+    free(x), free(dy), free(w), free(b), free(col), free(y), free(st);
+    free(q), free(k), free(v), free(g);
     rng_state = saved;
 }
 

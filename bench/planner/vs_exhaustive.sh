@@ -1,0 +1,27 @@
+#!/bin/sh
+# vs_exhaustive.sh ACC MODEL [-D ...]: the optimal planner's heuristic path
+# against an exhaustive search over every save/recompute assignment, both
+# scored by acc's exact schedule and allocation, at budgets spread between
+# the smallest peak any policy reaches and the save-all peak.
+# Prints: budget, heuristic cost, exhaustive cost, ratio, times.
+set -eu
+acc=$1 model=$2
+shift 2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+table=$("$acc" explain "$model" "$@" | awk '/^policy +peak bytes/ { on = 1; next } on && NF >= 3 { print $1, $2 }')
+none=$(echo "$table" | awk '$1 == "none" { print $2 }')
+min=$(echo "$table" | awk 'NR == 1 || $2 < m { m = $2 } END { print m }')
+printf "%-10s %-14s %-14s %-8s %-8s %-8s\n" budget heuristic exhaustive ratio heur_s exh_s
+for f in 0 1 2 3 4 5 6 7 8 9; do
+    b=$(awk -v a="$min" -v c="$none" -v f="$f" 'BEGIN { printf "%d", a + (c - a) * f / 10 }')
+    t0=$(date +%s.%N)
+    ACC_EXHAUSTIVE_MAX=0 "$acc" compile "$model" "$@" --budget "$b" -o "$dir/h" >/dev/null 2>&1 || { echo "$b heuristic found no plan"; continue; }
+    t1=$(date +%s.%N)
+    ACC_EXHAUSTIVE_MAX=24 "$acc" compile "$model" "$@" --budget "$b" -o "$dir/x" >/dev/null 2>&1 || { echo "$b no plan"; continue; }
+    t2=$(date +%s.%N)
+    h=$(sed -n 's/.*"recompute_time_est": \([^,]*\),/\1/p' "$dir/h/plan.json")
+    x=$(sed -n 's/.*"recompute_time_est": \([^,]*\),/\1/p' "$dir/x/plan.json")
+    awk -v b="$b" -v h="$h" -v x="$x" -v t0="$t0" -v t1="$t1" -v t2="$t2" \
+        'BEGIN { printf "%-10d %-14.6g %-14.6g %-8.4f %-8.2f %-8.2f\n", b, h, x, (x > 0 ? h / x : (h == 0 ? 1 : 0)), t1 - t0, t2 - t1 }'
+done
