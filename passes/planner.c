@@ -10,11 +10,13 @@
  * every K-th block, uniform chunks, Megatron's selective, op save lists,
  * sqrt). `optimal`: with few free decisions, an exhaustive search over the
  * exact schedule (a proven optimum); otherwise the peak of the current plan is
- * cut by a knapsack over the tensors live there (GLPK), re-simulated until the
- * plan fits, then over-dropped tensors are restored. Its lower bound comes from
- * the forward/backward boundary, where every plan must hold at most the budget:
- * the cheapest set of tensors whose dropping makes room there (a knapsack solved
- * exactly) costs no more than any feasible plan.
+ * cut by a knapsack over the tensors live there (GLPK; identical tensors of
+ * identical blocks aggregated), re-simulated until the plan fits, over-dropped
+ * tensors are restored, and an exchange search trades drops for saves (with
+ * the intermediates a recomputation needs dropped alongside). Every policy's
+ * plan is improved the same way, and the cheapest that fits wins. The lower
+ * bound is a covering program over the steps of the save-all schedule (see
+ * covering_bound), solved by GLPK, so the reported gap is a proven one.
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
  */
@@ -320,8 +322,18 @@ static void droppable_at(const Ctx *c, const Schedule *s, const Decision *dec, i
     free(last_fwd);
 }
 
-/* A lower bound on the recompute time of any plan that fits the budget. */
-static double boundary_bound(Ctx *c, int64_t budget) {
+/* A lower bound on the recompute time of any plan that fits the budget.
+ * Take the plan that saves everything it may (P0). At each step t of P0 where
+ * more than the budget is live, any plan must free the excess there. The only
+ * way is to drop tensors whose forward copy P0 keeps at t although its
+ * forward reads are over and whose first backward read comes after t (a
+ * dropped tensor read at or before t is recomputed by then and live again).
+ * Each such tensor is read by the backward, so dropping it costs at least one
+ * recomputation. The covering program min sum c x, sum_{n in D(t)} s_n x_n >=
+ * excess(t) for every t, has an LP relaxation (or, when GLPK proves it, an
+ * integer optimum) below every feasible plan's cost. Steps are matched by the
+ * node they compute, so recompute steps of other plans do not shift them. */
+static double covering_bound(Ctx *c, int64_t budget) {
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
@@ -329,24 +341,106 @@ static double boundary_bound(Ctx *c, int64_t budget) {
     Schedule s;
     Eval e;
     evaluate(c, dec, false, &e, &s);
-    int t = s.first_bwd_step;
-    int64_t live = 0;
-    for (int i = 0; i < s.bufs.n; i++) {
-        const Buffer *b = &s.bufs.v[i];
-        if (b->persistent || (b->first >= 0 && b->first <= t && t <= b->last)) live += b->size_bytes;
+    int nb = s.bufs.n, ns = s.steps.n;
+    int *last_fwd = acc_xrealloc(NULL, (size_t)nb * sizeof(int));
+    int *first_bwd = acc_xrealloc(NULL, (size_t)nb * sizeof(int));
+    for (int b = 0; b < nb; b++) last_fwd[b] = -1, first_bwd[b] = ns;
+    for (int t = 0; t < ns; t++) {
+        const Step *st = &s.steps.v[t];
+        int refs[ACC_MAX_IN + 2], m = 0;
+        for (int j = 0; j < ACC_MAX_IN; j++)
+            if (st->in[j] >= 0) refs[m++] = st->in[j];
+        if (st->out >= 0) refs[m++] = st->out;
+        if (st->aux >= 0) refs[m++] = st->aux;
+        for (int r = 0; r < m; r++) {
+            if (t < s.first_bwd_step) last_fwd[refs[r]] = t;
+            else if (first_bwd[refs[r]] == ns) first_bwd[refs[r]] = t;
+        }
     }
+    int64_t persistent = 0;
+    int64_t *delta = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t));
+    memset(delta, 0, (size_t)(ns + 1) * sizeof(int64_t));
+    for (int b = 0; b < nb; b++) {
+        const Buffer *x = &s.bufs.v[b];
+        if (x->persistent) persistent += x->size_bytes;
+        else if (x->first >= 0) delta[x->first] += x->size_bytes, delta[x->last + 1] -= x->size_bytes;
+    }
+    glp_term_hook(glpk_quiet, NULL);
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    int *col = acc_xrealloc(NULL, (size_t)n * sizeof(int)); /* node -> column, 0 if none yet */
+    memset(col, 0, (size_t)n * sizeof(int));
     double *size = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    droppable_at(c, &s, dec, t, size);
-    double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    double *sz = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (size[i] > 0) cost[m] = c->time[i], sz[m] = size[i], m++;
-    double bound = knapsack_min_cost(cost, sz, m, (double)(live - budget), x);
+    int *ind = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    double *val = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(double));
+    int64_t live = persistent;
+    int rows = 0, prev_m = -1;
+    double prev_need = 0;
+    for (int t = 0; t < ns; t++) {
+        live += delta[t];
+        double need = (double)(live - budget);
+        if (need <= 0) continue;
+        for (int i = 0; i < n; i++) size[i] = 0;
+        for (int b = 0; b < nb; b++) {
+            const Buffer *x = &s.bufs.v[b];
+            int nd = x->node;
+            if (x->persistent || (x->kind != BUF_ACT && x->kind != BUF_AUX) || x->first < 0 ||
+                x->first >= s.first_bwd_step || !(x->first <= t && t <= x->last))
+                continue;
+            if (t <= last_fwd[b] || first_bwd[b] <= t) continue;
+            if (c->cand[nd] && c->forced[nd] < 0 && dec[nd] == DEC_SAVE) size[nd] += (double)x->size_bytes;
+        }
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (size[i] > 0) {
+                if (!col[i]) {
+                    col[i] = glp_add_cols(lp, 1);
+                    glp_set_col_bnds(lp, col[i], GLP_DB, 0, 1);
+                    glp_set_obj_coef(lp, col[i], c->time[i] * 1e6); /* microseconds */
+                }
+                ind[++m] = col[i];
+                val[m] = size[i] / 1e6; /* megabytes: keep the matrix well scaled */
+            }
+        if (m == 0) { /* nothing can make room here: no plan fits */
+            rows = -1;
+            break;
+        }
+        if (m == prev_m && need <= prev_need) continue; /* the same items, no more needed */
+        prev_m = m, prev_need = need;
+        int r = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, r, GLP_LO, need / 1e6, 0);
+        glp_set_mat_row(lp, r, m, ind, val);
+        rows++;
+    }
+    double bound = 0;
+    if (rows < 0) {
+        bound = INFINITY;
+    } else if (rows > 0) {
+        glp_smcp sm;
+        glp_init_smcp(&sm);
+        sm.msg_lev = GLP_MSG_OFF;
+        sm.tm_lim = 5000;
+        sm.presolve = GLP_ON;
+        glp_scale_prob(lp, GLP_SF_AUTO);
+        if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
+            bound = glp_get_obj_val(lp) / 1e6;
+            for (int k = 1; k <= glp_get_num_cols(lp); k++) glp_set_col_kind(lp, k, GLP_BV);
+            glp_iocp io;
+            glp_init_iocp(&io);
+            io.msg_lev = GLP_MSG_OFF;
+            io.tm_lim = 300;
+            io.cov_cuts = GLP_ON;
+            if (glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT && glp_mip_obj_val(lp) / 1e6 > bound)
+                bound = glp_mip_obj_val(lp) / 1e6;
+        } else if (glp_get_status(lp) == GLP_NOFEAS) {
+            bound = INFINITY;
+        }
+    }
+    glp_delete_prob(lp);
+    glp_term_hook(NULL, NULL);
     sched_free(&s);
-    free(dec), free(size), free(cost), free(sz), free(x);
-    return bound < 0 ? INFINITY : bound;
+    free(dec), free(last_fwd), free(first_bwd), free(delta), free(col), free(size), free(ind), free(val);
+    return bound;
 }
 
 /* Cut the peak of dec until its max-live is at most target. */
@@ -413,6 +507,110 @@ static void restore(Ctx *c, Decision *dec, int64_t target) {
     VEC_FREE(dropped);
 }
 
+/* Nodes the backward reads (directly): dropping one costs a recomputation.
+ * The others are intermediates, live in the backward only when a dropped
+ * tensor's recomputation needs them. */
+static void read_by_backward(const Ctx *c, bool *read) {
+    for (int i = 0; i < c->g->nodes.n; i++) read[i] = false;
+    for (int k = 0; k < c->ad->bwd.n; k++) {
+        int m = c->ad->bwd.v[k];
+        const Node *x = graph_node(c->g, m);
+        GradReads r = ad_reads(c->ad, m);
+        for (int j = 0; j < x->n_in; j++)
+            if (r.in[j]) read[x->in[j]] = true;
+        if (r.out || r.aux) read[m] = true;
+    }
+}
+
+/* Drop node i together with the intermediates that feed it, so that its
+ * recomputation recomputes them rather than keeping them alive. */
+static void drop_closure(const Ctx *c, const bool *read, Decision *dec, int i) {
+    dec[i] = DEC_RECOMPUTE;
+    const Node *x = graph_node(c->g, i);
+    for (int j = 0; j < x->n_in; j++) {
+        int p = x->in[j];
+        if (c->cand[p] && c->forced[p] < 0 && !read[p] && dec[p] == DEC_SAVE) drop_closure(c, read, dec, p);
+    }
+}
+
+typedef struct {
+    int node;
+    double dcost;   /* change of recompute time */
+    int64_t dmem;   /* change of max-live */
+} Move;
+
+static int cmp_net(const void *a, const void *b) {
+    const double *x = a, *y = b;
+    return x[0] > y[0] ? -1 : x[0] < y[0] ? 1 : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+/* Exchange search: price every single move by simulation - dropping a saved
+ * tensor (with its intermediates) or saving a dropped one - then apply the
+ * best pair (one drop, one save) whose predicted cost falls while its
+ * predicted peak stays within target, verified by simulation; repeat. This
+ * finds the chains (drop a tensor and what feeds it together) that one-at-a-
+ * time knapsack steps cannot see. */
+static void exchange(Ctx *c, Decision *dec, int64_t target) {
+    int n = c->g->nodes.n;
+    bool *read = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    read_by_backward(c, read);
+    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Move *drops = acc_xrealloc(NULL, (size_t)n * sizeof(Move)), *saves = acc_xrealloc(NULL, (size_t)n * sizeof(Move));
+    double (*pairs)[4] = NULL;
+    size_t pairs_cap = 0;
+    for (int iter = 0; iter < 4 * n; iter++) {
+        if (c->o->time_limit_s > 0 && now_s() - c->t_start > c->o->time_limit_s) break;
+        Eval base;
+        evaluate(c, dec, false, &base, NULL);
+        int nd = 0, nsv = 0;
+        bool improved = false;
+        for (int i = 0; i < n && !improved; i++) {
+            if (!c->cand[i] || c->forced[i] >= 0 || !read[i]) continue;
+            memcpy(tmp, dec, (size_t)n * sizeof(Decision));
+            if (dec[i] == DEC_SAVE) drop_closure(c, read, tmp, i);
+            else tmp[i] = DEC_SAVE;
+            Eval e;
+            evaluate(c, tmp, false, &e, NULL);
+            Move mv = {i, e.cost - base.cost, e.max_live - base.max_live};
+            if (e.max_live <= target && mv.dcost < -1e-12) { /* better on its own */
+                memcpy(dec, tmp, (size_t)n * sizeof(Decision));
+                improved = true;
+            } else if (dec[i] == DEC_SAVE && mv.dmem < 0) {
+                drops[nd++] = mv;
+            } else if (dec[i] == DEC_RECOMPUTE && mv.dcost < 0) {
+                saves[nsv++] = mv;
+            }
+        }
+        if (improved) continue;
+        size_t np = 0;
+        for (int a = 0; a < nd; a++)
+            for (int b = 0; b < nsv; b++) {
+                double net = -(drops[a].dcost + saves[b].dcost);
+                if (net <= 1e-12 || base.max_live + drops[a].dmem + saves[b].dmem > target) continue;
+                if (np == pairs_cap) {
+                    pairs_cap = pairs_cap ? 2 * pairs_cap : 256;
+                    pairs = acc_xrealloc(pairs, pairs_cap * sizeof *pairs);
+                }
+                pairs[np][0] = net, pairs[np][1] = a * 1e6 + b, pairs[np][2] = a, pairs[np][3] = b;
+                np++;
+            }
+        qsort(pairs, np, sizeof *pairs, cmp_net);
+        for (size_t k = 0; k < np && k < 8 && !improved; k++) {
+            memcpy(tmp, dec, (size_t)n * sizeof(Decision));
+            drop_closure(c, read, tmp, drops[(int)pairs[k][2]].node);
+            tmp[saves[(int)pairs[k][3]].node] = DEC_SAVE;
+            Eval e;
+            evaluate(c, tmp, false, &e, NULL);
+            if (e.max_live <= target && e.cost < base.cost - 1e-12) {
+                memcpy(dec, tmp, (size_t)n * sizeof(Decision));
+                improved = true;
+            }
+        }
+        if (!improved) break;
+    }
+    free(read), free(tmp), free(drops), free(saves), free(pairs);
+}
+
 /* Every assignment of the free candidates, scored by the exact schedule. */
 static bool exhaustive(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget) {
     int n = c->g->nodes.n;
@@ -447,6 +645,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget) {
         apply_forced(c, dec);
         if (!cut_to(c, dec, target)) break;
         restore(c, dec, target);
+        exchange(c, dec, target);
         evaluate(c, dec, true, &e, NULL);
         if (e.arena <= budget) {
             best = e.cost;
@@ -462,6 +661,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget) {
         evaluate(c, dec, true, &e, NULL);
         if (e.arena > budget || e.cost >= best) continue;
         restore(c, dec, budget - (e.arena - e.max_live));
+        exchange(c, dec, budget - (e.arena - e.max_live));
         evaluate(c, dec, true, &e, NULL);
         if (e.arena <= budget && e.cost < best) {
             best = e.cost;
@@ -525,7 +725,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     } else {
         status = best_of_heuristics(&c, p->dec, budget) ? PLAN_HEURISTIC : PLAN_INFEASIBLE;
     }
-    p->bound = boundary_bound(&c, budget);
+    p->bound = covering_bound(&c, budget);
     free(free_ids);
     finish(&c, p, status);
     if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
