@@ -1,0 +1,71 @@
+/* calibrate.c - `acc calibrate`: measure this CPU for the cost model and
+ * write a hardware profile (the format of hw/<name>.hw). GEMM rate from the runtime's
+ * k_matmul_fwd, vector rate from k_gelu_fwd on cache-resident data, memory
+ * bandwidth from k_add_fwd over buffers far larger than the caches, launch
+ * latency from one-element kernels. Medians of repeated runs.
+ */
+#include "calibrate.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_kernels.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef void (*Bench)(float *a, float *b, float *c, int64_t n);
+
+static void run_matmul(float *a, float *b, float *c, int64_t n) { k_matmul_fwd(c, a, b, 1, n, n, n, 0, 0, 0); }
+static void run_gelu(float *a, float *b, float *c, int64_t n) { k_gelu_fwd(c, a, n); }
+static void run_add(float *a, float *b, float *c, int64_t n) {
+    int64_t shape[1] = {n};
+    k_add_fwd(c, a, b, 1, shape, shape, shape);
+}
+
+/* median seconds of reps runs */
+static double time_it(Bench f, float *a, float *b, float *c, int64_t n, int reps) {
+    double t[32];
+    f(a, b, c, n); /* warm up */
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        f(a, b, c, n);
+        t[r] = now_s() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_d);
+    return t[reps / 2];
+}
+
+int calibrate(const char *name, FILE *out) {
+    const int64_t gemm = 1024, vec = 1 << 14, stream = (int64_t)1 << 24;
+    size_t bytes = (size_t)(stream > gemm * gemm ? stream : gemm * gemm) * sizeof(float);
+    float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+    if (!a || !b || !c) {
+        free(a), free(b), free(c);
+        fprintf(stderr, "acc: error: calibrate: cannot allocate %zu bytes\n", 3 * bytes);
+        return 1;
+    }
+    for (size_t i = 0; i < bytes / sizeof(float); i++) a[i] = b[i] = c[i] = (float)(i % 17) * 0.01f;
+    double t_gemm = time_it(run_matmul, a, b, c, gemm, 7);
+    double t_vec = time_it(run_gelu, a, b, c, vec, 31);
+    double t_stream = time_it(run_add, a, b, c, stream, 7);
+    double t_launch = time_it(run_add, a, b, c, 1, 31);
+    free(a), free(b), free(c);
+    double matmul = 2.0 * (double)gemm * gemm * gemm / t_gemm;
+    double vector = 16.0 * (double)vec / t_vec; /* the cost rule counts 16 FLOPs per GELU */
+    double bw = 3.0 * 4.0 * (double)stream / t_stream;
+    fprintf(out, "# measured by acc calibrate: GEMM %lldx%lldx%lld, GELU over %lld floats, add over %lld floats\n",
+            (long long)gemm, (long long)gemm, (long long)gemm, (long long)vec, (long long)stream);
+    fprintf(out, "name = %s\nmatmul_flops = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\nlaunch_latency = %.4g\n", name,
+            matmul, vector, bw, t_launch);
+    return 0;
+}
