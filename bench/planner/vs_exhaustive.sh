@@ -14,7 +14,7 @@ none=$(echo "$table" | awk '$1 == "none" { print $2 }')
 min=$(echo "$table" | awk 'NR == 1 || $2 < m { m = $2 } END { print m }')
 printf "%-10s %-14s %-14s %-8s %-8s %-8s\n" budget heuristic exhaustive ratio heur_s exh_s
 for f in 0 1 2 3 4 5 6 7 8 9; do
-    b=$(awk -v a="$min" -v c="$none" -v f="$f" 'BEGIN { printf "%d", a + (c - a) * f / 10 }')
+    b=$(awk -v a="$min" -v c="$none" -v f="$f" 'BEGIN { printf "%.0f", a + (c - a) * f / 10 }')
     t0=$(date +%s.%N)
     ACC_EXHAUSTIVE_MAX=0 "$acc" compile "$model" "$@" --budget "$b" -o "$dir/h" >/dev/null 2>&1 || { echo "$b heuristic found no plan"; continue; }
     t1=$(date +%s.%N)

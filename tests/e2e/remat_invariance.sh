@@ -50,7 +50,7 @@ for p in full every:2 uniform:2 selective ops:matmul,attention sqrt; do
     check "$n" 0
 done
 for frac in 1 5 9; do
-    budget=$(awk -v a="$min" -v b="$none" -v f="$frac" 'BEGIN { printf "%d", a + (b - a) * f / 10 }')
+    budget=$(awk -v a="$min" -v b="$none" -v f="$frac" 'BEGIN { printf "%.0f", a + (b - a) * f / 10 }')
     run "optimal_$frac" "$@" --policy optimal --budget "$budget" >/dev/null
     check "optimal_$frac" "$budget"
 done
