@@ -100,6 +100,8 @@ typedef struct {
  * the backward reads matter). provides: steps and buffers with live intervals. */
 void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s);
 void sched_free(Schedule *s);
+/* sched_build reusing the memory of a schedule built before (for search). */
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s);
 /* peak_live_bytes (persistent + the most bytes live at one step: the lower
  * bound of any allocation) and peak_step, from the live intervals alone. */
 void sched_max_live(Schedule *s);

@@ -50,6 +50,7 @@ typedef struct {
     int n_groups;
     int n_evals;
     double t_start;
+    Schedule scratch; /* reused by evaluations that keep no schedule */
 } Ctx;
 
 typedef struct {
@@ -66,7 +67,12 @@ static double now_s(void) {
 
 static void evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep) {
     Schedule s;
-    sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
+    if (keep) {
+        sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
+    } else {
+        sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
+        s = c->scratch;
+    }
     if (alloc) alloc_assign(&s);
     else sched_max_live(&s);
     e->max_live = s.peak_live_bytes;
@@ -81,7 +87,7 @@ static void evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule 
         }
     c->n_evals++;
     if (keep) *keep = s;
-    else sched_free(&s);
+    else c->scratch = s;
 }
 
 static bool matches(const char *const *globs, int n, const char *name) {
@@ -125,6 +131,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
 }
 
 static void ctx_free(Ctx *c) {
+    sched_free(&c->scratch);
     free(c->time);
     free(c->forced);
     free(c->cand);
@@ -428,7 +435,7 @@ static double covering_bound(Ctx *c, int64_t budget) {
             glp_iocp io;
             glp_init_iocp(&io);
             io.msg_lev = GLP_MSG_OFF;
-            io.tm_lim = 300;
+            io.tm_lim = rows > 400 ? 50 : 300;
             io.cov_cuts = GLP_ON;
             if (glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT && glp_mip_obj_val(lp) / 1e6 > bound)
                 bound = glp_mip_obj_val(lp) / 1e6;

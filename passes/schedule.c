@@ -114,13 +114,22 @@ static void emit_backward(Builder *b, int node) {
 }
 
 void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s) {
-    int n = g->nodes.n;
     memset(s, 0, sizeof *s);
+    sched_rebuild(g, ad, dec, optimizer, s);
+}
+
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s) {
+    int n = g->nodes.n;
+    Schedule keep = *s; /* reuse the arrays' memory: the planner rebuilds thousands of times */
+    memset(s, 0, sizeof *s);
+    s->steps.v = keep.steps.v, s->steps.cap = keep.steps.cap;
+    s->bufs.v = keep.bufs.v, s->bufs.cap = keep.bufs.cap;
     s->g = g;
     s->optimizer = optimizer;
     int **maps[] = {&s->param_buf, &s->pgrad_buf, &s->adam_m_buf, &s->adam_v_buf, &s->input_buf};
+    int *kept[] = {keep.param_buf, keep.pgrad_buf, keep.adam_m_buf, keep.adam_v_buf, keep.input_buf};
     for (size_t k = 0; k < sizeof maps / sizeof *maps; k++) {
-        *maps[k] = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+        *maps[k] = acc_xrealloc(kept[k], (size_t)n * sizeof(int));
         for (int i = 0; i < n; i++) (*maps[k])[i] = -1;
     }
     Builder b = {g, ad, dec, s, NULL, NULL, NULL};
