@@ -243,6 +243,14 @@ static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
 
 static int glpk_quiet(void *info, const char *s) { return 1; }
 
+/* Stop branch and bound after a fixed number of subproblems: a node limit,
+ * unlike GLPK's time limit, gives the same answer on a loaded machine. */
+#define KNAPSACK_NODE_LIMIT 20000
+static void node_limit(glp_tree *tree, void *info) {
+    int *left = info;
+    if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
+}
+
 /* Returns the optimal cost (and x) or -1 if even taking everything is short.
  * Items with equal cost and size (the same tensor of identical blocks) become
  * one integer variable bounded by their count: no symmetric branching. */
@@ -284,12 +292,14 @@ static double knapsack_min_cost(const double *cost, const double *size, int n, d
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.tm_lim = 2000;
     io.mir_cuts = GLP_ON;
     io.cov_cuts = GLP_ON;
+    int nodes_left = KNAPSACK_NODE_LIMIT;
+    io.cb_func = node_limit;
+    io.cb_info = &nodes_left;
     double best;
-    if (glp_simplex(lp, &sm) == 0 && glp_intopt(lp, &io) == 0 &&
-        (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
+    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
         best = glp_mip_obj_val(lp);
         for (int k = 0; k < m; k++) count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
         for (int i = 0; i < n; i++)
@@ -431,12 +441,16 @@ static double covering_bound(Ctx *c, int64_t budget) {
         glp_scale_prob(lp, GLP_SF_AUTO);
         if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
             bound = glp_get_obj_val(lp) / 1e6;
+            /* the integer optimum is a better bound when proven within a
+             * node limit (deterministic, unlike a time limit) */
             for (int k = 1; k <= glp_get_num_cols(lp); k++) glp_set_col_kind(lp, k, GLP_BV);
             glp_iocp io;
             glp_init_iocp(&io);
             io.msg_lev = GLP_MSG_OFF;
-            io.tm_lim = rows > 400 ? 50 : 300;
             io.cov_cuts = GLP_ON;
+            int nodes_left = 2000;
+            io.cb_func = node_limit;
+            io.cb_info = &nodes_left;
             if (glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT && glp_mip_obj_val(lp) / 1e6 > bound)
                 bound = glp_mip_obj_val(lp) / 1e6;
         } else if (glp_get_status(lp) == GLP_NOFEAS) {
