@@ -30,7 +30,7 @@ int fe_parse(Diag *d, Pool *pool, Program *prog) {
 }
 
 /* Files larger than this are refused before parsing. */
-#define FE_MAX_SOURCE_BYTES (16u << 20)
+#define FE_MAX_SOURCE_BYTES (1u << 20) /* 1 MiB: models are kilobytes; bounds the AST */
 
 int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs,
                    Graph *g, FILE *err) {

@@ -1,11 +1,13 @@
 /* diag.c - gcc/clang-style diagnostics: "file:line:col: error: msg", the
  * source line, and a caret with tildes under the span. Counts errors and stops
- * printing after DIAG_MAX_ERRORS. Bytes that are not printable ASCII are shown
- * as '?' so binary input cannot garble the terminal or the caret column.
+ * printing after DIAG_MAX_ERRORS. Bytes that are not printable ASCII, in the
+ * source line or in a message quoting the source, are shown as '?' so binary
+ * input cannot garble the terminal or the caret column.
  */
 #include "frontend.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Find line `line` (1-based) of the source; returns its start and length. */
@@ -56,7 +58,21 @@ static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list
         fprintf(d->out, "%s:%d:%d: %s: ", loc.file ? loc.file : d->file, loc.line, loc.col, kind);
     else
         fprintf(d->out, "%s: %s: ", loc.file ? loc.file : d->file, kind);
-    vfprintf(d->out, fmt, ap);
+    /* the message can quote the source (a save pattern): '?' for unprintable bytes */
+    char buf[512], *msg = buf;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= (int)sizeof buf) {
+        msg = acc_xrealloc(NULL, (size_t)n + 1);
+        vsnprintf(msg, (size_t)n + 1, fmt, again);
+    }
+    va_end(again);
+    for (int i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        fputc(c >= 32 && c < 127 ? c : '?', d->out);
+    }
+    if (msg != buf) free(msg);
     fputc('\n', d->out);
     if (loc.line > 0) show_line(d, loc);
 }
