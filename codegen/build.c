@@ -17,6 +17,11 @@
 #ifndef ACC_RUNTIME_LIB_DEFAULT
 #define ACC_RUNTIME_LIB_DEFAULT "libaccrt.a"
 #endif
+/* Extra flags for compiling and linking generated code: a sanitizer build of
+ * acc has a sanitized libaccrt, and what links it must be sanitized too. */
+#ifndef ACC_GEN_FLAGS_DEFAULT
+#define ACC_GEN_FLAGS_DEFAULT ""
+#endif
 #ifndef ACC_BLAS_DIR_DEFAULT
 #define ACC_BLAS_DIR_DEFAULT "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 #endif
@@ -28,6 +33,7 @@ static const char *env_or(const char *name, const char *dflt) {
 
 const char *cg_runtime_include(void) { return env_or("ACC_RUNTIME_DIR", ACC_RUNTIME_INCLUDE_DEFAULT); }
 const char *cg_runtime_lib(void) { return env_or("ACC_RUNTIME_LIB", ACC_RUNTIME_LIB_DEFAULT); }
+const char *cg_gen_flags(void) { return env_or("ACC_GEN_FLAGS", ACC_GEN_FLAGS_DEFAULT); }
 const char *cg_blas_dir(void) { return env_or("ACC_BLAS_DIR", ACC_BLAS_DIR_DEFAULT); }
 
 int cg_run(const char *const argv[], FILE *err) {
@@ -87,7 +93,9 @@ int cg_build_library(const char *dir, const char *model, FILE *err) {
     snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
     snprintf(inc, sizeof inc, "-I%s", cg_runtime_include());
     const char *cc = env_or("CC", "cc");
-    const char *cc_argv[] = {cc, "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, "-c", src, "-o", obj, NULL};
+    const char *flags = cg_gen_flags();
+    const char *cc_argv[] = {cc, "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, "-c", src, "-o", obj, *flags ? flags : NULL,
+                             NULL};
     if (cg_run(cc_argv, err)) return -1;
     unlink(lib);
     const char *ar_argv[] = {"ar", "rcs", lib, obj, NULL};

@@ -32,5 +32,6 @@ int cg_run(const char *const argv[], FILE *err);
 const char *cg_runtime_include(void);
 const char *cg_runtime_lib(void);
 const char *cg_blas_dir(void); /* the OpenMP build of OpenBLAS */
+const char *cg_gen_flags(void); /* extra cc flags for generated code ("" or sanitizers) */
 
 #endif

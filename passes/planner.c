@@ -513,7 +513,7 @@ static void restore(Ctx *c, Decision *dec, int64_t target) {
         if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
     cmp_time = c->time;
     cmp_dec = dec;
-    qsort(dropped.v, (size_t)dropped.n, sizeof(int), cmp_by_time);
+    if (dropped.n) qsort(dropped.v, (size_t)dropped.n, sizeof(int), cmp_by_time);
     Eval cur;
     evaluate(c, dec, false, &cur, NULL);
     for (int k = 0; k < dropped.n; k++) {
@@ -615,7 +615,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
                 pairs[np][0] = net, pairs[np][1] = a * 1e6 + b, pairs[np][2] = a, pairs[np][3] = b;
                 np++;
             }
-        qsort(pairs, np, sizeof *pairs, cmp_net);
+        if (np) qsort(pairs, np, sizeof *pairs, cmp_net);
         for (size_t k = 0; k < np && k < 8 && !improved; k++) {
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             drop_closure(c, read, tmp, drops[(int)pairs[k][2]].node);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "calibrate.h"
 #include "codegen.h"
 #include "frontend.h"
 #include "ir.h"
@@ -32,6 +33,7 @@ static const char usage[] =
     "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
     "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
     "                                     recompute cost; the peak; every policy\n"
+    "  calibrate [-o FILE.hw]             measure this CPU for the cost model (--hw FILE.hw)\n"
     "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
     "  alloc FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]   place the\n"
     "                                     buffers of a MiniMalloc CSV instance\n"
@@ -466,7 +468,8 @@ static int cmd_run(Options *o) {
         snprintf(exe, sizeof exe, "%s/run", dir);
         const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
         const char *link[] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib, rt,
-                        blas_l, blas_rpath, "-lopenblas", "-lm", "-o", exe, NULL};
+                        blas_l, blas_rpath, "-lopenblas", "-lm", "-o", exe,
+                              *cg_gen_flags() ? cg_gen_flags() : NULL, NULL};
         if (cg_run(link, stderr)) rc = EXIT_INPUT;
         if (!rc) {
             const char *argv[16] = {exe};
@@ -568,6 +571,18 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
         printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
         return 0;
+    }
+    if (!strcmp(cmd, "calibrate")) {
+        const char *path = argc == 4 && !strcmp(argv[2], "-o") ? argv[3] : NULL;
+        if (argc != 2 && !path) return usage_error("usage: acc calibrate [-o FILE.hw]");
+        FILE *f = path ? fopen(path, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+            return EXIT_INPUT;
+        }
+        int rc = calibrate("cpu-local", f);
+        if (path && fclose(f)) rc = EXIT_INPUT;
+        return rc ? EXIT_INPUT : 0;
     }
     if (!strcmp(cmd, "diff")) {
         if (argc != 4) return usage_error("diff needs two plan files: acc diff A.json B.json");

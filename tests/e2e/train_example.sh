@@ -8,7 +8,7 @@ acc=$1 blas=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$acc" compile models/gpt2.acdsl -D V=256 -D L=2 -D C=64 -D H=4 -D T=32 -D B=4 --budget 256M -o "$dir/tiny"
-${CC:-cc} -std=c11 -O2 -fopenmp -Wall -Wextra -Werror examples/train.c -I"$dir/tiny" "$dir/tiny/libgpt2.a" \
+${CC:-cc} ${ACC_GEN_FLAGS:-} -std=c11 -O2 -fopenmp -Wall -Wextra -Werror examples/train.c -I"$dir/tiny" "$dir/tiny/libgpt2.a" \
     "$dir/tiny/libaccrt.a" -L"$blas" -Wl,-rpath,"$blas" -lopenblas -lm -o "$dir/train"
 out=$("$dir/train" 60 0.003)
 echo "$out"
