@@ -442,8 +442,9 @@ static double covering_bound(Ctx *c, int64_t budget) {
         if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
             bound = glp_get_obj_val(lp) / 1e6;
             /* the integer optimum is a better bound when proven within a
-             * node limit (deterministic, unlike a time limit) */
-            for (int k = 1; k <= glp_get_num_cols(lp); k++) glp_set_col_kind(lp, k, GLP_BV);
+             * node limit (deterministic, unlike a time limit); on large
+             * programs the LP relaxation alone */
+            for (int k = 1; rows <= 200 && k <= glp_get_num_cols(lp); k++) glp_set_col_kind(lp, k, GLP_BV);
             glp_iocp io;
             glp_init_iocp(&io);
             io.msg_lev = GLP_MSG_OFF;
@@ -451,7 +452,8 @@ static double covering_bound(Ctx *c, int64_t budget) {
             int nodes_left = 2000;
             io.cb_func = node_limit;
             io.cb_info = &nodes_left;
-            if (glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT && glp_mip_obj_val(lp) / 1e6 > bound)
+            if (rows <= 200 && glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT &&
+                glp_mip_obj_val(lp) / 1e6 > bound)
                 bound = glp_mip_obj_val(lp) / 1e6;
         } else if (glp_get_status(lp) == GLP_NOFEAS) {
             bound = INFINITY;
