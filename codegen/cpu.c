@@ -51,6 +51,54 @@ static void emit_dims(FILE *out, const Shape *s, int nd) {
     fputc('}', out);
 }
 
+typedef struct {
+    int64_t batch, M, N, K;
+    int trans_a, trans_b, b_batched;
+} MatmulDims;
+
+/* The kernel's view of a matmul: a (batch, M, K) times b, one b or one per item. */
+static MatmulDims matmul_dims(const Emit *e, const Node *n) {
+    const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
+    int ar = a->shape.ndim, rank = n->shape.ndim;
+    MatmulDims d = {prod(&a->shape, 0, ar - 2), n->shape.dim[rank - 2], n->shape.dim[rank - 1],
+                    n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1], n->attr.transpose_a,
+                    n->attr.transpose_b, b->shape.ndim > 2};
+    return d;
+}
+
+typedef struct {
+    int64_t B, T, S, H, KVH, D;
+} AttnDims;
+
+static AttnDims attn_dims(const Emit *e, const Node *n) {
+    const Node *q = in_node(e, n, 0), *k = in_node(e, n, 1);
+    int64_t H = n->attr.heads;
+    AttnDims d = {q->shape.dim[0], q->shape.dim[1], k->shape.dim[1], H, n->attr.kv_heads > 0 ? n->attr.kv_heads : H,
+                  q->shape.dim[2] / H};
+    return d;
+}
+
+/* sum/mean: the input viewed as (outer, mid, inner), mid reduced */
+static void reduce_dims(const Emit *e, const Node *n, int64_t *outer, int64_t *mid, int64_t *inner) {
+    const Node *x = in_node(e, n, 0);
+    *outer = 1, *mid = shape_elems(&x->shape), *inner = 1;
+    if (n->attr.axis != ATTR_NONE) {
+        int ax = norm_axis(n->attr.axis, x->shape.ndim);
+        *outer = prod(&x->shape, 0, ax);
+        *mid = x->shape.dim[ax];
+        *inner = prod(&x->shape, ax + 1, x->shape.ndim);
+    }
+}
+
+/* "{ static const int64_t so[] = {...}, sizes[] = {...};" of a concat */
+static void emit_concat_shapes(Emit *e, const Node *n, int ax) {
+    fprintf(e->out, "    {\n        static const int64_t so[] = ");
+    emit_dims(e->out, &n->shape, n->shape.ndim);
+    fprintf(e->out, ", sizes[] = {");
+    for (int j = 0; j < n->n_in; j++) fprintf(e->out, "%s%" PRId64, j ? ", " : "", in_node(e, n, j)->shape.dim[ax]);
+    fprintf(e->out, "};\n");
+}
+
 static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
     int nd = n->shape.ndim > 0 ? n->shape.ndim : 1;
@@ -86,13 +134,10 @@ static void emit_fwd(Emit *e, const Step *st) {
     int rank = n->shape.ndim;
     switch (n->op) {
     case OP_MATMUL: {
-        const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
-        int ar = a->shape.ndim;
-        int64_t M = n->shape.dim[rank - 2], N = n->shape.dim[rank - 1];
-        int64_t K = n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1];
+        MatmulDims d = matmul_dims(e, n);
         fprintf(o, "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), prod(&a->shape, 0, ar - 2), M, N,
-                K, n->attr.transpose_a, n->attr.transpose_b, b->shape.ndim > 2);
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K, d.trans_a,
+                d.trans_b, d.b_batched);
         return;
     }
     case OP_ADD:
@@ -125,13 +170,11 @@ static void emit_fwd(Emit *e, const Step *st) {
                 elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
         return;
     case OP_ATTENTION: {
-        const Node *q = in_node(e, n, 0), *kk = in_node(e, n, 1);
-        int64_t H = n->attr.heads, KVH = n->attr.kv_heads > 0 ? n->attr.kv_heads : H;
+        AttnDims d = attn_dims(e, n);
         fprintf(o, "    k_attention_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                    ", %" PRId64 ", %d);\n",
                 ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
-                ptr(e, st->in[2], p4), q->shape.dim[0], q->shape.dim[1], kk->shape.dim[1], H, KVH,
-                q->shape.dim[2] / H, n->attr.causal);
+                ptr(e, st->in[2], p4), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
         return;
     }
     case OP_ROPE:
@@ -180,11 +223,8 @@ static void emit_fwd(Emit *e, const Step *st) {
     }
     case OP_CONCAT: {
         int ax = norm_axis(n->attr.axis, rank);
-        fprintf(o, "    {\n        static const int64_t so[] = ");
-        emit_dims(o, &n->shape, rank);
-        fprintf(o, ", sizes[] = {");
-        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%" PRId64, j ? ", " : "", in_node(e, n, j)->shape.dim[ax]);
-        fprintf(o, "};\n        const float *xs[] = {");
+        emit_concat_shapes(e, n, ax);
+        fprintf(o, "        const float *xs[] = {");
         for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->in[j], p0));
         fprintf(o, "};\n        k_concat_fwd(%s, xs, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->out, p1), n->n_in,
                 rank, ax);
@@ -192,14 +232,8 @@ static void emit_fwd(Emit *e, const Step *st) {
     }
     case OP_SUM:
     case OP_MEAN: {
-        const Node *x = in_node(e, n, 0);
-        int64_t outer = 1, mid = shape_elems(&x->shape), inner = 1;
-        if (n->attr.axis != ATTR_NONE) {
-            int ax = norm_axis(n->attr.axis, x->shape.ndim);
-            outer = prod(&x->shape, 0, ax);
-            mid = x->shape.dim[ax];
-            inner = prod(&x->shape, ax + 1, x->shape.ndim);
-        }
+        int64_t outer, mid, inner;
+        reduce_dims(e, n, &outer, &mid, &inner);
         fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->out, p0),
                 ptr(e, st->in[0], p1), outer, mid, inner);
         return;
@@ -222,15 +256,11 @@ static void emit_bwd(Emit *e, const Step *st) {
     const char *dout = ptr(e, st->grad_out, p0);
     switch (n->op) {
     case OP_MATMUL: {
-        const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
-        int ar = a->shape.ndim;
-        int64_t M = n->shape.dim[rank - 2], N = n->shape.dim[rank - 1];
-        int64_t K = n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1];
+        MatmulDims d = matmul_dims(e, n);
         fprintf(o, "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                    ", %d, %d, %d);\n",
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p3),
-                ptr(e, st->in[1], p4), prod(&a->shape, 0, ar - 2), M, N, K, n->attr.transpose_a,
-                n->attr.transpose_b, b->shape.ndim > 2);
+                ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
         return;
     }
     case OP_ADD:
@@ -268,14 +298,12 @@ static void emit_bwd(Emit *e, const Step *st) {
                 ptr(e, st->out, p2), elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
         return;
     case OP_ATTENTION: {
-        const Node *q = in_node(e, n, 0), *kk = in_node(e, n, 1);
-        int64_t H = n->attr.heads, KVH = n->attr.kv_heads > 0 ? n->attr.kv_heads : H;
+        AttnDims d = attn_dims(e, n);
         fprintf(o, "    k_attention_bwd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
                    ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
                 ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->in[2], p6), ptr(e, st->out, p7),
-                ptr(e, st->aux, p8), q->shape.dim[0], q->shape.dim[1], kk->shape.dim[1], H, KVH, q->shape.dim[2] / H,
-                n->attr.causal);
+                ptr(e, st->aux, p8), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
         return;
     }
     case OP_ROPE:
@@ -323,25 +351,16 @@ static void emit_bwd(Emit *e, const Step *st) {
     }
     case OP_CONCAT: {
         int ax = norm_axis(n->attr.axis, rank);
-        fprintf(o, "    {\n        static const int64_t so[] = ");
-        emit_dims(o, &n->shape, rank);
-        fprintf(o, ", sizes[] = {");
-        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%" PRId64, j ? ", " : "", in_node(e, n, j)->shape.dim[ax]);
-        fprintf(o, "};\n        float *dxs[] = {");
+        emit_concat_shapes(e, n, ax);
+        fprintf(o, "        float *dxs[] = {");
         for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->grad_in[j], p1));
         fprintf(o, "};\n        k_concat_bwd(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", dout, n->n_in, rank, ax);
         return;
     }
     case OP_SUM:
     case OP_MEAN: {
-        const Node *x = in_node(e, n, 0);
-        int64_t outer = 1, mid = shape_elems(&x->shape), inner = 1;
-        if (n->attr.axis != ATTR_NONE) {
-            int ax = norm_axis(n->attr.axis, x->shape.ndim);
-            outer = prod(&x->shape, 0, ax);
-            mid = x->shape.dim[ax];
-            inner = prod(&x->shape, ax + 1, x->shape.ndim);
-        }
+        int64_t outer, mid, inner;
+        reduce_dims(e, n, &outer, &mid, &inner);
         fprintf(o, "    %s_bwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
                 outer, mid, inner);
         return;
