@@ -347,9 +347,12 @@ static void droppable_at(const Ctx *c, const Schedule *s, const Decision *dec, i
  * dropped tensor read at or before t is recomputed by then and live again).
  * Each such tensor is read by the backward, so dropping it costs at least one
  * recomputation. The covering program min sum c x, sum_{n in D(t)} s_n x_n >=
- * excess(t) for every t, has an LP relaxation (or, when GLPK proves it, an
- * integer optimum) below every feasible plan's cost. Steps are matched by the
+ * excess(t) for every t, has an LP relaxation below every feasible plan's
+ * cost (the LP alone: an integer refinement is slow on deep models and a
+ * time-limited one would make plans depend on the machine's load). Steps are matched by the
  * node they compute, so recompute steps of other plans do not shift them. */
+static void read_by_backward(const Ctx *c, bool *read);
+
 static double covering_bound(Ctx *c, int64_t budget) {
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
@@ -388,12 +391,21 @@ static double covering_bound(Ctx *c, int64_t budget) {
     int *col = acc_xrealloc(NULL, (size_t)n * sizeof(int)); /* node -> column, 0 if none yet */
     memset(col, 0, (size_t)n * sizeof(int));
     double *size = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    int *ind = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
-    double *val = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(double));
+    int *ind = acc_xrealloc(NULL, (size_t)(2 * n + 2) * sizeof(int));
+    double *val = acc_xrealloc(NULL, (size_t)(2 * n + 2) * sizeof(double));
+    /* the rows: at each step where P0 holds more than the budget, the
+     * tensors whose dropping frees room there */
+    typedef struct {
+        int t, first, m; /* step, first entry, entries */
+        double need;
+    } Row;
+    VEC(Row) rowv = {0};
+    VEC(int) ent_node = {0};
+    VEC(double) ent_size = {0};
     int64_t live = persistent;
     int rows = 0, prev_m = -1;
     double prev_need = 0;
-    for (int t = 0; t < ns; t++) {
+    for (int t = 0; t < ns && rows >= 0; t++) {
         live += delta[t];
         double need = (double)(live - budget);
         if (need <= 0) continue;
@@ -407,28 +419,84 @@ static double covering_bound(Ctx *c, int64_t budget) {
             if (t <= last_fwd[b] || first_bwd[b] <= t) continue;
             if (c->cand[nd] && c->forced[nd] < 0 && dec[nd] == DEC_SAVE) size[nd] += (double)x->size_bytes;
         }
-        int m = 0;
+        int m = 0, first = ent_node.n;
         for (int i = 0; i < n; i++)
             if (size[i] > 0) {
-                if (!col[i]) {
-                    col[i] = glp_add_cols(lp, 1);
-                    glp_set_col_bnds(lp, col[i], GLP_DB, 0, 1);
-                    glp_set_obj_coef(lp, col[i], c->time[i] * 1e6); /* microseconds */
-                }
-                ind[++m] = col[i];
-                val[m] = size[i] / 1e6; /* megabytes: keep the matrix well scaled */
+                VEC_PUSH(ent_node, i);
+                VEC_PUSH(ent_size, size[i]);
+                m++;
             }
         if (m == 0) { /* nothing can make room here: no plan fits */
             rows = -1;
             break;
         }
-        if (m == prev_m && need <= prev_need) continue; /* the same items, no more needed */
+        if (m == prev_m && need <= prev_need) { /* the same items, no more needed */
+            ent_node.n = ent_size.n = first;
+            continue;
+        }
         prev_m = m, prev_need = need;
-        int r = glp_add_rows(lp, 1);
-        glp_set_row_bnds(lp, r, GLP_LO, need / 1e6, 0);
-        glp_set_mat_row(lp, r, m, ind, val);
+        Row r = {t, first, m, need};
+        VEC_PUSH(rowv, r);
         rows++;
     }
+    /* columns: x (drop a tensor the backward reads); for an intermediate p
+     * that such a tensor's recomputation needs (its input, not read by the
+     * backward, freed after the forward in P0): y (recompute p) or k (keep p
+     * into the backward, so its bytes count at every step from its last
+     * forward read to the boundary - fewer steps than it would really stay,
+     * which keeps the program a relaxation) */
+    bool *read = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    read_by_backward(c, read);
+    int *ycol = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *kcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *p_last = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    memset(ycol, 0, (size_t)n * sizeof(int));
+    memset(kcol, 0, (size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) p_last[i] = -1;
+    for (int b = 0; b < nb; b++) {
+        const Buffer *x = &s.bufs.v[b];
+        if (x->kind == BUF_ACT && x->first >= 0 && x->first < s.first_bwd_step) p_last[x->node] = last_fwd[b];
+    }
+    for (int e2 = 0; rows > 0 && e2 < ent_node.n; e2++) {
+        int i = ent_node.v[e2];
+        if (col[i]) continue;
+        col[i] = glp_add_cols(lp, 1);
+        glp_set_col_bnds(lp, col[i], GLP_DB, 0, 1);
+        glp_set_obj_coef(lp, col[i], c->time[i] * 1e6); /* microseconds */
+        const Node *x = graph_node(c->g, i);
+        for (int j = 0; j < x->n_in; j++) {
+            int q = x->in[j];
+            if (read[q] || !c->cand[q] || c->forced[q] >= 0 || p_last[q] < 0) continue;
+            if (!ycol[q]) {
+                ycol[q] = glp_add_cols(lp, 1);
+                glp_set_col_bnds(lp, ycol[q], GLP_DB, 0, 1);
+                glp_set_obj_coef(lp, ycol[q], c->time[q] * 1e6);
+                kcol[q] = glp_add_cols(lp, 1);
+                glp_set_col_bnds(lp, kcol[q], GLP_DB, 0, 1);
+            }
+            int r = glp_add_rows(lp, 1), li[4] = {0, col[i], ycol[q], kcol[q]};
+            double lv[4] = {0, 1, -1, -1};
+            glp_set_row_bnds(lp, r, GLP_UP, 0, 0);
+            glp_set_mat_row(lp, r, 3, li, lv);
+        }
+    }
+    for (int k = 0; k < rowv.n; k++) {
+        const Row *rw = &rowv.v[k];
+        int m = 0;
+        for (int e2 = rw->first; e2 < rw->first + rw->m; e2++) {
+            ind[++m] = col[ent_node.v[e2]];
+            val[m] = ent_size.v[e2] / 1e6; /* megabytes: keep the matrix well scaled */
+        }
+        for (int q = 0; q < n && rw->t <= s.first_bwd_step; q++)
+            if (kcol[q] && p_last[q] < rw->t) {
+                ind[++m] = kcol[q];
+                val[m] = -(double)node_bytes(graph_node(c->g, q)) / 1e6;
+            }
+        int r = glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, r, GLP_LO, rw->need / 1e6, 0);
+        glp_set_mat_row(lp, r, m, ind, val);
+    }
+    VEC_FREE(rowv), VEC_FREE(ent_node), VEC_FREE(ent_size);
+    free(read), free(ycol), free(kcol), free(p_last);
     double bound = 0;
     if (rows < 0) {
         bound = INFINITY;
@@ -441,20 +509,6 @@ static double covering_bound(Ctx *c, int64_t budget) {
         glp_scale_prob(lp, GLP_SF_AUTO);
         if (glp_simplex(lp, &sm) == 0 && glp_get_status(lp) == GLP_OPT) {
             bound = glp_get_obj_val(lp) / 1e6;
-            /* the integer optimum is a better bound when proven within a
-             * node limit (deterministic, unlike a time limit); on large
-             * programs the LP relaxation alone */
-            for (int k = 1; rows <= 200 && k <= glp_get_num_cols(lp); k++) glp_set_col_kind(lp, k, GLP_BV);
-            glp_iocp io;
-            glp_init_iocp(&io);
-            io.msg_lev = GLP_MSG_OFF;
-            io.cov_cuts = GLP_ON;
-            int nodes_left = 2000;
-            io.cb_func = node_limit;
-            io.cb_info = &nodes_left;
-            if (rows <= 200 && glp_intopt(lp, &io) == 0 && glp_mip_status(lp) == GLP_OPT &&
-                glp_mip_obj_val(lp) / 1e6 > bound)
-                bound = glp_mip_obj_val(lp) / 1e6;
         } else if (glp_get_status(lp) == GLP_NOFEAS) {
             bound = INFINITY;
         }
