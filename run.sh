@@ -5,14 +5,15 @@
 #   ./run.sh test     install what is missing, build, run the whole test suite
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo).
-# Build directories: build/ (the normal build) and build-asan/ (AddressSanitizer
-# + UndefinedBehaviorSanitizer, used by the test command).
+# Build directories: build/ (the normal build), build-asan/ (AddressSanitizer
+# + UndefinedBehaviorSanitizer) and build-fuzz/ (libFuzzer), the last two used
+# by the test command.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 mode=${1:-main}
 jobs=$(nproc 2>/dev/null || echo 2)
-packages=(build-essential cmake flex bison libglpk-dev libopenblas-openmp-dev pkg-config clang libclang-rt-dev)
+packages=(build-essential cmake flex bison libglpk-dev libopenblas-openmp-dev pkg-config clang libclang-rt-dev libomp-dev)
 
 install_missing() {
     local missing=()
@@ -27,11 +28,15 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-build() { # build DIR [cmake args...]
-    local dir=$1
+build() { # build DIR [cmake args...] [--target T]
+    local dir=$1 target=()
     shift
-    cmake -S . -B "$dir" "$@" >/dev/null
-    cmake --build "$dir" -j "$jobs"
+    local args=()
+    while [ $# -gt 0 ]; do
+        if [ "$1" = --target ]; then target=(--target "$2"); shift 2; else args+=("$1"); shift; fi
+    done
+    cmake -S . -B "$dir" "${args[@]}" >/dev/null
+    cmake --build "$dir" -j "$jobs" "${target[@]}"
 }
 
 install_missing
@@ -59,6 +64,9 @@ test)
     # the same tests under AddressSanitizer and UndefinedBehaviorSanitizer
     build build-asan -DACC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     (cd build-asan && OMP_WAIT_POLICY=PASSIVE ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -LE slow)
+    # a short coverage-guided fuzzing run of the front end (libFuzzer, clang)
+    CC=clang build build-fuzz -DACC_FUZZ=ON -DACC_CUDA=OFF --target fuzz_frontend
+    (cd build-fuzz && ctest --output-on-failure -L fuzz)
     ;;
 *)
     echo "usage: ./run.sh [test]" >&2
