@@ -22,7 +22,9 @@ What runs, on both sides:
   targets one position later), the same batch every step.
 * the same step: zero the gradients, forward, backward, then one AdamW step
   (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0) over every parameter.
-  The optimizer is INCLUDED in the step time on both sides.
+  The optimizer is INCLUDED in the step time on both sides. torch's AdamW is
+  the fused CPU implementation by default (--torch-adamw; torch's own CPU
+  default is the slower for-loop one).
 * the same thread count: OMP_NUM_THREADS=N for the acc process (OpenMP
   kernels and OpenMP OpenBLAS), torch.set_num_threads(N) (and
   OMP_NUM_THREADS=N, MKL_NUM_THREADS=N) for torch. Default N = nproc.
@@ -34,6 +36,13 @@ timed by this script from the arrival of run_main's per-step JSON lines
 time.perf_counter around the step. With --repeats R the two sides alternate
 R times (acc, torch, acc, torch, ...) and the medians are over all R*N
 timed steps, so a burst of load from elsewhere hits both.
+
+Also reported: the CPU time of each step (user + system, all threads; for
+acc from /proc/PID/stat at each JSON line, 10 ms ticks; for torch
+time.process_time()), median over the same steps. On a machine shared with
+other work it is steadier than the wall time; with OpenMP's default active
+waiting it includes spinning threads, so compare it under
+OMP_WAIT_POLICY=passive.
 
 Memory: each side's peak resident set size, the kernel's RSS high-water
 mark of the process that trains: for acc ru_maxrss of the training binary
@@ -164,21 +173,28 @@ def torch_child(cfg):
         make_ref.gpt2(bld, hp)  # creates the parameters and inputs
     params = list(bld.t.values())
     nparam = sum(p.numel() for p in params)
-    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    times, losses = [], []
+    kind = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}[cfg["adamw"]]
+    opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, **kind)
+    times, cpus, losses, phases = [], [], [], []
     for s in range(cfg["warmup"] + cfg["steps"]):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         loss = make_ref.gpt2(bld, hp)
+        t1 = time.perf_counter()
         loss.backward()
+        t2 = time.perf_counter()
         opt.step()
+        t3 = time.perf_counter()
         losses.append(loss.item())
         times.append((time.perf_counter() - t0) * 1e3)
+        cpus.append((time.process_time() - c0) * 1e3)
+        phases.append([(t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3])
     with open("/proc/self/status") as f:
         hwm = next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmHWM:"))
     import resource
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"times_ms": times[cfg["warmup"]:], "warmup_ms": times[:cfg["warmup"]],
+                      "cpu_ms": cpus[cfg["warmup"]:], "phases_ms": phases[cfg["warmup"]:],
                       "losses": losses, "rss_after_import": rss_import, "vmhwm": hwm, "maxrss": maxrss,
                       "params": nparam, "torch": torch.__version__,
                       "threads": torch.get_num_threads()}))
@@ -224,12 +240,16 @@ def run_acc(cfg, exe):
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg["threads"]))
     n = cfg["warmup"] + cfg["steps"]
     p = subprocess.Popen([exe, "--steps", str(n)], stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
-    arrivals, losses, summary = [], [], None
+    arrivals, cpu, losses, summary = [], [], [], None
+    tick = os.sysconf("SC_CLK_TCK")
     for line in p.stdout:
         t = time.perf_counter()
         d = json.loads(line)
         if "step" in d:
             arrivals.append(t)
+            with open("/proc/%d/stat" % p.pid) as f:  # utime + stime of every thread so far
+                fields = f.read().rsplit(")", 1)[1].split()
+            cpu.append((int(fields[11]) + int(fields[12])) * 1e3 / tick)
             losses.append(d["loss"])
         else:
             summary = d
@@ -238,9 +258,10 @@ def run_acc(cfg, exe):
         sys.exit("cpu_step: %s failed (%d)" % (exe, rc))
     # step k (k >= 1) took arrivals[k] - arrivals[k-1]; step 0 also holds the start-up
     steps = [(b - a) * 1e3 for a, b in zip(arrivals, arrivals[1:])]
+    cpus = [b - a for a, b in zip(cpu, cpu[1:])]
     w = max(cfg["warmup"] - 1, 0)
-    return {"times_ms": steps[w:], "warmup_ms": steps[:w], "losses": losses, "summary": summary,
-            "maxrss": maxrss}
+    return {"times_ms": steps[w:], "warmup_ms": steps[:w], "cpu_ms": cpus[w:], "losses": losses,
+            "summary": summary, "maxrss": maxrss}
 
 
 # ---- driver -------------------------------------------------------------------------
@@ -265,13 +286,16 @@ def main():
     ap.add_argument("-H", type=int, default=12)
     ap.add_argument("-V", type=int, default=50257)
     ap.add_argument("--torch-attention", choices=["math", "sdpa", "both"], default="both")
+    ap.add_argument("--torch-adamw", choices=["for-loop", "foreach", "fused"], default="fused",
+                    help="torch.optim.AdamW implementation (default fused: one kernel per parameter, "
+                         "like acc's; for-loop is torch's CPU default)")
     ap.add_argument("--only", choices=["acc", "torch"])
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
     if a.torch_child:
         return torch_child(json.loads(a.torch_child))
     a.warmup = max(a.warmup, 1)
-    cfg = {"acc": a.acc, "threads": a.threads, "steps": a.steps, "warmup": a.warmup,
+    cfg = {"acc": a.acc, "threads": a.threads, "steps": a.steps, "warmup": a.warmup, "adamw": a.torch_adamw,
            "B": a.B, "T": a.T, "C": a.C, "L": a.L, "H": a.H, "V": a.V}
     atts = ["math", "sdpa"] if a.torch_attention == "both" else [a.torch_attention]
     sides = (["acc"] if a.only != "torch" else []) + ([] if a.only == "acc" else ["torch-" + x for x in atts])
@@ -280,7 +304,7 @@ def main():
                                                          a.warmup, a.steps, a.repeats))
     print("OMP_WAIT_POLICY=%s; load average before: %s" % (os.environ.get("OMP_WAIT_POLICY", "(unset)"),
                                                           loadavg()))
-    res = {s: {"times_ms": [], "maxrss": [], "losses": None} for s in sides}
+    res = {s: {"times_ms": [], "cpu_ms": [], "maxrss": [], "losses": None} for s in sides}
     tmp = tempfile.mkdtemp(prefix="cpu_step-")
     cfg["tmp"] = tmp
     try:
@@ -292,6 +316,7 @@ def main():
             for s in sides:
                 out = run_acc(cfg, exe) if s == "acc" else run_torch(cfg, s.split("-")[1])
                 res[s]["times_ms"] += out["times_ms"]
+                res[s]["cpu_ms"] += out["cpu_ms"]
                 res[s]["maxrss"].append(out["maxrss"])
                 res[s]["losses"] = out["losses"]
                 res[s]["last"] = out
@@ -302,10 +327,11 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
     print("load average after: %s" % loadavg())
     print()
-    print("%-11s %12s %12s %14s  %s" % ("side", "step ms", "(min)", "peak RSS MiB", "notes"))
+    print("%-11s %9s %9s %9s %13s  %s" % ("side", "step ms", "(min)", "CPU ms", "peak RSS MiB", "notes"))
     for s in sides:
         r = res[s]
         r["median_ms"] = median(r["times_ms"])
+        r["median_cpu_ms"] = median(r["cpu_ms"])
         r["peak_rss"] = max(r["maxrss"])
         last = r["last"]
         if s == "acc":
@@ -314,15 +340,20 @@ def main():
                 mib(sm["peak_bytes_planned"]), sm["fwd_ms_mean"], sm["bwd_ms_mean"], sm["opt_ms_mean"])
             r["arena_bytes"] = sm["peak_bytes_planned"]
         else:
-            note = "torch %s, %d threads, RSS after import %.0f MiB, VmHWM %.0f MiB, %d params" % (
-                last["torch"], last["threads"], mib(last["rss_after_import"]), mib(last["vmhwm"]), last["params"])
+            ph = [sum(p[k] for p in last["phases_ms"]) / len(last["phases_ms"]) for k in range(3)]
+            note = ("torch %s, %d threads, AdamW %s; fwd %.0f bwd %.0f opt %.0f ms (mean, last run); "
+                    "RSS after import %.0f MiB; %d params" % (
+                        last["torch"], last["threads"], a.torch_adamw, ph[0], ph[1], ph[2],
+                        mib(last["rss_after_import"]), last["params"]))
             r["rss_after_import"] = last["rss_after_import"]
-        print("%-11s %12.1f %12.1f %14.0f  %s" % (s, r["median_ms"], min(r["times_ms"]), mib(r["peak_rss"]), note))
+        print("%-11s %9.1f %9.1f %9.1f %13.0f  %s" % (s, r["median_ms"], min(r["times_ms"]), r["median_cpu_ms"],
+                                                    mib(r["peak_rss"]), note))
         print("%-11s losses %s" % ("", " ".join("%.4f" % x for x in r["losses"])))
     if "acc" in sides:
         for s in sides[1:]:
-            print("acc/%s: step time %.3f, peak RSS %.3f" % (s, res["acc"]["median_ms"] / res[s]["median_ms"],
-                                                             res["acc"]["peak_rss"] / res[s]["peak_rss"]))
+            print("acc/%s: step time %.3f (min %.3f, CPU time %.3f), peak RSS %.3f" % (
+                s, res["acc"]["median_ms"] / res[s]["median_ms"], min(res["acc"]["times_ms"]) / min(res[s]["times_ms"]),
+                res["acc"]["median_cpu_ms"] / res[s]["median_cpu_ms"], res["acc"]["peak_rss"] / res[s]["peak_rss"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"config": cfg, "results": {s: {k: v for k, v in r.items() if k != "last"}

@@ -3,9 +3,11 @@
  * alloc_intervals_ex places plain intervals (AllocItem): first a best-fit
  * greedy over a few orders (each buffer at the smallest gap between the
  * buffers already placed that it conflicts with, else on top), keeping the
- * best; then, when that is above the max-live lower bound (or the given
- * capacity), the exact search of alloc_search.c on decreasing capacities
- * (the bound first, then bisection), keeping the best placement found.
+ * best; then, when that is above the target (the given capacity, else the
+ * max-live lower bound), the exact search of alloc_search.c: first deciding
+ * the target with half the work budget, then bisecting between the lowest
+ * capacity not yet ruled out and the best arena found, each decision with
+ * half of what is left; the best placement found is kept.
  *
  * alloc_assign: requires buffers with live intervals. provides: offsets, the
  * arena size (persistent region + the high-water mark of the rest), the step
@@ -24,10 +26,10 @@
 #include "alloc_search.h"
 #include "passes.h"
 
-/* Work units per second of the exact search, measured on one core of a 2020s
- * x86 server (about 4e7) and taken at a quarter so that a time limit rarely
- * has to cut a search the work budget would let run. */
-#define WORK_PER_S 1e7
+/* Work units a second of the exact search: about 5e8 to 1e9 were measured on
+ * one core of a loaded x86 server; a fraction of that is taken so that the
+ * time limit rarely has to cut a search that the work budget lets run. */
+#define WORK_PER_S 2e8
 
 AllocOptions alloc_pipeline_options = {0, -1, 2.0, 0.01};
 static double pipeline_search_s = 0.5;
@@ -235,7 +237,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
 }
 
 int64_t alloc_intervals(const AllocItem *items, int n, int64_t *offsets, double time_limit_s) {
-    AllocOptions o = {0, alloc_work_for_time(time_limit_s), time_limit_s > 0 ? 2 * time_limit_s : 0, 0};
+    AllocOptions o = {0, alloc_work_for_time(time_limit_s), time_limit_s > 0 ? time_limit_s : 0, 0};
     return alloc_intervals_ex(items, n, offsets, &o, NULL);
 }
 
@@ -286,7 +288,10 @@ static void pipeline_init(void) {
     if (v && *v) {
         char *end;
         double x = strtod(v, &end);
-        if (!*end && x >= 0 && x < 1e6) pipeline_search_s = x;
+        if (!*end && x >= 0 && x < 1e6) {
+            pipeline_search_s = x;
+            if (4 * x > alloc_pipeline_options.time_limit_s) alloc_pipeline_options.time_limit_s = 4 * x;
+        }
     }
     if (alloc_pipeline_options.work_limit < 0) alloc_pipeline_options.work_limit = alloc_work_for_time(pipeline_search_s);
 }
@@ -368,6 +373,7 @@ bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, 
     enum { C_ID, C_LOWER, C_UPPER, C_SIZE, C_ALIGN, C_OFFSET, C_N };
     static const char *const names[C_N] = {"id", "lower", "upper", "size", "alignment", "offset"};
     int col[C_N], n_cols = 0, cap = 0;
+    int64_t total = 0;
     char *line = NULL;
     size_t line_cap = 0;
     ssize_t len;
@@ -431,6 +437,8 @@ bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, 
         else if (col[C_ALIGN] >= 0 && (v[C_ALIGN] <= 0 || v[C_ALIGN] > (INT64_C(1) << 40)))
             CSV_FAIL("%s:%ld: error: alignment %" PRId64 " must be positive", name, lineno, v[C_ALIGN]);
         else if (inst->n == (1 << 24)) CSV_FAIL("%s:%ld: error: more than %d buffers", name, lineno, 1 << 24);
+        else if ((total += v[C_SIZE]) > (INT64_C(1) << 62))
+            CSV_FAIL("%s:%ld: error: the sizes add up to more than 2^62 bytes", name, lineno);
         if (!ok) break;
         if (inst->n == cap) {
             cap = cap ? 2 * cap : 256;

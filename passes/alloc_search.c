@@ -1,33 +1,44 @@
 /* alloc_search.c - exact static allocation: does every buffer fit below a
  * capacity? A depth-first branch-and-bound in the spirit of MiniMalloc
- * (Moffitt, ASPLOS 2023), written from the paper's ideas.
+ * (Moffitt, ASPLOS 2023), written from the paper's ideas, not its code.
  *
  * Time is cut into sections (between consecutive interval endpoints); a
- * buffer covers a run of sections. Buffers whose sections are not linked by
- * any buffer crossing a section boundary are independent components, solved
- * one after the other. The search only builds canonical solutions: every
- * buffer rests at offset 0 or on a buffer below it (any solution can be pushed
- * down into one). Its state is a skyline, floor[s] per section: nothing still
- * to place goes below it. At each node the lowest section still to be filled
- * and the run of sections at that floor (the segment) are taken, and the
- * branches are:
- *   - place one of the unplaced buffers that lie inside the segment at the
- *     floor (in a fixed value order: longest lifetime, then largest);
- *   - waste: nothing is placed at this floor here; the segment rises to its
- *     lower neighbour reached by some unplaced buffer (the first buffer placed
- *     there must cross the segment's edge).
- * Pruning:
- *   - capacity inference: floor[s] + (bytes still to place over s) <= cap
- *     for every section (placements keep the sum, waste raises it);
- *   - dominance: waste is skipped when some buffer inside the segment would
- *     fit entirely in the wasted space (moving it down gives a solution of a
- *     placing branch);
+ * buffer covers a run of sections. The search only builds canonical
+ * solutions: every buffer rests at offset 0 or on a buffer below it (any
+ * solution can be pushed down into one). Its state is a skyline, floor[s]
+ * per section: nothing still to place goes below it. A node takes a segment,
+ * a run of sections at one floor m whose neighbours are higher (or have
+ * nothing left to place), the one with the least slack (capacity - floor -
+ * bytes still to place), and branches:
+ *   - place one of the unplaced buffers that lie inside the segment at m
+ *     (value order: touching an edge of the segment with its top flush with
+ *     the neighbour there first, then the run's order of buffers);
+ *   - waste: nothing more starts at m here; the segment rises to its lower
+ *     neighbour reached by an unplaced buffer (the lowest buffer placed there
+ *     later must cross the segment's edge).
+ * Pruning and inference:
+ *   - lo(b), the highest floor under buffer b, is where b goes at the
+ *     lowest; each section's floor rises to the lowest lo of the buffers over
+ *     it (to a fixpoint), and the node dies when some lo(b) + size(b) or some
+ *     floor + bytes still to place over the section exceeds the capacity;
+ *   - independence: when no unplaced buffer crosses some section boundaries,
+ *     the groups between them are solved one after the other, and a group
+ *     that cannot be placed fails the node without trying the others'
+ *     alternatives;
+ *   - dominance: waste is skipped when a buffer inside the segment would fit
+ *     in the wasted space (moving it down gives a solution of a placing
+ *     branch); refuted states (placed buffers and floors, hashed) are
+ *     remembered and not searched again;
  *   - symmetry: identical buffers are placed in index order, and a buffer
- *     whose placement at a floor was refuted is not placed at that floor
- *     again in its siblings' subtrees (placements at one floor commute).
- * It is complete: INFEASIBLE is a proof. Deterministic: the budget counts
- * work units (sections scanned, buffers looked at, sections updated); the
- * wall-clock deadline is only a safety net.
+ *     refuted at a floor is not placed at that floor again in its siblings'
+ *     subtrees (placements at one floor commute).
+ * Restarts: the search is restarted with budgets following the Luby sequence,
+ * first with four fixed orders of the buffers (lifetime, size, area, start),
+ * then with seeded random perturbations of them; refuted states carry over.
+ * Complete: INFEASIBLE is a proof (up to a 64-bit hash collision in the table
+ * of refuted states, which can only hide a solution, never make a wrong one).
+ * Deterministic: the budget counts work units (sections scanned, buffers
+ * looked at, tree operations); the wall-clock deadline is only a safety net.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +48,18 @@
 
 #define INF INT64_MAX
 
+#define N_ORDERS 4 /* fixed value orders; one more slot holds the random ones */
+#define MAX_NESTING 1000
+
 typedef struct {
-    int sa, sb;             /* the segment */
-    int64_t m, m2;          /* its floor; the level waste raises it to (INF: none) */
-    int cbeg, cend, next;   /* candidates in the candidate stack */
-    int act;                /* -1 nothing applied, -2 waste applied, else the placed buffer */
-    int ban_top;            /* ban stack height when the frame was made */
-    int raise_top;          /* raise stack height before the frame's inference */
+    int sa, sb;           /* the segment */
+    int64_t m, m2;        /* its floor; the level waste raises it to (INF: none) */
+    int cbeg, cend, next; /* candidates in the candidate stack */
+    int act;              /* -1 nothing applied, -2 waste applied, else the placed buffer */
+    int ban_top;          /* ban stack height when the frame was made */
+    int raise_top;        /* raise stack height when the frame was made */
     bool waste_ok;
+    uint64_t key;         /* the state at the node: placed buffers and floors of its range */
 } Frame;
 
 typedef struct {
@@ -60,29 +75,33 @@ typedef struct {
 struct AllocSearch {
     int n, S;
     const AllocItem *items;
-    int *s0, *s1;            /* [n] sections covered: s0..s1 */
-    int *rank;               /* [n] position in the value order */
-    int *prev_same;          /* [n] the previous identical buffer, -1 */
-    int *start_beg, *start;  /* buffers by first section (CSR, in value order) */
-    int64_t *rem0;           /* [S] bytes over each section */
-    int *cross0;             /* [S] buffers crossing the boundary s | s+1 */
-    int n_comp;
-    int *comp_sa, *comp_sb;  /* [n_comp] section ranges */
-    int *comp_beg, *comp_items; /* buffers per component (CSR) */
+    int *s0, *s1;           /* [n] sections covered: s0..s1 */
+    int *ranks;             /* [N_ORDERS + 1][n] position in each value order */
+    const int *rank;        /* the order of the current run */
+    int *prev_same;         /* [n] the previous identical buffer, -1 */
+    int *start_beg, *start; /* buffers by first section (CSR) */
+    int64_t *rem0;          /* [S] bytes over each section */
+    int *cross0;            /* [S] buffers crossing the boundary s | s+1 */
     /* search state */
-    int64_t *floor, *rem, *off, *ban;
-    int *cross;
-    bool *placed;
+    int64_t *floor, *rem;       /* [S] */
+    int *cross;                 /* [S] */
+    int64_t *off, *ban;         /* [n] */
+    bool *placed;               /* [n] */
+    int *score;                 /* [n] fit of each candidate (lower first) */
+    int64_t *seg;               /* [4 * 2^ceil(log2 S)] segment trees of infer */
+    int64_t *tmp;               /* [2n] */
+    uint64_t *zob;              /* [n] random keys of the buffers */
+    uint64_t *memo;             /* refuted states (0: empty slot) */
+    size_t memo_mask;
+    int64_t cap_now;
     Frame *frames;
-    int frames_cap;
+    int depth, frames_cap, nesting;
     int *cand;
     int cand_n, cand_cap;
     Ban *bans;
     int bans_n, bans_cap;
     Raise *raises;
     int raises_n, raises_cap;
-    int64_t *lo, *eff;
-    int inference;
 };
 
 double alloc_now_s(void) {
@@ -91,25 +110,36 @@ double alloc_now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
 static int64_t round_up(int64_t x, int64_t a) { return a > 1 ? (x + a - 1) / a * a : x; }
+static int64_t align_of(const AllocItem *x) { return x->alignment > 1 ? x->alignment : 1; }
 
 static const AllocItem *sort_items;
+static int sort_order;
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
-/* value order: longest lifetime, then largest, then index */
-static int value_mode;
+/* value orders: 0 longest lifetime, then largest; 1 largest, then longest;
+ * 2 largest size x lifetime; 3 earliest start, then largest; ties by index */
 static int cmp_value(const void *a, const void *b) {
     int i = *(const int *)a, j = *(const int *)b;
     const AllocItem *x = &sort_items[i], *y = &sort_items[j];
     int64_t lx = x->upper - x->lower, ly = y->upper - y->lower;
-    if (value_mode == 1) { lx = x->size; ly = y->size; }
-    if (value_mode == 2) { double ax = (double)x->size * (double)lx, ay = (double)y->size * (double)ly; if (ax != ay) return ax > ay ? -1 : 1; }
-    if (value_mode == 3) { lx = -lx; ly = -ly; }
-    if (value_mode == 4) { lx = -x->size; ly = -y->size; }
-    if (lx != ly) return lx > ly ? -1 : 1;
+    if (sort_order == 2) {
+        double ax = (double)x->size * (double)lx, ay = (double)y->size * (double)ly;
+        if (ax != ay) return ax > ay ? -1 : 1;
+    }
+    if (sort_order == 0 && lx != ly) return lx > ly ? -1 : 1;
+    if (sort_order == 3 && x->lower != y->lower) return x->lower < y->lower ? -1 : 1;
     if (x->size != y->size) return x->size > y->size ? -1 : 1;
+    if (lx != ly) return lx > ly ? -1 : 1;
     return i - j;
 }
 static int cmp_identity(const void *a, const void *b) {
@@ -118,8 +148,7 @@ static int cmp_identity(const void *a, const void *b) {
     if (x->lower != y->lower) return x->lower < y->lower ? -1 : 1;
     if (x->upper != y->upper) return x->upper < y->upper ? -1 : 1;
     if (x->size != y->size) return x->size < y->size ? -1 : 1;
-    int64_t ax = x->alignment > 1 ? x->alignment : 1, ay = y->alignment > 1 ? y->alignment : 1;
-    if (ax != ay) return ax < ay ? -1 : 1;
+    if (align_of(x) != align_of(y)) return align_of(x) < align_of(y) ? -1 : 1;
     return i - j;
 }
 
@@ -155,29 +184,29 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
     }
     free(e);
 
-    /* value order and identical buffers */
     int *ord = acc_xrealloc(NULL, nn * sizeof(int));
-    for (int i = 0; i < n; i++) ord[i] = i;
+    s->ranks = acc_xrealloc(NULL, (N_ORDERS + 1) * nn * sizeof(int));
     sort_items = items;
-    value_mode = getenv("ACC_VAL") ? atoi(getenv("ACC_VAL")) : 0;
-    qsort(ord, (size_t)n, sizeof(int), cmp_value);
-    s->rank = acc_xrealloc(NULL, nn * sizeof(int));
-    for (int r = 0; r < n; r++) s->rank[ord[r]] = r;
-    int *ident = acc_xrealloc(NULL, nn * sizeof(int));
-    for (int i = 0; i < n; i++) ident[i] = i;
-    qsort(ident, (size_t)n, sizeof(int), cmp_identity);
+    for (int o = 0; o < N_ORDERS; o++) {
+        for (int i = 0; i < n; i++) ord[i] = i;
+        sort_order = o;
+        qsort(ord, (size_t)n, sizeof(int), cmp_value);
+        for (int r = 0; r < n; r++) s->ranks[(size_t)o * nn + (size_t)ord[r]] = r;
+    }
+    s->rank = s->ranks;
+    for (int i = 0; i < n; i++) ord[i] = i;
+    qsort(ord, (size_t)n, sizeof(int), cmp_identity);
     sort_items = NULL;
     s->prev_same = acc_xrealloc(NULL, nn * sizeof(int));
     for (int r = 0; r < n; r++) {
-        int i = ident[r], p = r ? ident[r - 1] : -1;
+        int i = ord[r], p = r ? ord[r - 1] : -1;
         const AllocItem *x = &items[i];
         bool same = p >= 0 && items[p].lower == x->lower && items[p].upper == x->upper && items[p].size == x->size &&
-                    (items[p].alignment > 1 ? items[p].alignment : 1) == (x->alignment > 1 ? x->alignment : 1);
+                    align_of(&items[p]) == align_of(x);
         s->prev_same[i] = same ? p : -1;
     }
-    free(ident);
+    free(ord);
 
-    /* buffers by first section, in value order */
     s->start_beg = acc_xrealloc(NULL, (S + 1) * sizeof(int));
     memset(s->start_beg, 0, (S + 1) * sizeof(int));
     for (int i = 0; i < n; i++) s->start_beg[s->s0[i] + 1]++;
@@ -185,11 +214,9 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
     s->start = acc_xrealloc(NULL, nn * sizeof(int));
     int *fill = acc_xrealloc(NULL, S * sizeof(int));
     memcpy(fill, s->start_beg, S * sizeof(int));
-    for (int r = 0; r < n; r++) s->start[fill[s->s0[ord[r]]]++] = ord[r];
+    for (int i = 0; i < n; i++) s->start[fill[s->s0[i]]++] = i;
     free(fill);
-    free(ord);
 
-    /* bytes per section, crossings per boundary */
     s->rem0 = acc_xrealloc(NULL, S * sizeof(int64_t));
     s->cross0 = acc_xrealloc(NULL, S * sizeof(int));
     int64_t *drem = acc_xrealloc(NULL, (S + 1) * sizeof(int64_t));
@@ -210,56 +237,38 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
     free(drem);
     free(dcross);
 
-    /* components: runs of sections joined by crossing buffers */
-    int *comp_of = acc_xrealloc(NULL, S * sizeof(int));
-    s->comp_sa = acc_xrealloc(NULL, S * sizeof(int));
-    s->comp_sb = acc_xrealloc(NULL, S * sizeof(int));
-    s->n_comp = 0;
-    for (int t = 0; t < s->S; t++) {
-        comp_of[t] = -1;
-        if (!s->rem0[t]) continue;
-        if (t > 0 && s->rem0[t - 1] && s->cross0[t - 1] > 0) {
-            comp_of[t] = s->n_comp - 1;
-            s->comp_sb[s->n_comp - 1] = t;
-        } else {
-            comp_of[t] = s->n_comp;
-            s->comp_sa[s->n_comp] = s->comp_sb[s->n_comp] = t;
-            s->n_comp++;
-        }
-    }
-    size_t nc = (size_t)(s->n_comp > 0 ? s->n_comp : 1);
-    s->comp_beg = acc_xrealloc(NULL, (nc + 1) * sizeof(int));
-    memset(s->comp_beg, 0, (nc + 1) * sizeof(int));
-    for (int i = 0; i < n; i++) s->comp_beg[comp_of[s->s0[i]] + 1]++;
-    for (int c = 0; c < s->n_comp; c++) s->comp_beg[c + 1] += s->comp_beg[c];
-    s->comp_items = acc_xrealloc(NULL, nn * sizeof(int));
-    int *cfill = acc_xrealloc(NULL, nc * sizeof(int));
-    memcpy(cfill, s->comp_beg, nc * sizeof(int));
-    for (int i = 0; i < n; i++) s->comp_items[cfill[comp_of[s->s0[i]]]++] = i;
-    free(cfill);
-    free(comp_of);
-
     s->floor = acc_xrealloc(NULL, S * sizeof(int64_t));
     s->rem = acc_xrealloc(NULL, S * sizeof(int64_t));
     s->cross = acc_xrealloc(NULL, S * sizeof(int));
     s->off = acc_xrealloc(NULL, nn * sizeof(int64_t));
     s->ban = acc_xrealloc(NULL, nn * sizeof(int64_t));
     s->placed = acc_xrealloc(NULL, nn * sizeof(bool));
-    s->lo = acc_xrealloc(NULL, nn * sizeof(int64_t));
-    s->eff = acc_xrealloc(NULL, S * sizeof(int64_t));
-    const char *inf = getenv("ACC_INF");
-    s->inference = inf ? atoi(inf) : 1;
+    s->zob = acc_xrealloc(NULL, nn * sizeof(uint64_t));
+    for (int i = 0; i < n; i++) s->zob[i] = mix64((uint64_t)i + 0x1234567);
+    size_t want = 1;
+    while (want < 64 * nn && want < ((size_t)1 << 20)) want *= 2;
+    s->memo = acc_xrealloc(NULL, want * sizeof(uint64_t));
+    s->memo_mask = want - 1;
+    size_t P = 1;
+    while (P < S) P *= 2;
+    s->seg = acc_xrealloc(NULL, 4 * P * sizeof(int64_t));
+    s->tmp = acc_xrealloc(NULL, 2 * nn * sizeof(int64_t));
+    s->score = acc_xrealloc(NULL, nn * sizeof(int));
+    memset(s->score, 0, nn * sizeof(int));
     return s;
 }
 
 void alloc_search_free(AllocSearch *s) {
     if (!s) return;
-    free(s->s0), free(s->s1), free(s->rank), free(s->prev_same), free(s->start_beg), free(s->start);
-    free(s->rem0), free(s->cross0), free(s->comp_sa), free(s->comp_sb), free(s->comp_beg), free(s->comp_items);
+    free(s->s0), free(s->s1), free(s->ranks), free(s->prev_same), free(s->start_beg), free(s->start);
+    free(s->rem0), free(s->cross0);
     free(s->floor), free(s->rem), free(s->cross), free(s->off), free(s->ban), free(s->placed);
-    free(s->frames), free(s->cand), free(s->bans), free(s->raises), free(s->lo), free(s->eff);
+    free(s->frames), free(s->cand), free(s->bans), free(s->raises), free(s->zob), free(s->memo), free(s->score);
+    free(s->seg), free(s->tmp);
     free(s);
 }
+
+/* ---- state changes, all undone in reverse order --------------------------- */
 
 static void place(AllocSearch *s, int i, int64_t at, SearchBudget *b) {
     int64_t size = s->items[i].size;
@@ -270,23 +279,13 @@ static void place(AllocSearch *s, int i, int64_t at, SearchBudget *b) {
     b->work += s->s1[i] - s->s0[i] + 1;
 }
 
+/* floor: the level of the buffer's sections before it was placed */
 static void unplace(AllocSearch *s, int i, int64_t floor) {
     int64_t size = s->items[i].size;
     for (int t = s->s0[i]; t <= s->s1[i]; t++) s->floor[t] = floor, s->rem[t] += size;
     for (int t = s->s0[i]; t < s->s1[i]; t++) s->cross[t]++;
     s->placed[i] = false;
 }
-
-static void push_cand(AllocSearch *s, int i) {
-    if (s->cand_n == s->cand_cap) {
-        s->cand_cap = s->cand_cap ? 2 * s->cand_cap : 256;
-        s->cand = acc_xrealloc(s->cand, (size_t)s->cand_cap * sizeof(int));
-    }
-    s->cand[s->cand_n++] = i;
-}
-
-static const int *sort_rank;
-static int cmp_rank(const void *a, const void *b) { return sort_rank[*(const int *)a] - sort_rank[*(const int *)b]; }
 
 static void raise_floor(AllocSearch *s, int t, int64_t v) {
     if (s->raises_n == s->raises_cap) {
@@ -297,67 +296,218 @@ static void raise_floor(AllocSearch *s, int t, int64_t v) {
     s->floor[t] = v;
 }
 
-/* Inference: no unplaced buffer goes below the highest floor of its
- * sections (lo); no section is filled below the lowest lo of its buffers
- * (eff). Raise floors to eff until nothing changes; false if some section
- * then cannot hold what is left over it. */
-static bool infer(AllocSearch *s, int c, int64_t cap, SearchBudget *b) {
-    int ca = s->comp_sa[c], cb = s->comp_sb[c];
+static void push_ban(AllocSearch *s, int i, int64_t at) {
+    if (s->bans_n == s->bans_cap) {
+        s->bans_cap = s->bans_cap ? 2 * s->bans_cap : 256;
+        s->bans = acc_xrealloc(s->bans, (size_t)s->bans_cap * sizeof(Ban));
+    }
+    s->bans[s->bans_n++] = (Ban){i, s->ban[i]};
+    s->ban[i] = at;
+}
+
+static void push_cand(AllocSearch *s, int i) {
+    if (s->cand_n == s->cand_cap) {
+        s->cand_cap = s->cand_cap ? 2 * s->cand_cap : 256;
+        s->cand = acc_xrealloc(s->cand, (size_t)s->cand_cap * sizeof(int));
+    }
+    s->cand[s->cand_n++] = i;
+}
+
+static int push_frame(AllocSearch *s) {
+    if (s->depth == s->frames_cap) {
+        s->frames_cap = s->frames_cap ? 2 * s->frames_cap : 256;
+        s->frames = acc_xrealloc(s->frames, (size_t)s->frames_cap * sizeof(Frame));
+    }
+    Frame *f = &s->frames[s->depth];
+    memset(f, 0, sizeof *f);
+    f->act = -1;
+    f->m2 = INF;
+    f->ban_top = s->bans_n;
+    f->raise_top = s->raises_n;
+    f->cbeg = f->cend = f->next = s->cand_n;
+    return s->depth++;
+}
+
+/* Undo the top frame's action, then drop the frame. */
+static void pop_frame(AllocSearch *s) {
+    Frame *f = &s->frames[s->depth - 1];
+    if (f->act >= 0) unplace(s, f->act, f->m);
+    else if (f->act == -2)
+        for (int t = f->sa; t <= f->sb; t++) s->floor[t] = f->m;
+    while (s->bans_n > f->ban_top) {
+        Ban *x = &s->bans[--s->bans_n];
+        s->ban[x->item] = x->old;
+    }
+    while (s->raises_n > f->raise_top) {
+        Raise *x = &s->raises[--s->raises_n];
+        s->floor[x->sec] = x->old;
+    }
+    s->cand_n = f->cbeg;
+    s->depth--;
+}
+
+/* ---- inference ------------------------------------------------------------- */
+
+/* No unplaced buffer goes below the highest floor of its sections (its lo);
+ * no section is filled below the lowest lo of the buffers over it. Raise the
+ * floors of [ra, rb] to that until nothing changes; false if a buffer or a
+ * section then cannot hold what is left. Range maxima and range minima go
+ * through segment trees over [ra, rb]: O(buffers x log sections) a round. */
+static bool infer(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
+    int len = rb - ra + 1, P = 1, lg = 0;
+    while (P < len) P *= 2, lg++;
+    int64_t *mx = s->seg, *mn = s->seg + 2 * (size_t)P;
     for (int round = 0; round < 4; round++) {
-        for (int t = ca; t <= cb; t++) s->eff[t] = INF;
-        for (int k = s->comp_beg[c]; k < s->comp_beg[c + 1]; k++) {
-            int i = s->comp_items[k];
+        for (int k = 0; k < P; k++) mx[P + k] = k < len ? s->floor[ra + k] : 0, mn[P + k] = INF;
+        for (int k = P - 1; k >= 1; k--) mx[k] = mx[2 * k] > mx[2 * k + 1] ? mx[2 * k] : mx[2 * k + 1], mn[k] = INF;
+        int n_items = 0;
+        for (int k = s->start_beg[ra]; k < s->start_beg[rb + 1]; k++) {
+            int i = s->start[k];
             if (s->placed[i]) continue;
+            n_items++;
             int64_t lo = 0;
-            for (int t = s->s0[i]; t <= s->s1[i]; t++)
-                if (s->floor[t] > lo) lo = s->floor[t];
+            for (int l = s->s0[i] - ra + P, r = s->s1[i] - ra + P + 1; l < r; l >>= 1, r >>= 1) {
+                if (l & 1) lo = mx[l] > lo ? mx[l] : lo, l++;
+                if (r & 1) --r, lo = mx[r] > lo ? mx[r] : lo;
+            }
             if (lo > cap - s->items[i].size) return false;
-            for (int t = s->s0[i]; t <= s->s1[i]; t++)
-                if (lo < s->eff[t]) s->eff[t] = lo;
-            b->work += 2 * (s->s1[i] - s->s0[i] + 1);
+            for (int l = s->s0[i] - ra + P, r = s->s1[i] - ra + P + 1; l < r; l >>= 1, r >>= 1) {
+                if (l & 1) mn[l] = lo < mn[l] ? lo : mn[l], l++;
+                if (r & 1) --r, mn[r] = lo < mn[r] ? lo : mn[r];
+            }
         }
+        for (int k = 1; k < P; k++) {
+            if (mn[k] < mn[2 * k]) mn[2 * k] = mn[k];
+            if (mn[k] < mn[2 * k + 1]) mn[2 * k + 1] = mn[k];
+        }
+        b->work += 3 * P + 4 * (int64_t)n_items * (lg + 1);
         bool changed = false;
-        for (int t = ca; t <= cb; t++) {
+        for (int t = ra; t <= rb; t++) {
             if (!s->rem[t]) continue;
-            if (s->eff[t] > cap - s->rem[t]) return false;
-            if (s->eff[t] > s->floor[t]) raise_floor(s, t, s->eff[t]), changed = true;
+            int64_t eff = mn[P + t - ra];
+            if (eff > cap - s->rem[t]) return false;
+            if (eff > s->floor[t]) raise_floor(s, t, eff), changed = true;
         }
         if (!changed) break;
     }
     return true;
 }
 
-/* The lowest segment of component [ca, cb], its candidates and whether
- * wasting it may lead anywhere. */
-static void setup_frame(AllocSearch *s, Frame *f, int c, int64_t cap, SearchBudget *b) {
-    int ca = s->comp_sa[c], cb = s->comp_sb[c];
-    f->raise_top = s->raises_n;
-    if (s->inference && !infer(s, c, cap, b)) { /* dead: no branches */
-        f->sa = f->sb = ca, f->m = 0, f->m2 = INF;
-        f->cbeg = f->cend = f->next = s->cand_n;
-        f->act = -1;
-        f->ban_top = s->bans_n;
-        f->waste_ok = false;
-        return;
+/* ---- refuted states ------------------------------------------------------------ */
+
+/* The subproblem of a node: which buffers of its range are placed and the
+ * floors of the sections still to fill (the capacity is fixed per run). */
+static uint64_t state_key(const AllocSearch *s, int ra, int rb, SearchBudget *b) {
+    uint64_t h = mix64(((uint64_t)(uint32_t)ra << 32) ^ (uint32_t)rb ^ (uint64_t)s->cap_now * 0x9E3779B97F4A7C15ull);
+    for (int k = s->start_beg[ra]; k < s->start_beg[rb + 1]; k++)
+        if (s->placed[s->start[k]]) h ^= s->zob[s->start[k]];
+    for (int t = ra; t <= rb; t++)
+        if (s->rem[t]) h += mix64(((uint64_t)t << 40) ^ (uint64_t)s->floor[t]);
+    b->work += (s->start_beg[rb + 1] - s->start_beg[ra]) + (rb - ra + 1);
+    return h ? h : 1;
+}
+
+static bool memo_has(const AllocSearch *s, uint64_t key) {
+    for (size_t j = 0, at = key & s->memo_mask; j < 8; j++, at = (at + 1) & s->memo_mask) {
+        if (s->memo[at] == key) return true;
+        if (!s->memo[at]) return false;
     }
+    return false;
+}
+
+static void memo_add(AllocSearch *s, uint64_t key) {
+    size_t at = key & s->memo_mask;
+    for (size_t j = 0; j < 8; j++, at = (at + 1) & s->memo_mask)
+        if (!s->memo[at] || s->memo[at] == key) {
+            s->memo[at] = key;
+            return;
+        }
+    s->memo[key & s->memo_mask] = key; /* full run of slots: replace the first */
+}
+
+/* ---- the search ------------------------------------------------------------ */
+
+enum { NODE_BRANCH = 3 };
+
+static int cmp_rank_of(const AllocSearch *s, int i, int j) {
+    if (s->score[i] != s->score[j]) return s->score[i] - s->score[j];
+    return s->rank[i] - s->rank[j];
+}
+
+static void sort_cands(AllocSearch *s, int beg, int end) { /* insertion sort by rank: short lists */
+    for (int k = beg + 1; k < end; k++) {
+        int x = s->cand[k], j = k;
+        while (j > beg && cmp_rank_of(s, s->cand[j - 1], x) > 0) s->cand[j] = s->cand[j - 1], j--;
+        s->cand[j] = x;
+    }
+}
+
+static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b);
+
+/* A new node over [ra, rb] (which has unplaced buffers): push its frame,
+ * infer, then either solve independent groups one by one (SEARCH_FOUND,
+ * SEARCH_LIMIT, or a frame without branches) or set up the branches on the
+ * lowest segment (NODE_BRANCH). */
+static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
+    int fi = push_frame(s);
+    uint64_t key = state_key(s, ra, rb, b);
+    s->frames[fi].key = key;
+    if (memo_has(s, key)) {
+        s->frames[fi].key = 0;
+        return NODE_BRANCH; /* refuted before: dead */
+    }
+    if (!infer(s, ra, rb, cap, b)) return NODE_BRANCH; /* no branches: dead */
+
+    /* independent groups: runs of sections joined by unplaced buffers */
+    int n_groups = 0;
+    for (int t = ra; t <= rb; t++)
+        if (s->rem[t] && !(t > ra && s->rem[t - 1] && s->cross[t - 1] > 0)) n_groups++;
+    b->work += rb - ra + 1;
+    if (n_groups > 1 && s->nesting < MAX_NESTING) {
+        s->nesting++;
+        int st = SEARCH_FOUND;
+        for (int t = ra; t <= rb && st == SEARCH_FOUND; t++) {
+            if (!s->rem[t]) continue;
+            int ga = t;
+            while (t < rb && s->rem[t + 1] && s->cross[t] > 0) t++;
+            st = dfs(s, ga, t, cap, b);
+        }
+        s->nesting--;
+        if (st == SEARCH_INFEASIBLE) { /* one group cannot be placed whatever the others do */
+            while (s->depth > fi + 1) pop_frame(s);
+            return NODE_BRANCH; /* frame fi has no branches */
+        }
+        return st;
+    }
+
+    Frame *f = &s->frames[fi];
     int64_t m = INF;
-    int sa = -1;
-    for (int t = ca; t <= cb; t++)
-        if (s->rem[t] > 0 && s->floor[t] < m) m = s->floor[t], sa = t;
-    b->work += cb - ca + 1;
-    int sb = sa;
-    while (sb < cb && s->rem[sb + 1] > 0 && s->floor[sb + 1] == m) sb++;
+    int sa = -1, sb = -1;
+    {   /* the local-minimum segment with the least slack */
+        int64_t best_slack = INF;
+        for (int t = ra; t <= rb; t++) {
+            if (!s->rem[t]) continue;
+            int u = t;
+            int64_t fl = s->floor[t], slack = cap - fl - s->rem[t];
+            while (u < rb && s->rem[u + 1] && s->floor[u + 1] == fl) {
+                u++;
+                if (cap - fl - s->rem[u] < slack) slack = cap - fl - s->rem[u];
+            }
+            bool left_ok = t == ra || !s->rem[t - 1] || s->floor[t - 1] > fl;
+            bool right_ok = u == rb || !s->rem[u + 1] || s->floor[u + 1] > fl;
+            if (left_ok && right_ok && (slack < best_slack || (slack == best_slack && fl < m)))
+                best_slack = slack, m = fl, sa = t, sb = u;
+            t = u;
+        }
+    }
+    b->work += rb - ra + 1;
     int64_t m2 = INF;
-    if (sa > ca && s->cross[sa - 1] > 0) m2 = s->floor[sa - 1];
-    if (sb < cb && s->cross[sb] > 0 && s->floor[sb + 1] < m2) m2 = s->floor[sb + 1];
+    if (sa > ra && s->cross[sa - 1] > 0) m2 = s->floor[sa - 1];
+    if (sb < rb && s->cross[sb] > 0 && s->floor[sb + 1] < m2) m2 = s->floor[sb + 1];
     bool waste_ok = m2 < INF;
     for (int t = sa; waste_ok && t <= sb; t++)
         if (m2 > cap - s->rem[t]) waste_ok = false;
     f->sa = sa, f->sb = sb, f->m = m, f->m2 = m2;
-    f->cbeg = s->cand_n;
-    f->next = f->cbeg;
-    f->act = -1;
-    f->ban_top = s->bans_n;
     for (int t = sa; t <= sb; t++) {
         for (int k = s->start_beg[t]; k < s->start_beg[t + 1]; k++) {
             int i = s->start[k];
@@ -365,7 +515,7 @@ static void setup_frame(AllocSearch *s, Frame *f, int c, int64_t cap, SearchBudg
             if (s->placed[i] || s->s1[i] > sb) continue;
             const AllocItem *x = &s->items[i];
             int64_t at = round_up(m, x->alignment);
-            if (m2 < INF && at + x->size <= m2) waste_ok = false; /* dominated */
+            if (m2 < INF && at <= m2 - x->size) waste_ok = false; /* dominated */
             if (s->prev_same[i] >= 0 && !s->placed[s->prev_same[i]]) continue;
             if (s->ban[i] == at || (m2 < INF && at >= m2)) continue;
             if (at != m) { /* an alignment gap raises the floor: recheck the capacity */
@@ -377,51 +527,46 @@ static void setup_frame(AllocSearch *s, Frame *f, int c, int64_t cap, SearchBudg
             push_cand(s, i);
         }
     }
+    f = &s->frames[fi];
     f->cend = s->cand_n;
     f->waste_ok = waste_ok;
-    if (f->cend - f->cbeg > 1) {
-        sort_rank = s->rank;
-        qsort(s->cand + f->cbeg, (size_t)(f->cend - f->cbeg), sizeof(int), cmp_rank);
-        sort_rank = NULL;
+    /* value order: the fit first (touching an edge of the segment, with the
+     * top flush with the neighbour there), then the run's order */
+    for (int k = f->cbeg; k < f->cend; k++) {
+        int i = s->cand[k];
+        int64_t top = round_up(m, s->items[i].alignment) + s->items[i].size;
+        int sc = 0;
+        if (s->s0[i] == sa) sc += 1 + 2 * (sa > ra && s->rem[sa - 1] && s->floor[sa - 1] == top);
+        if (s->s1[i] == sb) sc += 1 + 2 * (sb < rb && s->rem[sb + 1] && s->floor[sb + 1] == top);
+        s->score[i] = -sc;
     }
+    sort_cands(s, f->cbeg, f->cend);
+    return NODE_BRANCH;
 }
 
-static SearchStatus solve_component(AllocSearch *s, int c, int64_t cap, SearchBudget *b) {
-    int ca = s->comp_sa[c], cb = s->comp_sb[c];
-    for (int t = ca; t <= cb; t++) {
-        if (s->rem0[t] > cap) return SEARCH_INFEASIBLE;
-        s->floor[t] = 0, s->rem[t] = s->rem0[t], s->cross[t] = s->cross0[t];
-    }
-    int left = s->comp_beg[c + 1] - s->comp_beg[c];
-    for (int k = s->comp_beg[c]; k < s->comp_beg[c + 1]; k++) {
-        int i = s->comp_items[k];
-        s->placed[i] = false;
-        s->ban[i] = -1;
-    }
+static bool out_of_budget(SearchBudget *b) {
+    if (b->work >= b->work_limit) return true;
+    if (b->deadline > 0 && !(b->nodes & 1023) && alloc_now_s() > b->deadline) b->time_out = true;
+    return b->time_out;
+}
+
+/* Place every unplaced buffer of [ra, rb] (a range no unplaced buffer
+ * crosses out of). SEARCH_FOUND leaves them placed, with the frames that did
+ * it on the stack; SEARCH_INFEASIBLE leaves the state as it found it. */
+static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
+    int base = s->depth, left = 0;
+    for (int k = s->start_beg[ra]; k < s->start_beg[rb + 1]; k++) left += !s->placed[s->start[k]];
     if (!left) return SEARCH_FOUND;
-    s->cand_n = s->bans_n = 0;
-    int depth = 0;
-    if (!s->frames_cap) {
-        s->frames_cap = 256;
-        s->frames = acc_xrealloc(NULL, (size_t)s->frames_cap * sizeof(Frame));
-    }
-    s->raises_n = 0;
-    setup_frame(s, &s->frames[depth++], c, cap, b);
-    while (depth > 0) {
-        Frame *f = &s->frames[depth - 1];
+    int st = push_node(s, ra, rb, cap, b);
+    if (st != NODE_BRANCH) return st;
+    while (s->depth > base) {
+        Frame *f = &s->frames[s->depth - 1];
         if (f->act >= 0) { /* the subtree below this placement failed */
             int i = f->act;
             unplace(s, i, f->m);
             left++;
-            if (s->off[i] == f->m) { /* refuted at this floor: not again in the siblings' subtrees */
-                if (s->bans_n == s->bans_cap) {
-                    s->bans_cap = s->bans_cap ? 2 * s->bans_cap : 256;
-                    s->bans = acc_xrealloc(s->bans, (size_t)s->bans_cap * sizeof(Ban));
-                }
-                s->bans[s->bans_n++] = (Ban){i, s->ban[i]};
-                s->ban[i] = f->m;
-            }
             f->act = -1;
+            if (s->off[i] == f->m) push_ban(s, i, f->m); /* not at this floor in the siblings' subtrees */
         } else if (f->act == -2) {
             for (int t = f->sa; t <= f->sb; t++) s->floor[t] = f->m;
             f->act = -1;
@@ -436,40 +581,79 @@ static SearchStatus solve_component(AllocSearch *s, int c, int64_t cap, SearchBu
             for (int t = f->sa; t <= f->sb; t++) s->floor[t] = f->m2;
             b->work += f->sb - f->sa + 1;
             f->act = -2;
-        } else { /* exhausted */
-            while (s->bans_n > f->ban_top) {
-                Ban *x = &s->bans[--s->bans_n];
-                s->ban[x->item] = x->old;
-            }
-            s->cand_n = f->cbeg;
-            while (s->raises_n > f->raise_top) {
-                Raise *x = &s->raises[--s->raises_n];
-                s->floor[x->sec] = x->old;
-            }
-            depth--;
+        } else { /* exhausted: the node's state has no solution */
+            if (f->key) memo_add(s, f->key);
+            pop_frame(s);
             continue;
         }
         b->nodes++;
-        if (b->work >= b->work_limit) return SEARCH_LIMIT;
-        if (b->deadline > 0 && !(b->nodes & 1023) && alloc_now_s() > b->deadline) {
-            b->time_out = true;
-            return SEARCH_LIMIT;
-        }
+        if (out_of_budget(b)) return SEARCH_LIMIT;
         if (!left) return SEARCH_FOUND;
-        if (depth == s->frames_cap) {
-            s->frames_cap *= 2;
-            s->frames = acc_xrealloc(s->frames, (size_t)s->frames_cap * sizeof(Frame));
-        }
-        setup_frame(s, &s->frames[depth++], c, cap, b);
+        st = push_node(s, ra, rb, cap, b);
+        if (st != NODE_BRANCH) return st;
     }
     return SEARCH_INFEASIBLE;
 }
 
-SearchStatus alloc_search_fit(AllocSearch *s, int64_t capacity, int64_t *offsets, SearchBudget *b) {
-    for (int c = 0; c < s->n_comp; c++) {
-        SearchStatus st = solve_component(s, c, capacity, b);
-        if (st != SEARCH_FOUND) return st;
-        for (int k = s->comp_beg[c]; k < s->comp_beg[c + 1]; k++) offsets[s->comp_items[k]] = s->off[s->comp_items[k]];
+static void reset(AllocSearch *s) {
+    for (int t = 0; t < s->S; t++) s->floor[t] = 0, s->rem[t] = s->rem0[t], s->cross[t] = s->cross0[t];
+    for (int i = 0; i < s->n; i++) s->placed[i] = false, s->ban[i] = -1;
+    s->depth = s->nesting = s->cand_n = s->bans_n = s->raises_n = 0;
+}
+
+/* 1 1 2 1 1 2 4 1 1 2 1 1 2 4 8 ... */
+static int64_t luby(int64_t i) {
+    for (;;) {
+        int64_t k = 1;
+        while ((INT64_C(1) << k) - 1 < i) k++;
+        if ((INT64_C(1) << k) - 1 == i) return INT64_C(1) << (k - 1);
+        i -= (INT64_C(1) << (k - 1)) - 1;
     }
-    return SEARCH_FOUND;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+static void sort_tmp_pairs(int64_t *t, int n) { qsort(t, (size_t)n, 2 * sizeof(int64_t), cmp_pair); }
+
+SearchStatus alloc_search_fit(AllocSearch *s, int64_t capacity, int64_t *offsets, SearchBudget *b) {
+    if (!s->n) return SEARCH_FOUND;
+    s->cap_now = capacity;
+    memset(s->memo, 0, (s->memo_mask + 1) * sizeof(uint64_t));
+    for (int t = 0; t < s->S; t++)
+        if (s->rem0[t] > capacity) return SEARCH_INFEASIBLE;
+    /* restarts (Luby sequence of budgets): the fixed value orders first, then
+     * seeded random perturbations of them; refuted states stay refuted */
+    int64_t limit = b->work_limit, unit = 0;
+    for (int i = 0; i < s->n; i++) unit += 4 * (s->s1[i] - s->s0[i] + 1);
+    if (unit < 10000) unit = 10000;
+    unit *= 100;
+    SearchStatus st = SEARCH_LIMIT;
+    int *rnd = s->ranks + (size_t)N_ORDERS * (size_t)s->n;
+    uint64_t seed = 0x5EED;
+    for (int r = 0; st == SEARCH_LIMIT && b->work < limit && !b->time_out; r++) {
+        int64_t slice = unit * luby(r + 1);
+        if (r < N_ORDERS) {
+            s->rank = s->ranks + (size_t)r * (size_t)s->n;
+        } else {
+            const int *base = s->ranks + (size_t)(r % N_ORDERS) * (size_t)s->n;
+            int64_t spread = s->n / 4 + 1;
+            for (int i = 0; i < s->n; i++) {
+                seed = mix64(seed);
+                s->tmp[2 * i] = (int64_t)base[i] + (int64_t)(seed % (uint64_t)spread);
+                s->tmp[2 * i + 1] = i;
+            }
+            sort_tmp_pairs(s->tmp, s->n);
+            for (int k = 0; k < s->n; k++) rnd[s->tmp[2 * k + 1]] = k;
+            s->rank = rnd;
+        }
+        b->work_limit = limit - b->work > slice ? b->work + slice : limit;
+        reset(s);
+        st = (SearchStatus)dfs(s, 0, s->S - 1, capacity, b);
+    }
+    b->work_limit = limit;
+    if (st == SEARCH_FOUND)
+        for (int i = 0; i < s->n; i++) offsets[i] = s->off[i];
+    return st;
 }

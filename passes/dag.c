@@ -149,19 +149,22 @@ static HeapItem heap_pop(HeapVec *h) {
     return top;
 }
 
-/* Dijkstra over (next first execution t, set of held outputs P): execute t or
- * an earlier node not held whose inputs are held (memory: P plus the output),
- * or free one held output. */
-double dag_exhaustive(const Dag *d, int64_t budget) {
+/* Dijkstra over (next first execution t, set of held outputs P[, the last
+ * node recomputed in this stage]): execute t, or an earlier node not held
+ * whose inputs are held (memory: P plus the output), or free a held output.
+ * staged: recomputations within a stage ascending, as Checkmate's model. */
+double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     int n = d->n;
-    ACC_ASSERT(n <= 16);
+    ACC_ASSERT(n <= (staged ? 12 : 16));
     uint32_t full = 1u << n;
-    size_t n_states = (size_t)(n + 1) * full;
+    int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
+    size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
     double *dist = xcalloc(n_states, sizeof(double));
     uint32_t *inmask = xcalloc((size_t)n, sizeof(uint32_t));
     for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
+#define STATE(t, l, P) ((int)((((size_t)(t) * (size_t)lasts + (size_t)(l)) * full) + (P)))
     HeapVec h = {0};
     dist[0] = 0;
     heap_push(&h, (HeapItem){0, 0});
@@ -169,8 +172,8 @@ double dag_exhaustive(const Dag *d, int64_t budget) {
     while (h.n) {
         HeapItem it = heap_pop(&h);
         if (it.dist > dist[it.state]) continue;
-        int t = it.state / (int)full;
-        uint32_t P = (uint32_t)it.state % full;
+        uint32_t P = (uint32_t)((size_t)it.state % full);
+        int tl = (int)((size_t)it.state / full), t = tl / lasts, l = tl % lasts;
         if (t == n) {
             best = it.dist;
             break;
@@ -178,18 +181,19 @@ double dag_exhaustive(const Dag *d, int64_t budget) {
         int64_t held = 0;
         for (int i = 0; i < n; i++)
             if (P >> i & 1) held += d->mem[i];
-        for (int v = 0; v <= t; v++) {
+        for (int v = staged ? (l > 0 ? l : 0) : 0; v <= t; v++) {
             if ((P >> v & 1) || (inmask[v] & ~P) || held + d->mem[v] > budget) continue;
-            int ns = (t + (v == t)) * (int)full + (int)(P | 1u << v);
+            int ns = v == t ? STATE(t + 1, 0, P | 1u << v) : STATE(t, staged ? v + 1 : 0, P | 1u << v);
             double nd = it.dist + d->cost[v];
             if (nd < dist[ns]) dist[ns] = nd, heap_push(&h, (HeapItem){nd, ns});
         }
         for (int u = 0; u < n; u++) {
             if (!(P >> u & 1)) continue;
-            int ns = t * (int)full + (int)(P & ~(1u << u));
+            int ns = STATE(t, l, P & ~(1u << u));
             if (it.dist < dist[ns]) dist[ns] = it.dist, heap_push(&h, (HeapItem){it.dist, ns});
         }
     }
+#undef STATE
     VEC_FREE(h);
     free(dist), free(inmask);
     return best;
@@ -325,77 +329,333 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
     return m;
 }
 
-/* Greedy descent to the budget, then undo what is not needed. False when no
- * drop helps any more (the budget is out of the heuristic's reach). */
-static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *best_out) {
+static Heur *heur_new(const Dag *d, int64_t budget, double deadline) {
     int n = d->n;
-    Heur h = {0};
-    h.d = d, h.n = n, h.budget = budget, h.deadline = deadline;
-    h.cut = xcalloc((size_t)n * (size_t)n, 1);
-    h.present = xcalloc((size_t)n, sizeof(int));
-    h.plist = xcalloc((size_t)n, sizeof(int));
-    h.mark = xcalloc((size_t)n, sizeof(int));
-    h.stack = xcalloc((size_t)n, sizeof(int));
-    h.need = xcalloc((size_t)n, sizeof(int));
+    Heur *h = xcalloc(1, sizeof *h);
+    h->d = d, h->n = n, h->budget = budget, h->deadline = deadline;
+    h->cut = xcalloc((size_t)n * (size_t)n, 1);
+    h->present = xcalloc((size_t)n, sizeof(int));
+    h->plist = xcalloc((size_t)n, sizeof(int));
+    h->mark = xcalloc((size_t)n, sizeof(int));
+    h->stack = xcalloc((size_t)n, sizeof(int));
+    h->need = xcalloc((size_t)n, sizeof(int));
+    return h;
+}
+
+static void heur_free(Heur *h) {
+    staged_free(&h->cur);
+    free(h->cut), free(h->present), free(h->plist), free(h->mark), free(h->stack), free(h->need), free(h->mem_at);
+    free(h);
+}
+
+/* Greedy descent from h->cut to the budget: at the peak, the drop with the
+ * least added compute per unit of excess memory removed. */
+static bool greedy_cut(Heur *h) {
+    const Dag *d = h->d;
+    int n = h->n;
     Cut *cand = NULL;
     int cand_cap = 0;
-    VEC(Cut) applied = {0};
     Staged trial = {0};
     bool ok = false;
-    derive(&h, &h.cur);
-    Score cur = score(&h, &h.cur);
-    for (int iter = 0; iter < 50 * n + 100 && dag_now_s() < deadline; iter++) {
-        if (cur.peak <= budget) {
-            ok = true;
-            break;
-        }
-        if (cand_cap < h.cur.ev.n) {
-            cand_cap = 2 * h.cur.ev.n;
+    derive(h, &h->cur);
+    Score cur = score(h, &h->cur);
+    for (int iter = 0; iter < 50 * n + 100 && dag_now_s() < h->deadline; iter++) {
+        if (cur.peak <= h->budget) break;
+        if (cand_cap < h->cur.ev.n) {
+            cand_cap = 2 * h->cur.ev.n;
             cand = acc_xrealloc(cand, (size_t)cand_cap * sizeof(Cut));
         }
-        int m = peak_candidates(&h, &h.cur, cand);
+        int m = peak_candidates(h, &h->cur, cand);
         int best = -1;
         double best_ratio = INFINITY;
         Score best_sc = cur;
         for (int k = 0; k < m; k++) {
-            apply_cut(&h, cand[k], +1);
-            derive(&h, &trial);
-            Score sc = score(&h, &trial);
-            apply_cut(&h, cand[k], -1);
+            apply_cut(h, cand[k], +1);
+            derive(h, &trial);
+            Score sc = score(h, &trial);
+            apply_cut(h, cand[k], -1);
             double gain = cur.excess - sc.excess, dc = sc.cost - cur.cost;
             if (gain <= 0) continue;
             double ratio = (dc > 0 ? dc : 0) / gain;
             if (ratio < best_ratio || (ratio == best_ratio && sc.excess < best_sc.excess))
                 best = k, best_ratio = ratio, best_sc = sc;
         }
+        (void)d;
         if (best < 0) break;
-        apply_cut(&h, cand[best], +1);
-        VEC_PUSH(applied, cand[best]);
-        derive(&h, &h.cur);
-        cur = score(&h, &h.cur);
+        apply_cut(h, cand[best], +1);
+        derive(h, &h->cur);
+        cur = score(h, &h->cur);
     }
-    if (!ok && cur.peak <= budget) ok = true;
-    if (ok) { /* undo drops the plan can afford, most expensive recomputation first */
-        for (int pass = 0; pass < 2; pass++)
-            for (int k = applied.n - 1; k >= 0 && dag_now_s() < deadline; k--) {
-                if (applied.v[k].node < 0) continue;
-                apply_cut(&h, applied.v[k], -1);
-                derive(&h, &trial);
-                Score sc = score(&h, &trial);
-                if (sc.peak <= budget && sc.cost <= cur.cost) {
-                    cur = sc;
-                    applied.v[k].node = -1;
-                } else {
-                    apply_cut(&h, applied.v[k], +1);
-                }
-            }
-        derive(&h, best_out);
-    }
+    ok = cur.peak <= h->budget;
     staged_free(&trial);
-    staged_free(&h.cur);
-    VEC_FREE(applied);
-    free(cand), free(h.cut), free(h.present), free(h.plist), free(h.mark), free(h.stack), free(h.need), free(h.mem_at);
+    free(cand);
     return ok;
+}
+
+/* h->cut from a staged schedule: a node is kept into stage t exactly when
+ * a later event reads the copy it holds then. */
+static void cuts_from_schedule(Heur *h, const Staged *s) {
+    const Dag *d = h->d;
+    int n = h->n, n_ev = s->ev.n;
+    memset(h->cut, 1, (size_t)n * (size_t)n);
+    int *inst = xcalloc((size_t)n, sizeof(int)), *last = xcalloc((size_t)n_ev, sizeof(int));
+    for (int i = 0; i < n; i++) inst[i] = -1;
+    for (int e = 0; e < n_ev; e++) {
+        int j = s->ev.v[e];
+        last[e] = e;
+        for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) last[inst[d->in[q]]] = e;
+        inst[j] = e;
+    }
+    for (int e = 0; e < n_ev; e++)
+        for (int t = s->stage.v[e] + 1; t <= s->stage.v[last[e]]; t++) h->cut[(size_t)t * n + s->ev.v[e]] = 0;
+    free(inst), free(last);
+}
+
+/* Undo drops the plan can afford: each maximal run of stages a node is not
+ * kept into, if keeping it there fits and saves compute; most valuable first. */
+static void restore_cuts(Heur *h) {
+    int n = h->n;
+    derive(h, &h->cur);
+    Score cur = score(h, &h->cur);
+    if (cur.peak > h->budget) return;
+    /* recomputations per (stage, node) in the current schedule */
+    VEC(Cut) runs = {0};
+    VEC(double) val = {0};
+    uint8_t *rec = xcalloc((size_t)n * (size_t)n, 1);
+    for (int e = 0; e < h->cur.ev.n; e++)
+        if (h->cur.ev.v[e] != h->cur.stage.v[e]) rec[(size_t)h->cur.stage.v[e] * n + h->cur.ev.v[e]] = 1;
+    for (int i = 0; i < n; i++)
+        for (int t = i + 1; t < n;) {
+            if (!h->cut[(size_t)t * n + i]) {
+                t++;
+                continue;
+            }
+            int a = t;
+            double v = 0;
+            while (t < n && h->cut[(size_t)t * n + i]) v += rec[(size_t)t * n + i] ? h->d->cost[i] : 0, t++;
+            if (v > 0) {
+                VEC_PUSH(runs, ((Cut){i, a, t - 1}));
+                VEC_PUSH(val, v);
+            }
+        }
+    /* most recompute saved first (selection sort: few runs) */
+    Staged trial = {0};
+    for (int pass = 0; pass < runs.n && dag_now_s() < h->deadline; pass++) {
+        int b = -1;
+        for (int k = 0; k < runs.n; k++)
+            if (runs.v[k].node >= 0 && (b < 0 || val.v[k] > val.v[b])) b = k;
+        if (b < 0) break;
+        Cut c = runs.v[b];
+        runs.v[b].node = -1;
+        uint8_t *saved = xcalloc((size_t)(c.hi - c.lo + 1), 1);
+        for (int t = c.lo; t <= c.hi; t++) saved[t - c.lo] = h->cut[(size_t)t * n + c.node], h->cut[(size_t)t * n + c.node] = 0;
+        derive(h, &trial);
+        Score sc = score(h, &trial);
+        if (sc.peak <= h->budget && sc.cost < cur.cost) cur = sc;
+        else
+            for (int t = c.lo; t <= c.hi; t++) h->cut[(size_t)t * n + c.node] = saved[t - c.lo];
+        free(saved);
+    }
+    derive(h, &h->cur);
+    staged_free(&trial);
+    VEC_FREE(runs);
+    VEC_FREE(val);
+    free(rec);
+}
+
+/* ---- eviction (DTR-like) ---------------------------------------------------------- */
+
+typedef struct {
+    const Dag *d;
+    int64_t budget, used;
+    int variant, t, depth;
+    int *present, *lock, *ptr, *touched, *stamp;
+    int clock, n_stamp;
+    Staged *out;
+} Evict;
+
+/* Output bytes of the missing ancestors of p (itself included) that
+ * rebuilding p would recompute. */
+static long missing_cone(Evict *v, int p) {
+    const Dag *d = v->d;
+    int st = ++v->n_stamp, top = 0;
+    int *stack = xcalloc((size_t)d->n + 1, sizeof(int));
+    long bytes = 0;
+    stack[top++] = p;
+    v->stamp[p] = st;
+    while (top) {
+        int u = stack[--top];
+        bytes += (long)d->mem[u];
+        for (int q = d->in_off[u]; q < d->in_off[u + 1]; q++) {
+            int w = d->in[q];
+            if (!v->present[w] && v->stamp[w] != st) v->stamp[w] = st, stack[top++] = w;
+        }
+    }
+    free(stack);
+    return bytes;
+}
+
+/* Lower is evicted first: dead copies (no first execution reads them any
+ * more), then by recompute cost per byte and time to the next use. */
+static double evict_score(Evict *v, int i) {
+    const Dag *d = v->d;
+    while (v->ptr[i] < d->out_off[i + 1] && d->out[v->ptr[i]] < v->t) v->ptr[i]++;
+    if (v->ptr[i] >= d->out_off[i + 1]) return -1.0 - (double)d->mem[i] * 1e-18;
+    double rc = d->cost[i];
+    for (int q = d->in_off[i]; q < d->in_off[i + 1]; q++)
+        if (!v->present[d->in[q]]) rc += d->cost[d->in[q]];
+    double m = (double)(d->mem[i] > 0 ? d->mem[i] : 1);
+    switch (v->variant) {
+    case 0: return rc / (m * (double)(d->out[v->ptr[i]] - v->t + 1));
+    case 1: return rc / (m * (double)(v->clock - v->touched[i] + 1));
+    default: return rc / m;
+    }
+}
+
+static bool materialize(Evict *v, int x) {
+    const Dag *d = v->d;
+    if (++v->depth > d->n + 1) return false;
+    bool ok = true;
+    /* inputs at hand are locked first; the missing ones are rebuilt largest
+     * missing cone first (what needs the most room runs while least is held) */
+    int deg = d->in_off[x + 1] - d->in_off[x], n_locked = 0;
+    int *order = xcalloc((size_t)deg + 1, sizeof(int)), *locked = xcalloc((size_t)deg + 1, sizeof(int));
+    long *cone = xcalloc((size_t)deg + 1, sizeof(long));
+    int n_miss = 0;
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) {
+        int p = d->in[q];
+        if (v->present[p]) {
+            v->lock[p]++, v->touched[p] = v->clock, locked[n_locked++] = p;
+        } else {
+            cone[n_miss] = missing_cone(v, p);
+            order[n_miss++] = p;
+        }
+    }
+    for (int a = 1; a < n_miss; a++)
+        for (int b = a; b > 0 && cone[b - 1] < cone[b]; b--) {
+            long tc = cone[b];
+            int to = order[b];
+            cone[b] = cone[b - 1], order[b] = order[b - 1];
+            cone[b - 1] = tc, order[b - 1] = to;
+        }
+    for (int a = 0; a < n_miss && ok; a++) {
+        int p = order[a];
+        if (!v->present[p]) ok = materialize(v, p);
+        if (ok) v->lock[p]++, v->touched[p] = v->clock, locked[n_locked++] = p;
+    }
+    while (ok && v->used + d->mem[x] > v->budget) {
+        int best = -1;
+        double bs = INFINITY;
+        for (int i = 0; i < d->n; i++) {
+            if (!v->present[i] || v->lock[i]) continue;
+            double s = evict_score(v, i);
+            if (s < bs) bs = s, best = i;
+        }
+        if (best < 0) {
+            ok = false; /* everything held is an input being used */
+        } else {
+            v->present[best] = 0, v->used -= d->mem[best];
+        }
+    }
+    if (ok) {
+        staged_push(v->out, v->t, x);
+        v->present[x] = 1, v->used += d->mem[x], v->touched[x] = ++v->clock;
+    }
+    for (int a = 0; a < n_locked; a++) v->lock[locked[a]]--;
+    free(order), free(locked), free(cone);
+    v->depth--;
+    return ok;
+}
+
+/* Run the nodes in order, evicting under the budget, recomputing on demand. */
+static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
+    int n = d->n;
+    Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
+    v.stamp = xcalloc((size_t)n, sizeof(int));
+    v.present = xcalloc((size_t)n, sizeof(int));
+    v.lock = xcalloc((size_t)n, sizeof(int));
+    v.ptr = xcalloc((size_t)n, sizeof(int));
+    v.touched = xcalloc((size_t)n, sizeof(int));
+    for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
+    staged_clear(out);
+    bool ok = true;
+    for (int t = 0; t < n && ok; t++) {
+        v.t = t;
+        ok = materialize(&v, t);
+    }
+    free(v.present), free(v.lock), free(v.ptr), free(v.touched), free(v.stamp);
+    return ok;
+}
+
+/* The best of: the greedy descent from keeping everything, and eviction
+ * schedules under three scores; each then relieved of drops it can afford. */
+static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *best_out, bool verbose) {
+    Heur *h = heur_new(d, budget, deadline);
+    Staged ev = {0};
+    double best = INFINITY;
+    for (int k = -1; k < 3 && dag_now_s() < deadline; k++) {
+        bool ok;
+        double t0 = dag_now_s();
+        if (k < 0) {
+            memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
+            ok = greedy_cut(h);
+        } else {
+            ok = evict_schedule(d, budget, k, &ev);
+            if (ok) {
+                DagSim s;
+                dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
+                cuts_from_schedule(h, &ev);
+                derive(h, &h->cur);
+                Score sc = score(h, &h->cur);
+                ok = s.valid && sc.peak <= budget;
+            }
+        }
+        double c0 = ok ? score(h, &h->cur).cost : NAN;
+        if (ok) restore_cuts(h);
+        Score sc = score(h, &h->cur);
+        if (verbose)
+            fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
+                    k < 0 ? "greedy" : k == 0 ? "evict/next-use" : k == 1 ? "evict/staleness" : "evict/cost",
+                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, dag_now_s() - t0);
+        if (ok && sc.peak <= budget && sc.cost < best) {
+            best = sc.cost;
+            staged_clear(best_out);
+            for (int e = 0; e < h->cur.ev.n; e++) staged_push(best_out, h->cur.stage.v[e], h->cur.ev.v[e]);
+        }
+    }
+    staged_free(&ev);
+    heur_free(h);
+    return isfinite(best);
+}
+
+/* Checkmate's deterministic rounding on acc's relaxation: keep i into stage t
+ * when the LP keeps at least a threshold of it, recompute what is missing
+ * (need-driven), repair with the greedy descent if over the budget, undo
+ * affordable drops; the cheapest plan over thresholds 0.1 .. 0.9. */
+static bool round_keep(const Dag *d, int64_t budget, const double *keep, double deadline, Staged *out, bool verbose) {
+    int n = d->n;
+    Heur *h = heur_new(d, budget, deadline);
+    double best = INFINITY;
+    for (int th = 1; th <= 9 && dag_now_s() < deadline; th++) {
+        for (int t = 0; t < n; t++)
+            for (int i = 0; i < t; i++) h->cut[(size_t)t * n + i] = keep[(size_t)t * n + i] < 0.1 * th - 1e-9;
+        bool ok = greedy_cut(h); /* derives, repairs if over */
+        if (!ok) continue;
+        restore_cuts(h);
+        Score sc = score(h, &h->cur);
+        if (sc.peak <= budget && sc.cost < best) {
+            best = sc.cost;
+            staged_clear(out);
+            for (int e = 0; e < h->cur.ev.n; e++) staged_push(out, h->cur.stage.v[e], h->cur.ev.v[e]);
+        }
+    }
+    if (verbose) fprintf(stderr, "acc plan: rounding the relaxation: %s %.8g\n", isfinite(best) ? "compute" : "nothing fits", best);
+    heur_free(h);
+    return isfinite(best);
+}
+
+bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out) {
+    return heuristic(d, budget, deadline, out, false);
 }
 
 /* ---- the driver ------------------------------------------------------------------- */
@@ -438,16 +698,33 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
         snprintf(p->status, sizeof p->status, "infeasible");
         p->bound_scope = "all schedules";
     } else {
-        Staged inc = {0};
-        double h_deadline = t0 + 0.25 * limit;
-        bool have = heuristic(d, o->budget, h_deadline, &inc);
-        if (o->verbose) {
-            DagSim s;
-            if (have) dag_simulate(d, inc.ev.v, inc.ev.n, &s, NULL);
-            fprintf(stderr, "acc plan: heuristic %s in %.3f s%s%.6g\n", have ? "fits" : "found nothing",
-                    dag_now_s() - t0, have ? ", compute " : "", have ? s.compute : 0.0);
+        /* the heuristics, the relaxation's bound and its rounding, then the search */
+        Staged inc = {0}, rounded = {0};
+        bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
+        double bound = NAN, *keep = NULL;
+        bool infeasible = false;
+        ok = dag_acc_bound(d, o->budget, t0 + 0.35 * limit, o->verbose, &bound, &infeasible, &keep, err, err_len);
+        if (ok && keep && round_keep(d, o->budget, keep, t0 + 0.45 * limit, &rounded, o->verbose)) {
+            DagSim a, b;
+            dag_simulate(d, rounded.ev.v, rounded.ev.n, &b, NULL);
+            if (have) dag_simulate(d, inc.ev.v, inc.ev.n, &a, NULL);
+            if (!have || b.compute < a.compute) {
+                staged_clear(&inc);
+                for (int e = 0; e < rounded.ev.n; e++) staged_push(&inc, rounded.stage.v[e], rounded.ev.v[e]);
+                have = true;
+            }
         }
-        ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->emit_lp, o->verbose, p, err, err_len);
+        free(keep);
+        staged_free(&rounded);
+        if (ok && infeasible) {
+            set_plan_events(p, topo, n);
+            snprintf(p->status, sizeof p->status, "infeasible");
+            p->bound_scope = "checkmate";
+        } else if (ok) {
+            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->emit_lp, o->verbose, bound, p, err,
+                                    err_len);
+        }
+        if (ok && !strcmp(p->status, "infeasible") && !p->ev) set_plan_events(p, topo, n);
         if (ok) {
             /* the best plan that fits, by the simulator */
             DagPlan h = {0};
@@ -468,6 +745,7 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
+    if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
     if (p->fits && isfinite(p->bound)) {
         double b = p->bound < base_compute ? base_compute : p->bound;
         p->bound = b;

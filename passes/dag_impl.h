@@ -26,8 +26,21 @@ double dag_now_s(void);
  * n_binaries, n_rows; the caller simulates). inc: a feasible schedule to
  * start from, or NULL. Return false with err on a failure of the tool. */
 bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, const char *emit_lp,
-                        bool verbose, DagPlan *p, char *err, size_t err_len);
+                        bool verbose, double bound, DagPlan *p, char *err, size_t err_len);
+/* The relaxation of the stage model that bounds memory only at each stage's
+ * own event, over every earlier node: bound (NAN if not solved in time) is a
+ * lower bound on the compute of every staged plan; infeasible: no staged
+ * plan fits. keep: the LP's S values ([n*n], keep[t*n+i], malloc'ed) or NULL. */
+bool dag_acc_bound(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, bool *infeasible,
+                   double **keep, char *err, size_t err_len);
 bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double deadline, const char *emit_lp,
                          bool verbose, DagPlan *p, char *err, size_t err_len);
+
+/* Is the staged schedule s a feasible point of Checkmate's program (R, the
+ * least S, the FREE the hazards imply, U)? For tests of the formulations;
+ * bad_row: the first violated row, or -1. */
+bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row);
+/* acc's heuristic incumbent alone (tests). */
+bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 
 #endif

@@ -321,6 +321,12 @@ static int id_cmp(const void *a, const void *b) {
     return x->num < y->num ? -1 : x->num > y->num;
 }
 
+/* by id, then file position (duplicates reported deterministically) */
+static int id_node_cmp(const void *a, const void *b) {
+    int c = id_cmp(a, b);
+    return c ? c : ((const Id *)a)->node - ((const Id *)b)->node;
+}
+
 typedef struct {
     const char *text;
     size_t len;
@@ -475,7 +481,7 @@ static bool build_graph(GCtx *c, const JVal *root, Dag *d) {
     if (!links) return gfail(c, root->off, "no \"links\" (or \"edges\") array");
     if (links->kind != J_ARR) return gfail(c, links->off, "\"links\" must be an array");
     int n = nodes->n;
-    if (n == 0) return gfail(c, nodes->off, "the graph has no nodes");
+    if (n <= 0) return gfail(c, nodes->off, "the graph has no nodes");
     Id *ids = calloc((size_t)n, sizeof(Id)), *sorted = calloc((size_t)n, sizeof(Id));
     double *cost = calloc((size_t)n, sizeof(double)), *mem = calloc((size_t)n, sizeof(double));
     bool *bwd = calloc((size_t)n, sizeof(bool));
@@ -508,7 +514,7 @@ static bool build_graph(GCtx *c, const JVal *root, Dag *d) {
     }
     if (ok) {
         memcpy(sorted, ids, (size_t)n * sizeof(Id));
-        qsort(sorted, (size_t)n, sizeof(Id), id_cmp);
+        qsort(sorted, (size_t)n, sizeof(Id), id_node_cmp);
         for (int k = 1; ok && k < n; k++)
             if (!id_cmp(&sorted[k - 1], &sorted[k]))
                 ok = gfail(c, nodes->items[sorted[k].node].off, "node %d: duplicate id (also node %d)", sorted[k].node,

@@ -127,8 +127,9 @@ typedef struct {
     /* Stop as soon as the arena is at most this (<= 0: the max-live lower
      * bound, i.e. minimise). Below the lower bound it is never met. */
     int64_t capacity;
-    /* Exact search budget in work units (a deterministic count, about 1e7 a
-     * second on one core); 0: greedy only; < 0: derived from time_limit_s. */
+    /* Exact search budget in work units (a deterministic count; a second of
+     * search does 5e8 to 1e9 on one core, alloc_work_for_time assumes 2e8);
+     * 0: greedy only; < 0: alloc_work_for_time(time_limit_s). */
     int64_t work_limit;
     /* Wall-clock safety net of the exact search (<= 0: none). When it, rather
      * than work_limit, ends the search the result may vary between runs. */
@@ -156,24 +157,27 @@ int64_t alloc_work_for_time(double seconds);
 /* The most bytes live at one time: a lower bound of any arena. */
 int64_t alloc_max_live(const AllocItem *items, int n);
 /* Offsets for n items (offsets[i] for items[i]); returns the arena size.
- * A fast best-fit over a few orders (size, lifetime, size x lifetime), then,
- * if above the bound by more than search_above, a branch-and-bound search
- * over canonical placements (buffers resting on buffers, lowest free level
- * first; pruned by per-time-section capacity, dominance and symmetry) that
- * keeps the best solution found. Deterministic for a given work_limit. r may
- * be NULL. */
+ * A best-fit greedy over eight passes (orders by size, lifetime, size x
+ * lifetime and start; best and first fit), then, if that is above the target
+ * (capacity, else max-live) by more than search_above, the exact search of
+ * passes/alloc_search.c (MiniMalloc-style branch-and-bound over canonical
+ * placements, with restarts), deciding the target first, then bisecting;
+ * the best placement found is kept. Deterministic for a given work_limit
+ * unless the time limit cuts the search. r may be NULL. */
 int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, const AllocOptions *o, AllocResult *r);
-/* Minimise the arena within about time_limit_s (<= 0: greedy only): the work
- * budget is alloc_work_for_time(time_limit_s), the time limit a safety net. */
+/* Minimise the arena (<= 0: greedy only): the work budget is
+ * alloc_work_for_time(time_limit_s), normally a fraction of that time, and
+ * the search never runs longer than time_limit_s. */
 int64_t alloc_intervals(const AllocItem *items, int n, int64_t *offsets, double time_limit_s);
 /* Independent check: every offset aligned and >= 0, every buffer inside the
  * arena, no two conflicting buffers overlapping. Writes the first violation. */
 bool alloc_check(const AllocItem *items, int n, const int64_t *offsets, int64_t arena, char *err, size_t err_len);
 
-/* What alloc_assign uses. Defaults: search when the greedy arena is more than
- * 1% above max-live, with the work of 0.5 s and a 2 s safety net. The
- * environment variable ACC_ALLOC_SEARCH=SECONDS overrides the work budget
- * (0: greedy only). */
+/* What alloc_assign uses (work_limit < 0 until the first call sets it).
+ * Defaults: search when the greedy arena is more than 1% above max-live, with
+ * the work of 0.5 s (alloc_work_for_time) and a 2 s safety net. The
+ * environment variable ACC_ALLOC_SEARCH=SECONDS sets the work budget (0:
+ * greedy only; the safety net grows to 4x). */
 extern AllocOptions alloc_pipeline_options;
 
 /* A MiniMalloc CSV instance: header `id,lower,upper,size` (columns in any
@@ -338,8 +342,10 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
 void dag_plan_free(DagPlan *p);
 /* The cheapest total compute of any schedule whose first executions follow
  * the topological order (recomputations anywhere), by a shortest-path search
- * over (next node, set of outputs held); for tests, n <= 16. -1: none fits. */
-double dag_exhaustive(const Dag *d, int64_t budget);
+ * over (next node, set of outputs held); staged: recomputations between two
+ * first executions in ascending order, Checkmate's plan space. For tests:
+ * n <= 16 (staged: 12). -1: none fits. */
+double dag_exhaustive(const Dag *d, int64_t budget, bool staged);
 /* ==== end of published graphs ============================================== */
 
 #endif

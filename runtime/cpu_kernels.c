@@ -495,26 +495,45 @@ void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
         dx[i] += alpha * dout[i];
 }
 
-void k_gelu_fwd(float *out, const float *x, int64_t n)
+/* out[i] = gelu(x[i]) for i < n; out may be x */
+K_CLONES static void gelu_fwd_chunk(float *out, const float *x, int64_t n)
 {
-#pragma omp parallel for if (n >= K_PAR_MIN)
+#pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
-        out[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+        out[i] = 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
     }
 }
 
-// dx += dout * d/dx gelu(x), with sech^2 = 1 - tanh^2
-void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
+void k_gelu_fwd(float *out, const float *x, int64_t n)
 {
+    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
 #pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++)
+        gelu_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));
+}
+
+/* dx[i] += dout[i] * gelu'(x[i]), with sech^2 = 1 - tanh^2 */
+K_CLONES static void gelu_bwd_chunk(float *restrict dx, const float *restrict dout,
+                                    const float *restrict x, int64_t n)
+{
+#pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float v = x[i];
-        float t = tanhf(GELU_K * (v + 0.044715f * v * v * v));
+        float t = k_tanhf(GELU_K * (v + 0.044715f * v * v * v));
         float grad = 0.5f * (1.0f + t) +
                      0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
         dx[i] += dout[i] * grad;
     }
+}
+
+void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
+{
+    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++)
+        gelu_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, x + c * K_CHUNK,
+                       K_MIN(K_CHUNK, n - c * K_CHUNK));
 }
 
 void k_relu_fwd(float *out, const float *x, int64_t n)
@@ -589,6 +608,13 @@ static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t
             k_zero(y, n);
         return;
     }
+    if (p == 0.0f) { /* keep everything: u >= 0 = p always, scale 1 */
+        if (accumulate)
+            k_add_into(y, x, n);
+        else
+            k_copy(y, x, n);
+        return;
+    }
     float scale = 1.0f / (1.0f - p);
     int64_t nblk = (n + 3) / 4;
 #pragma omp parallel for if (n >= K_PAR_MIN)
@@ -621,13 +647,12 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 
 /* ---- AdamW -------------------------------------------------------------- */
 
-// one fused AdamW step with bias correction (decoupled weight decay)
-void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
-             float beta2, float eps, float weight_decay, int64_t t)
+/* AdamW over n elements: the loop of k_adamw, vectorized */
+K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, float *restrict m,
+                                 float *restrict v, int64_t n, float lr, float beta1, float beta2,
+                                 float eps, float weight_decay, float bc1, float bc2)
 {
-    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
-    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
-#pragma omp parallel for if (n >= K_PAR_MIN)
+#pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i];
         float mi = beta1 * m[i] + (1.0f - beta1) * gi;
@@ -636,5 +661,20 @@ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, 
         v[i] = vi;
         float mhat = mi / bc1, vhat = vi / bc2;
         p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
+    }
+}
+
+// one fused AdamW step with bias correction (decoupled weight decay)
+void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
+             float beta2, float eps, float weight_decay, int64_t t)
+{
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+    const int64_t chunk = 4 * K_CHUNK, nch = (n + chunk - 1) / chunk;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t i0 = c * chunk;
+        adamw_chunk(p + i0, g + i0, m + i0, v + i0, K_MIN(chunk, n - i0), lr, beta1, beta2, eps,
+                    weight_decay, bc1, bc2);
     }
 }

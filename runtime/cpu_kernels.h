@@ -133,7 +133,7 @@ void k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t N, int64_
 void k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                      int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
                      int causal);
-/* dq, dk, dv += ...; recomputes the probabilities row by row from lse.
+/* dq, dk, dv += ...; recomputes the probabilities block by block from lse.
  * reads: q, k, v, out, lse. */
 void k_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q,
                      const float *k, const float *v, const float *out, const float *lse,

@@ -7,7 +7,9 @@
 #ifndef ACC_KERNELS_INTERNAL_H
 #define ACC_KERNELS_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The hot loops carry `omp simd` so they vectorize at -O2 too. Under the
  * sanitizers clang cannot vectorize them and says so with -Wpass-failed;
@@ -27,6 +29,75 @@
 
 #define K_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define K_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Elements per task of the flat elementwise kernels. */
+#define K_CHUNK 8192
+
+/* K_CLONES on a function without OpenMP pragmas of its own (a row or chunk
+ * helper that a parallel loop calls) compiles it for AVX-512, AVX2 and the
+ * baseline ISA, picked once per process from the CPU (GCC/clang
+ * target_clones, x86-64 ELF only). Within one process every thread runs the
+ * same clone, so results still do not depend on the thread count. The
+ * clones must not carry `omp parallel` themselves: an outlined parallel body
+ * would not be cloned. Off with -DACC_NO_CLONES. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(ACC_NO_CLONES) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define K_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef K_CLONES
+#define K_CLONES
+#endif
+
+/* Vectorizable exp, tanh (plain arithmetic and bit moves, no libm call, so
+ * `omp simd` loops over them vectorize; the runtime is compiled with
+ * -fno-trapping-math so that their selects if-convert). */
+static inline float k_bits_f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t k_f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* exp(x), relative error below 2 ulp (Cephes' expf polynomial on
+ * |r| <= ln2/2, x = n ln2 + r); exp(x < -87.33) = 0 (no subnormal results),
+ * exp(x > 88.72) = +inf, NaN stays NaN. */
+static inline float k_expf(float x)
+{
+    float xc = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5 * 2^23: rounds n */
+    float n = t - 12582912.0f;
+    uint32_t e = (k_f_bits(t) - 0x4B400000u) << 23; /* n in the exponent field */
+    float r = xc - n * 0.693359375f;                 /* ln2 in two parts */
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    float y = k_bits_f(k_f_bits(p) + e);
+    y = x < -87.33654f ? 0.0f : y;
+    y = x > 88.72283f ? HUGE_VALF : y;
+    return x != x ? x : y;
+}
+
+/* tanh(x) = 1 - 2 / (1 + exp(2x)); |x| > 9 gives +-1 (as in float). Absolute
+ * error ~1e-7 (relative to tiny results it is larger: use it where the result
+ * is added to O(1) terms, as in GELU). */
+static inline float k_tanhf(float x)
+{
+    float xc = x < -9.0f ? -9.0f : (x > 9.0f ? 9.0f : x);
+    return 1.0f - 2.0f / (1.0f + k_expf(2.0f * xc));
+}
 
 /* sum of x[i]*y[i] */
 static inline float k_dot(const float *restrict x, const float *restrict y, int64_t n)

@@ -19,6 +19,7 @@
 #include "frontend.h"
 #include "ir.h"
 #include "passes.h"
+#include "dag_cmd.h"
 #include "plandiff.h"
 #include "report.h"
 
@@ -39,6 +40,9 @@ static const char usage[] =
     "                                     buffers of a MiniMalloc CSV instance\n"
     "                                     (id,lower,upper,size); print the arena\n"
     "                                     against max-live (exit 1: over capacity)\n"
+    "  plan --graph FILE.json (--budget SIZE | --budget-frac F) [--method M]\n"
+    "        [--time-limit S] [--emit=lp PATH]  plan a published graph (Checkmate's\n"
+    "                                     and MOCCASIN's node-link JSON); acc plan -h\n"
     "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
     "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
     "                                     synthetic data, print JSON lines\n"
@@ -589,6 +593,7 @@ int main(int argc, char **argv) {
         return plan_diff(argv[2], argv[3], stdout);
     }
     if (!strcmp(cmd, "alloc")) return cmd_alloc(argc - 2, argv + 2);
+    if (!strcmp(cmd, "plan")) return acc_plan_main(argc - 2, argv + 2);
     Options o = {0};
     int rc = parse_options(argc - 2, argv + 2, &o);
     if (!rc) {

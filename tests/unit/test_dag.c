@@ -1,0 +1,388 @@
+/* test_dag.c - planning published graphs (passes/dag*.c): the JSON reader on
+ * good and malformed input (clear errors with byte offsets, no crash, also
+ * on thousands of random mutations), the simulator against the independent
+ * baseline formula, a hand-made graph whose optimum is known, and acc's plans
+ * against an exhaustive search on random graphs of at most 10 nodes.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag_impl.h"
+#include "passes.h"
+#include "test.h"
+
+static bool parse(const char *json, Dag *d, char *err, size_t n) {
+    return dag_parse_json(json, strlen(json), d, err, n);
+}
+
+/* the input must be rejected with a message containing want */
+static void bad(const char *json, const char *want) {
+    Dag d;
+    char err[512] = "";
+    bool ok = parse(json, &d, err, sizeof err);
+    ASSERT(false, ok);
+    if (ok) dag_free(&d);
+    if (!ASSERT_TRUE(strstr(err, want) != NULL)) printf("  input: %.80s\n  error: %s\n  wanted: %s\n", json, err, want);
+    ASSERT_TRUE(!strncmp(err, "byte ", 5));
+}
+
+static const char checkmate_json[] =
+    "{\"directed\": true, \"multigraph\": false, \"graph\": {\"name\": \"tiny\"}, \"nodes\": ["
+    "{\"name\": \"a\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"id\": 0},"
+    "{\"name\": \"b\", \"backward\": false, \"cost_cpu\": 7, \"cost_ram\": 10, \"id\": 1},"
+    "{\"name\": \"c\", \"backward\": false, \"cost_cpu\": 1, \"cost_ram\": 10, \"id\": 2},"
+    "{\"name\": \"d\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 10, \"id\": 3},"
+    "{\"name\": \"e\", \"backward\": true, \"cost_cpu\": 1, \"cost_ram\": 2, \"id\": 4}],"
+    "\"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 2}, {\"source\": 2, \"target\": 3},"
+    "{\"source\": 3, \"target\": 4}, {\"source\": 1, \"target\": 4}, {\"source\": 0, \"target\": 4}]}";
+
+static void test_json_good(void) {
+    Dag d;
+    char err[512];
+    ASSERT_TRUE(parse(checkmate_json, &d, err, sizeof err));
+    ASSERT(5, d.n);
+    ASSERT(6, d.n_edges);
+    ASSERT_STR("tiny", d.title);
+    ASSERT_STR("ids", d.order);
+    ASSERT(7, (int)d.cost[1]);
+    ASSERT(2, d.mem[4]);
+    ASSERT(true, d.backward[3]);
+    ASSERT(3, d.in_off[5] - d.in_off[4]); /* e reads a, b, d */
+    ASSERT(0, d.in[d.in_off[4]]);
+    ASSERT(40, dag_baseline_peak(&d));
+    dag_free(&d);
+    /* the random graphs' schema: "name" ids, links "0"/"1", graph.order; node 1
+     * is the sink, so the ids are not a topological order */
+    const char *rnd = "{\"directed\": true, \"graph\": {\"name\": \"r\", \"order\": [0, 2, 3, 1]},"
+                      " \"nodes\": [{\"out_cost\": 5, \"duration\": 0, \"name\": 0},"
+                      " {\"out_cost\": 1, \"duration\": 4, \"name\": 1}, {\"out_cost\": 3, \"duration\": 2.5, \"name\": 2},"
+                      " {\"out_cost\": 2, \"duration\": 1, \"name\": 3}],"
+                      " \"edges\": [{\"0\": 0, \"1\": 2}, {\"0\": 0, \"1\": 3}, {\"0\": 2, \"1\": 1}, {\"0\": 3, \"1\": 1},"
+                      " {\"0\": 3, \"1\": 1}]}";
+    ASSERT_TRUE(parse(rnd, &d, err, sizeof err));
+    ASSERT_STR("graph.order", d.order);
+    ASSERT(4, d.n);
+    ASSERT(4, d.n_edges); /* the duplicate link is one edge */
+    ASSERT_STR("1", d.label[3]); /* the sink runs last */
+    ASSERT(2500, (int)(1000 * d.cost[1]));
+    dag_free(&d);
+    /* no graph.order and ids out of order: a topological sort */
+    const char *sorted = "{\"nodes\": [{\"id\": 5, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 2, \"cost_cpu\": 1,"
+                         " \"cost_ram\": 1}], \"links\": [{\"source\": 5, \"target\": 2}]}";
+    ASSERT_TRUE(parse(sorted, &d, err, sizeof err));
+    ASSERT_STR("topological sort", d.order);
+    ASSERT_STR("5", d.label[0]);
+    dag_free(&d);
+    /* escapes, a byte order mark, whitespace everywhere */
+    const char *esc = "\xef\xbb\xbf { \"graph\" : { \"name\" : \"\\u00e9\\ud83d\\ude00\\n\\\"x\\\"\" } , \"nodes\" : ["
+                      " { \"id\" : \"only\" , \"cost_cpu\" : 1e0 , \"cost_ram\" : 0 } ] , \"links\" : [ ] } \n";
+    ASSERT_TRUE(parse(esc, &d, err, sizeof err));
+    ASSERT_STR("\xc3\xa9\xf0\x9f\x98\x80\n\"x\"", d.title);
+    ASSERT_STR("file", d.order);
+    dag_free(&d);
+}
+
+static void test_json_bad(void) {
+    bad("", "expected a value, found the end of the input");
+    bad("   ", "byte 3");
+    bad("{", "expected a string key in object");
+    bad("[1, 2", "unterminated array");
+    bad("{\"a\" 1}", "expected ':' after object key");
+    bad("{\"a\": 1,}", "expected a string key in object, found '}'");
+    bad("[1 2]", "expected ',' or ']' in array, found '2'");
+    bad("{} x", "unexpected 'x' after the JSON value");
+    bad("nul", "invalid literal");
+    bad("01", "unexpected '1'");
+    bad("1.", "invalid number (digits after '.')");
+    bad("-", "invalid number");
+    bad("1e+", "invalid number (exponent)");
+    bad("1e999", "number out of range");
+    bad("\"abc", "unterminated string");
+    bad("\"a\\qb\"", "invalid escape '\\q'");
+    bad("\"\\u12\"", "\\u needs four hex digits");
+    bad("\"\\ud800\"", "unpaired UTF-16 surrogate");
+    bad("\"a\tb\"", "control character 0x09");
+    bad("[1, \x01]", "found byte 0x01");
+    bad("\n\n  @", "byte 4 (line 3, column 3)");
+    char deep[3000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    bad(deep, "nesting deeper than");
+    /* well-formed JSON, not a graph */
+    bad("[]", "expected a JSON object");
+    bad("{\"links\": []}", "no \"nodes\" array");
+    bad("{\"nodes\": {}, \"links\": []}", "\"nodes\" must be an array");
+    bad("{\"nodes\": [], \"links\": []}", "the graph has no nodes");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}]}", "no \"links\" (or \"edges\") array");
+    bad("{\"directed\": false, \"nodes\": [], \"links\": []}", "the graph is undirected");
+    bad("{\"nodes\": [1], \"links\": []}", "node 0: expected an object");
+    bad("{\"nodes\": [{\"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}", "node 0: no \"id\" (or \"name\")");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_ram\": 1}], \"links\": []}", "node 0: missing 'cost_cpu' (or 'duration')");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1}], \"links\": []}", "node 0: missing 'cost_ram' (or 'out_cost')");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": -1, \"cost_ram\": 1}], \"links\": []}",
+        "'cost_cpu' must be a non-negative number");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1.5}], \"links\": []}",
+        "'cost_ram' must be a non-negative integer");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": \"8\"}], \"links\": []}", "must be a non-negative");
+    bad("{\"nodes\": [{\"id\": 1.5, \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}",
+        "its id must be an integer or a string");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1, \"backward\": 3}], \"links\": []}",
+        "\"backward\" must be true, false or null");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}],"
+        " \"links\": []}",
+        "node 1: duplicate id (also node 0)");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": [{\"source\": 0, \"target\": 7}]}",
+        "link 0: no node has this id");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": [{\"source\": 0, \"target\": 0}]}",
+        "link 0: a node cannot read its own output");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": [{\"source\": 0}]}",
+        "link 0: needs \"source\" and \"target\"");
+    bad("{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 1}],"
+        " \"links\": [{\"source\": 0, \"target\": 1}, {\"source\": 1, \"target\": 0}]}",
+        "the graph has a cycle");
+    bad("{\"graph\": {\"order\": [1, 0]}, \"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 1,"
+        " \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": [{\"source\": 0, \"target\": 1}]}",
+        "graph.order is not a topological order");
+    bad("{\"graph\": {\"order\": [0, 0]}, \"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 1,"
+        " \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}",
+        "graph.order: this node is listed twice");
+    bad("{\"graph\": {\"order\": [0]}, \"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 1}, {\"id\": 1,"
+        " \"cost_cpu\": 1, \"cost_ram\": 1}], \"links\": []}",
+        "graph.order must list each of the 2 nodes once");
+    /* a file that does not exist */
+    Dag d;
+    char err[512];
+    ASSERT(false, dag_load("/nonexistent/graph.json", &d, err, sizeof err));
+    ASSERT_TRUE(strstr(err, "cannot open") != NULL);
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Random byte edits of a valid file: every outcome is a graph or a message. */
+static void test_json_mutations(void) {
+    size_t len = strlen(checkmate_json);
+    char *buf = malloc(len + 64);
+    int n_ok = 0, n_err = 0;
+    for (int it = 0; it < 20000; it++) {
+        memcpy(buf, checkmate_json, len + 1);
+        size_t n = len;
+        int edits = 1 + (int)(rnd() % 4);
+        for (int e = 0; e < edits && n > 0; e++) {
+            size_t at = rnd() % n;
+            switch (rnd() % 4) {
+            case 0: buf[at] = (char)(rnd() % 256); break;
+            case 1: memmove(buf + at, buf + at + 1, n - at), n--; break; /* delete */
+            case 2: n = at; break;                                    /* truncate */
+            default: buf[at] = "{}[]\",:0-e.\\ntf"[rnd() % 15]; break;
+            }
+        }
+        Dag d;
+        char err[512] = "";
+        if (dag_parse_json(buf, n, &d, err, sizeof err)) {
+            n_ok++;
+            /* whatever parsed is a DAG in topological order */
+            bool topo = true;
+            for (int v = 0; v < d.n; v++)
+                for (int q = d.in_off[v]; q < d.in_off[v + 1]; q++) topo = topo && d.in[q] < v;
+            ASSERT_TRUE(topo);
+            dag_free(&d);
+        } else {
+            n_err++;
+            if (!ASSERT_TRUE(!strncmp(err, "byte ", 5))) printf("  error: %s\n", err);
+        }
+    }
+    ASSERT_TRUE(n_err > 1000);
+    printf("mutations: %d parsed, %d rejected\n", n_ok, n_err);
+    free(buf);
+}
+
+/* ---- planning ------------------------------------------------------------------ */
+
+static void tiny(Dag *d) {
+    char err[512];
+    ASSERT_TRUE(parse(checkmate_json, d, err, sizeof err));
+}
+
+static double plan_cost(const Dag *d, DagMethod m, int64_t budget, bool *fits, char *status) {
+    DagPlanOptions o = {m, budget, 20, NULL, false};
+    DagPlan p;
+    char err[256];
+    ASSERT_TRUE(dag_plan(d, &o, &p, err, sizeof err));
+    *fits = p.fits;
+    if (status) strcpy(status, p.status);
+    double c = p.sim.compute;
+    /* the plan's reported peak is the simulator's */
+    DagSim s;
+    dag_simulate(d, p.ev, p.n_ev, &s, NULL);
+    ASSERT(s.peak, p.sim.peak);
+    ASSERT_TRUE(s.valid);
+    dag_plan_free(&p);
+    return c;
+}
+
+/* a(10) -> b(10, cost 7) -> c(10) -> d(10) -> e(2), and e also reads a and b.
+ * Baseline peak 40 (a, b, c, d at d); e needs a, b, d and itself: 32. At 32,
+ * drop a after b and recompute it (cost 1) for e: 11 + 1 = 12; dropping b
+ * instead would cost 7. Below 32 nothing fits. */
+static void test_tiny_optimum(void) {
+    Dag d;
+    tiny(&d);
+    ASSERT(40, dag_baseline_peak(&d));
+    ASSERT(32, dag_min_peak(&d));
+    for (int staged = 0; staged < 2; staged++) {
+        ASSERT(12, (int)dag_exhaustive(&d, 32, staged));
+        ASSERT(11, (int)dag_exhaustive(&d, 40, staged));
+        ASSERT(-1, (int)dag_exhaustive(&d, 31, staged));
+    }
+    static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP};
+    for (int k = 0; k < 3; k++) {
+        bool fits;
+        char status[32];
+        double c = plan_cost(&d, methods[k], 32, &fits, status);
+        ASSERT(true, fits);
+        if (!ASSERT(12, (int)c)) printf("  method %d\n", k);
+        if (methods[k] != DAG_CHECKMATE_LP) ASSERT_STR("optimal", status);
+        c = plan_cost(&d, methods[k], 40, &fits, NULL);
+        ASSERT(11, (int)c);
+        ASSERT(true, fits);
+    }
+    bool fits;
+    char status[32];
+    plan_cost(&d, DAG_ACC, 31, &fits, status);
+    ASSERT(false, fits);
+    ASSERT_STR("infeasible", status);
+    plan_cost(&d, DAG_CHECKMATE_MILP, 31, &fits, status);
+    ASSERT(false, fits);
+    ASSERT_STR("infeasible", status);
+    dag_free(&d);
+}
+
+/* A random DAG: n nodes, each reading 1..3 earlier ones (mostly recent). */
+static void random_dag(Dag *d, int n) {
+    double cost[32];
+    int64_t mem[32];
+    int src[128], dst[128], m = 0;
+    for (int i = 0; i < n; i++) {
+        cost[i] = (double)(1 + rnd() % 20);
+        mem[i] = (int64_t)(1 + rnd() % 10);
+        if (i == 0) continue;
+        int k = 1 + (int)(rnd() % 3);
+        for (int e = 0; e < k; e++) {
+            unsigned span = rnd() % 2 ? 2 : (unsigned)i; /* a recent node, or any */
+            int back = 1 + (int)(rnd() % span);
+            int p = i - (back > i ? i : back);
+            bool dup = false;
+            for (int q = 0; q < m; q++) dup = dup || (src[q] == p && dst[q] == i);
+            if (!dup) src[m] = p, dst[m] = i, m++;
+        }
+    }
+    dag_from_arrays(d, n, cost, mem, m, src, dst);
+}
+
+static void test_simulator_baseline(void) {
+    for (int it = 0; it < 300; it++) {
+        Dag d;
+        random_dag(&d, 2 + (int)(rnd() % 30));
+        int *ev = malloc((size_t)d.n * sizeof(int));
+        for (int i = 0; i < d.n; i++) ev[i] = i;
+        DagSim s;
+        dag_simulate(&d, ev, d.n, &s, NULL);
+        ASSERT(true, s.valid);
+        ASSERT(dag_baseline_peak(&d), s.peak);
+        ASSERT(0, s.n_recompute);
+        ASSERT_TRUE(fabs(s.compute - dag_baseline_compute(&d)) < 1e-9);
+        /* an input read before it was computed, or a node never run: invalid */
+        if (d.n > 2 && d.in_off[d.n - 1] < d.in_off[d.n]) {
+            ev[d.n - 1] = d.in[d.in_off[d.n - 1]];
+            dag_simulate(&d, ev, d.n, &s, NULL);
+            ASSERT(false, s.valid);
+        }
+        free(ev);
+        dag_free(&d);
+    }
+}
+
+/* The graph as node-link JSON (to reproduce a failure with acc plan). */
+static void dump_json(const Dag *d, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "{\"directed\": true, \"graph\": {\"name\": \"case\"}, \"nodes\": [");
+    for (int i = 0; i < d->n; i++)
+        fprintf(f, "%s{\"id\": %d, \"cost_cpu\": %g, \"cost_ram\": %lld}", i ? ", " : "", i, d->cost[i],
+                (long long)d->mem[i]);
+    fprintf(f, "], \"links\": [");
+    int k = 0;
+    for (int v = 0; v < d->n; v++)
+        for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++)
+            fprintf(f, "%s{\"source\": %d, \"target\": %d}", k++ ? ", " : "", d->in[q], v);
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
+/* acc's cost equals the exhaustive optimum over Checkmate's plan space
+ * (first executions in order, recomputations between them ascending); the
+ * optimum over every schedule is never above it; the heuristic alone always
+ * fits when it claims to; its plans are feasible points of Checkmate's
+ * program. */
+static void test_vs_exhaustive(void) {
+    int n_cases = 0, n_tight = 0, n_order = 0;
+    for (int it = 0; it < 60; it++) {
+        Dag d;
+        random_dag(&d, 6 + (int)(rnd() % 5));
+        int64_t lo = dag_min_peak(&d), hi = dag_baseline_peak(&d);
+        for (int k = 0; k < 3; k++) {
+            int64_t budget = lo + (hi - lo) * k / 3;
+            double best = dag_exhaustive(&d, budget, true), any = dag_exhaustive(&d, budget, false);
+            bool fits;
+            char status[32];
+            double c = plan_cost(&d, DAG_ACC, budget, &fits, status);
+            n_cases++;
+            ASSERT_TRUE(any <= best || best < 0);
+            n_order += any >= 0 && (best < 0 || any < best);
+            if (best < 0) {
+                ASSERT(false, fits);
+                continue;
+            }
+            n_tight += best > dag_baseline_compute(&d);
+            ASSERT(true, fits);
+            ASSERT_STR("optimal", status);
+            if (!ASSERT_TRUE(fabs(c - best) < 1e-6)) {
+                char path[64];
+                snprintf(path, sizeof path, "/tmp/dag_case_%d_%d.json", it, k);
+                dump_json(&d, path);
+                printf("  case %d/%d: n=%d budget %lld: acc %g (%s), exhaustive %g (%s)\n", it, k, d.n,
+                       (long long)budget, c, status, best, path);
+            }
+            Staged h = {0};
+            if (dag_heuristic(&d, budget, dag_now_s() + 5, &h)) {
+                DagSim s;
+                dag_simulate(&d, h.ev.v, h.ev.n, &s, NULL);
+                ASSERT_TRUE(s.valid && s.peak <= budget);
+                int bad_row;
+                ASSERT_TRUE(dag_checkmate_accepts(&d, budget, &h, &bad_row));
+            }
+            staged_free(&h);
+        }
+        dag_free(&d);
+    }
+    printf("exhaustive: %d cases, %d needing recomputation, %d where an unordered stage does better\n", n_cases,
+           n_tight, n_order);
+    ASSERT_TRUE(n_tight > 20);
+}
+
+int main(void) {
+    test_json_good();
+    test_json_bad();
+    test_json_mutations();
+    test_simulator_baseline();
+    test_tiny_optimum();
+    test_vs_exhaustive();
+    TEST_DONE();
+}
