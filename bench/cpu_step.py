@@ -5,7 +5,8 @@ against PyTorch eager, side by side.
     python3 bench/cpu_step.py [--acc PATH] [--threads N] [--steps N] [--warmup W]
                               [--repeats R] [-B 4] [-T 256] [-C 768] [-L 4] [-H 12]
                               [-V 50257] [--torch-attention math|sdpa|both]
-                              [--only acc|torch]
+                              [--torch-adamw fused|foreach|for-loop]
+                              [--only acc|torch] [--json FILE]
 
 (bench/cpu_step.sh is the same with the acc binary found for you.)
 
@@ -274,22 +275,26 @@ def mib(b):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
-    ap.add_argument("--acc", default=os.environ.get("ACC", os.path.join(ROOT, "build", "acc")))
-    ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
+    ap.add_argument("--acc", default=os.environ.get("ACC", os.path.join(ROOT, "build", "acc")),
+                    help="the acc binary (default $ACC, else build/acc)")
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())),
+                    help="threads on both sides (default $OMP_NUM_THREADS, else nproc)")
     ap.add_argument("--steps", type=int, default=5, help="timed steps per run (default 5)")
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps first (default 2, at least 1)")
     ap.add_argument("--repeats", type=int, default=1, help="alternate the sides this many times")
-    ap.add_argument("-B", type=int, default=4)
-    ap.add_argument("-T", type=int, default=256)
-    ap.add_argument("-C", type=int, default=768)
-    ap.add_argument("-L", type=int, default=4)
-    ap.add_argument("-H", type=int, default=12)
-    ap.add_argument("-V", type=int, default=50257)
-    ap.add_argument("--torch-attention", choices=["math", "sdpa", "both"], default="both")
+    ap.add_argument("-B", type=int, default=4, help="batch (default 4)")
+    ap.add_argument("-T", type=int, default=256, help="sequence length (default 256)")
+    ap.add_argument("-C", type=int, default=768, help="width (default 768)")
+    ap.add_argument("-L", type=int, default=4, help="layers (default 4)")
+    ap.add_argument("-H", type=int, default=12, help="attention heads (default 12)")
+    ap.add_argument("-V", type=int, default=50257, help="vocabulary (default 50257)")
+    ap.add_argument("--torch-attention", choices=["math", "sdpa", "both"], default="both",
+                    help="torch's attention: make_ref's (math), F.scaled_dot_product_attention (sdpa) "
+                         "or both as separate sides (default)")
     ap.add_argument("--torch-adamw", choices=["for-loop", "foreach", "fused"], default="fused",
                     help="torch.optim.AdamW implementation (default fused: one kernel per parameter, "
                          "like acc's; for-loop is torch's CPU default)")
-    ap.add_argument("--only", choices=["acc", "torch"])
+    ap.add_argument("--only", choices=["acc", "torch"], help="run one side only")
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
     if a.torch_child:

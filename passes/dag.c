@@ -688,7 +688,9 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
         ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline, o->emit_lp, o->verbose, p,
                                  err, err_len);
         if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: report the baseline, which does not fit */
-    } else if (dag_baseline_peak(d) <= o->budget && !o->emit_lp) {
+    } else if (o->emit_lp && !dag_emit_acc_program(d, o->budget, o->emit_lp, err, err_len)) {
+        ok = false;
+    } else if (dag_baseline_peak(d) <= o->budget) {
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "optimal");
         p->objective = p->bound = base_compute;
@@ -721,8 +723,7 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
             snprintf(p->status, sizeof p->status, "infeasible");
             p->bound_scope = "checkmate";
         } else if (ok) {
-            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->emit_lp, o->verbose, bound, p, err,
-                                    err_len);
+            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->verbose, bound, p, err, err_len);
         }
         if (ok && !strcmp(p->status, "infeasible") && !p->ev) set_plan_events(p, topo, n);
         if (ok) {
@@ -746,6 +747,10 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
     if (!ok) return false;
     score_plan(d, o->budget, p);
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
+    /* a solver's claim stands only if the simulator agrees */
+    if (!strcmp(p->status, "optimal") &&
+        (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
+        snprintf(p->status, sizeof p->status, "%s", p->fits ? "feasible" : "no_solution");
     if (p->fits && isfinite(p->bound)) {
         double b = p->bound < base_compute ? base_compute : p->bound;
         p->bound = b;

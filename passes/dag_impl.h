@@ -25,8 +25,11 @@ double dag_now_s(void);
 /* The solvers (dag_milp.c). Each fills p (ev, status, objective, bound,
  * n_binaries, n_rows; the caller simulates). inc: a feasible schedule to
  * start from, or NULL. Return false with err on a failure of the tool. */
-bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, const char *emit_lp,
-                        bool verbose, double bound, DagPlan *p, char *err, size_t err_len);
+bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, bool verbose, double bound,
+                        DagPlan *p, char *err, size_t err_len);
+/* Write acc's complete program (every earlier node may be recomputed: an
+ * exact reformulation of Checkmate's) in CPLEX LP format. */
+bool dag_emit_acc_program(const Dag *d, int64_t budget, const char *path, char *err, size_t err_len);
 /* The relaxation of the stage model that bounds memory only at each stage's
  * own event, over every earlier node: bound (NAN if not solved in time) is a
  * lower bound on the compute of every staged plan; infeasible: no staged

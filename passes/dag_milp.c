@@ -1063,6 +1063,7 @@ typedef struct {
     char status[24];
     int n_bin, n_rows;
     double *keep; /* relaxed: [n*n] the LP's S[t,i] at keep[t*n+i], or NULL */
+    long size;    /* support pairs */
 } AccRun;
 
 /* One exact program on the support of k hops around inc, until deadline. */
@@ -1079,6 +1080,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     build_acc(d, budget, &x, &b, emit_lp != NULL, relaxed);
     memset(out, 0, sizeof *out);
     out->obj = out->bound = out->lp = NAN;
+    out->size = size;
     out->n_bin = b.n_bin, out->n_rows = b.n_rows;
     bool full = k == 1 << 30;
     if (verbose)
@@ -1173,12 +1175,13 @@ bool dag_acc_bound(const Dag *d, int64_t budget, double deadline, bool verbose, 
  * each seeded with it (a large-neighbourhood search); a program whose
  * support is every earlier node, solved to optimality, proves the plan
  * optimal over every staged plan. bound: a lower bound known already. */
-bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, const char *emit_lp,
-                        bool verbose, double bound, DagPlan *p, char *err, size_t err_len) {
-    if (emit_lp) { /* the complete program: every earlier node may be recomputed */
-        AccRun e;
-        if (!acc_run(d, budget, 1L << 40, inc, deadline, false, verbose, &e, err, err_len, emit_lp)) return false;
-    }
+bool dag_emit_acc_program(const Dag *d, int64_t budget, const char *path, char *err, size_t err_len) {
+    AccRun e;
+    return acc_run(d, budget, 1L << 40, NULL, 0, false, false, &e, err, err_len, path);
+}
+
+bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, bool verbose, double bound,
+                        DagPlan *p, char *err, size_t err_len) {
     p->bound_scope = "checkmate";
     Staged cur = {0};
     double cur_obj = INFINITY;
@@ -1224,8 +1227,18 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
         staged_free(&r.sol);
         if (proven || full) break;
         /* the neighbourhood is exhausted (or holds no plan): widen it; out of time on it: stop */
-        if (!improved && (r.optimal || !strcmp(r.status, "infeasible"))) ci++;
-        else if (!improved) break;
+        if (!improved && (r.optimal || !strcmp(r.status, "infeasible"))) {
+            for (ci++; ci < sizeof caps / sizeof *caps; ci++) { /* skip caps that give the same support */
+                IntVec *sup = xcalloc((size_t)d->n, sizeof(IntVec));
+                long size;
+                choose_support(d, caps[ci], cur.ev.n ? &cur : NULL, sup, &size);
+                for (int t = 0; t < d->n; t++) VEC_FREE(sup[t]);
+                free(sup);
+                if (size != r.size) break;
+            }
+        } else if (!improved) {
+            break;
+        }
     }
     if (!any && !inc) snprintf(p->status, sizeof p->status, "no_solution");
     if (proven) snprintf(p->status, sizeof p->status, "optimal");
