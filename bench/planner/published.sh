@@ -85,7 +85,7 @@ END {
         }
     }
     printf "\nOptimality: where a method proved the optimum over every staged plan (checkmate-milp, or acc'"'"'s exact\n"
-    printf "program over every ancestor, an exact reformulation of Checkmate'"'"'s), acc'"'"'s cost against it.\n\n"
+    printf "program over every earlier node, an exact reformulation of Checkmate'"'"'s), acc'"'"'s cost against it.\n\n"
     printf "| graph | budget | proven optimum (compute) | proved by | acc compute | acc / optimum |\n|---|---|---|---|---|---|\n"
     n_opt = 0
     for (i = 1; i <= ng; i++) {
