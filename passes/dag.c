@@ -392,23 +392,32 @@ static bool greedy_cut(Heur *h) {
     return ok;
 }
 
-/* h->cut from a staged schedule: a node is kept into stage t exactly when
- * a later event reads the copy it holds then. */
-static void cuts_from_schedule(Heur *h, const Staged *s) {
-    const Dag *d = h->d;
-    int n = h->n, n_ev = s->ev.n;
-    memset(h->cut, 1, (size_t)n * (size_t)n);
-    int *inst = xcalloc((size_t)n, sizeof(int)), *last = xcalloc((size_t)n_ev, sizeof(int));
-    for (int i = 0; i < n; i++) inst[i] = -1;
+/* For each event of a staged schedule, the last event that reads the copy
+ * it computes (the event itself when none does). */
+int *staged_last_reads(const Dag *d, const Staged *s) {
+    int n_ev = s->ev.n;
+    int *inst = xcalloc((size_t)d->n, sizeof(int)), *last = xcalloc((size_t)n_ev + 1, sizeof(int));
+    for (int i = 0; i < d->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) {
         int j = s->ev.v[e];
         last[e] = e;
         for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) last[inst[d->in[q]]] = e;
         inst[j] = e;
     }
+    free(inst);
+    return last;
+}
+
+/* h->cut from a staged schedule: a node is kept into stage t exactly when
+ * a later event reads the copy it holds then. */
+static void cuts_from_schedule(Heur *h, const Staged *s) {
+    const Dag *d = h->d;
+    int n = h->n, n_ev = s->ev.n;
+    memset(h->cut, 1, (size_t)n * (size_t)n);
+    int *last = staged_last_reads(d, s);
     for (int e = 0; e < n_ev; e++)
         for (int t = s->stage.v[e] + 1; t <= s->stage.v[last[e]]; t++) h->cut[(size_t)t * n + s->ev.v[e]] = 0;
-    free(inst), free(last);
+    free(last);
 }
 
 /* Undo drops the plan can afford: each maximal run of stages a node is not

@@ -19,6 +19,8 @@ typedef struct {
 void staged_clear(Staged *s);
 void staged_free(Staged *s);
 void staged_push(Staged *s, int stage, int node);
+/* For each event, the last event that reads its copy (itself if none); caller frees. */
+int *staged_last_reads(const Dag *d, const Staged *s);
 
 double dag_now_s(void);
 

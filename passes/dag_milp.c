@@ -552,14 +552,7 @@ static void r_from_s(const Dag *d, const uint8_t *S, Staged *out) {
 static double *cm_point(const Dag *d, const CmIndex *x, const Build *b, const Staged *s, int64_t budget) {
     int n = d->n, n_ev = s->ev.n;
     double *v = xcalloc((size_t)b->n_cols + 1, sizeof(double));
-    int *inst = xcalloc((size_t)n, sizeof(int)), *last = xcalloc((size_t)n_ev, sizeof(int));
-    for (int i = 0; i < n; i++) inst[i] = -1;
-    for (int e = 0; e < n_ev; e++) {
-        int j = s->ev.v[e];
-        last[e] = e;
-        for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) last[inst[d->in[q]]] = e;
-        inst[j] = e;
-    }
+    int *last = staged_last_reads(d, s);
     bool ok = true;
     for (int e = 0; e < n_ev; e++) {
         int t = s->stage.v[e], i = s->ev.v[e];
@@ -591,7 +584,7 @@ static double *cm_point(const Dag *d, const CmIndex *x, const Build *b, const St
             v[ucol] = u / (double)budget;
         }
     }
-    free(inst), free(last);
+    free(last);
     if (!ok) free(v), v = NULL;
     return v;
 }
@@ -975,15 +968,9 @@ static void build_acc(const Dag *d, int64_t budget, AccIndex *x, Build *b, bool 
 static double *acc_point(const Dag *d, const AccIndex *x, const Build *b, const Staged *s) {
     int n = d->n, n_ev = s->ev.n;
     double *v = xcalloc((size_t)b->n_cols + 1, sizeof(double));
-    int *inst = xcalloc((size_t)n, sizeof(int)), *last = xcalloc((size_t)n_ev, sizeof(int));
+    int *inst = xcalloc((size_t)n, sizeof(int)), *last = staged_last_reads(d, s);
     int *in_stage = xcalloc((size_t)n, sizeof(int)); /* node -> its event in the current stage, -1 */
-    for (int i = 0; i < n; i++) inst[i] = -1, in_stage[i] = -1;
-    for (int e = 0; e < n_ev; e++) {
-        int j = s->ev.v[e];
-        last[e] = e;
-        for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) last[inst[d->in[q]]] = e;
-        inst[j] = e;
-    }
+    for (int i = 0; i < n; i++) in_stage[i] = -1;
     bool ok = true;
     for (int e = 0; e < n_ev && ok; e++) {
         int t = s->stage.v[e], i = s->ev.v[e];
