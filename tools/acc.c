@@ -225,10 +225,23 @@ static void print_summary(const Graph *g, FILE *out) {
     VEC_FREE(bytes);
 }
 
+/* mkdir -p: the output directory and any missing parents. */
 static int make_dir(const char *dir) {
-    if (mkdir(dir, 0777) && errno != EEXIST) {
-        fprintf(stderr, "acc: error: cannot create directory '%s': %s\n", dir, strerror(errno));
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        fprintf(stderr, "acc: error: directory name too long: '%s'\n", dir);
         return EXIT_INPUT;
+    }
+    for (char *p = path + 1;; p++) {
+        bool end = !*p;
+        if (*p != '/' && !end) continue;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST) {
+            fprintf(stderr, "acc: error: cannot create directory '%s': %s\n", path, strerror(errno));
+            return EXIT_INPUT;
+        }
+        if (end) break;
+        *p = '/';
     }
     return 0;
 }
