@@ -99,6 +99,21 @@ static void emit_concat_shapes(Emit *e, const Node *n, int ax) {
     fprintf(e->out, "};\n");
 }
 
+/* transpose and slice: their forward (out <- x) and backward (dx += dout)
+ * kernels take the same arguments */
+static void emit_strided_copy(Emit *e, const Node *n, const char *dir, const char *dst, const char *src) {
+    const Node *x = in_node(e, n, 0);
+    int nd = x->shape.ndim;
+    fprintf(e->out, "    {\n        static const int64_t sx[] = ");
+    emit_dims(e->out, &x->shape, nd);
+    if (n->op == OP_TRANSPOSE)
+        fprintf(e->out, ";\n        k_transpose_%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, dst, src, nd,
+                norm_axis(n->attr.dim0, nd), norm_axis(n->attr.dim1, nd));
+    else
+        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src, nd,
+                norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
+}
+
 static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
     int nd = n->shape.ndim > 0 ? n->shape.ndim : 1;
@@ -207,20 +222,7 @@ static void emit_fwd(Emit *e, const Step *st) {
         fprintf(o, "    k_reshape_fwd(%s, %s, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
         return;
     case OP_TRANSPOSE:
-    case OP_SLICE: {
-        const Node *x = in_node(e, n, 0);
-        fprintf(o, "    {\n        static const int64_t sx[] = ");
-        emit_dims(o, &x->shape, x->shape.ndim);
-        if (n->op == OP_TRANSPOSE)
-            fprintf(o, ";\n        k_transpose_fwd(%s, %s, %d, sx, %d, %d);\n    }\n", ptr(e, st->out, p0),
-                    ptr(e, st->in[0], p1), x->shape.ndim, norm_axis(n->attr.dim0, x->shape.ndim),
-                    norm_axis(n->attr.dim1, x->shape.ndim));
-        else
-            fprintf(o, ";\n        k_slice_fwd(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n",
-                    ptr(e, st->out, p0), ptr(e, st->in[0], p1), x->shape.ndim, norm_axis(n->attr.axis, x->shape.ndim),
-                    n->attr.start, n->attr.len);
-        return;
-    }
+    case OP_SLICE: emit_strided_copy(e, n, "fwd", ptr(e, st->out, p0), ptr(e, st->in[0], p1)); return;
     case OP_CONCAT: {
         int ax = norm_axis(n->attr.axis, rank);
         emit_concat_shapes(e, n, ax);
@@ -336,19 +338,7 @@ static void emit_bwd(Emit *e, const Step *st) {
         fprintf(o, "    k_reshape_bwd(%s, %s, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, elems);
         return;
     case OP_TRANSPOSE:
-    case OP_SLICE: {
-        const Node *x = in_node(e, n, 0);
-        fprintf(o, "    {\n        static const int64_t sx[] = ");
-        emit_dims(o, &x->shape, x->shape.ndim);
-        if (n->op == OP_TRANSPOSE)
-            fprintf(o, ";\n        k_transpose_bwd(%s, %s, %d, sx, %d, %d);\n    }\n", ptr(e, st->grad_in[0], p1), dout,
-                    x->shape.ndim, norm_axis(n->attr.dim0, x->shape.ndim), norm_axis(n->attr.dim1, x->shape.ndim));
-        else
-            fprintf(o, ";\n        k_slice_bwd(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n",
-                    ptr(e, st->grad_in[0], p1), dout, x->shape.ndim, norm_axis(n->attr.axis, x->shape.ndim),
-                    n->attr.start, n->attr.len);
-        return;
-    }
+    case OP_SLICE: emit_strided_copy(e, n, "bwd", ptr(e, st->grad_in[0], p1), dout); return;
     case OP_CONCAT: {
         int ax = norm_axis(n->attr.axis, rank);
         emit_concat_shapes(e, n, ax);
