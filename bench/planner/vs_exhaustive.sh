@@ -9,9 +9,8 @@ acc=$1 model=$2
 shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-table=$("$acc" explain "$model" "$@" | awk '/^policy +peak bytes/ { on = 1; next } on && NF >= 3 { print $1, $2 }')
-none=$(echo "$table" | awk '$1 == "none" { print $2 }')
-min=$(echo "$table" | awk 'NR == 1 || $2 < m { m = $2 } END { print m }')
+range=$(sh "$(dirname "$0")/../../tests/e2e/budget_range.sh" "$acc" "$model" "$@") || range=""
+none=${range%% *} min=${range#* }
 printf "%-10s %-14s %-14s %-8s %-8s %-8s\n" budget heuristic exhaustive ratio heur_s exh_s
 for f in 0 1 2 3 4 5 6 7 8 9; do
     b=$(awk -v a="$min" -v c="$none" -v f="$f" 'BEGIN { printf "%.0f", a + (c - a) * f / 10 }')

@@ -12,10 +12,9 @@ shift 2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-table=$("$acc" explain "$model" "$@" | awk '/^policy +peak bytes/ { on = 1; next } on && NF >= 3 { print $1, $2 }')
-none=$(echo "$table" | awk '$1 == "none" { print $2 }')
-min=$(echo "$table" | awk 'NR == 1 || $2 < m { m = $2 } END { print m }')
-[ -n "$none" ] && [ -n "$min" ] || { echo "remat_invariance: cannot read the policy table"; exit 1; }
+range=$(sh "$(dirname "$0")/budget_range.sh" "$acc" "$model" "$@") || range=""
+none=${range%% *} min=${range#* }
+[ -n "$range" ] || { echo "remat_invariance: cannot read the policy table"; exit 1; }
 echo "save-all peak $none, smallest policy peak $min"
 
 run() { # run NAME ARGS...: one step, gradients into $dir/NAME.bin; prints the summary line
