@@ -17,6 +17,14 @@
 #ifndef ACC_RUNTIME_LIB_DEFAULT
 #define ACC_RUNTIME_LIB_DEFAULT "libaccrt.a"
 #endif
+/* The device layers: the emulator (always built) and the GPU's (built with
+ * the CUDA Toolkit); ACC_RUNTIME_EMU_LIB / ACC_RUNTIME_CUDA_LIB override. */
+#ifndef ACC_RUNTIME_EMU_LIB_DEFAULT
+#define ACC_RUNTIME_EMU_LIB_DEFAULT "libaccrt_emu.a"
+#endif
+#ifndef ACC_RUNTIME_CUDA_LIB_DEFAULT
+#define ACC_RUNTIME_CUDA_LIB_DEFAULT ""
+#endif
 /* Extra flags for compiling and linking generated code: a sanitizer build of
  * acc has a sanitized libaccrt, and what links it must be sanitized too. */
 #ifndef ACC_GEN_FLAGS_DEFAULT
@@ -83,25 +91,55 @@ static int copy_file(const char *from, const char *to, FILE *err) {
     return rc;
 }
 
-int cg_build_library(const char *dir, const char *model, FILE *err) {
-    char src[4096], obj[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], inc[4200];
-    snprintf(src, sizeof src, "%s/%s.c", dir, model);
-    snprintf(obj, sizeof obj, "%s/%s.o", dir, model);
-    snprintf(lib, sizeof lib, "%s/lib%s.a", dir, model);
-    snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
-    snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
-    snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
+const char *cg_target_archives(const char *target) {
+    if (!strcmp(target, "cuda")) return "libaccrt_cuda.a libaccrt.a";
+    if (!strcmp(target, "cuda-emu")) return "libaccrt_emu.a libaccrt.a";
+    return "libaccrt.a";
+}
+
+const char *cg_target_libs(const char *target) {
+    return !strcmp(target, "cuda") ? "-lopenblas -fopenmp -ldl -lm" : "-lopenblas -fopenmp -lm";
+}
+
+/* cc -c DIR/<name>.c -o DIR/<name>.o */
+static int compile_c(const char *dir, const char *name, char *obj, size_t obj_size, FILE *err) {
+    char src[4096], inc[4200], inc_dev[4200];
+    snprintf(src, sizeof src, "%s/%s.c", dir, name);
+    snprintf(obj, obj_size, "%s/%s.o", dir, name);
     snprintf(inc, sizeof inc, "-I%s", cg_runtime_include());
-    const char *cc = env_or("CC", "cc");
+    snprintf(inc_dev, sizeof inc_dev, "-I%s/cuda", cg_runtime_include());
     const char *flags = cg_gen_flags();
-    const char *cc_argv[] = {cc, "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, "-c", src, "-o", obj, *flags ? flags : NULL,
-                             NULL};
-    if (cg_run(cc_argv, err)) return -1;
+    const char *cc_argv[] = {env_or("CC", "cc"), "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, inc_dev, "-c", src, "-o",
+                             obj, *flags ? flags : NULL, NULL};
+    return cg_run(cc_argv, err);
+}
+
+int cg_build_library(const char *dir, const char *model, const char *target, FILE *err) {
+    char obj[4096], obj_img[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], name[300];
+    bool cuda = !strcmp(target, "cuda");
+    snprintf(lib, sizeof lib, "%s/lib%s.a", dir, model);
+    if (compile_c(dir, model, obj, sizeof obj, err)) return -1;
+    snprintf(name, sizeof name, "%s_images", model);
+    if (cuda && compile_c(dir, name, obj_img, sizeof obj_img, err)) return -1;
     unlink(lib);
-    const char *ar_argv[] = {"ar", "rcs", lib, obj, NULL};
+    const char *ar_argv[] = {"ar", "rcs", lib, obj, cuda ? obj_img : NULL, NULL};
     if (cg_run(ar_argv, err)) return -1;
     unlink(obj);
+    if (cuda) unlink(obj_img);
+    snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
     if (copy_file(cg_runtime_lib(), rt, err)) return -1;
+    if (cg_is_device_target(target)) {
+        const char *dev_lib = cuda ? env_or("ACC_RUNTIME_CUDA_LIB", ACC_RUNTIME_CUDA_LIB_DEFAULT)
+                                   : env_or("ACC_RUNTIME_EMU_LIB", ACC_RUNTIME_EMU_LIB_DEFAULT);
+        if (!*dev_lib) {
+            fprintf(err, "acc: error: this acc was built without the CUDA Toolkit, so it has no libaccrt_cuda.a\n");
+            return -1;
+        }
+        snprintf(rt, sizeof rt, "%s/libaccrt_%s.a", dir, cuda ? "cuda" : "emu");
+        if (copy_file(dev_lib, rt, err)) return -1;
+    }
+    snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
+    snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
     if (copy_file(hdr_from, hdr_to, err)) return -1;
     return 0;
 }

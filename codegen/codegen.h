@@ -11,18 +11,47 @@
 #include "passes.h"
 
 typedef struct {
-    const char *target;  /* "cpu" */
+    const char *target;  /* "cpu", "cuda" or "cuda-emu" */
     int64_t budget_bytes;
     const char *plan_summary; /* one line for the header banner */
+    int64_t workspace_bytes;  /* device targets: the GEMM workspace, placed after the schedule's arena */
+    int tf32;                 /* device targets: GEMMs may use TF32 */
+    int n_images;             /* cuda: kernel images in <model>_images.c */
 } CgOptions;
 
-/* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h. */
-void cg_emit_cpu(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
-                 FILE *h_out);
+/* Device targets: the cuBLAS workspace every plan for them reserves (the
+ * size cuBLAS recommends on Hopper; counted in the budget). */
+#define CG_DEVICE_WORKSPACE_BYTES ((int64_t)32 << 20)
 
-/* Compile DIR/<model>.c into DIR/lib<model>.a and put libaccrt.a and accrt.h
- * beside it. Returns 0 or prints why not to err and returns nonzero. */
-int cg_build_library(const char *dir, const char *model, FILE *err);
+bool cg_is_device_target(const char *target);
+
+/* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h:
+ * the host schedule (the same text for every target: kernel calls k_* with
+ * constant offsets, bound to the CPU kernels or to the device layer by the
+ * header the target includes) and the model's descriptor. */
+void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
+                  FILE *h_out);
+
+/* ---- the CUDA kernels (codegen/cuda.c) ---- */
+
+/* The kernel images of the cuda target: NVRTC compiles the runtime's
+ * kernels.cu to CUBIN for each architecture in archs ("sm_80,sm_90") and to
+ * PTX for the newest; writes DIR/<model>_images.c (the bytes, embedded in
+ * the library) and DIR/kernels.txt (NVRTC version, options, and ptxas's
+ * registers, spills and shared memory per kernel and architecture). *json
+ * gets a JSON object for plan.json (pool-allocated in g). Returns the number
+ * of images, or -1 (the NVRTC log on err) if a compilation fails or a kernel
+ * spills. */
+int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **json, FILE *err);
+
+/* Compile DIR/<model>.c (and DIR/<model>_images.c for cuda) into
+ * DIR/lib<model>.a and put the runtime archives and accrt.h beside it.
+ * Returns 0 or prints why not to err and returns nonzero. */
+int cg_build_library(const char *dir, const char *model, const char *target, FILE *err);
+/* The runtime archives a trainer links after lib<model>.a, for target, as
+ * file names inside DIR ("libaccrt_emu.a libaccrt.a"), and the extra libs. */
+const char *cg_target_archives(const char *target);
+const char *cg_target_libs(const char *target);
 
 /* Run a program (argv[0] searched in PATH); 0 if it exited 0. */
 int cg_run(const char *const argv[], FILE *err);

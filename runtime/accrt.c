@@ -23,7 +23,8 @@
 
 struct acc_model {
     const acc_model_desc *desc;
-    unsigned char *arena;
+    unsigned char *arena; /* host memory, or the device address of the arena */
+    acc_dev *dev;         /* NULL on the CPU target */
     uint64_t seed;
     uint32_t step;
     int64_t adam_t;
@@ -49,6 +50,7 @@ static const char *const status_text[] = {
     [ACC_ERR_NO_DEVICE] = "no usable device",
     [ACC_ERR_ARG] = "argument out of range",
     [ACC_ERR_FAILED] = "instance unusable after an earlier failure",
+    [ACC_ERR_DEVICE] = "a device operation failed",
 };
 
 const char *acc_status_string(int status) {
@@ -88,6 +90,10 @@ static double now_ms(void) {
 
 void acc_phase(acc_ctx *ctx, int phase) {
     acc_model *m = ctx->model;
+    if (m->dev) { /* the device times its own phases (events) */
+        m->desc->device->mark(m->dev, phase);
+        return;
+    }
     double t = now_ms();
     if (m->phase >= 0) {
         m->counters.phase_ms[m->phase] = t - m->phase_start;
@@ -96,6 +102,44 @@ void acc_phase(acc_ctx *ctx, int phase) {
     m->phase = phase;
     m->phase_start = t;
 }
+
+/* ---- arena access: host memory, or copies through the device layer ------------ */
+
+/* An instance whose device never opened can do nothing. */
+static int unusable(acc_model *m) {
+    return m->failed == 2 ? fail(m, ACC_ERR_NO_DEVICE, "the device could not be opened (see acc_create's error)") : 0;
+}
+
+static int dev_status(acc_model *m, int rc) {
+    return rc == ACC_OK ? ACC_OK : fail(m, rc, "%s", m->desc->device->error(m->dev));
+}
+
+static int mem_put(acc_model *m, int64_t off, const void *src, size_t n) {
+    if (!m->dev) {
+        memcpy(m->arena + off, src, n);
+        return ACC_OK;
+    }
+    return dev_status(m, m->desc->device->upload(m->dev, m->arena + off, src, n));
+}
+
+static int mem_get(acc_model *m, void *dst, int64_t off, size_t n) {
+    if (!m->dev) {
+        memcpy(dst, m->arena + off, n);
+        return ACC_OK;
+    }
+    return dev_status(m, m->desc->device->download(m->dev, dst, m->arena + off, n));
+}
+
+static int mem_zero(acc_model *m, int64_t off, size_t n) {
+    if (!m->dev) {
+        memset(m->arena + off, 0, n);
+        return ACC_OK;
+    }
+    return dev_status(m, m->desc->device->zero(m->dev, m->arena + off, n));
+}
+
+/* Floats staged through host memory on a device target, per copy. */
+#define STAGE_ELEMS ((int64_t)1 << 20)
 
 int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **out) {
     if (!out) return ACC_ERR_NULL;
@@ -115,15 +159,31 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     if (opt && opt->struct_size >= offsetof(acc_options, num_threads) + sizeof(int) && opt->num_threads > 0)
         omp_set_num_threads(opt->num_threads);
 #endif
-    /* 64-byte alignment: every planned offset is a multiple of 64 */
     size_t bytes = (size_t)desc->arena_bytes;
+    m->counters.arena_bytes = desc->arena_bytes;
+    if (desc->device) {
+        /* the instance is returned even when the device cannot be opened, so
+         * that acc_last_error can say why; every other call then fails */
+        int64_t extra = 0;
+        int rc = desc->device->open(desc, &m->dev, &m->arena, &extra);
+        if (rc != ACC_OK) {
+            fail(m, rc, "%s", m->dev ? desc->device->error(m->dev) : "cannot open the device");
+            m->failed = 2;
+            *out = m;
+            return rc;
+        }
+        m->counters.peak_bytes_measured = desc->arena_bytes + extra;
+        *out = m;
+        /* as on the CPU target, the arena starts zeroed (optimizer state) */
+        return mem_zero(m, 0, bytes);
+    }
+    /* 64-byte alignment: every planned offset is a multiple of 64 */
     m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!m->arena) {
         free(m);
         return ACC_ERR_NOMEM;
     }
     memset(m->arena, 0, bytes);
-    m->counters.arena_bytes = desc->arena_bytes;
     m->counters.peak_bytes_measured = (int64_t)((bytes + 63) / 64 * 64);
     *out = m;
     return ACC_OK;
@@ -131,9 +191,14 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
 
 void acc_destroy(acc_model *m) {
     if (!m) return;
-    free(m->arena);
+    if (m->desc->device) {
+        if (m->dev) m->desc->device->close(m->dev);
+    } else {
+        free(m->arena);
+    }
     free(m);
 }
+
 
 #define F32(m, off) ((float *)((m)->arena + (off)))
 
@@ -144,35 +209,81 @@ static float normal_at(uint64_t seed, uint32_t p, uint64_t i) {
     return (float)(r * cos(6.283185307179586 * (double)u2));
 }
 
+/* Elements [i0, i0 + n) of parameter p's initial value into x. */
+static void init_values(const acc_param_desc *pd, int p, uint64_t seed, float *x, int64_t i0, int64_t n) {
+    float s = pd->init_scale;
+    switch (pd->init) {
+    case ACC_INIT_ZEROS: memset(x, 0, (size_t)n * 4); break;
+    case ACC_INIT_ONES:
+        for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
+        break;
+    case ACC_INIT_NORMAL:
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) x[i] = s * normal_at(seed, (uint32_t)p, (uint64_t)(i0 + i));
+        break;
+    default:
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++)
+            x[i] = s * (2.0f * philox_uniform(seed, 0x7a7a, (uint32_t)p, (uint64_t)(i0 + i)) - 1.0f);
+        break;
+    }
+}
+
 int acc_init_params(acc_model *m, uint64_t seed) {
     if (!m) return ACC_ERR_NULL;
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     const acc_model_desc *d = m->desc;
-    for (int p = 0; p < d->n_params; p++) {
+    float *stage = NULL;
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
         const acc_param_desc *pd = &d->params[p];
-        float *x = F32(m, pd->offset);
         int64_t n = pd->elems;
-        float s = pd->init_scale;
-        switch (pd->init) {
-        case ACC_INIT_ZEROS: memset(x, 0, (size_t)n * 4); break;
-        case ACC_INIT_ONES:
-            for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
+        if (pd->init < ACC_INIT_ZEROS || pd->init > ACC_INIT_UNIFORM) {
+            rc = fail(m, ACC_ERR_ARG, "parameter %s: unknown initializer %d", pd->name, pd->init);
             break;
-        case ACC_INIT_NORMAL:
-#pragma omp parallel for schedule(static)
-            for (int64_t i = 0; i < n; i++) x[i] = s * normal_at(seed, (uint32_t)p, (uint64_t)i);
-            break;
-        case ACC_INIT_UNIFORM:
-#pragma omp parallel for schedule(static)
-            for (int64_t i = 0; i < n; i++) x[i] = s * (2.0f * philox_uniform(seed, 0x7a7a, (uint32_t)p, (uint64_t)i) - 1.0f);
-            break;
-        default: return fail(m, ACC_ERR_ARG, "parameter %s: unknown initializer %d", pd->name, pd->init);
         }
-        memset(F32(m, pd->grad_offset), 0, (size_t)n * 4);
-        if (pd->m_offset >= 0) memset(F32(m, pd->m_offset), 0, (size_t)n * 4);
-        if (pd->v_offset >= 0) memset(F32(m, pd->v_offset), 0, (size_t)n * 4);
+        if (!m->dev) {
+            init_values(pd, p, seed, F32(m, pd->offset), 0, n);
+        } else {
+            if (!stage && !(stage = malloc((size_t)STAGE_ELEMS * 4))) return fail(m, ACC_ERR_NOMEM, "no staging buffer");
+            for (int64_t i0 = 0; rc == ACC_OK && i0 < n; i0 += STAGE_ELEMS) {
+                int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
+                init_values(pd, p, seed, stage, i0, k);
+                rc = mem_put(m, pd->offset + i0 * 4, stage, (size_t)k * 4);
+            }
+        }
+        if (rc == ACC_OK) rc = mem_zero(m, pd->grad_offset, (size_t)n * 4);
+        if (rc == ACC_OK && pd->m_offset >= 0) rc = mem_zero(m, pd->m_offset, (size_t)n * 4);
+        if (rc == ACC_OK && pd->v_offset >= 0) rc = mem_zero(m, pd->v_offset, (size_t)n * 4);
     }
+    free(stage);
     m->adam_t = 0;
-    return ACC_OK;
+    return rc;
+}
+
+/* Copy n floats between a FILE and the arena at off (host: directly). */
+static int file_to_arena(acc_model *m, FILE *f, int64_t off, int64_t n) {
+    if (!m->dev) return fread(m->arena + off, 4, (size_t)n, f) == (size_t)n ? 0 : -1;
+    float *stage = malloc((size_t)(n < STAGE_ELEMS ? n : STAGE_ELEMS) * 4 + 4);
+    int bad = !stage;
+    for (int64_t i0 = 0; !bad && i0 < n; i0 += STAGE_ELEMS) {
+        int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
+        bad = fread(stage, 4, (size_t)k, f) != (size_t)k || mem_put(m, off + i0 * 4, stage, (size_t)k * 4) != ACC_OK;
+    }
+    free(stage);
+    return bad ? -1 : 0;
+}
+
+static int arena_to_file(acc_model *m, FILE *f, int64_t off, int64_t n) {
+    if (!m->dev) return fwrite(m->arena + off, 4, (size_t)n, f) == (size_t)n ? 0 : -1;
+    float *stage = malloc((size_t)(n < STAGE_ELEMS ? n : STAGE_ELEMS) * 4 + 4);
+    int bad = !stage;
+    for (int64_t i0 = 0; !bad && i0 < n; i0 += STAGE_ELEMS) {
+        int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
+        bad = mem_get(m, stage, off + i0 * 4, (size_t)k * 4) != ACC_OK || fwrite(stage, 4, (size_t)k, f) != (size_t)k;
+    }
+    free(stage);
+    return bad ? -1 : 0;
 }
 
 /* ---- parameter files ------------------------------------------------------
@@ -183,6 +294,7 @@ static const char file_magic[8] = {'A', 'C', 'C', 'P', 'A', 'R', 'A', 'M'};
 
 static int write_tensors(acc_model *m, const char *path, int grads) {
     if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     FILE *f = fopen(path, "wb");
     if (!f) return fail(m, ACC_ERR_IO, "cannot open %s for writing", path);
     const acc_model_desc *d = m->desc;
@@ -193,7 +305,7 @@ static int write_tensors(acc_model *m, const char *path, int grads) {
         uint32_t len = (uint32_t)strlen(pd->name), nd = (uint32_t)pd->ndim;
         ok = fwrite(&len, 4, 1, f) == 1 && fwrite(pd->name, 1, len, f) == len && fwrite(&nd, 4, 1, f) == 1 &&
              (nd == 0 || fwrite(pd->dim, 8, nd, f) == nd) &&
-             fwrite(F32(m, grads ? pd->grad_offset : pd->offset), 4, (size_t)pd->elems, f) == (size_t)pd->elems;
+             arena_to_file(m, f, grads ? pd->grad_offset : pd->offset, pd->elems) == 0;
     }
     if (fclose(f) != 0) ok = 0;
     return ok ? ACC_OK : fail(m, ACC_ERR_IO, "cannot write %s", path);
@@ -204,6 +316,7 @@ int acc_save_grads(acc_model *m, const char *path) { return write_tensors(m, pat
 
 int acc_load_params(acc_model *m, const char *path) {
     if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     FILE *f = fopen(path, "rb");
     if (!f) return fail(m, ACC_ERR_IO, "cannot open %s", path);
     const acc_model_desc *d = m->desc;
@@ -237,7 +350,7 @@ int acc_load_params(acc_model *m, const char *path) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has a different shape", path, name);
             break;
         }
-        if (fread(F32(m, pd->offset), 4, (size_t)pd->elems, f) != (size_t)pd->elems) {
+        if (file_to_arena(m, f, pd->offset, pd->elems)) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
             break;
         }
@@ -292,6 +405,7 @@ int acc_load_inputs(acc_model *m, const char *path) {
 
 int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_bytes) {
     if (!m) return ACC_ERR_NULL;
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     if (!name || !data) return fail(m, ACC_ERR_NULL, "acc_set_input: NULL %s", name ? "data" : "name");
     const acc_model_desc *d = m->desc;
     for (int i = 0; i < d->n_inputs; i++) {
@@ -307,9 +421,9 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
                     return fail(m, ACC_ERR_DATA, "input '%s'[%lld] = %d is outside [0, %lld)", name, (long long)k,
                                 (int)ix[k], (long long)in->index_bound);
         }
-        memcpy(m->arena + in->offset, data, want);
-        m->input_set[i] = 1;
-        return ACC_OK;
+        int rc = mem_put(m, in->offset, data, want);
+        if (rc == ACC_OK) m->input_set[i] = 1;
+        return rc;
     }
     return fail(m, ACC_ERR_NAME, "the model has no input '%s'", name);
 }
@@ -317,15 +431,27 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
 int acc_step(acc_model *m, float *loss) {
     if (!m) return ACC_ERR_NULL;
     if (!loss) return fail(m, ACC_ERR_NULL, "acc_step: NULL loss pointer");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     const acc_model_desc *d = m->desc;
     for (int i = 0; i < d->n_inputs; i++)
         if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
-    acc_ctx ctx = {m->arena, m->seed, m->step, m};
+    acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev};
     m->phase = -1;
     acc_phase(&ctx, ACC_PHASE_FWD);
     int rc = d->run(&ctx);
     acc_phase(&ctx, ACC_PHASE_COUNT);
     m->phase = -1;
+    if (m->dev) {
+        /* launches are asynchronous: their failures surface here */
+        double ms[ACC_PHASE_COUNT] = {0};
+        int drc = dev_status(m, d->device->finish(m->dev, ms));
+        if (rc == ACC_OK) rc = drc;
+        for (int p = 0; p < ACC_PHASE_OPT; p++) {
+            m->counters.phase_ms[p] = ms[p];
+            m->counters.total_ms[p] += ms[p];
+        }
+    }
+    if (rc == ACC_OK) rc = mem_get(m, loss, d->loss_offset, sizeof *loss);
     if (rc != ACC_OK) {
         m->failed = 1;
         return rc;
@@ -333,7 +459,6 @@ int acc_step(acc_model *m, float *loss) {
     m->failed = 0;
     m->step++;
     m->counters.steps++;
-    *loss = *F32(m, d->loss_offset);
     return ACC_OK;
 }
 
@@ -344,12 +469,28 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     if (m->failed) return fail(m, ACC_ERR_FAILED, "the last step failed; its gradients are not usable");
     if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0) || !(weight_decay >= 0))
         return fail(m, ACC_ERR_ARG, "acc_adamw: hyperparameter out of range");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
     double t0 = now_ms();
     m->adam_t++;
-    for (int p = 0; p < d->n_params; p++) {
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)m->adam_t));
+    float bc2 = (float)(1.0 - pow((double)beta2, (double)m->adam_t));
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
         const acc_param_desc *pd = &d->params[p];
-        k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems, lr,
-                beta1, beta2, eps, weight_decay, m->adam_t);
+        if (m->dev)
+            rc = d->device->adamw(m->dev, F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset),
+                                  F32(m, pd->v_offset), pd->elems, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+        else
+            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset),
+                    pd->elems, lr, beta1, beta2, eps, weight_decay, m->adam_t);
+    }
+    if (m->dev && rc == ACC_OK) {
+        double ms[ACC_PHASE_COUNT];
+        rc = d->device->finish(m->dev, ms);
+    }
+    if (rc != ACC_OK) {
+        m->failed = 1;
+        return dev_status(m, rc);
     }
     double dt = now_ms() - t0;
     m->counters.phase_ms[ACC_PHASE_OPT] = dt;
@@ -375,6 +516,38 @@ int acc_param(acc_model *m, const char *name, float **data, int64_t *elems) {
 }
 int acc_grad(acc_model *m, const char *name, float **data, int64_t *elems) {
     return find_param(m, name, 1, data, elems);
+}
+
+/* The named parameter's descriptor, or NULL with the error set. */
+static const acc_param_desc *param_named(acc_model *m, const char *name) {
+    for (int p = 0; p < m->desc->n_params; p++)
+        if (!strcmp(m->desc->params[p].name, name)) return &m->desc->params[p];
+    fail(m, ACC_ERR_NAME, "the model has no parameter '%s'", name);
+    return NULL;
+}
+
+int acc_read(acc_model *m, const char *name, int grad, float *dst, size_t size_bytes) {
+    if (!m) return ACC_ERR_NULL;
+    if (!name || !dst) return fail(m, ACC_ERR_NULL, "acc_read: NULL argument");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    const acc_param_desc *pd = param_named(m, name);
+    if (!pd) return ACC_ERR_NAME;
+    if (size_bytes != (size_t)pd->elems * 4)
+        return fail(m, ACC_ERR_SIZE, "parameter '%s' has %lld bytes, %zu given", name, (long long)pd->elems * 4,
+                    size_bytes);
+    return mem_get(m, dst, grad ? pd->grad_offset : pd->offset, size_bytes);
+}
+
+int acc_write(acc_model *m, const char *name, const float *src, size_t size_bytes) {
+    if (!m) return ACC_ERR_NULL;
+    if (!name || !src) return fail(m, ACC_ERR_NULL, "acc_write: NULL argument");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    const acc_param_desc *pd = param_named(m, name);
+    if (!pd) return ACC_ERR_NAME;
+    if (size_bytes != (size_t)pd->elems * 4)
+        return fail(m, ACC_ERR_SIZE, "parameter '%s' has %lld bytes, %zu given", name, (long long)pd->elems * 4,
+                    size_bytes);
+    return mem_put(m, pd->offset, src, size_bytes);
 }
 
 int acc_get_counters(const acc_model *m, acc_counters *out) {

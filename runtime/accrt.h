@@ -37,6 +37,7 @@ typedef enum {
     ACC_ERR_NO_DEVICE = 10, /* no usable GPU / driver */
     ACC_ERR_ARG = 11,       /* an argument out of range */
     ACC_ERR_FAILED = 12,    /* the instance is unusable after an earlier failure */
+    ACC_ERR_DEVICE = 13,    /* a device call (driver, kernel launch, cuBLAS) failed */
 } acc_status;
 
 /* Human-readable text of a status. */
@@ -79,18 +80,63 @@ typedef struct acc_model acc_model;
 /* Phases timed by the counters. */
 enum { ACC_PHASE_FWD = 0, ACC_PHASE_BWD = 1, ACC_PHASE_OPT = 2, ACC_PHASE_COUNT = 3 };
 
-/* The run-time context a generated schedule receives. */
+/* One instance's device (opaque; NULL on the CPU target). */
+typedef struct acc_dev acc_dev;
+struct acc_model_desc;
+
+/* The run-time context a generated schedule receives. On a device target
+ * `arena` is the device address of the arena: the schedule only computes
+ * addresses from it and hands them to the device layer. */
 typedef struct {
     unsigned char *arena;
     uint64_t seed;
     uint32_t step;
     acc_model *model;
+    acc_dev *dev;
 } acc_ctx;
 
+/* A device layer (libaccrt_cuda: the GPU through the driver API and cuBLAS;
+ * libaccrt_emu: the same kernels and schedule emulated on the CPU). The
+ * runtime reaches device memory only through it. Every function returns an
+ * acc_status; the detail of a failure is in `error`. */
+typedef struct acc_device {
+    const char *name;
+    /* Open the device, load the model's kernels and allocate its arena
+     * (desc->arena_bytes, the workspace included) plus anything else the
+     * device holds (*extra_bytes); *arena is the arena's device address.
+     * On failure *dev may be set (for the error). */
+    int (*open)(const struct acc_model_desc *desc, acc_dev **dev, unsigned char **arena, int64_t *extra_bytes);
+    void (*close)(acc_dev *dev);
+    int (*upload)(acc_dev *dev, unsigned char *dst, const void *src, size_t n);
+    int (*download)(acc_dev *dev, void *dst, const unsigned char *src, size_t n);
+    int (*zero)(acc_dev *dev, unsigned char *dst, size_t n);
+    /* A phase boundary of the step (ACC_PHASE_*; ACC_PHASE_COUNT ends it). */
+    int (*mark)(acc_dev *dev, int phase);
+    /* Wait for the device; the time of each phase of the last step. */
+    int (*finish)(acc_dev *dev, double phase_ms[ACC_PHASE_COUNT]);
+    int (*adamw)(acc_dev *dev, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, float bc1, float bc2);
+    const char *(*error)(const acc_dev *dev);
+} acc_device;
+
+/* A kernel image embedded in a device library: CUBIN for one architecture
+ * (sm = 80 for sm_80) or PTX (ptx = 1) that newer GPUs compile at load. */
 typedef struct {
+    int sm;
+    int ptx;
+    const unsigned char *data;
+    size_t size;
+} acc_image;
+
+typedef struct acc_model_desc {
     uint32_t api_version;
     const char *model_name;
-    const char *target; /* "cpu" */
+    const char *target; /* "cpu", "cuda", "cuda-emu" */
+    const acc_device *device; /* NULL: the host CPU */
+    const acc_image *images;  /* device targets: the kernels, per architecture */
+    int n_images;
+    int64_t workspace_offset, workspace_bytes; /* the GEMM library's workspace in the arena */
+    int tf32;                 /* GEMMs may use TF32 tensor cores */
     int64_t arena_bytes;
     int n_params;
     const acc_param_desc *params;
@@ -113,6 +159,9 @@ typedef struct {
     int64_t steps;
 } acc_counters;
 
+/* On a device target whose device cannot be opened (no driver, no GPU, no
+ * image for its architecture) this returns ACC_ERR_NO_DEVICE and still sets
+ * *out, so that acc_last_error can say why; destroy it. */
 int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **out);
 void acc_destroy(acc_model *m);
 /* Detail of the last error on this instance ("" if none). Safe on NULL. */
@@ -136,9 +185,14 @@ int acc_step(acc_model *m, float *loss);
 /* One fused AdamW update of every parameter from its gradient. */
 int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float weight_decay);
 
-/* Pointers into the arena for a named parameter or its gradient. */
+/* Pointers into the arena for a named parameter or its gradient (device
+ * addresses on a device target; acc_read/acc_write copy on every target). */
 int acc_param(acc_model *m, const char *name, float **data, int64_t *elems);
 int acc_grad(acc_model *m, const char *name, float **data, int64_t *elems);
+/* Copy a named parameter (grad = 0) or its gradient (grad = 1) to or from
+ * host memory; size_bytes must be the tensor's exact size. */
+int acc_read(acc_model *m, const char *name, int grad, float *dst, size_t size_bytes);
+int acc_write(acc_model *m, const char *name, const float *src, size_t size_bytes);
 int acc_get_counters(const acc_model *m, acc_counters *out);
 const acc_model_desc *acc_describe(const acc_model *m);
 

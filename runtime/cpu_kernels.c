@@ -21,6 +21,12 @@ void k_zero(float *x, int64_t n)
         memset(x, 0, (size_t)n * sizeof *x);
 }
 
+void k_fill(float *x, float value, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] = value;
+}
+
 void k_add_into(float *y, const float *x, int64_t n)
 {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)

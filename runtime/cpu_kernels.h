@@ -37,6 +37,7 @@
 /* ---- helpers ------------------------------------------------------------ */
 
 void k_zero(float *x, int64_t n);                    /* x = 0 */
+void k_fill(float *x, float value, int64_t n);       /* x = value (the loss seed) */
 void k_add_into(float *y, const float *x, int64_t n); /* y += x */
 void k_copy(float *y, const float *x, int64_t n);     /* y = x */
 

@@ -12,14 +12,21 @@
 #ifndef ACC_PHILOX_H
 #define ACC_PHILOX_H
 
+/* Also compiled by NVRTC into the CUDA kernels (runtime/cuda/kernels.cu),
+ * which supply uint32_t and uint64_t themselves. */
+#ifdef __CUDACC__
+#define PHILOX_FN static inline __host__ __device__
+#else
 #include <stdint.h>
+#define PHILOX_FN static inline
+#endif
 
 typedef struct {
     uint32_t v[4];
 } philox4x32;
 
 /* hi and lo 32-bit halves of the 64-bit product a * b */
-static inline uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
+PHILOX_FN uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
 {
     uint64_t p = (uint64_t)a * (uint64_t)b;
     *hi = (uint32_t)(p >> 32);
@@ -27,7 +34,7 @@ static inline uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
 }
 
 /* The Philox4x32 bijection with 10 rounds of counter ctr under key (k0, k1). */
-static inline philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1)
+PHILOX_FN philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1)
 {
     for (int round = 0; round < 10; round++) {
         if (round > 0) {
@@ -44,20 +51,20 @@ static inline philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1)
 }
 
 /* The block holding the four random words of indices 4*block .. 4*block+3. */
-static inline philox4x32 philox_block(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t block)
+PHILOX_FN philox4x32 philox_block(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t block)
 {
     philox4x32 ctr = {{(uint32_t)block, (uint32_t)(block >> 32), op_id, step}};
     return philox4x32_10(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
 /* A 32-bit word to a float in [0, 1): its top 24 bits times 2^-24 (exact). */
-static inline float philox_to_unit(uint32_t x)
+PHILOX_FN float philox_to_unit(uint32_t x)
 {
     return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
 
 /* The uniform float in [0, 1) for keys (seed, step, op_id, index). */
-static inline float philox_uniform(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t index)
+PHILOX_FN float philox_uniform(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t index)
 {
     philox4x32 r = philox_block(seed, step, op_id, index >> 2);
     return philox_to_unit(r.v[index & 3]);

@@ -54,7 +54,13 @@ static const char usage[] =
     "                  powers of 1024, kB/MB/GB/TB powers of 1000\n"
     "  -o DIR          output directory (created if missing)\n"
     "  --emit=ir       only write the elaborated IR (DIR/<model>.ir)\n"
-    "  --target cpu    code generation target (cpu)\n"
+    "  --target T      cpu, cuda (NVRTC kernels + cuBLAS; the default of compile\n"
+    "                  when acc was built with the CUDA Toolkit) or cuda-emu (the\n"
+    "                  cuda target's kernels and schedule run by the CPU emulator);\n"
+    "                  acc run defaults to cpu\n"
+    "  --arch LIST     cuda: GPU architectures to embed (default sm_80,sm_90; PTX\n"
+    "                  for the newest is added for later GPUs)\n"
+    "  --tf32          cuda: let cuBLAS use TF32 tensor cores for the GEMMs\n"
     "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
     "                  optimal (default): what to recompute\n"
     "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
@@ -87,10 +93,10 @@ static int usage_error(const char *fmt, ...) {
 
 typedef struct {
     const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
-    const char *policy, *hw;
+    const char *policy, *hw, *arch;
     double time_limit_s;
     int64_t budget_bytes;
-    bool has_budget, keep;
+    bool has_budget, keep, tf32;
     VEC(Define) defs;
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;
@@ -115,6 +121,11 @@ static int parse_options(int argc, char **argv, Options *o) {
         } else if (!strcmp(a, "-o")) {
             if (i + 1 >= argc) return usage_error("%s needs a directory", a);
             o->out_dir = argv[++i];
+        } else if (!strcmp(a, "--arch")) {
+            if (i + 1 >= argc) return usage_error("%s needs a value", a);
+            o->arch = argv[++i];
+        } else if (!strcmp(a, "--tf32")) {
+            o->tf32 = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
                    !strcmp(a, "--dump-grads") || !strcmp(a, "--params") || !strcmp(a, "--inputs")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
@@ -166,7 +177,8 @@ static int parse_options(int argc, char **argv, Options *o) {
         }
     }
     if (!o->file) return usage_error("no input file");
-    if (o->target && strcmp(o->target, "cpu")) return usage_error("unknown --target '%s' (known: cpu)", o->target);
+    if (o->target && strcmp(o->target, "cpu") && !cg_is_device_target(o->target))
+        return usage_error("unknown --target '%s' (known: cpu, cuda, cuda-emu)", o->target);
     return 0;
 }
 
@@ -298,23 +310,34 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         return EXIT_USAGE;
     }
     ad_build(g, &pl->ad);
-    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", o->has_budget ? o->budget_bytes : 0, o->time_limit_s,
+    const char *target = o->target ? o->target : "cpu";
+    /* a device target's GEMM workspace is part of the budget: the schedule
+     * gets what is left */
+    int64_t ws = cg_is_device_target(target) ? CG_DEVICE_WORKSPACE_BYTES : 0;
+    if (o->has_budget && o->budget_bytes <= ws) {
+        fprintf(stderr, "acc: error: the budget of %" PRId64 " bytes (%s) does not even hold the %s target's GEMM "
+                        "workspace of %" PRId64 " bytes\n", o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
+                target, ws);
+        ad_free(&pl->ad);
+        return EXIT_INPUT;
+    }
+    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", o->has_budget ? o->budget_bytes - ws : 0, o->time_limit_s,
                            &pl->hw, true, o->save_globs.v, o->save_globs.n, o->recompute_globs.v,
                            o->recompute_globs.n};
-    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, "cpu", pl->po.budget_bytes};
+    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, ws, NULL};
     plan_make(g, &pl->ad, &pl->po, &pl->plan);
     sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
     alloc_assign(&pl->sched);
     if (!plan_check(&pl->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
     if (pl->plan.status != PLAN_INFEASIBLE) return 0;
-    int64_t min = plan_min_peak(g, &pl->ad, &pl->po);
+    int64_t min = plan_min_peak(g, &pl->ad, &pl->po) + ws;
     if (o->budget_bytes < min) {
         fprintf(stderr,
                 "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
                 "for this model\nwhere the memory goes at that minimum:\n",
                 o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
         PlanOptions po = pl->po;
-        po.budget_bytes = min;
+        po.budget_bytes = min - ws;
         po.policy = "optimal";
         Plan p;
         plan_make(g, &pl->ad, &po, &p);
@@ -328,7 +351,7 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         fprintf(stderr,
                 "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
                 "where the memory goes:\n",
-                pl->po.policy, pl->sched.arena_bytes, format_bytes(pl->sched.arena_bytes, b1, sizeof b1),
+                pl->po.policy, pl->sched.arena_bytes + ws, format_bytes(pl->sched.arena_bytes + ws, b1, sizeof b1),
                 o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
         report_breakdown(&pl->sched, stderr);
         fprintf(stderr, "note: the minimum for this model is %" PRId64 " bytes (%s); --policy optimal finds the "
@@ -359,11 +382,18 @@ static void explain_fn(const void *arg, FILE *f) {
 }
 
 /* The pipeline from a graph to DIR/lib<model>.a, plan.json and report.txt. */
-static int compile_graph(const Graph *g, const Options *o, const char *dir, bool verbose) {
+static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbose) {
     Planned pl;
     int rc = plan_graph(g, o, &pl);
     char b1[32];
     if (!rc) rc = make_dir(dir);
+    /* the cuda target's kernels: compiled by NVRTC before plan.json is
+     * written, which records how */
+    int n_images = 0;
+    if (!rc && !strcmp(pl.info.target, "cuda")) {
+        n_images = cg_cuda_images(g, dir, o->arch ? o->arch : "sm_80,sm_90", &pl.info.codegen_json, stderr);
+        if (n_images < 0) rc = EXIT_INPUT;
+    }
     if (!rc) {
         char c_path[4200], h_path[4200], json_path[4200], report_path[4200];
         snprintf(c_path, sizeof c_path, "%s/%s.c", dir, g->model);
@@ -377,27 +407,29 @@ static int compile_graph(const Graph *g, const Options *o, const char *dir, bool
         char summary[256];
         snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
                  pl.sched.n_recompute, pl.plan.recompute_time);
-        CgOptions cg = {"cpu", o->has_budget ? o->budget_bytes : pl.sched.arena_bytes, summary};
+        CgOptions cg = {pl.info.target, o->has_budget ? o->budget_bytes : pl.sched.arena_bytes + pl.info.workspace_bytes,
+                        summary, pl.info.workspace_bytes, o->tf32, n_images};
         if (!rc && (!c || !h)) {
             fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
             rc = EXIT_INPUT;
         } else if (!rc) {
-            cg_emit_cpu(g, &pl.ad, &pl.sched, &cg, c, h);
+            cg_emit_host(g, &pl.ad, &pl.sched, &cg, c, h);
         }
         if (c && fclose(c)) rc = EXIT_INPUT;
         if (h && fclose(h)) rc = EXIT_INPUT;
-        if (!rc && cg_build_library(dir, g->model, stderr)) rc = EXIT_INPUT;
+        if (!rc && cg_build_library(dir, g->model, pl.info.target, stderr)) rc = EXIT_INPUT;
         if (!rc && verbose) {
             double gap = pl.plan.recompute_time > 0 ? (pl.plan.recompute_time - pl.plan.bound) / pl.plan.recompute_time : 0;
             fprintf(stderr,
                     "acc: %s: policy %s: peak %" PRId64 " bytes (%s), %d tensors recomputed, +%.2f%% step time (est.), "
                     "solver %s, gap %.2f%%, %.3f s\n",
-                    g->model, pl.po.policy, pl.sched.arena_bytes, format_bytes(pl.sched.arena_bytes, b1, sizeof b1),
+                    g->model, pl.po.policy, pl.sched.arena_bytes + pl.info.workspace_bytes,
+                    format_bytes(pl.sched.arena_bytes + pl.info.workspace_bytes, b1, sizeof b1),
                     pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
                     pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
                     100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
-            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt\n", dir, g->model, dir, g->model,
-                    dir, dir);
+            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt (target %s)\n", dir, g->model,
+                    dir, g->model, dir, dir, pl.info.target);
         }
     }
     planned_free(&pl);
@@ -438,6 +470,9 @@ static int cmd_compile(Options *o) {
     char b1[32];
     fprintf(stderr, "acc: budget %" PRId64 " bytes (%s)\n", o->budget_bytes,
             format_bytes(o->budget_bytes, b1, sizeof b1));
+#ifdef ACC_HAVE_NVRTC
+    if (!o->target) o->target = "cuda";
+#endif
     Graph g;
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
@@ -472,7 +507,7 @@ static int cmd_run(Options *o) {
     bool made = !rc;
     if (!rc) rc = compile_graph(&g, o, dir, false);
     if (!rc) {
-        char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200];
+        char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
         char blas_l[4200], blas_rpath[4200];
         snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
         snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
@@ -482,11 +517,19 @@ static int cmd_run(Options *o) {
         snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g.model);
         snprintf(lib, sizeof lib, "%s/lib%s.a", dir, g.model);
         snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
+        const char *target = o->target ? o->target : "cpu";
+        bool dev = cg_is_device_target(target);
+        snprintf(dev_rt, sizeof dev_rt, "%s/libaccrt_%s.a", dir, !strcmp(target, "cuda") ? "cuda" : "emu");
         snprintf(exe, sizeof exe, "%s/run", dir);
         const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-        const char *link[] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib, rt,
-                        blas_l, blas_rpath, "-lopenblas", "-lm", "-o", exe,
-                              *cg_gen_flags() ? cg_gen_flags() : NULL, NULL};
+        const char *link[20] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib};
+        int nl = 9;
+        if (dev) link[nl++] = dev_rt;
+        link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath, link[nl++] = "-lopenblas", link[nl++] = "-lm";
+        if (!strcmp(target, "cuda")) link[nl++] = "-ldl";
+        link[nl++] = "-o", link[nl++] = exe;
+        if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
+        link[nl] = NULL;
         if (cg_run(link, stderr)) rc = EXIT_INPUT;
         if (!rc) {
             const char *argv[16] = {exe};

@@ -75,17 +75,20 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, hw->name);
     fprintf(out, ",\n  \"policy\": ");
     json_str(out, info->policy);
+    int64_t peak = s->arena_bytes + info->workspace_bytes;
     fprintf(out, ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
                  ",\n  \"fits\": %s,\n",
-            info->budget_bytes, s->arena_bytes, s->peak_live_bytes,
-            info->budget_bytes <= 0 || s->arena_bytes <= info->budget_bytes ? "true" : "false");
+            info->budget_bytes, peak, s->peak_live_bytes + info->workspace_bytes,
+            info->budget_bytes <= 0 || peak <= info->budget_bytes ? "true" : "false");
     fprintf(out, "  \"memory\": {");
     const char *sep = "";
     for (int c = 0; c < BUF_KIND_COUNT; c++) {
         fprintf(out, "%s\"%s\": %" PRId64, sep, buf_kind_name((BufKind)c), b.cat[c]);
         sep = ", ";
     }
+    if (info->workspace_bytes) fprintf(out, ", \"workspace\": %" PRId64, info->workspace_bytes);
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
+    if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
     fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step, step_kind[pk->kind]);
     json_str(out, graph_node(g, pk->node)->name);
@@ -117,10 +120,12 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
     fprintf(out, "model %s (%s), policy %s, hardware %s\n", g->model, g->source, info->policy, hw->name);
+    int64_t peak = s->arena_bytes + info->workspace_bytes;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
-            format_bytes(s->arena_bytes, b2, sizeof b2), s->arena_bytes,
-            info->budget_bytes > 0 && s->arena_bytes > info->budget_bytes ? "  DOES NOT FIT" : "");
+            format_bytes(peak, b2, sizeof b2), peak, info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
+    if (info->workspace_bytes)
+        fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, info->workspace_bytes);
     fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s\n\n", p->recompute_time * 1e3,
             (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
             status_name[p->status]);

@@ -8,6 +8,8 @@
 typedef struct {
     const char *policy, *hw, *target;
     int64_t budget_bytes;
+    int64_t workspace_bytes; /* device targets: the GEMM workspace after the arena */
+    const char *codegen_json; /* device targets: a JSON object on the kernel images, or NULL */
 } ReportInfo;
 
 void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,

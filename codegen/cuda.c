@@ -1,0 +1,231 @@
+/* cuda.c - the cuda target's kernel images: NVRTC at compile time.
+ *
+ * requires: the runtime's CUDA sources (kernels.cu, abi.h, philox.h) under
+ * cg_runtime_include(). provides: DIR/<model>_images.c with one CUBIN per
+ * requested architecture and PTX for the newest (so a newer GPU can JIT it),
+ * embedded in the model's library, so that no compiler is needed when the
+ * trainer starts; DIR/kernels.txt with NVRTC's version and options and
+ * ptxas's resource report per kernel; a JSON summary for plan.json.
+ * Output is deterministic for a given NVRTC (its version is recorded).
+ * Without NVRTC at build time (no CUDA Toolkit) every call fails with a
+ * sentence saying so.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+
+#ifdef ACC_HAVE_NVRTC
+#include <nvrtc.h>
+
+static char *read_all(const char *path, FILE *err) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(err, "acc: error: cannot read %s: %s (set ACC_RUNTIME_DIR)\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, k;
+    char *s = malloc(cap);
+    while (s && (k = fread(s + n, 1, cap - n - 1, f)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *t = realloc(s, cap *= 2);
+            if (!t) free(s);
+            s = t;
+        }
+    }
+    fclose(f);
+    if (s) s[n] = 0;
+    return s;
+}
+
+typedef struct {
+    char arch[16];
+    int sm, ptx;
+    char *data;
+    size_t size;
+} Image;
+
+/* Print the numbered source, as NVRTC failures should be reported. */
+static void print_numbered(const char *src, FILE *err) {
+    int line = 1;
+    fprintf(err, "%5d  ", line);
+    for (const char *p = src; *p; p++) {
+        fputc(*p, err);
+        if (*p == '\n' && p[1]) fprintf(err, "%5d  ", ++line);
+    }
+}
+
+/* One NVRTC compilation of kernels.cu for arch ("sm_90" -> CUBIN,
+ * "compute_90" -> PTX); the ptxas report goes to report. */
+static int compile_one(const char *src, const char *const *hdr_src, const char *const *hdr_name, Image *im,
+                       FILE *report, int *spills, FILE *err) {
+    nvrtcProgram prog;
+    if (nvrtcCreateProgram(&prog, src, "kernels.cu", 2, hdr_src, hdr_name) != NVRTC_SUCCESS) {
+        fprintf(err, "acc: error: NVRTC cannot create a program\n");
+        return -1;
+    }
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%.15s", im->arch);
+    const char *opts[] = {arch_opt, "--std=c++17", "-default-device", "--ptxas-options=-v"}; /* no ptxas for PTX */
+    nvrtcResult r = nvrtcCompileProgram(prog, im->ptx ? 3 : 4, opts);
+    size_t log_n = 0;
+    nvrtcGetProgramLogSize(prog, &log_n);
+    char *log = malloc(log_n + 1);
+    if (log) {
+        log[0] = 0;
+        nvrtcGetProgramLog(prog, log);
+    }
+    if (r != NVRTC_SUCCESS) {
+        fprintf(err, "acc: error: NVRTC failed for %s: %s\n%s\nthe source (kernels.cu):\n", im->arch,
+                nvrtcGetErrorString(r), log ? log : "");
+        print_numbered(src, err);
+        free(log);
+        nvrtcDestroyProgram(&prog);
+        return -1;
+    }
+    /* ptxas -v: "Compiling entry function 'ck_x' for 'sm_90'", then its
+     * stack/spill line and its "Used N registers" line */
+    if (!im->ptx && log) {
+        fprintf(report, "\n%s:\n", im->arch);
+        char fn[128] = "?";
+        for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+            char *q = strstr(line, "entry function '");
+            long st = 0, ld = 0;
+            if (q && sscanf(q, "entry function '%127[^']'", fn) == 1) continue;
+            if ((q = strstr(line, "bytes spill stores"))) {
+                char *p = strstr(line, "stack frame,");
+                if (p && sscanf(p, "stack frame, %ld bytes spill stores, %ld bytes spill loads", &st, &ld) == 2 &&
+                    (st || ld)) {
+                    fprintf(err, "acc: error: kernel %s spills on %s (%ld bytes stored, %ld loaded)\n", fn, im->arch,
+                            st, ld);
+                    (*spills)++;
+                }
+                fprintf(report, "  %-24s spill stores %ld, spill loads %ld\n", fn, st, ld);
+            } else if ((q = strstr(line, "Used "))) {
+                fprintf(report, "  %-24s %s\n", fn, q);
+            }
+        }
+    }
+    free(log);
+    size_t n = 0;
+    r = im->ptx ? nvrtcGetPTXSize(prog, &n) : nvrtcGetCUBINSize(prog, &n);
+    im->data = r == NVRTC_SUCCESS ? malloc(n + 1) : NULL;
+    if (im->data) r = im->ptx ? nvrtcGetPTX(prog, im->data) : nvrtcGetCUBIN(prog, im->data);
+    nvrtcDestroyProgram(&prog);
+    if (!im->data || r != NVRTC_SUCCESS) {
+        fprintf(err, "acc: error: NVRTC produced no image for %s\n", im->arch);
+        return -1;
+    }
+    if (im->ptx) im->data[n++] = 0; /* PTX is loaded as a C string */
+    im->size = n;
+    return 0;
+}
+
+/* "sm_80,sm_90" -> images; the last architecture also as PTX. */
+static int parse_archs(const char *archs, Image *im, int max, FILE *err) {
+    int n = 0;
+    for (const char *p = archs; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int sm = 0;
+        char tail = 0;
+        if (n >= max - 1 || len >= 16 || sscanf(p, "sm_%d%c", &sm, &tail) < 1 || (tail && tail != ',') || sm < 50 ||
+            sm > 200) {
+            fprintf(err, "acc: error: invalid --arch '%s' (a list like sm_80,sm_90)\n", archs);
+            return -1;
+        }
+        snprintf(im[n].arch, sizeof im[n].arch, "sm_%d", sm);
+        im[n].sm = sm, im[n].ptx = 0;
+        n++;
+        p += len + (e != NULL);
+    }
+    if (!n) {
+        fprintf(err, "acc: error: --arch names no architecture\n");
+        return -1;
+    }
+    int newest = 0;
+    for (int i = 1; i < n; i++)
+        if (im[i].sm > im[newest].sm) newest = i;
+    snprintf(im[n].arch, sizeof im[n].arch, "compute_%d", im[newest].sm);
+    im[n].sm = im[newest].sm, im[n].ptx = 1;
+    return n + 1;
+}
+
+int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **json, FILE *err) {
+    char path[4200];
+    const char *rt = cg_runtime_include();
+    snprintf(path, sizeof path, "%s/cuda/kernels.cu", rt);
+    char *src = read_all(path, err);
+    snprintf(path, sizeof path, "%s/cuda/abi.h", rt);
+    char *abi = src ? read_all(path, err) : NULL;
+    snprintf(path, sizeof path, "%s/philox.h", rt);
+    char *philox = abi ? read_all(path, err) : NULL;
+    Image im[17];
+    memset(im, 0, sizeof im);
+    int n = philox ? parse_archs(archs, im, 17, err) : -1, rc = n < 0 ? -1 : 0, spills = 0, major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    snprintf(path, sizeof path, "%s/kernels.txt", dir);
+    FILE *report = rc ? NULL : fopen(path, "w");
+    if (!rc && !report) {
+        fprintf(err, "acc: error: cannot write %s: %s\n", path, strerror(errno));
+        rc = -1;
+    }
+    if (report)
+        fprintf(report, "NVRTC %d.%d, options --ptxas-options=-v --std=c++17 -default-device; images:", major, minor);
+    for (int i = 0; report && i < n; i++) fprintf(report, " %s", im[i].arch);
+    if (report) fprintf(report, "\n");
+    const char *hdr_src[] = {abi, philox}, *hdr_name[] = {"abi.h", "philox.h"};
+    for (int i = 0; !rc && i < n; i++) rc = compile_one(src, hdr_src, hdr_name, &im[i], report, &spills, err);
+    if (report && fclose(report)) rc = -1;
+    if (!rc && spills) rc = -1;
+    snprintf(path, sizeof path, "%s/%s_images.c", dir, g->model);
+    FILE *c = rc ? NULL : fopen(path, "w");
+    if (!rc && !c) {
+        fprintf(err, "acc: error: cannot write %s: %s\n", path, strerror(errno));
+        rc = -1;
+    }
+    if (c) {
+        fprintf(c, "/* %s_images.c - generated by acc %s: the CUDA kernels compiled by NVRTC %d.%d; do not edit. */\n"
+                   "#include \"accrt.h\"\n\n",
+                g->model, ACC_VERSION, major, minor);
+        for (int i = 0; i < n; i++) {
+            fprintf(c, "static const unsigned char img_%s[%zu] = {", im[i].arch, im[i].size);
+            for (size_t k = 0; k < im[i].size; k++)
+                fprintf(c, "%s%u,", k % 24 ? "" : "\n    ", (unsigned char)im[i].data[k]);
+            fprintf(c, "\n};\n");
+        }
+        fprintf(c, "\nconst acc_image %s_images[%d] = {\n", g->model, n);
+        for (int i = 0; i < n; i++)
+            fprintf(c, "    {%d, %d, img_%s, sizeof img_%s},\n", im[i].sm, im[i].ptx, im[i].arch, im[i].arch);
+        fprintf(c, "};\n");
+        if (fclose(c)) rc = -1;
+    }
+    if (!rc) {
+        char buf[512];
+        int k = snprintf(buf, sizeof buf, "{\"nvrtc\": \"%d.%d\", \"options\": \"--ptxas-options=-v --std=c++17 "
+                                          "-default-device\", \"images\": [", major, minor);
+        for (int i = 0; i < n && k > 0 && (size_t)k < sizeof buf; i++)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, "%s\"%s\"", i ? ", " : "", im[i].arch);
+        if (k > 0 && (size_t)k < sizeof buf) snprintf(buf + k, sizeof buf - (size_t)k, "], \"spills\": 0}");
+        *json = pool_strdup(&g->pool, buf);
+    }
+    for (int i = 0; i < n; i++) free(im[i].data);
+    free(src);
+    free(abi);
+    free(philox);
+    return rc ? -1 : n;
+}
+
+#else
+
+int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **json, FILE *err) {
+    (void)g, (void)dir, (void)archs, (void)json;
+    fprintf(err, "acc: error: this acc was built without the CUDA Toolkit, so it has no NVRTC to compile the cuda "
+                 "target's kernels: install the Toolkit and rebuild acc (or use --target cuda-emu or cpu)\n");
+    return -1;
+}
+
+#endif

@@ -1,0 +1,76 @@
+/* abi.h - the contract between the CUDA kernels and the host that launches them.
+ *
+ * Every kernel in kernels.cu has one signature, `void ck_name(acc_kargs a)`:
+ * a by-value block of pointers, integers and floats whose meaning each kernel
+ * names at its top. One signature means one launch path: the driver API
+ * passes &a as the only parameter, and the device emulator calls the same
+ * function compiled by the host compiler through one function-pointer type.
+ * The list below is the single source of the kernels' names and of whether a
+ * kernel synchronizes (uses __syncthreads or warp shuffles): the emulator
+ * runs the threads of a kernel that does not synchronize as plain calls, and
+ * stops with an error if such a kernel does synchronize.
+ *
+ * Included by kernels.cu (compiled by NVRTC, or by the host C compiler for
+ * the emulator), by the launch layer (ops.c) and by both device backends.
+ */
+#ifndef ACC_CUDA_ABI_H
+#define ACC_CUDA_ABI_H
+
+#define KA_NP 12 /* pointers */
+#define KA_NI 32 /* 64-bit integers */
+#define KA_NF 8  /* floats */
+
+typedef struct {
+    float *p[KA_NP]; /* device addresses (int32 tensors are cast) */
+    long long i[KA_NI];
+    float f[KA_NF];
+} acc_kargs;
+
+/* Threads per block of the kernels that reduce with a block (a multiple of 32). */
+#define KA_BLOCK 256
+/* Warps per block of the attention kernels (one query or key row per warp). */
+#define KA_ATT_WARPS 4
+/* Largest head dimension of the attention kernels (32 lanes x 8 registers). */
+#define KA_ATT_MAX_D 256
+
+/* X(name, synchronizes) */
+#define ACC_CUDA_KERNELS(X)     \
+    X(ck_fill, 0)               \
+    X(ck_strided, 0)            \
+    X(ck_unary_fwd, 0)          \
+    X(ck_unary_bwd, 0)          \
+    X(ck_binary_fwd, 0)         \
+    X(ck_binary_bwd, 0)         \
+    X(ck_dropout, 0)            \
+    X(ck_rope, 0)               \
+    X(ck_embedding_fwd, 0)      \
+    X(ck_embedding_bwd, 0)      \
+    X(ck_reduce_fwd, 1)         \
+    X(ck_reduce_bwd, 0)         \
+    X(ck_layernorm_fwd, 1)      \
+    X(ck_layernorm_bwd_dx, 1)   \
+    X(ck_rmsnorm_fwd, 1)        \
+    X(ck_rmsnorm_bwd_dx, 1)     \
+    X(ck_norm_bwd_dw, 0)        \
+    X(ck_softmax_fwd, 1)        \
+    X(ck_softmax_bwd, 1)        \
+    X(ck_xent_lse, 1)           \
+    X(ck_xent_loss, 1)          \
+    X(ck_xent_bwd, 0)           \
+    X(ck_attention_fwd, 1)      \
+    X(ck_attention_bwd_dq, 1)   \
+    X(ck_attention_bwd_dkdv, 1) \
+    X(ck_adamw, 0)
+
+typedef enum {
+#define KA_ENUM(name, sync) KID_##name,
+    ACC_CUDA_KERNELS(KA_ENUM)
+#undef KA_ENUM
+    KID_COUNT
+} acc_kernel_id;
+
+/* Operation codes of the shared unary and binary kernels. */
+enum { KU_SCALE, KU_GELU, KU_RELU, KU_SILU, KU_TANH, KU_EXP };
+enum { KB_ADD, KB_SUB, KB_MUL, KB_DIV };
+
+#endif

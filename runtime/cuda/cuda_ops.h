@@ -1,0 +1,102 @@
+/* cuda_ops.h - the device layer's kernel entry points, called by the host
+ * schedule that acc generates for the cuda and cuda-emu targets.
+ *
+ * g_NAME has the contract of the CPU kernel k_NAME (runtime/cpu_kernels.h:
+ * forward kernels overwrite, backward kernels accumulate, NULL gradients are
+ * skipped), with the instance's device first. Pointers are device addresses
+ * in the arena. Launches are asynchronous: a failure is recorded on the
+ * device and reported by acc_step; the int-returning entries return 0 (their
+ * index inputs were range-checked when they were set).
+ */
+#ifndef ACC_CUDA_OPS_H
+#define ACC_CUDA_OPS_H
+
+#include <stdint.h>
+
+#include "accrt.h"
+
+void g_zero(acc_dev *d, float *x, int64_t n);
+void g_fill(acc_dev *d, float *x, float value, int64_t n); /* the loss seed */
+void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M,
+    int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b,
+    int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+void g_add_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_sub_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_mul_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_div_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_add_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_sub_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
+    const int64_t *a_shape, const int64_t *b_shape);
+void g_mul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+    const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+    const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
+void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
+void g_gelu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_gelu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
+void g_relu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_relu_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
+void g_silu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_silu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
+void g_tanh_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_tanh_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
+void g_exp_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_exp_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
+void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b,
+    int64_t N, int64_t C, float eps);
+void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x,
+    const float *w, const float *stats, int64_t N, int64_t C);
+void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
+    float eps);
+void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const float *x, const float *w,
+    const float *stats, int64_t N, int64_t C);
+void g_softmax_fwd(acc_dev *d, float *y, const float *x, int64_t N, int64_t C);
+void g_softmax_bwd(acc_dev *d, float *dx, const float *dy, const float *y, int64_t N, int64_t C);
+void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v,
+    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
+void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q,
+    const float *k, const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S,
+    int64_t H, int64_t KVH, int64_t D, int causal);
+void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D,
+    float theta);
+void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D,
+    float theta);
+int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
+    int64_t C);
+int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
+    int64_t C);
+int g_cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const float *logits, const int32_t *targets,
+    int64_t N, int64_t V);
+int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const float *logits,
+    const float *lse, const int32_t *targets, int64_t N, int64_t V);
+void g_dropout_fwd(acc_dev *d, float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
+    uint32_t op_id);
+void g_dropout_bwd(acc_dev *d, float *dx, const float *dout, int64_t n, float p, uint64_t seed,
+    uint32_t step, uint32_t op_id);
+void g_reshape_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_reshape_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
+void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0,
+    int dim1);
+void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0,
+    int dim1);
+void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis,
+    int64_t start, int64_t len);
+void g_slice_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis,
+    int64_t start, int64_t len);
+void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape,
+    int axis, const int64_t *sizes);
+void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim,
+    const int64_t *out_shape, int axis, const int64_t *sizes);
+void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
+void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
+void g_mean_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+
+#endif

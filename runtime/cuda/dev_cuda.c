@@ -1,0 +1,274 @@
+/* dev_cuda.c - the GPU device: the CUDA driver API and cuBLAS, both loaded
+ * with dlopen when an instance is created.
+ *
+ * Loading at run time, rather than linking, is what lets a trainer built
+ * against a CUDA library start on a machine without a driver or GPU and get
+ * ACC_ERR_NO_DEVICE with a sentence instead of a loader failure. The
+ * kernels come from the images embedded in the model's library (CUBIN per
+ * architecture, PTX for newer GPUs); the arena is one cuMemAlloc, the cuBLAS
+ * workspace a planned region inside it; everything runs on one stream of the
+ * primary context (shared with the trainer's own CUDA code), with events at
+ * the phase boundaries. Every driver and cuBLAS call is checked and a
+ * failure is recorded with its file and line.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda.h>
+
+#include "device.h"
+
+#define STR_(x) #x
+#define STR(x) STR_(x) /* after macro expansion: cuMemAlloc -> "cuMemAlloc_v2" */
+
+/* The driver and cuBLAS entry points used; cuda.h and cublas_v2.h map the
+ * names to their current versions, and STR spells the versioned symbol. */
+#define CU_FUNCS(X)                                                                                                  \
+    X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
+    X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
+    X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
+    X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString)
+#define BLAS_FUNCS(X) \
+    X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched)
+
+typedef struct {
+    void *cu_lib, *blas_lib;
+#define FN_FIELD(f) __typeof__(&f) f;
+    CU_FUNCS(FN_FIELD)
+    BLAS_FUNCS(FN_FIELD)
+#undef FN_FIELD
+} Api;
+
+typedef struct {
+    struct acc_dev head;
+    Api api;
+    CUdevice dev;
+    CUcontext ctx;
+    int ctx_retained;
+    CUmodule module;
+    CUfunction fn[KID_COUNT];
+    CUstream stream;
+    CUevent ev[ACC_PHASE_COUNT + 1];
+    int ev_used[ACC_PHASE_COUNT + 1];
+    cublasHandle_t blas;
+    CUdeviceptr arena;
+} CudaDev;
+
+static const char *const kernel_names[KID_COUNT] = {
+#define KA_NAME(name, sync) #name,
+    ACC_CUDA_KERNELS(KA_NAME)
+#undef KA_NAME
+};
+
+/* check a driver call: record "file:line: call: error" on failure */
+#define CU_CHECK(c, call) cu_check((c), (call), #call, __FILE__, __LINE__)
+static int cu_check(CudaDev *c, CUresult r, const char *what, const char *file, int line) {
+    if (r == CUDA_SUCCESS) return ACC_OK;
+    const char *msg = NULL;
+    if (c->api.cuGetErrorString) c->api.cuGetErrorString(r, &msg);
+    int status = r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ? ACC_ERR_NO_DEVICE
+                 : r == CUDA_ERROR_OUT_OF_MEMORY                                   ? ACC_ERR_NOMEM
+                                                                                   : ACC_ERR_DEVICE;
+    return dev_fail(&c->head, status, file, line, "%s: %s (CUresult %d)", what, msg ? msg : "unknown error", (int)r);
+}
+
+#define BLAS_CHECK(c, call) blas_check((c), (call), #call, __FILE__, __LINE__)
+static int blas_check(CudaDev *c, cublasStatus_t r, const char *what, const char *file, int line) {
+    if (r == CUBLAS_STATUS_SUCCESS) return ACC_OK;
+    return dev_fail(&c->head, r == CUBLAS_STATUS_ALLOC_FAILED ? ACC_ERR_NOMEM : ACC_ERR_DEVICE, file, line,
+                    "%s: cuBLAS status %d", what, (int)r);
+}
+
+/* dlopen the first library of the list that loads; NULL if none. */
+static void *open_first(const char *const *names, int n) {
+    for (int i = 0; i < n; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) return h;
+    }
+    return NULL;
+}
+
+static int load_api(CudaDev *c) {
+    static const char *const cu_names[] = {"libcuda.so.1", "libcuda.so"};
+    static const char *const blas_names[] = {"libcublas.so." STR(CUBLAS_VER_MAJOR), "libcublas.so"};
+    Api *a = &c->api;
+    if (!(a->cu_lib = open_first(cu_names, 2)))
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+                        "no NVIDIA driver: libcuda.so.1 cannot be loaded (%s); this library needs a GPU", dlerror());
+    if (!(a->blas_lib = open_first(blas_names, 2)))
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+                        "cuBLAS (libcublas.so.%d) cannot be loaded: %s; install the CUDA %d runtime libraries",
+                        CUBLAS_VER_MAJOR, dlerror(), CUBLAS_VER_MAJOR);
+#define FN_LOAD(f, lib)                                                                                           \
+    if (!(*(void **)&a->f = dlsym(a->lib, STR(f))))                                                               \
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "%s has no %s: driver or cuBLAS too old", \
+                        #lib, STR(f));
+#define CU_LOAD(f) FN_LOAD(f, cu_lib)
+#define BLAS_LOAD(f) FN_LOAD(f, blas_lib)
+    CU_FUNCS(CU_LOAD)
+    BLAS_FUNCS(BLAS_LOAD)
+#undef CU_LOAD
+#undef BLAS_LOAD
+#undef FN_LOAD
+    return ACC_OK;
+}
+
+/* The image for compute capability major.minor: a CUBIN of the same major
+ * and a minor not above the device's, else PTX for an older architecture
+ * (the driver compiles it). */
+static const acc_image *pick_image(const acc_model_desc *desc, int major, int minor) {
+    const acc_image *best = NULL;
+    int cc = major * 10 + minor;
+    for (int i = 0; i < desc->n_images; i++) {
+        const acc_image *im = &desc->images[i];
+        if (!im->ptx && im->sm / 10 == major && im->sm <= cc && (!best || best->ptx || im->sm > best->sm)) best = im;
+    }
+    for (int i = 0; !best && i < desc->n_images; i++)
+        if (desc->images[i].ptx && desc->images[i].sm <= cc) best = &desc->images[i];
+    return best;
+}
+
+static int cuda_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a) {
+    CudaDev *c = (CudaDev *)d;
+    void *params[] = {(void *)(uintptr_t)a};
+    return CU_CHECK(c, c->api.cuLaunchKernel(c->fn[k], grid, 1, 1, block, 1, 1, 0, c->stream, params, NULL));
+}
+
+static int cuda_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long long k, const float *A, long long lda,
+                     long long sA, const float *B, long long ldb, long long sB, float beta, float *C, long long ldc,
+                     long long sC, long long batch) {
+    CudaDev *c = (CudaDev *)d;
+    const long long lim = 2147483647;
+    if (m > lim || n > lim || k > lim || lda > lim || ldb > lim || ldc > lim || batch > lim)
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "GEMM dimension above 2^31");
+    const float one = 1.0f;
+    return BLAS_CHECK(c, c->api.cublasSgemmStridedBatched(c->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                          tb ? CUBLAS_OP_T : CUBLAS_OP_N, (int)m, (int)n, (int)k, &one,
+                                                          A, (int)lda, sA, B, (int)ldb, sB, &beta, C, (int)ldc, sC,
+                                                          (int)batch));
+}
+
+static const DevOps cuda_ops = {cuda_launch, cuda_gemm};
+
+static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **arena, int64_t *extra) {
+    CudaDev *c = calloc(1, sizeof *c);
+    if (!c) return ACC_ERR_NOMEM;
+    c->head.ops = &cuda_ops;
+    *out = &c->head;
+    *extra = 0;
+    int rc = load_api(c);
+    if (rc) return rc;
+    Api *a = &c->api;
+    int version = 0, count = 0, major = 0, minor = 0;
+    if ((rc = CU_CHECK(c, a->cuInit(0)))) return rc;
+    if ((rc = CU_CHECK(c, a->cuDriverGetVersion(&version)))) return rc;
+    if (version < CUDA_VERSION)
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+                        "the NVIDIA driver supports CUDA %d.%d; this library was built with CUDA %d.%d: update the driver",
+                        version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+    if ((rc = CU_CHECK(c, a->cuDeviceGetCount(&count)))) return rc;
+    if (count < 1) return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "no CUDA device");
+    if ((rc = CU_CHECK(c, a->cuDeviceGet(&c->dev, 0)))) return rc;
+    CU_CHECK(c, a->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev));
+    CU_CHECK(c, a->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev));
+    if (c->head.status) return c->head.status;
+    const acc_image *im = pick_image(desc, major, minor);
+    if (!im) {
+        char have[128] = "";
+        for (int i = 0; i < desc->n_images; i++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s_%d", i ? ", " : "",
+                     desc->images[i].ptx ? "compute" : "sm", desc->images[i].sm);
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+                        "the GPU is sm_%d%d and the library holds kernels for %s only: recompile with --arch sm_%d%d",
+                        major, minor, have, major, minor);
+    }
+    if ((rc = CU_CHECK(c, a->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)))) return rc;
+    c->ctx_retained = 1;
+    if ((rc = CU_CHECK(c, a->cuCtxSetCurrent(c->ctx)))) return rc;
+    if ((rc = CU_CHECK(c, a->cuModuleLoadData(&c->module, im->data)))) return rc;
+    for (int k = 0; k < KID_COUNT; k++)
+        if ((rc = CU_CHECK(c, a->cuModuleGetFunction(&c->fn[k], c->module, kernel_names[k])))) return rc;
+    if ((rc = CU_CHECK(c, a->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)))) return rc;
+    for (int p = 0; p <= ACC_PHASE_COUNT; p++)
+        if ((rc = CU_CHECK(c, a->cuEventCreate(&c->ev[p], CU_EVENT_DEFAULT)))) return rc;
+    if ((rc = CU_CHECK(c, a->cuMemAlloc(&c->arena, (size_t)desc->arena_bytes)))) return rc;
+    *arena = (unsigned char *)(uintptr_t)c->arena;
+    if ((rc = BLAS_CHECK(c, a->cublasCreate(&c->blas)))) return rc;
+    if ((rc = BLAS_CHECK(c, a->cublasSetStream(c->blas, c->stream)))) return rc;
+    /* a fixed workspace inside the planned arena: no hidden allocation, and
+     * cuBLAS picks the same algorithms every run */
+    if ((rc = BLAS_CHECK(c, a->cublasSetWorkspace(c->blas, (void *)(uintptr_t)(c->arena + desc->workspace_offset),
+                                                  (size_t)desc->workspace_bytes))))
+        return rc;
+    return BLAS_CHECK(c, a->cublasSetMathMode(c->blas, desc->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+static void cuda_close(acc_dev *d) {
+    CudaDev *c = (CudaDev *)d;
+    Api *a = &c->api;
+    if (c->ctx && a->cuCtxSetCurrent) a->cuCtxSetCurrent(c->ctx);
+    if (c->stream) a->cuStreamSynchronize(c->stream);
+    if (c->blas) a->cublasDestroy(c->blas);
+    if (c->arena) a->cuMemFree(c->arena);
+    for (int p = 0; p <= ACC_PHASE_COUNT; p++)
+        if (c->ev[p]) a->cuEventDestroy(c->ev[p]);
+    if (c->stream) a->cuStreamDestroy(c->stream);
+    if (c->module) a->cuModuleUnload(c->module);
+    if (c->ctx_retained) a->cuDevicePrimaryCtxRelease(c->dev);
+    if (a->blas_lib) dlclose(a->blas_lib);
+    if (a->cu_lib) dlclose(a->cu_lib);
+    free(c);
+}
+
+static int cuda_upload(acc_dev *d, unsigned char *dst, const void *src, size_t n) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    return CU_CHECK(c, c->api.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n));
+}
+
+static int cuda_download(acc_dev *d, void *dst, const unsigned char *src, size_t n) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    return CU_CHECK(c, c->api.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
+}
+
+static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    return CU_CHECK(c, c->api.cuMemsetD8((CUdeviceptr)(uintptr_t)dst, 0, n));
+}
+
+static int cuda_mark(acc_dev *d, int phase) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    c->ev_used[phase] = 1;
+    return CU_CHECK(c, c->api.cuEventRecord(c->ev[phase], c->stream));
+}
+
+static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
+    CudaDev *c = (CudaDev *)d;
+    for (int p = 0; p < ACC_PHASE_COUNT; p++) ms[p] = 0;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    float t;
+    if (c->ev_used[ACC_PHASE_FWD] && c->ev_used[ACC_PHASE_BWD] && c->ev_used[ACC_PHASE_COUNT]) {
+        if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_FWD], c->ev[ACC_PHASE_BWD]))) ms[ACC_PHASE_FWD] = t;
+        if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_BWD], c->ev[ACC_PHASE_COUNT])))
+            ms[ACC_PHASE_BWD] = t;
+    }
+    memset(c->ev_used, 0, sizeof c->ev_used);
+    return d->status;
+}
+
+static const char *cuda_error(const acc_dev *d) { return dev_error(d); }
+
+const acc_device acc_device_cuda = {"cuda", cuda_open, cuda_close, cuda_upload, cuda_download, cuda_zero,
+                                    cuda_mark, cuda_finish, dev_adamw, cuda_error};

@@ -1,0 +1,143 @@
+/* dev_emu.c - the emulated device: the CUDA target's kernels (kernels.cu
+ * compiled by the host compiler) and launch layer run on the CPU, with a
+ * reference GEMM that follows cublasSgemmStridedBatched's contract to the
+ * letter. Device memory is host memory (one allocation, the arena), so the
+ * generated schedule, ops.c and the kernels are exercised exactly as on the
+ * GPU, and AddressSanitizer sees every access.
+ *
+ * Not emulated: the GPU's floating-point rounding of fused multiply-adds and
+ * its transcendental functions (results match the CPU target to a stated
+ * tolerance, not bit for bit), and concurrency between blocks.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device.h"
+#include "emu_exec.h"
+
+#define KA_DECL(name, sync) void name(acc_kargs a);
+ACC_CUDA_KERNELS(KA_DECL)
+#undef KA_DECL
+
+static const struct {
+    emu_kernel fn;
+    int sync;
+    const char *name;
+} kernels[KID_COUNT] = {
+#define KA_ROW(name, sync) {name, sync, #name},
+    ACC_CUDA_KERNELS(KA_ROW)
+#undef KA_ROW
+};
+
+typedef struct {
+    struct acc_dev head;
+    unsigned char *arena;
+    size_t arena_bytes;
+    double mark_ms[ACC_PHASE_COUNT + 1];
+    int last_phase;
+} EmuDev;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int emu_kernel_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a) {
+    const char *err = emu_launch(kernels[k].fn, kernels[k].sync, (emu_dim3){grid, 1, 1}, (emu_dim3){block, 1, 1}, a);
+    if (err) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "%s<<<%u, %u>>>: %s", kernels[k].name, grid, block, err);
+    return ACC_OK;
+}
+
+/* cublasSgemmStridedBatched(handle, ta, tb, m, n, k, 1, A, lda, sA, B, ldb,
+ * sB, beta, C, ldc, sC, batch), column-major, checked like cuBLAS checks its
+ * arguments; beta == 0 does not read C. Sums in order of k. */
+static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long long k, const float *A, long long lda,
+                    long long sA, const float *B, long long ldb, long long sB, float beta, float *C, long long ldc,
+                    long long sC, long long batch) {
+    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 ||
+        ldc < m || ldc < 1)
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
+                        "gemm: invalid value (m %lld n %lld k %lld lda %lld ldb %lld ldc %lld)", m, n, k, lda, ldb, ldc);
+    for (long long b = 0; b < batch; b++) {
+        const float *Ab = A + b * sA, *Bb = B + b * sB;
+        float *Cb = C + b * sC;
+#pragma omp parallel for if (m * n * k > 32768)
+        for (long long j = 0; j < n; j++)
+            for (long long i = 0; i < m; i++) {
+                float s = 0.0f;
+                for (long long p = 0; p < k; p++) {
+                    float x = ta ? Ab[p + i * lda] : Ab[i + p * lda];
+                    float y = tb ? Bb[j + p * ldb] : Bb[p + j * ldb];
+                    s += x * y;
+                }
+                Cb[i + j * ldc] = beta == 0.0f ? s : s + beta * Cb[i + j * ldc];
+            }
+    }
+    return ACC_OK;
+}
+
+static const DevOps emu_ops = {emu_kernel_launch, emu_gemm};
+
+static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **arena, int64_t *extra) {
+    EmuDev *e = calloc(1, sizeof *e);
+    if (!e) return ACC_ERR_NOMEM;
+    e->head.ops = &emu_ops;
+    *out = &e->head;
+    e->arena_bytes = (size_t)desc->arena_bytes;
+    e->arena = aligned_alloc(256, (e->arena_bytes + 255) / 256 * 256);
+    if (!e->arena) return dev_fail(&e->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "cannot allocate the arena");
+    *arena = e->arena;
+    *extra = 0;
+    return ACC_OK;
+}
+
+static void emu_close(acc_dev *d) {
+    EmuDev *e = (EmuDev *)d;
+    free(e->arena);
+    free(e);
+}
+
+static int in_arena(const EmuDev *e, const unsigned char *p, size_t n) {
+    return p >= e->arena && n <= e->arena_bytes && (size_t)(p - e->arena) <= e->arena_bytes - n;
+}
+
+static int emu_upload(acc_dev *d, unsigned char *dst, const void *src, size_t n) {
+    if (!in_arena((EmuDev *)d, dst, n)) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "upload outside the arena");
+    memcpy(dst, src, n);
+    return d->status;
+}
+
+static int emu_download(acc_dev *d, void *dst, const unsigned char *src, size_t n) {
+    if (!in_arena((EmuDev *)d, src, n))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "download outside the arena");
+    memcpy(dst, src, n);
+    return d->status;
+}
+
+static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
+    if (!in_arena((EmuDev *)d, dst, n)) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
+    memset(dst, 0, n);
+    return d->status;
+}
+
+static int emu_mark(acc_dev *d, int phase) {
+    EmuDev *e = (EmuDev *)d;
+    e->mark_ms[phase] = now_ms();
+    if (phase == ACC_PHASE_FWD) e->mark_ms[ACC_PHASE_BWD] = e->mark_ms[ACC_PHASE_FWD];
+    return d->status;
+}
+
+static int emu_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
+    EmuDev *e = (EmuDev *)d;
+    ms[ACC_PHASE_FWD] = e->mark_ms[ACC_PHASE_BWD] - e->mark_ms[ACC_PHASE_FWD];
+    ms[ACC_PHASE_BWD] = e->mark_ms[ACC_PHASE_COUNT] - e->mark_ms[ACC_PHASE_BWD];
+    ms[ACC_PHASE_OPT] = 0;
+    return d->status;
+}
+
+static const char *emu_error(const acc_dev *d) { return dev_error(d); }
+
+const acc_device acc_device_cuda_emu = {"cuda-emu", emu_open, emu_close, emu_upload, emu_download, emu_zero,
+                                        emu_mark,   emu_finish, dev_adamw, emu_error};

@@ -1,0 +1,43 @@
+/* device.h - the device layer's inside: what ops.c (the launch layer shared
+ * by the GPU and the emulator) needs from a backend, and the sticky error
+ * every backend keeps.
+ *
+ * Invariant: after the first failure on an instance, every launch is skipped
+ * and the failure (with the file and line of the call) is what acc_step
+ * reports; nothing is retried.
+ */
+#ifndef ACC_CUDA_DEVICE_H
+#define ACC_CUDA_DEVICE_H
+
+#include "abi.h"
+#include "accrt.h"
+
+typedef struct {
+    /* launch kernel k on a 1-D grid of 1-D blocks */
+    int (*launch)(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a);
+    /* cublasSgemmStridedBatched's contract exactly: column-major, op(A) m x k,
+     * op(B) k x n, C = alpha op(A) op(B) + beta C, with alpha 1 (beta 0: C is
+     * not read) */
+    int (*gemm)(acc_dev *d, int trans_a, int trans_b, long long m, long long n, long long k, const float *A,
+                long long lda, long long stride_a, const float *B, long long ldb, long long stride_b, float beta,
+                float *C, long long ldc, long long stride_c, long long batch);
+} DevOps;
+
+/* The head of every backend's instance. */
+struct acc_dev {
+    const DevOps *ops;
+    int status; /* the first failure (ACC_OK while none) */
+    char err[512];
+};
+
+/* Record the first failure with where it happened; returns status. */
+int dev_fail(acc_dev *d, int status, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+const char *dev_error(const acc_dev *d);
+
+/* The launches and GEMM of ops.c, through d->ops, skipped after a failure. */
+void dev_launch(acc_dev *d, acc_kernel_id k, long long work, unsigned block, const acc_kargs *a);
+int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
+              float eps, float weight_decay, float bc1, float bc2);
+
+#endif

@@ -1,0 +1,231 @@
+/* emu.c - runs CUDA thread blocks on the CPU: the device emulator's executor.
+ *
+ * A kernel that does not synchronize runs its threads as plain calls, one
+ * after another. A kernel that does (abi.h says which) runs every thread of a
+ * block as a coroutine with its own stack; __syncthreads parks a thread until
+ * every thread of the block has arrived, and a warp shuffle parks it until
+ * the 32 lanes of its warp have deposited their values, which is when CUDA's
+ * converged warp would exchange them. A barrier that some thread never
+ * reaches (it returned, or waits at another one) is reported as an error,
+ * not a hang. Blocks run one after another, so results do not depend on any
+ * thread count.
+ *
+ * Not emulated: memory races between threads of a block without a barrier
+ * (coroutines only switch at barriers, so such a race reads consistently
+ * here), dynamic shared memory, clusters, atomics.
+ */
+#define _XOPEN_SOURCE 700
+#include "emu_exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+enum { TH_RUN, TH_BLOCK, TH_WARP, TH_DONE };
+
+typedef struct {
+    ucontext_t uc;
+    emu_dim3 idx;
+    int state;
+    float shfl_in, shfl_out; /* a shuffle's deposited value and its result */
+    int shfl_lane;           /* the lane to read from */
+} EmuThread;
+
+typedef struct {
+    emu_kernel fn;
+    const acc_kargs *args;
+    emu_dim3 grid, block, block_idx;
+    int n_threads, cur;
+    int sync;               /* coroutines (the kernel synchronizes) */
+    EmuThread *th;
+    char *stacks;
+    size_t stack_bytes;
+    ucontext_t main_uc;
+    int block_waiting;      /* threads parked at __syncthreads */
+    int warp_waiting[32];   /* lanes parked at a shuffle, per warp */
+    const char *error;
+#ifdef EMU_ASAN
+    void *fake_stack;
+    const void *main_bottom;
+    size_t main_size;
+#endif
+} Emu;
+
+static _Thread_local Emu *emu_now; /* the launch this OS thread is running */
+static _Thread_local emu_dim3 plain_idx; /* thread index when running plainly */
+
+static EmuThread *self(void) { return &emu_now->th[emu_now->cur]; }
+
+const emu_dim3 *emu_thread_idx(void) { return emu_now->sync ? &self()->idx : &plain_idx; }
+const emu_dim3 *emu_block_idx(void) { return &emu_now->block_idx; }
+const emu_dim3 *emu_block_dim(void) { return &emu_now->block; }
+const emu_dim3 *emu_grid_dim(void) { return &emu_now->grid; }
+
+/* Switch from thread `cur` back to the scheduler, or from the scheduler to
+ * thread `cur`; tells AddressSanitizer about the change of stacks. */
+static void to_scheduler(Emu *e) {
+#ifdef EMU_ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, e->main_bottom, e->main_size);
+    swapcontext(&e->th[e->cur].uc, &e->main_uc);
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#else
+    swapcontext(&e->th[e->cur].uc, &e->main_uc);
+#endif
+}
+
+static void to_thread(Emu *e, int t) {
+    e->cur = t;
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(&e->fake_stack, e->stacks + (size_t)t * e->stack_bytes, e->stack_bytes);
+    swapcontext(&e->main_uc, &e->th[t].uc);
+    __sanitizer_finish_switch_fiber(e->fake_stack, &e->main_bottom, &e->main_size);
+#else
+    swapcontext(&e->main_uc, &e->th[t].uc);
+#endif
+}
+
+/* abi.h declared the running kernel as not synchronizing: it cannot park */
+static void fail_sync(const char *what) {
+    if (!emu_now->error) emu_now->error = what;
+}
+
+void emu_syncthreads(void) {
+    Emu *e = emu_now;
+    if (!e->sync) {
+        fail_sync("__syncthreads in a kernel that abi.h lists as not synchronizing");
+        return;
+    }
+    EmuThread *t = self();
+    if (++e->block_waiting == e->n_threads) {
+        e->block_waiting = 0;
+        for (int i = 0; i < e->n_threads; i++)
+            if (e->th[i].state == TH_BLOCK) e->th[i].state = TH_RUN;
+        return;
+    }
+    t->state = TH_BLOCK;
+    to_scheduler(e);
+}
+
+float emu_shfl_xor(unsigned mask, float v, int lane_mask) {
+    Emu *e = emu_now;
+    if (!e->sync) {
+        fail_sync("a warp shuffle in a kernel that abi.h lists as not synchronizing");
+        return v;
+    }
+    if (mask != 0xffffffffu && !e->error) e->error = "a warp shuffle with a partial mask (not emulated)";
+    int me = e->cur, warp = me / 32, lane = me % 32;
+    EmuThread *t = &e->th[me];
+    t->shfl_in = v;
+    t->shfl_lane = (lane ^ lane_mask) & 31;
+    if (++e->warp_waiting[warp] == 32) {
+        /* the whole warp is here: exchange, then let every lane go on */
+        e->warp_waiting[warp] = 0;
+        EmuThread *w = &e->th[warp * 32];
+        for (int i = 0; i < 32; i++) w[i].shfl_out = w[w[i].shfl_lane].shfl_in;
+        for (int i = 0; i < 32; i++)
+            if (w[i].state == TH_WARP) w[i].state = TH_RUN;
+        return t->shfl_out;
+    }
+    t->state = TH_WARP;
+    to_scheduler(e);
+    return t->shfl_out;
+}
+
+static void thread_main(void) {
+    Emu *e = emu_now;
+    e->fn(*e->args);
+    e = emu_now;
+    e->th[e->cur].state = TH_DONE;
+#ifdef EMU_ASAN
+    __sanitizer_start_switch_fiber(NULL, e->main_bottom, e->main_size);
+#endif
+    setcontext(&e->main_uc);
+}
+
+/* Run one block whose threads are coroutines; returns an error or NULL. */
+static const char *run_block_sync(Emu *e) {
+    for (int t = 0; t < e->n_threads; t++) {
+        EmuThread *th = &e->th[t];
+        th->idx = (emu_dim3){(unsigned)t % e->block.x, (unsigned)t / e->block.x % e->block.y,
+                             (unsigned)t / (e->block.x * e->block.y)};
+        th->state = TH_RUN;
+        getcontext(&th->uc);
+        th->uc.uc_stack.ss_sp = e->stacks + (size_t)t * e->stack_bytes;
+        th->uc.uc_stack.ss_size = e->stack_bytes;
+        th->uc.uc_link = NULL;
+        makecontext(&th->uc, thread_main, 0);
+    }
+    e->block_waiting = 0;
+    memset(e->warp_waiting, 0, sizeof e->warp_waiting);
+    for (;;) {
+        int ran = 0, done = 0;
+        for (int t = 0; t < e->n_threads; t++) {
+            if (e->th[t].state == TH_RUN) {
+                to_thread(e, t);
+                ran = 1;
+            }
+            if (e->th[t].state == TH_DONE) done++;
+        }
+        if (e->error) return e->error;
+        if (done == e->n_threads) return NULL;
+        if (!ran) return "a barrier or warp shuffle that not every thread reached (divergent __syncthreads)";
+    }
+}
+
+const char *emu_launch(emu_kernel fn, int sync, emu_dim3 grid, emu_dim3 block, const acc_kargs *args) {
+    Emu e = {0};
+    e.fn = fn;
+    e.args = args;
+    e.grid = grid;
+    e.block = block;
+    e.n_threads = (int)(block.x * block.y * block.z);
+    e.sync = sync;
+    if (e.n_threads < 1 || e.n_threads > 1024 || grid.x < 1 || grid.y < 1 || grid.z < 1)
+        return "launch geometry out of range";
+    if (sync && e.n_threads % 32) return "a synchronizing kernel launched with a partial warp";
+    Emu *outer = emu_now;
+    emu_now = &e;
+    const char *err = NULL;
+    if (sync) {
+#ifdef EMU_ASAN
+        e.stack_bytes = 256 * 1024;
+#else
+        e.stack_bytes = 64 * 1024;
+#endif
+        e.th = calloc((size_t)e.n_threads, sizeof *e.th);
+        e.stacks = malloc((size_t)e.n_threads * e.stack_bytes);
+        if (!e.th || !e.stacks) err = "out of memory for thread stacks";
+    }
+    for (unsigned z = 0; !err && z < grid.z; z++)
+        for (unsigned y = 0; !err && y < grid.y; y++)
+            for (unsigned x = 0; !err && x < grid.x; x++) {
+                e.block_idx = (emu_dim3){x, y, z};
+                if (sync) {
+                    err = run_block_sync(&e);
+                    continue;
+                }
+                for (int t = 0; t < e.n_threads; t++) {
+                    plain_idx = (emu_dim3){(unsigned)t % block.x, (unsigned)t / block.x % block.y,
+                                           (unsigned)t / (block.x * block.y)};
+                    fn(*args);
+                }
+                err = e.error;
+            }
+    free(e.th);
+    free(e.stacks);
+    emu_now = outer;
+    return err;
+}

@@ -1,0 +1,35 @@
+/* emu.h - what the host compiler needs to compile kernels.cu for the device
+ * emulator: the CUDA built-in variables, barriers, warp shuffles and shared
+ * memory, mapped onto emu.c's cooperative thread scheduler.
+ *
+ * Invariant: blocks run one at a time per OS thread, and the threads of a
+ * block are coroutines on that OS thread, so `__shared__` (a thread-local
+ * static) is shared by exactly the threads of the running block.
+ */
+#ifndef ACC_CUDA_EMU_H
+#define ACC_CUDA_EMU_H
+
+#include <math.h>
+#include <stdint.h>
+
+typedef struct {
+    unsigned x, y, z;
+} emu_dim3;
+
+/* The running thread's coordinates (valid inside a kernel only). */
+const emu_dim3 *emu_thread_idx(void);
+const emu_dim3 *emu_block_idx(void);
+const emu_dim3 *emu_block_dim(void);
+const emu_dim3 *emu_grid_dim(void);
+void emu_syncthreads(void);
+float emu_shfl_xor(unsigned mask, float v, int lane_mask);
+
+#define threadIdx (*emu_thread_idx())
+#define blockIdx (*emu_block_idx())
+#define blockDim (*emu_block_dim())
+#define gridDim (*emu_grid_dim())
+#define __syncthreads() emu_syncthreads()
+#define __shfl_xor_sync(mask, v, lane_mask) emu_shfl_xor((mask), (v), (lane_mask))
+#define __shared__ static _Thread_local
+
+#endif

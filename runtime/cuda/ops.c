@@ -1,0 +1,509 @@
+/* ops.c - the launch layer: each g_* entry of cuda_ops.h turned into kernel
+ * launches (launch geometry and an acc_kargs block) and cuBLAS-convention
+ * GEMMs, through the backend in acc_dev. The same object code serves the GPU
+ * (dev_cuda.c) and the emulator (dev_emu.c), so what the emulator checks is
+ * exactly the geometry and arguments the GPU receives.
+ *
+ * Shapes arrive as the CPU kernels take them (row-major, numpy broadcasting);
+ * here they become the six padded dims and element strides the generic
+ * kernels walk.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_ops.h"
+#include "device.h"
+
+/* A device address as the kernels' argument block holds it (the const of an
+ * input is the kernel's promise, not the pointer's type there). */
+#define DP(p) ((float *)(uintptr_t)(p))
+
+int dev_fail(acc_dev *d, int status, const char *file, int line, const char *fmt, ...) {
+    if (d->status != ACC_OK) return d->status;
+    int k = snprintf(d->err, sizeof d->err, "%s:%d: ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    if (k > 0 && (size_t)k < sizeof d->err) vsnprintf(d->err + k, sizeof d->err - (size_t)k, fmt, ap);
+    va_end(ap);
+    d->status = status;
+    return status;
+}
+
+const char *dev_error(const acc_dev *d) { return d->err[0] ? d->err : "no error"; }
+
+/* Blocks for `work` threads of `block` each; grid-stride kernels cover the
+ * rest, so the grid is capped (fewer, fuller blocks on the GPU; bounded work
+ * per launch in the emulator). */
+#define GRID_CAP 4096
+
+void dev_launch(acc_dev *d, acc_kernel_id k, long long work, unsigned block, const acc_kargs *a) {
+    if (d->status != ACC_OK || work <= 0) return;
+    long long grid = (work + block - 1) / block;
+    if (grid > GRID_CAP) grid = GRID_CAP;
+    d->ops->launch(d, k, (unsigned)grid, block, a);
+}
+
+/* One block per row of C columns: the block is the warps C needs, 32..256. */
+static unsigned row_block(int64_t C) {
+    int64_t b = (C + 31) / 32 * 32;
+    return (unsigned)(b < 32 ? 32 : b > KA_BLOCK ? KA_BLOCK : b);
+}
+
+static void launch_rows(acc_dev *d, acc_kernel_id k, int64_t rows, int64_t C, const acc_kargs *a) {
+    unsigned b = row_block(C);
+    dev_launch(d, k, rows * (long long)b, b, a);
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+void g_fill(acc_dev *d, float *x, float value, int64_t n) {
+    acc_kargs a = {{x}, {n}, {value}};
+    dev_launch(d, KID_ck_fill, n, KA_BLOCK, &a);
+}
+
+void g_zero(acc_dev *d, float *x, int64_t n) { g_fill(d, x, 0.0f, n); }
+
+/* ck_strided over `dims` (rank nd <= 6, outermost first): dst (+)= src with
+ * the given element strides and offsets. */
+static void strided(acc_dev *d, float *dst, const float *src, int accumulate, int nd, const int64_t *dims,
+                    const int64_t *dst_stride, int64_t dst_off, const int64_t *src_stride, int64_t src_off) {
+    acc_kargs a = {{dst, DP(src)}, {0}, {0}};
+    int64_t n = 1;
+    a.i[1] = accumulate;
+    for (int k = 0; k < 6; k++) {
+        int j = k - (6 - nd);
+        a.i[2 + k] = j >= 0 ? dims[j] : 1;
+        a.i[8 + k] = j >= 0 ? dst_stride[j] : 0;
+        a.i[15 + k] = j >= 0 ? src_stride[j] : 0;
+        n *= a.i[2 + k];
+    }
+    a.i[0] = n;
+    a.i[14] = dst_off;
+    a.i[21] = src_off;
+    dev_launch(d, KID_ck_strided, n, KA_BLOCK, &a);
+}
+
+static void contiguous_strides(int nd, const int64_t *dims, int64_t *st) {
+    int64_t s = 1;
+    for (int k = nd - 1; k >= 0; k--) {
+        st[k] = s;
+        s *= dims[k];
+    }
+}
+
+static void copy_flat(acc_dev *d, float *dst, const float *src, int64_t n, int accumulate) {
+    int64_t one = 1;
+    strided(d, dst, src, accumulate, 1, &n, &one, 0, &one, 0);
+}
+
+/* ---- matmul through the backend's GEMM ---------------------------------------------- */
+
+/* Row-major C (M x N) (+)= op(X) (M x K) op(Y) (K x N), X stored transposed
+ * if tx, Y if ty, over `batch` items with element strides sx, sy, sc (0: one
+ * operand shared). As cuBLAS is column-major this is C^T = op(Y)^T op(X)^T:
+ * the operands swap places and keep their transposition flags. */
+static void rm_gemm(acc_dev *d, float *C, const float *X, const float *Y, int64_t M, int64_t N, int64_t K, int tx,
+                    int ty, int64_t sx, int64_t sy, int64_t sc, int64_t batch, float beta) {
+    if (d->status != ACC_OK || !C) return;
+    d->ops->gemm(d, ty, tx, N, M, K, Y, ty ? K : N, sy, X, tx ? M : K, sx, beta, C, N, sc, batch);
+}
+
+void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N,
+                  int64_t K, int trans_a, int trans_b, int b_batched) {
+    if (!b_batched && !trans_a) /* one GEMM over batch*M rows */
+        rm_gemm(d, out, a, b, batch * M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
+    else
+        rm_gemm(d, out, a, b, M, N, K, trans_a, trans_b, M * K, b_batched ? K * N : 0, M * N, batch, 0.0f);
+}
+
+/* With A = op(a), B = op(b), out = A B: dA = dout B^T, dB = A^T dout. */
+void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch,
+                  int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+    int64_t sb = b_batched ? K * N : 0;
+    if (da) {
+        if (!trans_a && !b_batched) /* da (batch*M, K) = dout B^T */
+            rm_gemm(d, da, dout, b, batch * M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
+        else if (!trans_a)
+            rm_gemm(d, da, dout, b, M, K, N, 0, !trans_b, M * N, sb, M * K, batch, 1.0f);
+        else /* da stored (K, M) = dA^T = B dout^T */
+            rm_gemm(d, da, b, dout, K, M, N, trans_b, 1, sb, M * N, M * K, batch, 1.0f);
+    }
+    if (!db) return;
+    if (b_batched) {
+        if (!trans_b) /* db (K, N) = A^T dout */
+            rm_gemm(d, db, a, dout, K, N, M, !trans_a, 0, M * K, M * N, K * N, batch, 1.0f);
+        else /* db stored (N, K) = dB^T = dout^T A */
+            rm_gemm(d, db, dout, a, N, K, M, 1, trans_a, M * N, M * K, K * N, batch, 1.0f);
+    } else if (!trans_a) { /* b shared: contract over all batch*M rows at once */
+        if (!trans_b)
+            rm_gemm(d, db, a, dout, K, N, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else
+            rm_gemm(d, db, dout, a, N, K, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+    } else { /* b shared, a stored (K, M) per item: one accumulating GEMM per item, in order */
+        for (int64_t i = 0; i < batch; i++) {
+            if (!trans_b)
+                rm_gemm(d, db, a + i * M * K, dout + i * M * N, K, N, M, 0, 0, 0, 0, 0, 1, 1.0f);
+            else
+                rm_gemm(d, db, dout + i * M * N, a + i * M * K, N, K, M, 1, 1, 0, 0, 0, 1, 1.0f);
+        }
+    }
+}
+
+/* ---- elementwise ------------------------------------------------------------ */
+
+/* The six padded dims of out and each operand's strides over them (0 where
+ * it broadcasts). */
+static void broadcast_args(acc_kargs *a, int first, int ndim, const int64_t *so, const int64_t *sa,
+                           const int64_t *sb) {
+    int64_t st_a = 1, st_b = 1;
+    for (int k = 5; k >= 0; k--) {
+        int j = k - (6 - ndim);
+        int64_t o = j >= 0 ? so[j] : 1, x = j >= 0 ? sa[j] : 1, y = j >= 0 ? sb[j] : 1;
+        a->i[first + k] = o;
+        a->i[first + 6 + k] = x == 1 && o != 1 ? 0 : st_a;
+        a->i[first + 12 + k] = y == 1 && o != 1 ? 0 : st_b;
+        st_a *= x;
+        st_b *= y;
+    }
+}
+
+static int64_t elems(int ndim, const int64_t *s) {
+    int64_t n = 1;
+    for (int k = 0; k < ndim; k++) n *= s[k];
+    return n;
+}
+
+static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const float *y, int ndim, const int64_t *so,
+                       const int64_t *sa, const int64_t *sb) {
+    acc_kargs a = {{out, DP(x), DP(y)}, {elems(ndim, so), op}, {0}};
+    broadcast_args(&a, 2, ndim, so, sa, sb);
+    dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
+}
+
+/* The gradient of one operand (which: 0 a, 1 b) of shape sx. */
+static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x,
+                           const float *y, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    if (!dx) return;
+    const int64_t *sx = which ? sb : sa;
+    acc_kargs a = {{dx, DP(dout), DP(x), DP(y)}, {elems(ndim, sx), op, which}, {0}};
+    acc_kargs tmp = {{0}, {0}, {0}};
+    broadcast_args(&tmp, 0, ndim, so, sa, sb);
+    for (int k = 0; k < 6; k++) {
+        int j = k - (6 - ndim);
+        a.i[3 + k] = tmp.i[k];
+        a.i[9 + k] = j >= 0 ? sx[j] : 1;
+        a.i[15 + k] = tmp.i[6 + k];
+        a.i[21 + k] = tmp.i[12 + k];
+    }
+    dev_launch(d, KID_ck_binary_bwd, a.i[0], KA_BLOCK, &a);
+}
+
+#define BINARY(name, OP)                                                                                        \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,   \
+                        const int64_t *sa, const int64_t *sb) {                                                \
+        binary_fwd(d, OP, out, a, b, ndim, so, sa, sb);                                                       \
+    }
+BINARY(add, KB_ADD)
+BINARY(sub, KB_SUB)
+BINARY(mul, KB_MUL)
+BINARY(div, KB_DIV)
+
+void g_add_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
+               const int64_t *sb) {
+    binary_bwd_one(d, KB_ADD, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
+    binary_bwd_one(d, KB_ADD, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
+}
+
+void g_sub_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
+               const int64_t *sb) {
+    binary_bwd_one(d, KB_SUB, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
+    binary_bwd_one(d, KB_SUB, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
+}
+
+void g_mul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+               const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    binary_bwd_one(d, KB_MUL, 0, da, dout, a, b, ndim, so, sa, sb);
+    binary_bwd_one(d, KB_MUL, 1, db, dout, a, b, ndim, so, sa, sb);
+}
+
+void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+               const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    binary_bwd_one(d, KB_DIV, 0, da, dout, a, b, ndim, so, sa, sb);
+    binary_bwd_one(d, KB_DIV, 1, db, dout, a, b, ndim, so, sa, sb);
+}
+
+static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x, const float *saved, float alpha,
+                  int64_t n) {
+    acc_kargs a = {{y, DP(x), DP(saved)}, {n, op}, {alpha}};
+    dev_launch(d, k, n, KA_BLOCK, &a);
+}
+
+void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n) {
+    unary(d, KID_ck_unary_fwd, KU_SCALE, out, x, NULL, alpha, n);
+}
+void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n) {
+    unary(d, KID_ck_unary_bwd, KU_SCALE, dx, dout, NULL, alpha, n);
+}
+
+#define UNARY(name, OP)                                                                          \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n) {                   \
+        unary(d, KID_ck_unary_fwd, OP, out, x, NULL, 0.0f, n);                                   \
+    }                                                                                          \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n) { \
+        unary(d, KID_ck_unary_bwd, OP, dx, dout, saved, 0.0f, n);                                \
+    }
+UNARY(gelu, KU_GELU)
+UNARY(relu, KU_RELU)
+UNARY(silu, KU_SILU)
+UNARY(tanh, KU_TANH)
+UNARY(exp, KU_EXP)
+
+/* ---- normalisation and softmax --------------------------------------------------- */
+
+void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N,
+                     int64_t C, float eps) {
+    acc_kargs a = {{y, stats, DP(x), DP(w), DP(b)}, {N, C}, {eps}};
+    launch_rows(d, KID_ck_layernorm_fwd, N, C, &a);
+}
+
+void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                     const float *stats, int64_t N, int64_t C) {
+    if (dx) {
+        acc_kargs a = {{dx, DP(dy), DP(x), DP(w), DP(stats)}, {N, C}, {0}};
+        launch_rows(d, KID_ck_layernorm_bwd_dx, N, C, &a);
+    }
+    if (dw || db) {
+        acc_kargs a = {{dw, db, DP(dy), DP(x), DP(stats)}, {N, C, 0}, {0}};
+        dev_launch(d, KID_ck_norm_bwd_dw, C, KA_BLOCK, &a);
+    }
+}
+
+void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
+                   float eps) {
+    acc_kargs a = {{y, stats, DP(x), DP(w)}, {N, C}, {eps}};
+    launch_rows(d, KID_ck_rmsnorm_fwd, N, C, &a);
+}
+
+void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const float *x, const float *w,
+                   const float *stats, int64_t N, int64_t C) {
+    if (dx) {
+        acc_kargs a = {{dx, DP(dy), DP(x), DP(w), DP(stats)}, {N, C}, {0}};
+        launch_rows(d, KID_ck_rmsnorm_bwd_dx, N, C, &a);
+    }
+    if (dw) {
+        acc_kargs a = {{dw, NULL, DP(dy), DP(x), DP(stats)}, {N, C, 1}, {0}};
+        dev_launch(d, KID_ck_norm_bwd_dw, C, KA_BLOCK, &a);
+    }
+}
+
+void g_softmax_fwd(acc_dev *d, float *y, const float *x, int64_t N, int64_t C) {
+    acc_kargs a = {{y, DP(x)}, {N, C}, {0}};
+    launch_rows(d, KID_ck_softmax_fwd, N, C, &a);
+}
+
+void g_softmax_bwd(acc_dev *d, float *dx, const float *dy, const float *y, int64_t N, int64_t C) {
+    acc_kargs a = {{dx, DP(dy), DP(y)}, {N, C}, {0}};
+    launch_rows(d, KID_ck_softmax_bwd, N, C, &a);
+}
+
+/* ---- attention ---------------------------------------------------------------- */
+
+static void attention_ints(acc_kargs *a, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                           int causal) {
+    a->i[0] = B, a->i[1] = T, a->i[2] = S, a->i[3] = H, a->i[4] = KVH > 0 ? KVH : H, a->i[5] = D, a->i[6] = causal;
+}
+
+static void launch_warps(acc_dev *d, acc_kernel_id k, int64_t rows, const acc_kargs *a) {
+    dev_launch(d, k, rows * 32, 32 * KA_ATT_WARPS, a);
+}
+
+void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                     int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    if (D > KA_ATT_MAX_D) {
+        dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
+        return;
+    }
+    acc_kargs a = {{out, lse, DP(q), DP(k), DP(v)}, {0}, {0}};
+    attention_ints(&a, B, T, S, H, KVH, D, causal);
+    launch_warps(d, KID_ck_attention_fwd, B * H * T, &a);
+}
+
+void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                     const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
+                     int64_t KVH, int64_t D, int causal) {
+    if (dq) {
+        acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)}, {0}, {0}};
+        attention_ints(&a, B, T, S, H, KVH, D, causal);
+        launch_warps(d, KID_ck_attention_bwd_dq, B * H * T, &a);
+    }
+    if (dk || dv) {
+        acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)},
+                       {0},
+                       {0}};
+        attention_ints(&a, B, T, S, H, KVH, D, causal);
+        launch_warps(d, KID_ck_attention_bwd_dkdv, B * a.i[4] * S, &a);
+    }
+}
+
+/* ---- rope, embedding, loss, dropout ---------------------------------------------------- */
+
+static void rope(acc_dev *d, float *y, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta,
+                 int backward) {
+    acc_kargs a = {{y, DP(x)}, {B, T, H, D, backward}, {theta}};
+    dev_launch(d, KID_ck_rope, B * T * H * (D / 2), KA_BLOCK, &a);
+}
+
+void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
+    rope(d, out, x, B, T, H, D, theta, 0);
+}
+void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
+    rope(d, dx, dout, B, T, H, D, theta, 1);
+}
+
+int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
+                    int64_t C) {
+    acc_kargs a = {{out, DP(idx), DP(table)}, {N, V, C}, {0}};
+    dev_launch(d, KID_ck_embedding_fwd, N * C, KA_BLOCK, &a);
+    return 0;
+}
+
+int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
+                    int64_t C) {
+    if (!dtable) return 0;
+    acc_kargs a = {{dtable, DP(dout), DP(idx)}, {N, V, C}, {0}};
+    dev_launch(d, KID_ck_embedding_bwd, C, 64, &a);
+    return 0;
+}
+
+int g_cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N,
+                        int64_t V) {
+    acc_kargs a = {{lse, DP(logits)}, {N, V}, {0}};
+    launch_rows(d, KID_ck_xent_lse, N, V, &a);
+    acc_kargs b = {{loss, lse, DP(logits), DP(targets)}, {N, V}, {0}};
+    dev_launch(d, KID_ck_xent_loss, KA_BLOCK, KA_BLOCK, &b); /* one block */
+    return 0;
+}
+
+int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const float *logits, const float *lse,
+                        const int32_t *targets, int64_t N, int64_t V) {
+    if (!dlogits) return 0;
+    acc_kargs a = {{dlogits, DP(dloss), DP(logits), DP(lse), DP(targets)}, {N, V}, {0}};
+    dev_launch(d, KID_ck_xent_bwd, N * V, KA_BLOCK, &a);
+    return 0;
+}
+
+static void dropout(acc_dev *d, float *y, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
+                    uint32_t op_id, int accumulate) {
+    acc_kargs a = {{y, DP(x)}, {n, (long long)seed, step, op_id, accumulate}, {p}};
+    dev_launch(d, KID_ck_dropout, n, KA_BLOCK, &a);
+}
+
+void g_dropout_fwd(acc_dev *d, float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
+                   uint32_t op_id) {
+    dropout(d, out, x, n, p, seed, step, op_id, 0);
+}
+void g_dropout_bwd(acc_dev *d, float *dx, const float *dout, int64_t n, float p, uint64_t seed, uint32_t step,
+                   uint32_t op_id) {
+    dropout(d, dx, dout, n, p, seed, step, op_id, 1);
+}
+
+/* ---- data movement --------------------------------------------------------------- */
+
+void g_reshape_fwd(acc_dev *d, float *out, const float *x, int64_t n) { copy_flat(d, out, x, n, 0); }
+void g_reshape_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat(d, dx, dout, n, 1); }
+
+/* transpose: iterate over out (x's dims with d0, d1 swapped); out is
+ * contiguous, x read with its strides permuted the same way. */
+static void transpose(acc_dev *d, float *out, const float *x, int nd, const int64_t *sx, int d0, int d1, int bwd) {
+    int64_t dims[6] = {0}, st[6] = {0}, xs[6] = {0}, os[6] = {0};
+    contiguous_strides(nd, sx, xs);
+    for (int k = 0; k < nd; k++) dims[k] = sx[k], st[k] = xs[k];
+    dims[d0] = sx[d1], dims[d1] = sx[d0], st[d0] = xs[d1], st[d1] = xs[d0];
+    contiguous_strides(nd, dims, os);
+    if (!bwd)
+        strided(d, out, x, 0, nd, dims, os, 0, st, 0);
+    else /* dx (shape sx) += swap(dout), dout has the swapped dims */
+        strided(d, out, x, 1, nd, dims, st, 0, os, 0);
+}
+
+void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
+    transpose(d, out, x, ndim, x_shape, dim0, dim1, 0);
+}
+void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0, int dim1) {
+    transpose(d, dx, dout, ndim, x_shape, dim0, dim1, 1);
+}
+
+/* slice: iterate over the slice's dims (x's with len on axis). into = 0:
+ * y (contiguous) (+)= x[slice]; into = 1: y[slice] (+)= x (contiguous). */
+static void slice(acc_dev *d, float *y, const float *x, int nd, const int64_t *sx, int axis, int64_t start,
+                  int64_t len, int into, int accumulate) {
+    int64_t dims[6] = {0}, xs[6] = {0}, os[6] = {0};
+    contiguous_strides(nd, sx, xs);
+    for (int k = 0; k < nd; k++) dims[k] = sx[k];
+    dims[axis] = len;
+    contiguous_strides(nd, dims, os);
+    if (!into)
+        strided(d, y, x, accumulate, nd, dims, os, 0, xs, start * xs[axis]);
+    else
+        strided(d, y, x, accumulate, nd, dims, xs, start * xs[axis], os, 0);
+}
+
+void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start,
+                 int64_t len) {
+    slice(d, out, x, ndim, x_shape, axis, start, len, 0, 0);
+}
+void g_slice_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis, int64_t start,
+                 int64_t len) {
+    slice(d, dx, dout, ndim, x_shape, axis, start, len, 1, 1);
+}
+
+/* concat: input i is the slice [off_i, off_i + sizes[i]) of out along axis */
+void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes) {
+    int64_t off = 0;
+    for (int i = 0; i < n; off += sizes[i], i++) slice(d, out, xs[i], ndim, out_shape, axis, off, sizes[i], 1, 0);
+}
+
+void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape,
+                  int axis, const int64_t *sizes) {
+    int64_t off = 0;
+    for (int i = 0; i < n; off += sizes[i], i++)
+        if (dxs[i]) slice(d, dxs[i], dout, ndim, out_shape, axis, off, sizes[i], 0, 1);
+}
+
+/* ---- reductions ---------------------------------------------------------------- */
+
+static void reduce_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner, float scale) {
+    acc_kargs a = {{out, DP(x)}, {outer, n, inner}, {scale}};
+    launch_rows(d, KID_ck_reduce_fwd, outer * inner, n, &a);
+}
+
+static void reduce_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner,
+                       float scale) {
+    acc_kargs a = {{dx, DP(dout)}, {outer, n, inner}, {scale}};
+    dev_launch(d, KID_ck_reduce_bwd, outer * n * inner, KA_BLOCK, &a);
+}
+
+void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f);
+}
+void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f);
+}
+void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f / (float)n);
+}
+void g_mean_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f / (float)n);
+}
+
+/* ---- optimizer --------------------------------------------------------------------- */
+
+int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
+              float eps, float weight_decay, float bc1, float bc2) {
+    acc_kargs a = {{p, DP(g), m, v}, {n}, {lr, beta1, beta2, eps, weight_decay, bc1, bc2}};
+    dev_launch(d, KID_ck_adamw, n, KA_BLOCK, &a);
+    return d->status;
+}
