@@ -53,7 +53,7 @@ main)
     echo "== acc compile models/gpt2.acdsl --budget 8G -o out/gpt2   (GPT-2 small, 124M parameters)"
     ./build/acc compile models/gpt2.acdsl --budget 8G -o out/gpt2
     echo "== train a small byte-level GPT on the CPU target (examples/train.c)"
-    ./build/acc compile models/gpt2.acdsl -D V=256 -D L=4 -D C=128 -D H=4 -D T=64 -D B=8 --budget 1G -o out/tiny
+    ./build/acc compile models/gpt2.acdsl --target cpu -D V=256 -D L=4 -D C=128 -D H=4 -D T=64 -D B=8 --budget 1G -o out/tiny
     cc -std=c11 -O2 -fopenmp examples/train.c -Iout/tiny out/tiny/libgpt2.a out/tiny/libaccrt.a \
         -L"$blas" -Wl,-rpath,"$blas" -lopenblas -lm -o out/train
     OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ./out/train "${STEPS:-300}"

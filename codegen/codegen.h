@@ -24,6 +24,11 @@ typedef struct {
 #define CG_DEVICE_WORKSPACE_BYTES ((int64_t)32 << 20)
 
 bool cg_is_device_target(const char *target);
+/* A device target's whole arena: the schedule's, then the workspace at the
+ * next 256-byte boundary. A schedule fits a device budget B when its arena
+ * is at most cg_device_schedule_budget(B). */
+int64_t cg_device_arena_bytes(int64_t schedule_arena, int64_t workspace_bytes);
+int64_t cg_device_schedule_budget(int64_t budget, int64_t workspace_bytes);
 
 /* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h:
  * the host schedule (the same text for every target: kernel calls k_* with

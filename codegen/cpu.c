@@ -385,11 +385,20 @@ static void emit_desc_dims(FILE *o, const Shape *s) {
     fprintf(o, "}, %" PRId64, shape_elems(s));
 }
 
+int64_t cg_device_arena_bytes(int64_t schedule_arena, int64_t workspace_bytes) {
+    return (schedule_arena + 255) / 256 * 256 + workspace_bytes;
+}
+
+int64_t cg_device_schedule_budget(int64_t budget, int64_t workspace_bytes) {
+    return (budget - workspace_bytes) / 256 * 256;
+}
+
 /* Device targets: the GEMM workspace follows the schedule's arena, 256-byte aligned. */
-static int64_t workspace_offset(const Schedule *s) { return (s->arena_bytes + 255) / 256 * 256; }
+static int64_t workspace_offset(const Schedule *s) { return cg_device_arena_bytes(s->arena_bytes, 0); }
 
 static int64_t total_arena(const Schedule *s, const CgOptions *opt) {
-    return cg_is_device_target(opt->target) ? workspace_offset(s) + opt->workspace_bytes : s->arena_bytes;
+    return cg_is_device_target(opt->target) ? cg_device_arena_bytes(s->arena_bytes, opt->workspace_bytes)
+                                            : s->arena_bytes;
 }
 
 static void emit_source(Emit *e, const CgOptions *opt) {

@@ -321,23 +321,26 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         ad_free(&pl->ad);
         return EXIT_INPUT;
     }
-    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", o->has_budget ? o->budget_bytes - ws : 0, o->time_limit_s,
+    int64_t sched_budget = !o->has_budget ? 0 : ws ? cg_device_schedule_budget(o->budget_bytes, ws) : o->budget_bytes;
+    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", sched_budget, o->time_limit_s,
                            &pl->hw, true, o->save_globs.v, o->save_globs.n, o->recompute_globs.v,
                            o->recompute_globs.n};
-    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, ws, NULL};
+    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, 0, NULL};
     plan_make(g, &pl->ad, &pl->po, &pl->plan);
     sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
     alloc_assign(&pl->sched);
+    /* what the device adds to the schedule's arena: alignment and workspace */
+    if (ws) pl->info.workspace_bytes = cg_device_arena_bytes(pl->sched.arena_bytes, ws) - pl->sched.arena_bytes;
     if (!plan_check(&pl->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
     if (pl->plan.status != PLAN_INFEASIBLE) return 0;
-    int64_t min = plan_min_peak(g, &pl->ad, &pl->po) + ws;
+    int64_t min_sched = plan_min_peak(g, &pl->ad, &pl->po), min = ws ? cg_device_arena_bytes(min_sched, ws) : min_sched;
     if (o->budget_bytes < min) {
         fprintf(stderr,
                 "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
                 "for this model\nwhere the memory goes at that minimum:\n",
                 o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
         PlanOptions po = pl->po;
-        po.budget_bytes = min - ws;
+        po.budget_bytes = min_sched;
         po.policy = "optimal";
         Plan p;
         plan_make(g, &pl->ad, &po, &p);
@@ -351,7 +354,8 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         fprintf(stderr,
                 "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
                 "where the memory goes:\n",
-                pl->po.policy, pl->sched.arena_bytes + ws, format_bytes(pl->sched.arena_bytes + ws, b1, sizeof b1),
+                pl->po.policy, pl->sched.arena_bytes + pl->info.workspace_bytes,
+                format_bytes(pl->sched.arena_bytes + pl->info.workspace_bytes, b1, sizeof b1),
                 o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
         report_breakdown(&pl->sched, stderr);
         fprintf(stderr, "note: the minimum for this model is %" PRId64 " bytes (%s); --policy optimal finds the "
@@ -408,7 +412,7 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
                  pl.sched.n_recompute, pl.plan.recompute_time);
         CgOptions cg = {pl.info.target, o->has_budget ? o->budget_bytes : pl.sched.arena_bytes + pl.info.workspace_bytes,
-                        summary, pl.info.workspace_bytes, o->tf32, n_images};
+                        summary, cg_is_device_target(pl.info.target) ? CG_DEVICE_WORKSPACE_BYTES : 0, o->tf32, n_images};
         if (!rc && (!c || !h)) {
             fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
             rc = EXIT_INPUT;

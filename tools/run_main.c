@@ -55,7 +55,9 @@ int main(int argc, char **argv) {
     acc_model *m = NULL;
     int rc = acc_create(d, &opt, &m);
     if (rc) {
-        fprintf(stderr, "acc run: cannot create the model: %s\n", acc_status_string(rc));
+        fprintf(stderr, "acc run: cannot create the model: %s%s%s\n", acc_status_string(rc), m ? ": " : "",
+                m ? acc_last_error(m) : "");
+        acc_destroy(m);
         return 1;
     }
     if (check(m, acc_init_params(m, seed), "init_params")) return 1;

@@ -17,6 +17,7 @@
 #define _XOPEN_SOURCE 700
 #include "emu_exec.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,32 @@
 
 enum { TH_RUN, TH_BLOCK, TH_WARP, TH_DONE };
 
+/* Switching between the scheduler and a thread: on x86-64 a few
+ * instructions (callee-saved registers and the stack pointer), elsewhere
+ * ucontext (which also saves the signal mask: a system call per switch). */
+#if defined(__x86_64__) && defined(__ELF__)
+#define EMU_FAST_SWITCH 1
+/* emu_swap(&save, next): push the callee-saved registers, store the stack
+ * pointer in *save, load next, pop its registers and return into it. */
+void emu_swap(void **save, void *next);
+__asm__(".text\n"
+        ".globl emu_swap\n"
+        ".hidden emu_swap\n"
+        ".type emu_swap,@function\n"
+        "emu_swap:\n"
+        "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
+        "    ret\n"
+        ".size emu_swap, .-emu_swap\n");
+typedef void *EmuContext;
+#else
+typedef ucontext_t EmuContext;
+#endif
+
 typedef struct {
-    ucontext_t uc;
+    EmuContext uc;
     emu_dim3 idx;
     int state;
     float shfl_in, shfl_out; /* a shuffle's deposited value and its result */
@@ -52,7 +77,7 @@ typedef struct {
     EmuThread *th;
     char *stacks;
     size_t stack_bytes;
-    ucontext_t main_uc;
+    EmuContext main_uc;
     int block_waiting;      /* threads parked at __syncthreads */
     int warp_waiting[32];   /* lanes parked at a shuffle, per warp */
     const char *error;
@@ -75,14 +100,22 @@ const emu_dim3 *emu_grid_dim(void) { return &emu_now->grid; }
 
 /* Switch from thread `cur` back to the scheduler, or from the scheduler to
  * thread `cur`; tells AddressSanitizer about the change of stacks. */
+static void swap_to(EmuContext *save, EmuContext *next) {
+#ifdef EMU_FAST_SWITCH
+    emu_swap(save, *next);
+#else
+    swapcontext(save, next);
+#endif
+}
+
 static void to_scheduler(Emu *e) {
 #ifdef EMU_ASAN
     void *fake = NULL;
     __sanitizer_start_switch_fiber(&fake, e->main_bottom, e->main_size);
-    swapcontext(&e->th[e->cur].uc, &e->main_uc);
+    swap_to(&e->th[e->cur].uc, &e->main_uc);
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #else
-    swapcontext(&e->th[e->cur].uc, &e->main_uc);
+    swap_to(&e->th[e->cur].uc, &e->main_uc);
 #endif
 }
 
@@ -90,10 +123,10 @@ static void to_thread(Emu *e, int t) {
     e->cur = t;
 #ifdef EMU_ASAN
     __sanitizer_start_switch_fiber(&e->fake_stack, e->stacks + (size_t)t * e->stack_bytes, e->stack_bytes);
-    swapcontext(&e->main_uc, &e->th[t].uc);
+    swap_to(&e->main_uc, &e->th[t].uc);
     __sanitizer_finish_switch_fiber(e->fake_stack, &e->main_bottom, &e->main_size);
 #else
-    swapcontext(&e->main_uc, &e->th[t].uc);
+    swap_to(&e->main_uc, &e->th[t].uc);
 #endif
 }
 
@@ -146,13 +179,42 @@ float emu_shfl_xor(unsigned mask, float v, int lane_mask) {
 
 static void thread_main(void) {
     Emu *e = emu_now;
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &e->main_bottom, &e->main_size);
+#endif
     e->fn(*e->args);
     e = emu_now;
     e->th[e->cur].state = TH_DONE;
 #ifdef EMU_ASAN
     __sanitizer_start_switch_fiber(NULL, e->main_bottom, e->main_size);
 #endif
+#ifdef EMU_FAST_SWITCH
+    void *dead;
+    emu_swap(&dead, e->main_uc); /* never resumed */
+#else
     setcontext(&e->main_uc);
+#endif
+}
+
+/* A fresh context that starts in thread_main on the given stack. */
+static void start_context(EmuContext *uc, char *stack, size_t size) {
+#ifdef EMU_FAST_SWITCH
+    /* emu_swap pops six registers and returns: lay out zeros for them, then
+     * thread_main's address, then a fake return address, so that thread_main
+     * starts with the stack aligned as the ABI requires after a call */
+    uintptr_t top = ((uintptr_t)(stack + size)) & ~(uintptr_t)15;
+    void **sp = (void **)top - 8;
+    for (int i = 0; i < 6; i++) sp[i] = NULL;
+    sp[6] = (void *)(uintptr_t)thread_main;
+    sp[7] = NULL;
+    *uc = sp;
+#else
+    getcontext(uc);
+    uc->uc_stack.ss_sp = stack;
+    uc->uc_stack.ss_size = size;
+    uc->uc_link = NULL;
+    makecontext(uc, thread_main, 0);
+#endif
 }
 
 /* Run one block whose threads are coroutines; returns an error or NULL. */
@@ -162,11 +224,7 @@ static const char *run_block_sync(Emu *e) {
         th->idx = (emu_dim3){(unsigned)t % e->block.x, (unsigned)t / e->block.x % e->block.y,
                              (unsigned)t / (e->block.x * e->block.y)};
         th->state = TH_RUN;
-        getcontext(&th->uc);
-        th->uc.uc_stack.ss_sp = e->stacks + (size_t)t * e->stack_bytes;
-        th->uc.uc_stack.ss_size = e->stack_bytes;
-        th->uc.uc_link = NULL;
-        makecontext(&th->uc, thread_main, 0);
+        start_context(&th->uc, e->stacks + (size_t)t * e->stack_bytes, e->stack_bytes);
     }
     e->block_waiting = 0;
     memset(e->warp_waiting, 0, sizeof e->warp_waiting);

@@ -7,7 +7,7 @@ set -eu
 acc=$1 blas=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$acc" compile models/gpt2.acdsl -D V=256 -D L=2 -D C=64 -D H=4 -D T=32 -D B=4 --budget 256M -o "$dir/tiny"
+"$acc" compile models/gpt2.acdsl --target cpu -D V=256 -D L=2 -D C=64 -D H=4 -D T=32 -D B=4 --budget 256M -o "$dir/tiny"
 ${CC:-cc} ${ACC_GEN_FLAGS:-} -std=c11 -O2 -fopenmp -Wall -Wextra -Werror examples/train.c -I"$dir/tiny" "$dir/tiny/libgpt2.a" \
     "$dir/tiny/libaccrt.a" -L"$blas" -Wl,-rpath,"$blas" -lopenblas -lm -o "$dir/train"
 out=$("$dir/train" 60 0.003)

@@ -9,8 +9,8 @@ acc=$1 expected=$2 model=$3 budget=$4
 shift 4
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-"$acc" compile "$model" --budget "$budget" -o "$dir/a" "$@" 2>"$dir/a.err" || { cat "$dir/a.err"; exit 1; }
-"$acc" compile "$model" --budget "$budget" -o "$dir/b" "$@" 2>"$dir/b.err" || { cat "$dir/b.err"; exit 1; }
+"$acc" compile "$model" --target cpu --budget "$budget" -o "$dir/a" "$@" 2>"$dir/a.err" || { cat "$dir/a.err"; exit 1; }
+"$acc" compile "$model" --target cpu --budget "$budget" -o "$dir/b" "$@" 2>"$dir/b.err" || { cat "$dir/b.err"; exit 1; }
 cmp "$dir/a/plan.json" "$dir/b/plan.json" || { echo "plan_golden: two compiles gave different plans"; exit 1; }
 cmp "$dir/a/report.txt" "$dir/b/report.txt" || { echo "plan_golden: two compiles gave different reports"; exit 1; }
 if [ "${ACC_UPDATE_GOLDEN:-0}" = 1 ]; then

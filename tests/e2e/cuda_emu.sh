@@ -1,0 +1,77 @@
+#!/bin/sh
+# cuda_emu.sh ACC TENSOR_COMPARE MODEL [-D k=v ...]
+# The cuda target without a GPU: the model's CUDA kernels and launch layer,
+# run by the device emulator (--target cuda-emu), against the CPU target.
+# One training step at save-all and under the policies full and optimal at
+# three budgets between the smallest policy peak and save-all:
+#  - every plan's gradients byte-identical to the emulated save-all plan's
+#    (recomputation on the device reproduces the forward exactly);
+#  - the emulated save-all gradients equal to the CPU target's within
+#    rtol 1e-4, atol 1e-6 (the kernels differ in summation order and in
+#    their tanh/exp; tests/ref/README.md states the same tolerance against
+#    float64 PyTorch);
+#  - the measured peak (arena + the planned GEMM workspace) equal to the
+#    planned peak and within the budget.
+set -eu
+acc=$1
+compare=$2
+model=$3
+shift 3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+ws=33554432 # the device targets' GEMM workspace (CG_DEVICE_WORKSPACE_BYTES)
+
+range=$(sh "$(dirname "$0")/budget_range.sh" "$acc" "$model" "$@") || range=""
+none=${range%% *} min=${range#* }
+[ -n "$range" ] || { echo "cuda_emu: cannot read the policy table"; exit 1; }
+echo "schedule: save-all peak $none, smallest policy peak $min; device plans add $ws bytes of workspace"
+
+run() { # run NAME TARGET ARGS...: one step, gradients into $dir/NAME.bin
+    name=$1 target=$2
+    shift 2
+    "$acc" run "$model" "$@" --target "$target" --steps 1 --dump-grads "$dir/$name.bin" >"$dir/$name.out" 2>"$dir/$name.err" || {
+        cat "$dir/$name.err"
+        echo "FAIL $name: acc run --target $target $* failed"
+        exit 1
+    }
+}
+
+peaks() { # peaks NAME BUDGET(0: none): measured == planned <= budget
+    summary=$(tail -n 1 "$dir/$1.out")
+    planned=$(echo "$summary" | sed -n 's/.*"peak_bytes_planned": \([0-9]*\).*/\1/p')
+    measured=$(echo "$summary" | sed -n 's/.*"peak_bytes_measured": \([0-9]*\).*/\1/p')
+    [ -n "$planned" ] && [ "$planned" = "$measured" ] || { echo "FAIL $1: measured peak $measured != planned $planned"; exit 1; }
+    if [ "$2" != 0 ] && [ "$planned" -gt "$2" ]; then
+        echo "FAIL $1: planned peak $planned over the budget $2"
+        exit 1
+    fi
+}
+
+run cpu cpu "$@" --policy none
+run emu cuda-emu "$@" --policy none
+peaks emu 0
+"$compare" "$dir/cpu.bin" "$dir/emu.bin" --rtol 1e-4 --atol 1e-6 --quiet || {
+    "$compare" "$dir/cpu.bin" "$dir/emu.bin" --rtol 1e-4 --atol 1e-6 | grep -v '^ok' || true
+    echo "FAIL: the emulated cuda target's gradients differ from the CPU target's"
+    exit 1
+}
+cpu_loss=$(sed -n 's/{"step": 0, "loss": \([-0-9.e]*\)}/\1/p' "$dir/cpu.out")
+emu_loss=$(sed -n 's/{"step": 0, "loss": \([-0-9.e]*\)}/\1/p' "$dir/emu.out")
+awk -v a="$cpu_loss" -v b="$emu_loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * (a < 0 ? -a : a) + 1e-6) }' || {
+    echo "FAIL: loss $emu_loss (cuda-emu) vs $cpu_loss (cpu)"
+    exit 1
+}
+echo "ok   save-all: loss $emu_loss (cpu $cpu_loss), gradients within tolerance of the CPU target"
+
+check() { # check NAME BUDGET
+    peaks "$1" "$2"
+    cmp -s "$dir/emu.bin" "$dir/$1.bin" || { echo "FAIL $1: gradients differ from the emulated save-all plan"; exit 1; }
+    echo "ok   $1: gradients identical to save-all, peak $planned"
+}
+run full cuda-emu "$@" --policy full
+check full 0
+for frac in 1 5 9; do
+    budget=$(awk -v a="$min" -v b="$none" -v f="$frac" -v w="$ws" 'BEGIN { printf "%.0f", a + (b - a) * f / 10 + w }')
+    run "optimal_$frac" cuda-emu "$@" --policy optimal --budget "$budget"
+    check "optimal_$frac" "$budget"
+done
