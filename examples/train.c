@@ -2,9 +2,13 @@
  * byte-level GPT on a corpus generated reproducibly (lines of arithmetic,
  * "417+38=455\n"), printing the loss, tokens/s and the memory the step holds.
  *
- * Build (after `acc compile models/gpt2.acdsl -D V=256 ... -o out/tiny`):
+ * Build (after `acc compile models/gpt2.acdsl --target cpu -D V=256 ... -o out/tiny`):
  *   cc -O2 -fopenmp examples/train.c -Iout/tiny out/tiny/libgpt2.a out/tiny/libaccrt.a \
  *      -lopenblas -lm -o train
+ * The same source builds against the cuda target's library (--target cuda;
+ * add out/tiny/libaccrt_cuda.a before libaccrt.a and -ldl) or the emulated
+ * one (--target cuda-emu; add out/tiny/libaccrt_emu.a): the trainer only
+ * calls the generated API, which copies to and from the device itself.
  * The model must have byte-level tokens (V = 256) and inputs idx and targets
  * of shape (B, T); B and T are read from the library's descriptor.
  */

@@ -65,7 +65,8 @@ static const char usage[] =
     "                  optimal (default): what to recompute\n"
     "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
     "  --recompute GLOB  must-recompute tensors (repeatable)\n"
-    "  --hw NAME       hardware profile for the cost model (hw/NAME.hw; default cpu)\n"
+    "  --hw NAME       hardware profile for the cost model (hw/NAME.hw; default cpu,\n"
+    "                  h100-sxm for the cuda targets)\n"
     "  --time-limit S  stop the optimal planner after S seconds with its best plan\n"
     "  --steps N       training steps of acc run (default 10)\n"
     "  --seed S        parameter and data seed of acc run (default 1)\n"
@@ -305,7 +306,9 @@ typedef struct {
 static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
     char err[512], b1[32], b2[32];
     memset(pl, 0, sizeof *pl);
-    if (!hw_load(o->hw ? o->hw : "cpu", &pl->hw, err, sizeof err)) {
+    /* the cost model of the machine the target runs on, unless --hw says */
+    const char *hw = o->hw ? o->hw : o->target && cg_is_device_target(o->target) ? "h100-sxm" : "cpu";
+    if (!hw_load(hw, &pl->hw, err, sizeof err)) {
         fprintf(stderr, "acc: error: %s\n", err);
         return EXIT_USAGE;
     }
@@ -314,14 +317,8 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
     /* a device target's GEMM workspace is part of the budget: the schedule
      * gets what is left */
     int64_t ws = cg_is_device_target(target) ? CG_DEVICE_WORKSPACE_BYTES : 0;
-    if (o->has_budget && o->budget_bytes <= ws) {
-        fprintf(stderr, "acc: error: the budget of %" PRId64 " bytes (%s) does not even hold the %s target's GEMM "
-                        "workspace of %" PRId64 " bytes\n", o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
-                target, ws);
-        ad_free(&pl->ad);
-        return EXIT_INPUT;
-    }
     int64_t sched_budget = !o->has_budget ? 0 : ws ? cg_device_schedule_budget(o->budget_bytes, ws) : o->budget_bytes;
+    if (o->has_budget && sched_budget < 1) sched_budget = 1; /* infeasible: reported below with the minimum */
     pl->po = (PlanOptions){o->policy ? o->policy : "optimal", sched_budget, o->time_limit_s,
                            &pl->hw, true, o->save_globs.v, o->save_globs.n, o->recompute_globs.v,
                            o->recompute_globs.n};

@@ -31,6 +31,7 @@
 #endif
 #endif
 #ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -198,6 +199,10 @@ static void thread_main(void) {
 
 /* A fresh context that starts in thread_main on the given stack. */
 static void start_context(EmuContext *uc, char *stack, size_t size) {
+#ifdef EMU_ASAN
+    /* the stack held an earlier thread's frames: forget their redzones */
+    __asan_unpoison_memory_region(stack, size);
+#endif
 #ifdef EMU_FAST_SWITCH
     /* emu_swap pops six registers and returns: lay out zeros for them, then
      * thread_main's address, then a fake return address, so that thread_main
