@@ -21,6 +21,7 @@
 #include "passes.h"
 #include "dag_cmd.h"
 #include "plandiff.h"
+#include "memviz.h"
 #include "report.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
@@ -34,6 +35,8 @@ static const char usage[] =
     "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
     "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
     "                                     recompute cost; the peak; every policy\n"
+    "  pareto FILE [--points N] [-o FILE.svg]   the optimal plan over a sweep of\n"
+    "                                     budgets and every policy: peak and overhead\n"
     "  calibrate [-o FILE.hw]             measure this CPU for the cost model (--hw FILE.hw)\n"
     "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
     "  alloc FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]   place the\n"
@@ -98,6 +101,7 @@ typedef struct {
     double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep, tf32;
+    int points;
     VEC(Define) defs;
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;
@@ -125,6 +129,10 @@ static int parse_options(int argc, char **argv, Options *o) {
         } else if (!strcmp(a, "--arch")) {
             if (i + 1 >= argc) return usage_error("%s needs a value", a);
             o->arch = argv[++i];
+        } else if (!strcmp(a, "--points")) {
+            char *end;
+            o->points = i + 1 < argc ? (int)strtol(argv[++i], &end, 10) : 0;
+            if (o->points < 2 || o->points > 1000 || *end) return usage_error("--points needs a count from 2 to 1000");
         } else if (!strcmp(a, "--tf32")) {
             o->tf32 = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
@@ -372,6 +380,16 @@ typedef struct {
     const Planned *pl;
 } ReportArgs;
 
+static void memory_svg_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, f);
+}
+
+static void snapshot_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    memviz_snapshot(r->g, &r->pl->sched, f);
+}
+
 static void plan_json_fn(const void *arg, FILE *f) {
     const ReportArgs *r = arg;
     report_plan_json(r->g, &r->pl->ad, &r->pl->sched, &r->pl->plan, &r->pl->hw, &r->pl->info, f);
@@ -404,6 +422,10 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         ReportArgs ra = {g, &pl};
         rc = write_text(json_path, plan_json_fn, &ra);
         if (!rc) rc = write_text(report_path, explain_fn, &ra);
+        snprintf(report_path, sizeof report_path, "%s/memory.svg", dir);
+        if (!rc) rc = write_text(report_path, memory_svg_fn, &ra);
+        snprintf(report_path, sizeof report_path, "%s/memory_snapshot.pickle", dir);
+        if (!rc) rc = write_text(report_path, snapshot_fn, &ra);
         FILE *c = rc ? NULL : fopen(c_path, "w"), *h = rc ? NULL : fopen(h_path, "w");
         char summary[256];
         snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
@@ -429,8 +451,9 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
                     pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
                     pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
                     100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
-            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt (target %s)\n", dir, g->model,
-                    dir, g->model, dir, dir, pl.info.target);
+            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg, "
+                            "%s/memory_snapshot.pickle (target %s)\n",
+                    dir, g->model, dir, g->model, dir, dir, dir, dir, pl.info.target);
         }
     }
     planned_free(&pl);
@@ -461,6 +484,64 @@ static int cmd_explain(Options *o) {
         }
     }
     if (!rc) planned_free(&pl);
+    graph_free(&g);
+    return rc;
+}
+
+/* acc pareto: the optimal planner over a sweep of budgets from the smallest
+ * feasible peak to save-all, and every policy, as (peak, overhead) points. */
+static int cmd_pareto(Options *o) {
+    Graph g;
+    graph_init(&g, "model");
+    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    o->has_budget = false;
+    Planned pl;
+    if (!rc) rc = plan_graph(&g, o, &pl);
+    if (rc) {
+        graph_free(&g);
+        return rc;
+    }
+    static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
+                                           "sqrt"};
+    int n_pol = (int)(sizeof policies / sizeof *policies), n = o->points ? o->points : 12;
+    MemvizPoint *pts = calloc((size_t)(n + n_pol), sizeof *pts);
+    int k = 0;
+    PlanOptions po = pl.po;
+    po.policy = "none";
+    po.budget_bytes = 0;
+    Plan p;
+    plan_make(&g, &pl.ad, &po, &p);
+    int64_t none = p.peak_bytes, min = plan_min_peak(&g, &pl.ad, &pl.po);
+    plan_free(&p);
+    printf("%-22s %14s %14s %10s  %s\n", "plan", "budget", "peak bytes", "overhead", "status");
+    for (int i = 0; pts && i < n + n_pol; i++) {
+        po.policy = i < n ? "optimal" : policies[i - n];
+        po.budget_bytes = i < n ? min + (none - min) * i / (n - 1) : 0;
+        plan_make(&g, &pl.ad, &po, &p);
+        double over = p.recompute_time / (p.fwd_time + p.bwd_time);
+        printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy, po.budget_bytes, p.peak_bytes, 100 * over,
+               p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
+        int same = -1; /* policies that give the same plan share one point */
+        for (int j = 0; i >= n && j < k; j++)
+            if (pts[j].label && pts[j].peak_bytes == p.peak_bytes && pts[j].overhead == over) same = j;
+        if (same >= 0)
+            pts[same].label = pool_printf(&g.pool, "%s, %s", pts[same].label, policies[i - n]);
+        else if (p.status != PLAN_INFEASIBLE)
+            pts[k++] = (MemvizPoint){p.peak_bytes, over, i < n ? NULL : policies[i - n]};
+        plan_free(&p);
+    }
+    fflush(stdout);
+    if (o->out_dir && pts) {
+        FILE *f = fopen(o->out_dir, "w");
+        if (!f || (memviz_pareto_svg(g.model, pts, k, f), fclose(f))) {
+            fprintf(stderr, "acc: error: cannot write '%s': %s\n", o->out_dir, strerror(errno));
+            rc = EXIT_INPUT;
+        } else {
+            fprintf(stderr, "acc: wrote %s\n", o->out_dir);
+        }
+    }
+    free(pts);
+    planned_free(&pl);
     graph_free(&g);
     return rc;
 }
@@ -658,6 +739,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(cmd, "compile")) rc = cmd_compile(&o);
         else if (!strcmp(cmd, "run")) rc = cmd_run(&o);
         else if (!strcmp(cmd, "explain")) rc = cmd_explain(&o);
+        else if (!strcmp(cmd, "pareto")) rc = cmd_pareto(&o);
         else rc = usage_error("unknown command '%s'", cmd);
     }
     free_options(&o);
