@@ -17,6 +17,7 @@ typedef struct {
     int64_t workspace_bytes;  /* device targets: the GEMM workspace, placed after the schedule's arena */
     int tf32;                 /* device targets: GEMMs may use TF32 */
     int n_images;             /* cuda: kernel images in <model>_images.c */
+    bool no_fuse;             /* emit every step alone (no elementwise chains) */
 } CgOptions;
 
 /* Device targets: the cuBLAS workspace every plan for them reserves (the
@@ -36,6 +37,38 @@ int64_t cg_device_schedule_budget(int64_t budget, int64_t workspace_bytes);
  * header the target includes) and the model's descriptor. */
 void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
                   FILE *h_out);
+
+/* ---- elementwise chains (codegen/fuse.c) ---- */
+
+#define CG_CHAIN_MAX 4
+
+typedef struct {
+    int step;          /* the schedule step this op was */
+    OpKind op;
+    int value_buf;     /* the buffer its chain value came from (the head's: the chain input) */
+    int operand_buf;   /* the other input of a binary op, else -1 */
+    bool operand_right; /* the operand is the left input: o OP v */
+    int64_t modulus;   /* the operand is read at i mod its size (a suffix of the shape) */
+    float param;       /* scale's alpha, dropout's p */
+    int op_id;         /* dropout's random stream: the node id */
+} CgChainOp;
+
+typedef struct {
+    CgChainOp ops[CG_CHAIN_MAX];
+    int n_ops;
+    int64_t elems;
+    int out_buf;
+} CgChain;
+
+typedef struct {
+    int *chain_of; /* per step: its chain, or -1 */
+    VEC(CgChain) chains;
+} CgFusion;
+
+/* requires: an allocated schedule. provides: the chains (see fuse.c). */
+void cg_fuse(const Graph *g, const Schedule *s, CgFusion *f);
+void cg_fusion_free(CgFusion *f);
+const char *cg_chain_op_name(OpKind op);
 
 /* ---- the CUDA kernels (codegen/cuda.c) ---- */
 

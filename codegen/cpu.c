@@ -16,6 +16,7 @@ typedef struct {
     const Graph *g;
     const Schedule *s;
     FILE *out;
+    const CgFusion *fu;
 } Emit;
 
 /* "F(offset)": the float pointer of buffer b, or NULL. */
@@ -362,6 +363,20 @@ static void emit_bwd(Emit *e, const Step *st) {
     ACC_UNREACHABLE();
 }
 
+/* One kernel for the fused elementwise steps of chain c (codegen/fuse.c). */
+static void emit_chain(Emit *e, const CgChain *c) {
+    char p0[48], p1[48];
+    fprintf(e->out, "    {\n        const k_ew_op ops[] = {\n");
+    for (int k = 0; k < c->n_ops; k++) {
+        const CgChainOp *op = &c->ops[k];
+        fprintf(e->out, "            {%s, %s, %" PRId64 ", %d, (float)%.9g, %d},\n", cg_chain_op_name(op->op),
+                ptr(e, op->operand_buf, p0), op->operand_buf >= 0 ? op->modulus : 1, op->operand_right, op->param,
+                op->op_id);
+    }
+    fprintf(e->out, "        };\n        k_ew_chain(%s, %s, ops, %d, %" PRId64 ", ctx->seed, ctx->step);\n    }\n",
+            ptr(e, c->out_buf, p0), ptr(e, c->ops[0].value_buf, p1), c->n_ops, c->elems);
+}
+
 /* The largest index an i32 input may hold: the smallest table or class count
  * among the ops that index with it (0: not an index). */
 static int64_t index_bound(const Graph *g, int input) {
@@ -421,6 +436,13 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         char p[48];
         static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
         fprintf(o, "    /* %d: %s %s (%s) */\n", t, kind[st->kind], n->name, op_table[n->op].name);
+        int ch = e->fu->chain_of[t];
+        if (ch >= 0) {
+            const CgChain *c = &e->fu->chains.v[ch];
+            if (c->ops[c->n_ops - 1].step == t) emit_chain(e, c);
+            else fprintf(o, "    /* (fused into step %d) */\n", c->ops[c->n_ops - 1].step);
+            continue;
+        }
         switch (st->kind) {
         case ST_FWD:
         case ST_RECOMPUTE: emit_fwd(e, st); break;
@@ -551,8 +573,14 @@ bool cg_is_device_target(const char *target) { return !strcmp(target, "cuda") ||
 
 void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
                   FILE *h_out) {
-    Emit e = {g, s, c_out};
+    CgFusion fu;
+    cg_fuse(g, s, &fu);
+    /* the device layer has no chain kernel yet: its schedules run every step alone */
+    bool fuse = !o->no_fuse && !cg_is_device_target(o->target);
+    for (int t = 0; !fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;
+    Emit e = {g, s, c_out, &fu};
     emit_source(&e, o);
     e.out = h_out;
     emit_header(&e, o, ad);
+    cg_fusion_free(&fu);
 }

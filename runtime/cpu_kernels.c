@@ -651,6 +651,75 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
     dropout_apply(dx, dout, n, p, seed, step, op_id, 1);
 }
 
+/* ---- elementwise chains --------------------------------------------------- */
+
+#define EW_TILE 256
+
+/* Apply op to the tile v[0..len) of elements i0.. : the arithmetic of the
+ * op's own kernel above, element by element (no libm call is vectorised, so
+ * expf and tanhf give the scalar results those kernels give). */
+static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step)
+{
+    const float *o = op->operand;
+    int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
+    switch (op->op) {
+    case K_EW_ADD:
+    case K_EW_SUB:
+    case K_EW_MUL:
+    case K_EW_DIV:
+        for (int64_t j = 0; j < len; j++, k = k + 1 == m ? 0 : k + 1) {
+            float a = op->operand_right ? o[k] : v[j], b = op->operand_right ? v[j] : o[k];
+            v[j] = op->op == K_EW_ADD ? a + b : op->op == K_EW_SUB ? a - b : op->op == K_EW_MUL ? a * b : a / b;
+        }
+        break;
+    case K_EW_SCALE:
+        for (int64_t j = 0; j < len; j++) v[j] = op->param * v[j];
+        break;
+    case K_EW_GELU:
+        for (int64_t j = 0; j < len; j++)
+            v[j] = 0.5f * v[j] * (1.0f + k_tanhf(GELU_K * (v[j] + 0.044715f * v[j] * v[j] * v[j])));
+        break;
+    case K_EW_RELU:
+        for (int64_t j = 0; j < len; j++) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+        break;
+    case K_EW_SILU:
+        for (int64_t j = 0; j < len; j++) v[j] = v[j] / (1.0f + expf(-v[j]));
+        break;
+    case K_EW_TANH:
+        for (int64_t j = 0; j < len; j++) v[j] = tanhf(v[j]);
+        break;
+    case K_EW_EXP:
+        for (int64_t j = 0; j < len; j++) v[j] = expf(v[j]);
+        break;
+    default: { /* dropout, as dropout_apply: p == 0 keeps v as it is */
+        float p = op->param, scale = 1.0f / (1.0f - p);
+        if (p == 0.0f) break;
+        philox4x32 r = philox_block(seed, step, op->op_id, (uint64_t)i0 >> 2);
+        for (int64_t j = 0; j < len; j++) {
+            uint64_t i = (uint64_t)(i0 + j);
+            if (j > 0 && (i & 3) == 0) r = philox_block(seed, step, op->op_id, i >> 2);
+            v[j] = philox_to_unit(r.v[i & 3]) >= p ? v[j] * scale : 0.0f;
+        }
+        break;
+    }
+    }
+}
+
+void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
+                uint32_t step)
+{
+    int64_t ntile = (n + EW_TILE - 1) / EW_TILE;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t t = 0; t < ntile; t++) {
+        float v[EW_TILE];
+        int64_t i0 = t * EW_TILE, len = K_MIN(EW_TILE, n - i0);
+        memcpy(v, x + i0, (size_t)len * sizeof *v);
+        for (int k = 0; k < n_ops; k++)
+            ew_tile(&ops[k], v, i0, len, seed, step);
+        memcpy(out + i0, v, (size_t)len * sizeof *v);
+    }
+}
+
 /* ---- AdamW -------------------------------------------------------------- */
 
 /* AdamW over n elements: the loop of k_adamw, vectorized */

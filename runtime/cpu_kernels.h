@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ew_ops.h"
+
 #define K_MAX_DIMS 6
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -179,6 +181,28 @@ void k_dropout_fwd(float *out, const float *x, int64_t n, float p, uint64_t seed
 /* dx += the same mask (rebuilt from the keys) applied to dout. reads: nothing. */
 void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t seed,
                    uint32_t step, uint32_t op_id);
+
+/* ---- elementwise chains --------------------------------------------------- */
+
+/* One op of a chain: v = op(v) for unary ops, v OP operand[i % modulus]
+ * (operand OP v if operand_right) for binary ones; param is scale's alpha or
+ * dropout's p, op_id dropout's stream. */
+typedef struct {
+    int op; /* K_EW_* (ew_ops.h) */
+    const float *operand;
+    int64_t modulus;
+    int operand_right;
+    float param;
+    uint32_t op_id;
+} k_ew_op;
+
+/* out[i] = ops[n_ops-1](...ops[0](x[i])) for i < n: the fused forward of
+ * consecutive elementwise steps, equal bit for bit to running each op's own
+ * kernel (the same per-element arithmetic; dropout draws the same Philox
+ * numbers from seed and step). out may be x; operands must not overlap out
+ * unless full-sized and at the same place. */
+void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
+                uint32_t step);
 
 /* ---- data movement ------------------------------------------------------ */
 

@@ -64,6 +64,7 @@ static const char usage[] =
     "  --arch LIST     cuda: GPU architectures to embed (default sm_80,sm_90; PTX\n"
     "                  for the newest is added for later GPUs)\n"
     "  --tf32          cuda: let cuBLAS use TF32 tensor cores for the GEMMs\n"
+    "  --no-fuse       emit every forward step as its own kernel (no elementwise chains)\n"
     "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
     "                  optimal (default): what to recompute\n"
     "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
@@ -100,7 +101,7 @@ typedef struct {
     const char *policy, *hw, *arch;
     double time_limit_s;
     int64_t budget_bytes;
-    bool has_budget, keep, tf32;
+    bool has_budget, keep, tf32, no_fuse;
     int points;
     VEC(Define) defs;
     VEC(const char *) save_globs;
@@ -133,6 +134,8 @@ static int parse_options(int argc, char **argv, Options *o) {
             char *end;
             o->points = i + 1 < argc ? (int)strtol(argv[++i], &end, 10) : 0;
             if (o->points < 2 || o->points > 1000 || *end) return usage_error("--points needs a count from 2 to 1000");
+        } else if (!strcmp(a, "--no-fuse")) {
+            o->no_fuse = true;
         } else if (!strcmp(a, "--tf32")) {
             o->tf32 = true;
         } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
@@ -431,7 +434,8 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
                  pl.sched.n_recompute, pl.plan.recompute_time);
         CgOptions cg = {pl.info.target, o->has_budget ? o->budget_bytes : pl.sched.arena_bytes + pl.info.workspace_bytes,
-                        summary, cg_is_device_target(pl.info.target) ? CG_DEVICE_WORKSPACE_BYTES : 0, o->tf32, n_images};
+                        summary, cg_is_device_target(pl.info.target) ? CG_DEVICE_WORKSPACE_BYTES : 0, o->tf32, n_images,
+                        o->no_fuse};
         if (!rc && (!c || !h)) {
             fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
             rc = EXIT_INPUT;

@@ -4,7 +4,8 @@
 # optimal planner at three budgets between the smallest peak any policy reaches
 # and the save-all peak, one training step's parameter gradients must be
 # byte-identical to the save-all plan's, and the runtime's measured peak must
-# equal the planned peak and fit the budget.
+# equal the planned peak and fit the budget. Also without elementwise-chain
+# fusion (--no-fuse): the same bytes.
 set -eu
 acc=$1
 model=$2
@@ -43,6 +44,9 @@ check() { # check NAME BUDGET(0: none): same gradients, measured == planned <= b
 }
 
 run ref "$@" --policy none >/dev/null
+# elementwise chains (one kernel for consecutive elementwise steps) change nothing
+run nofuse "$@" --policy none --no-fuse >/dev/null
+check nofuse 0
 for p in full every:2 uniform:2 selective ops:matmul,attention sqrt; do
     n=$(echo "$p" | tr ':,' '__')
     run "$n" "$@" --policy "$p" >/dev/null
