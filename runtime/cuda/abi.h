@@ -6,9 +6,9 @@
  * passes &a as the only parameter, and the device emulator calls the same
  * function compiled by the host compiler through one function-pointer type.
  * The list below is the single source of the kernels' names and of whether a
- * kernel synchronizes (uses __syncthreads or warp shuffles): the emulator
- * runs the threads of a kernel that does not synchronize as plain calls, and
- * stops with an error if such a kernel does synchronize.
+ * kernel synchronizes (uses __syncthreads, __syncwarp or warp shuffles): the
+ * emulator runs the threads of a kernel that does not synchronize as plain
+ * calls, and stops with an error if such a kernel does synchronize.
  *
  * Included by kernels.cu (compiled by NVRTC, or by the host C compiler for
  * the emulator), by the launch layer (ops.c) and by both device backends.
@@ -28,38 +28,51 @@ typedef struct {
 
 /* Threads per block of the kernels that reduce with a block (a multiple of 32). */
 #define KA_BLOCK 256
-/* Warps per block of the attention kernels (one query or key row per warp). */
+/* Attention. Head dimensions up to KA_ATT_TILE_D take the tiled kernels
+ * (blocks of KA_ATT_THREADS threads, 4 warps; K/V and query tiles staged in
+ * static shared memory): a block of ck_attention_fwd owns KA_ATT_FWD_ROWS
+ * query rows of one (batch, head), one of ck_attention_bwd_dq
+ * KA_ATT_DQ_ROWS, one of ck_attention_bwd_dkdv KA_ATT_DKDV_KEYS key rows of
+ * one (batch, kv head). Wider heads, up to KA_ATT_MAX_D, take the *_wide
+ * kernels: KA_ATT_WARPS warps per block, one query or key row per warp. */
+#define KA_ATT_TILE_D 128
+#define KA_ATT_THREADS 128
+#define KA_ATT_FWD_ROWS 32
+#define KA_ATT_DQ_ROWS 16
+#define KA_ATT_DKDV_KEYS 32
 #define KA_ATT_WARPS 4
-/* Largest head dimension of the attention kernels (32 lanes x 8 registers). */
 #define KA_ATT_MAX_D 256
 
 /* X(name, synchronizes) */
-#define ACC_CUDA_KERNELS(X)     \
-    X(ck_fill, 0)               \
-    X(ck_strided, 0)            \
-    X(ck_unary_fwd, 0)          \
-    X(ck_unary_bwd, 0)          \
-    X(ck_binary_fwd, 0)         \
-    X(ck_binary_bwd, 0)         \
-    X(ck_dropout, 0)            \
-    X(ck_rope, 0)               \
-    X(ck_embedding_fwd, 0)      \
-    X(ck_embedding_bwd, 0)      \
-    X(ck_reduce_fwd, 1)         \
-    X(ck_reduce_bwd, 0)         \
-    X(ck_layernorm_fwd, 1)      \
-    X(ck_layernorm_bwd_dx, 1)   \
-    X(ck_rmsnorm_fwd, 1)        \
-    X(ck_rmsnorm_bwd_dx, 1)     \
-    X(ck_norm_bwd_dw, 0)        \
-    X(ck_softmax_fwd, 1)        \
-    X(ck_softmax_bwd, 1)        \
-    X(ck_xent_lse, 1)           \
-    X(ck_xent_loss, 1)          \
-    X(ck_xent_bwd, 0)           \
-    X(ck_attention_fwd, 1)      \
-    X(ck_attention_bwd_dq, 1)   \
-    X(ck_attention_bwd_dkdv, 1) \
+#define ACC_CUDA_KERNELS(X)          \
+    X(ck_fill, 0)                    \
+    X(ck_strided, 0)                 \
+    X(ck_unary_fwd, 0)               \
+    X(ck_unary_bwd, 0)               \
+    X(ck_binary_fwd, 0)              \
+    X(ck_binary_bwd, 0)              \
+    X(ck_dropout, 0)                 \
+    X(ck_rope, 0)                    \
+    X(ck_embedding_fwd, 0)           \
+    X(ck_embedding_bwd, 0)           \
+    X(ck_reduce_fwd, 1)              \
+    X(ck_reduce_bwd, 0)              \
+    X(ck_layernorm_fwd, 1)           \
+    X(ck_layernorm_bwd_dx, 1)        \
+    X(ck_rmsnorm_fwd, 1)             \
+    X(ck_rmsnorm_bwd_dx, 1)          \
+    X(ck_norm_bwd_dw, 0)             \
+    X(ck_softmax_fwd, 1)             \
+    X(ck_softmax_bwd, 1)             \
+    X(ck_xent_lse, 1)                \
+    X(ck_xent_loss, 1)               \
+    X(ck_xent_bwd, 0)                \
+    X(ck_attention_fwd, 1)           \
+    X(ck_attention_bwd_dq, 1)        \
+    X(ck_attention_bwd_dkdv, 1)      \
+    X(ck_attention_fwd_wide, 1)      \
+    X(ck_attention_bwd_dq_wide, 1)   \
+    X(ck_attention_bwd_dkdv_wide, 1) \
     X(ck_adamw, 0)
 
 typedef enum {

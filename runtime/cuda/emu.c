@@ -3,12 +3,14 @@
  * A kernel that does not synchronize runs its threads as plain calls, one
  * after another. A kernel that does (abi.h says which) runs every thread of a
  * block as a coroutine with its own stack; __syncthreads parks a thread until
- * every thread of the block has arrived, and a warp shuffle parks it until
- * the 32 lanes of its warp have deposited their values, which is when CUDA's
- * converged warp would exchange them. A barrier that some thread never
- * reaches (it returned, or waits at another one) is reported as an error,
- * not a hang. Blocks run one after another, so results do not depend on any
- * thread count.
+ * every thread of the block has arrived; a warp shuffle parks it until the
+ * 32 lanes of its warp have deposited their values, which is when CUDA's
+ * converged warp would exchange them, and __syncwarp is the same warp
+ * barrier without a value. A barrier that some thread never reaches (it
+ * returned, or waits at another one) is reported as an error, not a hang,
+ * and so are the lanes of one warp meeting at different warp barriers (a
+ * shuffle and a __syncwarp). Blocks run one after another, so results do not
+ * depend on any thread count.
  *
  * Not emulated: memory races between threads of a block without a barrier
  * (coroutines only switch at barriers, so such a race reads consistently
@@ -61,10 +63,14 @@ typedef void *EmuContext;
 typedef ucontext_t EmuContext;
 #endif
 
+/* What a lane parked at a warp barrier is waiting in. */
+enum { WB_SHFL, WB_SYNCWARP };
+
 typedef struct {
     EmuContext uc;
     emu_dim3 idx;
     int state;
+    int warp_kind;           /* WB_*, while parked at a warp barrier */
     float shfl_in, shfl_out; /* a shuffle's deposited value and its result */
     int shfl_lane;           /* the lane to read from */
 } EmuThread;
@@ -80,7 +86,7 @@ typedef struct {
     size_t stack_bytes;
     EmuContext main_uc;
     int block_waiting;      /* threads parked at __syncthreads */
-    int warp_waiting[32];   /* lanes parked at a shuffle, per warp */
+    int warp_waiting[32];   /* lanes parked at a warp barrier, per warp */
     const char *error;
 #ifdef EMU_ASAN
     void *fake_stack;
@@ -153,6 +159,30 @@ void emu_syncthreads(void) {
     to_scheduler(e);
 }
 
+/* Park the running lane at a warp barrier of the given kind until the 32
+ * lanes of its warp have arrived; the last one to arrive checks that they all
+ * came to the same kind of barrier, exchanges the shuffle values and lets the
+ * warp go on. */
+static void warp_barrier(Emu *e, int kind) {
+    int me = e->cur, warp = me / 32;
+    EmuThread *t = &e->th[me];
+    t->warp_kind = kind;
+    if (++e->warp_waiting[warp] == 32) {
+        e->warp_waiting[warp] = 0;
+        EmuThread *w = &e->th[warp * 32];
+        for (int i = 0; i < 32; i++)
+            if (w[i].warp_kind != kind && !e->error)
+                e->error = "the lanes of a warp at different warp barriers (a shuffle and __syncwarp)";
+        if (kind == WB_SHFL)
+            for (int i = 0; i < 32; i++) w[i].shfl_out = w[w[i].shfl_lane].shfl_in;
+        for (int i = 0; i < 32; i++)
+            if (w[i].state == TH_WARP) w[i].state = TH_RUN;
+        return;
+    }
+    t->state = TH_WARP;
+    to_scheduler(e);
+}
+
 float emu_shfl_xor(unsigned mask, float v, int lane_mask) {
     Emu *e = emu_now;
     if (!e->sync) {
@@ -160,22 +190,20 @@ float emu_shfl_xor(unsigned mask, float v, int lane_mask) {
         return v;
     }
     if (mask != 0xffffffffu && !e->error) e->error = "a warp shuffle with a partial mask (not emulated)";
-    int me = e->cur, warp = me / 32, lane = me % 32;
-    EmuThread *t = &e->th[me];
+    EmuThread *t = self();
     t->shfl_in = v;
-    t->shfl_lane = (lane ^ lane_mask) & 31;
-    if (++e->warp_waiting[warp] == 32) {
-        /* the whole warp is here: exchange, then let every lane go on */
-        e->warp_waiting[warp] = 0;
-        EmuThread *w = &e->th[warp * 32];
-        for (int i = 0; i < 32; i++) w[i].shfl_out = w[w[i].shfl_lane].shfl_in;
-        for (int i = 0; i < 32; i++)
-            if (w[i].state == TH_WARP) w[i].state = TH_RUN;
-        return t->shfl_out;
-    }
-    t->state = TH_WARP;
-    to_scheduler(e);
+    t->shfl_lane = ((e->cur % 32) ^ lane_mask) & 31;
+    warp_barrier(e, WB_SHFL);
     return t->shfl_out;
+}
+
+void emu_syncwarp(void) {
+    Emu *e = emu_now;
+    if (!e->sync) {
+        fail_sync("__syncwarp in a kernel that abi.h lists as not synchronizing");
+        return;
+    }
+    warp_barrier(e, WB_SYNCWARP);
 }
 
 static void thread_main(void) {

@@ -1,6 +1,7 @@
 /* emu.h - what the host compiler needs to compile kernels.cu for the device
- * emulator: the CUDA built-in variables, barriers, warp shuffles and shared
- * memory, mapped onto emu.c's cooperative thread scheduler.
+ * emulator: the CUDA built-in variables, barriers (block and warp), warp
+ * shuffles and shared memory, mapped onto emu.c's cooperative thread
+ * scheduler.
  *
  * Invariant: blocks run one at a time per OS thread, and the threads of a
  * block are coroutines on that OS thread, so `__shared__` (a thread-local
@@ -22,6 +23,7 @@ const emu_dim3 *emu_block_idx(void);
 const emu_dim3 *emu_block_dim(void);
 const emu_dim3 *emu_grid_dim(void);
 void emu_syncthreads(void);
+void emu_syncwarp(void);
 float emu_shfl_xor(unsigned mask, float v, int lane_mask);
 
 #define threadIdx (*emu_thread_idx())
@@ -29,6 +31,7 @@ float emu_shfl_xor(unsigned mask, float v, int lane_mask);
 #define blockDim (*emu_block_dim())
 #define gridDim (*emu_grid_dim())
 #define __syncthreads() emu_syncthreads()
+#define __syncwarp() emu_syncwarp()
 #define __shfl_xor_sync(mask, v, lane_mask) emu_shfl_xor((mask), (v), (lane_mask))
 #define __shared__ static _Thread_local
 

@@ -4,9 +4,11 @@
  * compiles this file (with abi.h and philox.h) to CUBIN for every --arch and
  * to PTX, and the images are embedded in the model's library; the device
  * emulator compiles the very same text with the host C compiler (emu.h maps
- * threadIdx, __syncthreads, __shfl_xor_sync and __shared__) and runs its
- * thread blocks on the CPU. The text therefore stays in the subset common to
- * CUDA C++ and C11: no templates, references or overloads.
+ * threadIdx, __syncthreads, __syncwarp, __shfl_xor_sync and __shared__) and
+ * runs its thread blocks on the CPU. The text therefore stays in the subset
+ * common to CUDA C++ and C11: no templates, references or overloads (kf4,
+ * KALIGN16 and UNROLL below name float4, alignment and unrolling for both).
+ * Static shared memory stays within the 48 KiB a block may declare.
  *
  * Conventions (those of the CPU kernels, runtime/cpu_kernels.h): float32,
  * contiguous row-major tensors; forward kernels overwrite, backward kernels
@@ -20,6 +22,9 @@
 #ifdef __CUDACC__
 #define KERNEL extern "C" __global__ void
 #define DEVFN static __device__ __forceinline__
+#define KALIGN16 __align__(16)
+#define UNROLL _Pragma("unroll")
+typedef float4 kf4;
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
@@ -28,6 +33,11 @@ typedef unsigned long long uint64_t;
 #include "emu.h"
 #define KERNEL void
 #define DEVFN static inline
+#define KALIGN16 _Alignas(16)
+#define UNROLL
+typedef struct {
+    float x, y, z, w;
+} kf4; /* CUDA's float4: 16 bytes, read from 16-byte aligned shared memory */
 #endif
 
 #include "abi.h"
@@ -497,7 +507,313 @@ KERNEL ck_xent_bwd(acc_kargs a) {
     }
 }
 
-/* ---- attention: one warp per query (or key) row ------------------------------ */
+/* ---- attention ------------------------------------------------------------------ */
+
+/* Layouts (runtime/cpu_kernels.h, k_attention_fwd/bwd): q, out, dq, dout
+ * (B, T, H*D); k, v, dk, dv (B, S, KVH*D); lse (B, H, T). Query head h reads
+ * kv head h / (H/KVH); scale 1/sqrt(D); causal: query t sees keys s <= t.
+ * Integers of every attention kernel: i0 B, i1 T, i2 S, i3 H, i4 KVH, i5 D,
+ * i6 causal. */
+
+/* -- tiled (D <= KA_ATT_TILE_D) ---------------------------------------------------
+ * A block of 4 warps owns a tile of query rows (forward, dq) or of key rows
+ * (dk/dv) and walks the other side tile by tile through static shared memory
+ * (at most 44 KiB). A score is one lane's whole dot product over shared
+ * memory, no shuffles; the warp reduces only once per row and key tile (the
+ * online softmax's max). Probabilities pass to the accumulation through
+ * shared memory, where each lane owns the ATT_NC output columns
+ * c = lane + 32 j. Tiles hold D4 = D rounded up to 4 columns, zero past D and
+ * past their last valid row, so dot products run in float4 steps. A tile
+ * whose rows the lanes of a warp read several at a time has row stride
+ * ATT_KS (a float4 read of 8 rows by a quarter warp hits 8 distinct groups of
+ * 4 banks); one whose rows a warp reads one at a time (in broadcast, or
+ * consecutive columns) has stride KA_ATT_TILE_D.
+ * Every sum runs in an order fixed by the tile sizes: no atomics. */
+
+#define ATT_TK 32                     /* keys per tile of fwd and dq: one per lane */
+#define ATT_KS (KA_ATT_TILE_D + 4)    /* row stride of the tiles lanes read several rows of */
+#define ATT_NC (KA_ATT_TILE_D / 32)   /* output columns per lane */
+#define ATT_FR (KA_ATT_FWD_ROWS / 4)  /* query rows per warp, forward */
+#define ATT_QR (KA_ATT_DQ_ROWS / 4)   /* query rows per warp, dq */
+#define ATT_KR (KA_ATT_DKDV_KEYS / 4) /* key rows per warp, dk/dv (8: lane % 8 picks one) */
+#define ATT_DT 8                      /* query rows per step of dk/dv (lane / 8 picks two) */
+#if KA_ATT_THREADS != 128 || KA_ATT_FWD_ROWS % 4 || KA_ATT_DQ_ROWS % 4 || KA_ATT_DKDV_KEYS != 32 || KA_ATT_TILE_D % 32
+#error "the tiled attention kernels are written for 4 warps, 8 keys per warp in dk/dv, whole columns per lane"
+#endif
+
+DEVFN kf4 ld4(const float *p) { return *(const kf4 *)p; }
+
+DEVFN float dot4(float s, kf4 x, kf4 y) { return s + x.x * y.x + x.y * y.y + x.z * y.z + x.w * y.w; }
+
+DEVFN float f4_get(kf4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+/* Stage rows [0, n) of a global (., D) matrix with row stride ld into a
+ * shared tile of `rows` rows, row stride ls, columns [0, D4): zeros past row
+ * n and column D. Warps take rows in turn, lanes consecutive columns. */
+DEVFN void att_load(float *dst, int ls, int rows, const float *src, long long ld, int n, int D, int D4) {
+    int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
+    for (int j = (int)(threadIdx.x >> 5); j < rows; j += nw)
+        for (int d = lane; d < D4; d += 32) dst[j * ls + d] = j < n && d < D ? src[j * ld + d] : 0.0f;
+}
+
+/* delta[j] = dout_j . out_j for the rows [0, n) of a tile of `rows` rows (0
+ * past n); global rows with stride ld. Warps take rows in turn. */
+DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, long long ld, int n, int D) {
+    int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
+    for (int j = (int)(threadIdx.x >> 5); j < rows; j += nw) {
+        float s = 0.0f;
+        if (j < n)
+            for (int d = lane; d < D; d += 32) s += dO[j * ld + d] * O[j * ld + d];
+        s = warp_sum(s);
+        if (lane == 0) delta[j] = s;
+    }
+}
+
+/* p0 out, p1 lse, p2 q, p3 k, p4 v. A block per KA_ATT_FWD_ROWS query rows
+ * of one (b, h), grid-stride, the last rows of a head first (under a causal
+ * mask they see the most keys); warp w owns ATT_FR rows. Per key tile, K
+ * then V in one shared buffer: lane j scores key j against the warp's rows,
+ * the warp's max advances each row's online softmax, and the probabilities
+ * go through shared memory to the P V accumulation. Each lane keeps its part
+ * of a row's sum, added across the warp once at the end. */
+KERNEL ck_attention_fwd(acc_kargs a) {
+    __shared__ KALIGN16 float qs[KA_ATT_FWD_ROWS * KA_ATT_TILE_D]; /* the query rows */
+    __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                 /* K tile, then V tile */
+    __shared__ KALIGN16 float ps[KA_ATT_FWD_ROWS * ATT_TK];        /* probabilities, (row, key) */
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + KA_ATT_FWD_ROWS - 1) / KA_ATT_FWD_ROWS;
+    const float *qw = qs + w * ATT_FR * KA_ATT_TILE_D;
+    float *pw = ps + w * ATT_FR * ATT_TK;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * KA_ATT_FWD_ROWS;
+        long long kv0 = b * S * kld + h / (H / KVH) * D;
+        int qn = (int)(T - t0 < KA_ATT_FWD_ROWS ? T - t0 : KA_ATT_FWD_ROWS);
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        float m[ATT_FR], l[ATT_FR], o[ATT_FR][ATT_NC];
+        UNROLL for (int r = 0; r < ATT_FR; r++) {
+            m[r] = NEG_INF;
+            l[r] = 0.0f;
+            UNROLL for (int c = 0; c < ATT_NC; c++) o[r][c] = 0.0f;
+        }
+        __syncthreads(); /* the previous tile is done with qs */
+        att_load(qs, KA_ATT_TILE_D, KA_ATT_FWD_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D, D4);
+        for (long long s0 = 0; s0 < send; s0 += ATT_TK) {
+            int kn = (int)(send - s0 < ATT_TK ? send - s0 : ATT_TK);
+            __syncthreads(); /* qs is staged; every warp is done with the last V */
+            att_load(kv, ATT_KS, ATT_TK, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            float sc[ATT_FR];
+            UNROLL for (int r = 0; r < ATT_FR; r++) sc[r] = 0.0f;
+            for (int d = 0; d < D4; d += 4) {
+                kf4 k4 = ld4(kv + lane * ATT_KS + d);
+                UNROLL for (int r = 0; r < ATT_FR; r++) sc[r] = dot4(sc[r], ld4(qw + r * KA_ATT_TILE_D + d), k4);
+            }
+            UNROLL for (int r = 0; r < ATT_FR; r++) {
+                int ok = lane < kn && (!causal || s0 + lane <= t0 + w * ATT_FR + r);
+                float x = ok ? sc[r] * scale : NEG_INF, mn = fmaxf(m[r], warp_max(x));
+                float corr = mn == NEG_INF ? 1.0f : expf(m[r] - mn), p = ok ? expf(x - mn) : 0.0f;
+                m[r] = mn;
+                l[r] = l[r] * corr + p;
+                UNROLL for (int c = 0; c < ATT_NC; c++) o[r][c] *= corr;
+                pw[r * ATT_TK + lane] = p;
+            }
+            __syncthreads(); /* every warp is done with K */
+            att_load(kv, ATT_KS, ATT_TK, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            for (int j = 0; j < kn; j += 4) {
+                kf4 p4[ATT_FR];
+                UNROLL for (int r = 0; r < ATT_FR; r++) p4[r] = ld4(pw + r * ATT_TK + j);
+                UNROLL for (int jj = 0; jj < 4; jj++)
+                    UNROLL for (int c = 0; c < ATT_NC; c++) {
+                        if (32 * c >= D) continue;
+                        float vv = kv[(j + jj) * ATT_KS + lane + 32 * c];
+                        UNROLL for (int r = 0; r < ATT_FR; r++) o[r][c] += f4_get(p4[r], jj) * vv;
+                    }
+            }
+        }
+        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        UNROLL for (int r = 0; r < ATT_FR; r++) {
+            int i = w * ATT_FR + r;
+            float lt = warp_sum(l[r]);
+            if (i >= qn) continue;
+            UNROLL for (int c = 0; c < ATT_NC; c++)
+                if (lane + 32 * c < D) og[i * qld + lane + 32 * c] = lt > 0.0f ? o[r][c] / lt : 0.0f;
+            if (lane == 0) a.p[1][(b * H + h) * T + t0 + i] = m[r] + logf(lt);
+        }
+    }
+}
+
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse. A block per
+ * KA_ATT_DQ_ROWS query rows of one (b, h), warp w owning ATT_QR of them, the
+ * last rows first: dq += scale * sum_s p (dout.v_s - delta) k_s, with
+ * p = exp(scale q.k_s - lse) and delta = dout.out per row. Per key tile, V
+ * then K in one shared buffer: lane j computes dout.v_j, then q.k_j and the
+ * row's ds_j, which a warp barrier hands to the ds K accumulation. */
+KERNEL ck_attention_bwd_dq(acc_kargs a) {
+    __shared__ KALIGN16 float qs[KA_ATT_DQ_ROWS * KA_ATT_TILE_D]; /* q rows */
+    __shared__ KALIGN16 float gs[KA_ATT_DQ_ROWS * KA_ATT_TILE_D]; /* dout rows */
+    __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                /* V tile, then K tile */
+    __shared__ KALIGN16 float dss[KA_ATT_DQ_ROWS * ATT_TK];       /* ds, (row, key) */
+    __shared__ float rowd[KA_ATT_DQ_ROWS];                        /* delta */
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + KA_ATT_DQ_ROWS - 1) / KA_ATT_DQ_ROWS;
+    const float *qw = qs + w * ATT_QR * KA_ATT_TILE_D, *gw = gs + w * ATT_QR * KA_ATT_TILE_D;
+    float *dw = dss + w * ATT_QR * ATT_TK;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * KA_ATT_DQ_ROWS;
+        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
+        int qn = (int)(T - t0 < KA_ATT_DQ_ROWS ? T - t0 : KA_ATT_DQ_ROWS);
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        __syncthreads(); /* the previous tile is done with qs, gs, rowd */
+        att_load(qs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[2] + row0, qld, qn, D, D4);
+        att_load(gs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[1] + row0, qld, qn, D, D4);
+        att_delta(rowd, KA_ATT_DQ_ROWS, a.p[1] + row0, a.p[5] + row0, qld, qn, D);
+        __syncthreads();
+        float lse[ATT_QR], delta[ATT_QR], g[ATT_QR][ATT_NC];
+        UNROLL for (int r = 0; r < ATT_QR; r++) {
+            int i = w * ATT_QR + r;
+            lse[r] = i < qn ? a.p[6][(b * H + h) * T + t0 + i] : 0.0f;
+            delta[r] = rowd[i];
+            UNROLL for (int c = 0; c < ATT_NC; c++) g[r][c] = 0.0f;
+        }
+        for (long long s0 = 0; s0 < send; s0 += ATT_TK) {
+            int kn = (int)(send - s0 < ATT_TK ? send - s0 : ATT_TK);
+            __syncthreads(); /* every warp is done with the last K */
+            att_load(kv, ATT_KS, ATT_TK, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            float dp[ATT_QR], sc[ATT_QR];
+            UNROLL for (int r = 0; r < ATT_QR; r++) dp[r] = sc[r] = 0.0f;
+            for (int d = 0; d < D4; d += 4) {
+                kf4 v4 = ld4(kv + lane * ATT_KS + d);
+                UNROLL for (int r = 0; r < ATT_QR; r++) dp[r] = dot4(dp[r], ld4(gw + r * KA_ATT_TILE_D + d), v4);
+            }
+            __syncthreads(); /* every warp is done with V */
+            att_load(kv, ATT_KS, ATT_TK, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            for (int d = 0; d < D4; d += 4) {
+                kf4 k4 = ld4(kv + lane * ATT_KS + d);
+                UNROLL for (int r = 0; r < ATT_QR; r++) sc[r] = dot4(sc[r], ld4(qw + r * KA_ATT_TILE_D + d), k4);
+            }
+            UNROLL for (int r = 0; r < ATT_QR; r++) {
+                int i = w * ATT_QR + r, ok = i < qn && lane < kn && (!causal || s0 + lane <= t0 + i);
+                float p = ok ? expf(sc[r] * scale - lse[r]) : 0.0f;
+                dw[r * ATT_TK + lane] = p * (dp[r] - delta[r]);
+            }
+            __syncwarp();
+            for (int j = 0; j < kn; j += 4) {
+                kf4 d4[ATT_QR];
+                UNROLL for (int r = 0; r < ATT_QR; r++) d4[r] = ld4(dw + r * ATT_TK + j);
+                UNROLL for (int jj = 0; jj < 4; jj++)
+                    UNROLL for (int c = 0; c < ATT_NC; c++) {
+                        if (32 * c >= D) continue;
+                        float kk = kv[(j + jj) * ATT_KS + lane + 32 * c];
+                        UNROLL for (int r = 0; r < ATT_QR; r++) g[r][c] += f4_get(d4[r], jj) * kk;
+                    }
+            }
+        }
+        float *dq = a.p[0] + row0;
+        UNROLL for (int r = 0; r < ATT_QR; r++) {
+            int i = w * ATT_QR + r;
+            if (i >= qn) continue;
+            UNROLL for (int c = 0; c < ATT_NC; c++)
+                if (lane + 32 * c < D) dq[i * qld + lane + 32 * c] += scale * g[r][c];
+        }
+    }
+}
+
+/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse; either gradient
+ * may be NULL. A block per KA_ATT_DKDV_KEYS keys of one (b, kv head), staged
+ * once; it walks the query rows of the query heads that share the kv head
+ * (under a causal mask, rows from the first key on), ATT_DT rows at a time
+ * with their q, dout, lse and delta in shared memory. Warp w owns ATT_KR
+ * keys: lane (key lane % 8, rows 2 (lane / 8) and the next) computes p and ds
+ * of two (row, key) pairs, dot products over shared memory, and after a warp
+ * barrier each lane adds the rows into its columns of dv += p dout and
+ * dk += ds q for the warp's keys; dk is scaled once at the end. */
+KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
+    __shared__ KALIGN16 float ks[KA_ATT_DKDV_KEYS * ATT_KS];
+    __shared__ KALIGN16 float vs[KA_ATT_DKDV_KEYS * ATT_KS];
+    __shared__ KALIGN16 float qs[ATT_DT * ATT_KS];             /* q rows */
+    __shared__ KALIGN16 float gs[ATT_DT * ATT_KS];             /* dout rows */
+    __shared__ KALIGN16 float ps[ATT_DT * KA_ATT_DKDV_KEYS];   /* p, (row, key) */
+    __shared__ KALIGN16 float dss[ATT_DT * KA_ATT_DKDV_KEYS];  /* ds, (row, key) */
+    __shared__ float rowl[ATT_DT], rowd[ATT_DT];               /* lse, delta */
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int key = w * ATT_KR + (lane & 7), r0 = (lane >> 3) * 2; /* this lane's pairs */
+    float scale = 1.0f / sqrtf((float)D);
+    long long nkt = (S + KA_ATT_DKDV_KEYS - 1) / KA_ATT_DKDV_KEYS;
+    for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
+        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * KA_ATT_DKDV_KEYS;
+        long long krow0 = (b * S + s0) * kld + kvh * D;
+        int kn = (int)(S - s0 < KA_ATT_DKDV_KEYS ? S - s0 : KA_ATT_DKDV_KEYS);
+        float gk[ATT_KR][ATT_NC], gv[ATT_KR][ATT_NC];
+        UNROLL for (int k = 0; k < ATT_KR; k++)
+            UNROLL for (int c = 0; c < ATT_NC; c++) gk[k][c] = gv[k][c] = 0.0f;
+        __syncthreads(); /* the previous tile is done with ks, vs */
+        att_load(ks, ATT_KS, KA_ATT_DKDV_KEYS, a.p[4] + krow0, kld, kn, D, D4);
+        att_load(vs, ATT_KS, KA_ATT_DKDV_KEYS, a.p[5] + krow0, kld, kn, D, D4);
+        for (long long h = kvh * G; h < (kvh + 1) * G; h++)
+            for (long long t0 = causal ? s0 : 0; t0 < T; t0 += ATT_DT) {
+                long long row0 = (b * T + t0) * qld + h * D;
+                int qn = (int)(T - t0 < ATT_DT ? T - t0 : ATT_DT);
+                __syncthreads(); /* ks, vs are staged; every warp is done with the last rows */
+                att_load(qs, ATT_KS, ATT_DT, a.p[3] + row0, qld, qn, D, D4);
+                att_load(gs, ATT_KS, ATT_DT, a.p[2] + row0, qld, qn, D, D4);
+                att_delta(rowd, ATT_DT, a.p[2] + row0, a.p[6] + row0, qld, qn, D);
+                if (threadIdx.x < ATT_DT)
+                    rowl[threadIdx.x] = (int)threadIdx.x < qn ? a.p[7][(b * H + h) * T + t0 + threadIdx.x] : 0.0f;
+                __syncthreads();
+                float sc[2] = {0.0f, 0.0f}, dp[2] = {0.0f, 0.0f};
+                for (int d = 0; d < D4; d += 4) {
+                    kf4 k4 = ld4(ks + key * ATT_KS + d), v4 = ld4(vs + key * ATT_KS + d);
+                    UNROLL for (int r = 0; r < 2; r++) {
+                        sc[r] = dot4(sc[r], ld4(qs + (r0 + r) * ATT_KS + d), k4);
+                        dp[r] = dot4(dp[r], ld4(gs + (r0 + r) * ATT_KS + d), v4);
+                    }
+                }
+                UNROLL for (int r = 0; r < 2; r++) {
+                    int i = r0 + r, ok = i < qn && key < kn && (!causal || s0 + key <= t0 + i);
+                    float p = ok ? expf(sc[r] * scale - rowl[i]) : 0.0f;
+                    ps[i * KA_ATT_DKDV_KEYS + key] = p;
+                    dss[i * KA_ATT_DKDV_KEYS + key] = p * (dp[r] - rowd[i]);
+                }
+                __syncwarp(); /* the warp's keys' p and ds are written */
+                for (int i = 0; i < qn; i++) {
+                    const float *pi = ps + i * KA_ATT_DKDV_KEYS + w * ATT_KR;
+                    const float *di = dss + i * KA_ATT_DKDV_KEYS + w * ATT_KR;
+                    kf4 pa = ld4(pi), pb = ld4(pi + 4), da = ld4(di), db = ld4(di + 4);
+                    UNROLL for (int c = 0; c < ATT_NC; c++) {
+                        if (32 * c >= D) continue;
+                        float qc = qs[i * ATT_KS + lane + 32 * c], gc = gs[i * ATT_KS + lane + 32 * c];
+                        UNROLL for (int k = 0; k < 4; k++) {
+                            gv[k][c] += f4_get(pa, k) * gc;
+                            gk[k][c] += f4_get(da, k) * qc;
+                            gv[k + 4][c] += f4_get(pb, k) * gc;
+                            gk[k + 4][c] += f4_get(db, k) * qc;
+                        }
+                    }
+                }
+            }
+        UNROLL for (int k = 0; k < ATT_KR; k++) {
+            long long o = krow0 + (long long)(w * ATT_KR + k) * kld;
+            if (w * ATT_KR + k >= kn) continue;
+            UNROLL for (int c = 0; c < ATT_NC; c++) {
+                if (lane + 32 * c >= D) continue;
+                if (a.p[0]) a.p[0][o + lane + 32 * c] += scale * gk[k][c];
+                if (a.p[1]) a.p[1][o + lane + 32 * c] += gv[k][c];
+            }
+        }
+    }
+}
+
+/* -- wide heads (KA_ATT_TILE_D < D <= KA_ATT_MAX_D): one warp per row ------------
+ * Heads too wide for the tiles' shared memory. A lane holds D/32 <= ATT_R
+ * columns of the row's accumulators; every dot product is a warp sum. */
 
 #define ATT_R (KA_ATT_MAX_D / 32) /* registers per lane */
 
@@ -513,10 +829,9 @@ DEVFN float lane_dot(const float *x, const float *y, int lane, long long D) {
     return s;
 }
 
-/* p0 out (B, T, H*D), p1 lse (B, H, T), p2 q (B, T, H*D), p3 k, p4 v
- * (B, S, KVH*D); i0 B, i1 T, i2 S, i3 H, i4 KVH, i5 D, i6 causal.
- * Online softmax over the keys; scale 1/sqrt(D). */
-KERNEL ck_attention_fwd(acc_kargs a) {
+/* p0 out, p1 lse, p2 q, p3 k, p4 v. One warp per query row: online softmax
+ * over the keys, each read from global memory, each score a warp sum. */
+KERNEL ck_attention_fwd_wide(acc_kargs a) {
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);
@@ -546,7 +861,7 @@ KERNEL ck_attention_fwd(acc_kargs a) {
 
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse; ints as the forward.
  * One warp per query row: dq += scale * sum_s p (dout.v_s - dout.out) k_s. */
-KERNEL ck_attention_bwd_dq(acc_kargs a) {
+KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);
@@ -573,7 +888,7 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
 /* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse; ints as the
  * forward. One warp per key row (b, kv head, s), summing over the query heads
  * that share it and the queries that see it; either gradient may be NULL. */
-KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
+KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5], G = H / KVH;
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);

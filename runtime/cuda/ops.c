@@ -315,6 +315,14 @@ static void attention_ints(acc_kargs *a, int64_t B, int64_t T, int64_t S, int64_
     a->i[0] = B, a->i[1] = T, a->i[2] = S, a->i[3] = H, a->i[4] = KVH > 0 ? KVH : H, a->i[5] = D, a->i[6] = causal;
 }
 
+/* The tiled kernels (D <= KA_ATT_TILE_D): one block of KA_ATT_THREADS per
+ * tile of `rows` query rows (or key rows) of each of `heads` (batch, head)
+ * pairs; the kernels stride over the tiles past the grid cap. */
+static void launch_tiles(acc_dev *d, acc_kernel_id k, int64_t heads, int64_t rows, int64_t tile, const acc_kargs *a) {
+    dev_launch(d, k, heads * ((rows + tile - 1) / tile) * KA_ATT_THREADS, KA_ATT_THREADS, a);
+}
+
+/* The wide-head kernels: one warp per row, KA_ATT_WARPS warps per block. */
 static void launch_warps(acc_dev *d, acc_kernel_id k, int64_t rows, const acc_kargs *a) {
     dev_launch(d, k, rows * 32, 32 * KA_ATT_WARPS, a);
 }
@@ -327,23 +335,37 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
     }
     acc_kargs a = {{out, lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
-    launch_warps(d, KID_ck_attention_fwd, B * H * T, &a);
+    if (D <= KA_ATT_TILE_D)
+        launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
+    else
+        launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
 }
 
 void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                      const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
                      int64_t KVH, int64_t D, int causal) {
+    if (D > KA_ATT_MAX_D) {
+        dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
+        return;
+    }
+    int tiled = D <= KA_ATT_TILE_D;
     if (dq) {
         acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        launch_warps(d, KID_ck_attention_bwd_dq, B * H * T, &a);
+        if (tiled)
+            launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
+        else
+            launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
     }
     if (dk || dv) {
         acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)},
                        {0},
                        {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        launch_warps(d, KID_ck_attention_bwd_dkdv, B * a.i[4] * S, &a);
+        if (tiled)
+            launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
+        else
+            launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
     }
 }
 

@@ -6,7 +6,13 @@
  *   synchronizing call in a kernel launched as plain must be reported;
  * - the launch layer's matmul (cuBLAS conventions, run by the emulator's
  *   reference GEMM) against the CPU kernel k_matmul_fwd/bwd for every
- *   combination of transposes and batching.
+ *   combination of transposes and batching;
+ * - __syncwarp: a warp exchange through shared memory, and lanes meeting at
+ *   a shuffle and a __syncwarp reported;
+ * - the launch layer's attention (the tiled kernels, and the one-warp-per-row
+ *   kernels for heads wider than the tiles) against k_attention_fwd/bwd:
+ *   causal and not, GQA, head sizes on both sides of the tile's, lengths
+ *   that are not a multiple of any tile, a recomputed forward bit for bit.
  */
 #include <math.h>
 #include <stdio.h>
@@ -34,6 +40,8 @@ static int failures, checks;
 static void k_reverse(acc_kargs a);
 static void k_warp_sum(acc_kargs a);
 static void k_divergent(acc_kargs a);
+static void k_warp_rotate(acc_kargs a);
+static void k_warp_mixed(acc_kargs a);
 
 /* p0 x: each block reverses its blockDim.x elements through shared memory */
 static void k_reverse(acc_kargs a) {
@@ -57,6 +65,25 @@ static void k_divergent(acc_kargs a) {
     if (threadIdx.x == 0) return;
     __syncthreads();
     a.p[0][threadIdx.x] = 1;
+}
+
+/* p0 x: each warp rotates its 32 values by one lane through shared memory
+ * (wrong without the warp barrier: lane 0 runs to the end before lane 1) */
+static void k_warp_rotate(acc_kargs a) {
+    __shared__ float sh[128];
+    int t = (int)threadIdx.x, lane = t & 31;
+    float *x = a.p[0] + blockIdx.x * blockDim.x;
+    sh[t] = x[t];
+    __syncwarp();
+    x[t] = sh[(t & ~31) | ((lane + 1) & 31)];
+}
+
+/* the lanes of warp 0 split between a shuffle and a __syncwarp */
+static void k_warp_mixed(acc_kargs a) {
+    if (threadIdx.x & 1)
+        __syncwarp();
+    else
+        a.p[0][threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
 static void test_executor(void) {
@@ -86,6 +113,18 @@ static void test_executor(void) {
     EXPECT(err && strstr(err, "not synchronizing"), "__syncthreads in a plain kernel was not reported");
     err = emu_launch(k_warp_sum, 1, (emu_dim3){1, 1, 1}, (emu_dim3){48, 1, 1}, &a);
     EXPECT(err != NULL, "a partial warp in a synchronizing kernel was accepted");
+
+    for (int i = 0; i < 256; i++) x[i] = (float)i;
+    err = emu_launch(k_warp_rotate, 1, (emu_dim3){2, 1, 1}, (emu_dim3){128, 1, 1}, &a);
+    EXPECT(!err, "warp rotate: %s", err);
+    ok = 1;
+    for (int i = 0; i < 256; i++) ok &= x[i] == (float)((i & ~31) | ((i + 1) & 31));
+    EXPECT(ok, "warp rotate: a lane read its neighbour's shared value before the warp barrier");
+    err = emu_launch(k_warp_mixed, 1, (emu_dim3){1, 1, 1}, (emu_dim3){32, 1, 1}, &a);
+    EXPECT(err && strstr(err, "different warp barriers"), "a shuffle meeting a __syncwarp was not reported (%s)",
+           err ? err : "no error");
+    err = emu_launch(k_warp_rotate, 0, (emu_dim3){1, 1, 1}, (emu_dim3){32, 1, 1}, &a);
+    EXPECT(err && strstr(err, "not synchronizing"), "__syncwarp in a plain kernel was not reported");
 }
 
 static void fill(float *x, int64_t n, unsigned seed) {
@@ -141,9 +180,96 @@ static void test_matmul(void) {
     acc_device_cuda_emu.close(d);
 }
 
+/* The worst |got - want| / (atol + rtol |want|) over n elements (> 1: out of
+ * tolerance; NaN counts as out). */
+static double worst_ratio(const float *want, const float *got, int64_t n, double rtol, double atol) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - (double)want[i]) / (atol + rtol * fabs((double)want[i]));
+        if (!(e <= m)) m = e;
+    }
+    return m;
+}
+
+/* One attention shape through the launch layer and the emulator against the
+ * CPU kernels: out and lse, a second forward bit-identical to the first, and
+ * the gradients accumulated onto the same random values (dk left NULL when
+ * no_dk, as a plan that needs only dv passes it). */
+static double attention_worst; /* over every shape and tensor checked */
+
+static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
+                            int64_t D, int causal, int no_dk) {
+    int64_t nq = B * T * H * D, nk = B * S * KVH * D, nl = B * H * T;
+    /* host: q k v dout out lse dq dk dv; device: the same at odd offsets (no
+     * alignment beyond a float's), then out2 lse2 */
+    int64_t sizes[11] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, nq, nl}, total = 0;
+    for (int i = 0; i < 11; i++) total += sizes[i] + 1;
+    float *host = malloc((size_t)total * sizeof *host), *h[11], *g[11];
+    if (!host) return;
+    float *hp = host, *gp = dev + 1;
+    for (int i = 0; i < 11; i++) {
+        h[i] = hp, g[i] = gp;
+        hp += sizes[i] + 1, gp += sizes[i] + 1;
+    }
+    enum { Q, K, V, DO, O, L, DQ, DK, DV, O2, L2 };
+    for (int i = Q; i <= DO; i++) fill(h[i], sizes[i], 3u + (unsigned)(i * 7 + D + T));
+    for (int i = DQ; i <= DV; i++) fill(h[i], sizes[i], 40u + (unsigned)i);
+    for (int i = Q; i <= DV; i++)
+        if (i != O && i != L) memcpy(g[i], h[i], (size_t)sizes[i] * sizeof(float));
+    k_attention_fwd(h[O], h[L], h[Q], h[K], h[V], B, T, S, H, KVH, D, causal);
+    g_attention_fwd(d, g[O], g[L], g[Q], g[K], g[V], B, T, S, H, KVH, D, causal);
+    g_attention_fwd(d, g[O2], g[L2], g[Q], g[K], g[V], B, T, S, H, KVH, D, causal);
+    k_attention_bwd(h[DQ], no_dk ? NULL : h[DK], h[DV], h[DO], h[Q], h[K], h[V], h[O], h[L], B, T, S, H, KVH, D,
+                    causal);
+    g_attention_bwd(d, g[DQ], no_dk ? NULL : g[DK], g[DV], g[DO], g[Q], g[K], g[V], g[O], g[L], B, T, S, H, KVH, D,
+                    causal);
+    EXPECT(d->status == ACC_OK, "attention D %lld: device error: %s", (long long)D, dev_error(d));
+    static const char *const names[] = {"q", "k", "v", "dout", "out", "lse", "dq", "dk", "dv"};
+    for (int i = O; i <= DV; i++) {
+        if (i == DO || (i == DK && no_dk)) continue;
+        double r = worst_ratio(h[i], g[i], sizes[i], 1e-4, 1e-5);
+        attention_worst = r > attention_worst || r != r ? r : attention_worst;
+        EXPECT(r <= 1.0, "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d: %s off by %.3g of the "
+               "tolerance", (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH, (long long)D,
+               causal, names[i], r);
+    }
+    EXPECT(!memcmp(g[O], g[O2], (size_t)nq * sizeof(float)) && !memcmp(g[L], g[L2], (size_t)nl * sizeof(float)),
+           "attention D %lld causal %d: a recomputed forward differs from the first", (long long)D, causal);
+    if (no_dk) /* untouched */
+        EXPECT(!memcmp(g[DK], h[DK], (size_t)nk * sizeof(float)), "attention: dk written though NULL was passed");
+    free(host);
+}
+
+static void test_attention(void) {
+    static const struct {
+        int64_t B, T, S, H, KVH, D;
+        int causal, no_dk;
+    } cases[] = {
+        {2, 37, 37, 4, 2, 16, 1, 0},  {2, 37, 37, 4, 2, 16, 0, 0},   {2, 37, 37, 4, 2, 64, 1, 0},
+        {2, 37, 37, 4, 2, 64, 0, 0},  {2, 37, 45, 4, 2, 64, 0, 0},   {2, 37, 37, 4, 4, 64, 1, 1},
+        {2, 37, 37, 4, 2, 160, 1, 0}, {2, 37, 37, 4, 2, 160, 0, 0},  {1, 70, 70, 2, 1, 128, 1, 0},
+        {1, 33, 33, 2, 2, 13, 1, 0},  {1, 5, 70, 4, 1, 96, 0, 0},
+    };
+    acc_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.arena_bytes = 4 << 20;
+    acc_dev *d = NULL;
+    unsigned char *arena = NULL;
+    int64_t extra = 0;
+    EXPECT(acc_device_cuda_emu.open(&desc, &d, &arena, &extra) == ACC_OK, "emulated device did not open");
+    if (!arena) return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_attention(d, (float *)(void *)arena, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH,
+                        cases[i].D, cases[i].causal, cases[i].no_dk);
+    printf("attention: %zu shapes, worst element at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n",
+           sizeof cases / sizeof cases[0], attention_worst);
+    acc_device_cuda_emu.close(d);
+}
+
 int main(void) {
     test_executor();
     test_matmul();
+    test_attention();
     printf("%d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
