@@ -575,9 +575,7 @@ void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const C
                   FILE *h_out) {
     CgFusion fu;
     cg_fuse(g, s, &fu);
-    /* the device layer has no chain kernel yet: its schedules run every step alone */
-    bool fuse = !o->no_fuse && !cg_is_device_target(o->target);
-    for (int t = 0; !fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;
+    for (int t = 0; o->no_fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;
     Emit e = {g, s, c_out, &fu};
     emit_source(&e, o);
     e.out = h_out;

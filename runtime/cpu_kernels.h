@@ -184,18 +184,6 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 
 /* ---- elementwise chains --------------------------------------------------- */
 
-/* One op of a chain: v = op(v) for unary ops, v OP operand[i % modulus]
- * (operand OP v if operand_right) for binary ones; param is scale's alpha or
- * dropout's p, op_id dropout's stream. */
-typedef struct {
-    int op; /* K_EW_* (ew_ops.h) */
-    const float *operand;
-    int64_t modulus;
-    int operand_right;
-    float param;
-    uint32_t op_id;
-} k_ew_op;
-
 /* out[i] = ops[n_ops-1](...ops[0](x[i])) for i < n: the fused forward of
  * consecutive elementwise steps, equal bit for bit to running each op's own
  * kernel (the same per-element arithmetic; dropout draws the same Philox

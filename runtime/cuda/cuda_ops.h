@@ -14,8 +14,11 @@
 #include <stdint.h>
 
 #include "accrt.h"
+#include "ew_ops.h"
 
 void g_zero(acc_dev *d, float *x, int64_t n);
+void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
+                uint32_t step);
 void g_fill(acc_dev *d, float *x, float value, int64_t n); /* the loss seed */
 void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M,
     int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);

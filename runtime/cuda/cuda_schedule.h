@@ -9,6 +9,7 @@
 #include "cuda_ops.h"
 
 #define k_zero(...) g_zero(D, __VA_ARGS__)
+#define k_ew_chain(...) g_ew_chain(D, __VA_ARGS__)
 #define k_fill(...) g_fill(D, __VA_ARGS__)
 #define k_matmul_fwd(...) g_matmul_fwd(D, __VA_ARGS__)
 #define k_matmul_bwd(...) g_matmul_bwd(D, __VA_ARGS__)

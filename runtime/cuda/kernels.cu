@@ -41,6 +41,7 @@ typedef struct {
 #endif
 
 #include "abi.h"
+#include "ew_ops.h"
 #include "philox.h"
 
 #ifndef __CUDACC__ /* the emulator's view: plain functions (dev_emu.c's table) */
@@ -128,23 +129,25 @@ KERNEL ck_strided(acc_kargs a) {
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
+/* op (KU_*) of v; alpha: scale's factor. The one definition of each
+ * activation, shared by ck_unary_fwd and the chains of ck_ew_chain. */
+DEVFN float unary_op(int op, float v, float alpha) {
+    switch (op) {
+    case KU_SCALE: return alpha * v;
+    case KU_GELU: return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    case KU_RELU: return v > 0.0f ? v : 0.0f;
+    case KU_SILU: return v / (1.0f + expf(-v));
+    case KU_TANH: return tanhf(v);
+    default: return expf(v);
+    }
+}
+
 /* p0 out, p1 x; i0 n, i1 op (KU_*); f0 alpha (scale) */
 KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
     int op = (int)a.i[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float v = x[i], y = 0.0f;
-        switch (op) {
-        case KU_SCALE: y = a.f[0] * v; break;
-        case KU_GELU: y = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))); break;
-        case KU_RELU: y = v > 0.0f ? v : 0.0f; break;
-        case KU_SILU: y = v / (1.0f + expf(-v)); break;
-        case KU_TANH: y = tanhf(v); break;
-        case KU_EXP: y = expf(v); break;
-        }
-        out[i] = y;
-    }
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = unary_op(op, x[i], a.f[0]);
 }
 
 /* p0 dx, p1 dout, p2 saved (x for gelu/silu, out for relu/tanh/exp, unused
@@ -249,13 +252,18 @@ KERNEL ck_binary_bwd(acc_kargs a) {
 /* p0 out, p1 x; i0 n, i1 seed, i2 step, i3 op id, i4 accumulate (the
  * backward); f0 p. out (+)= x / (1-p) where philox_uniform(...) >= p, else 0:
  * the mask of the CPU target, bit for bit. */
+/* element i of dropout(x) with keep probability 1-p: x / (1-p) or 0 */
+DEVFN float dropout_at(float x, float p, long long seed, long long step, long long op_id, long long i) {
+    float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    float u = philox_uniform((uint64_t)seed, (uint32_t)step, (uint32_t)op_id, (uint64_t)i);
+    return p == 0.0f ? x : (u >= p ? x * scale : 0.0f);
+}
+
 KERNEL ck_dropout(acc_kargs a) {
     float *y = a.p[0];
     const float *x = a.p[1];
-    float p = a.f[0], scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float u = philox_uniform((uint64_t)a.i[1], (uint32_t)a.i[2], (uint32_t)a.i[3], (uint64_t)i);
-        float v = p == 0.0f ? x[i] : (u >= p ? x[i] * scale : 0.0f);
+        float v = dropout_at(x[i], a.f[0], a.i[1], a.i[2], a.i[3], i);
         if (a.i[4])
             y[i] += v;
         else
@@ -282,6 +290,32 @@ KERNEL ck_rope(acc_kargs a) {
             y[o] = y1;
             y[o + half] = y2;
         }
+    }
+}
+
+/* A chain of elementwise ops in one pass (the fused forward of consecutive
+ * steps, codegen/fuse.c): v = x[i], then per op k: v = op_k(v) or
+ * v OP operand_k[i mod modulus_k] (operand OP v if right_k), out[i] = v.
+ * p0 out, p1 x, p2.. the operands of ops 0..; i0 n, i1 ops, i2 seed,
+ * i3 step, and per op k at i[4 + 4k]: op (K_EW_*), modulus, right, op id;
+ * f[k] the op's parameter (scale's alpha, dropout's p). out may be x. */
+KERNEL ck_ew_chain(acc_kargs a) {
+    int n_ops = (int)a.i[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        float v = a.p[1][i];
+        for (int k = 0; k < n_ops; k++) {
+            const long long *d = &a.i[4 + 4 * k];
+            int op = (int)d[0];
+            if (op <= K_EW_DIV) {
+                float o = a.p[2 + k][i % d[1]];
+                v = d[2] ? binary_op(op - K_EW_ADD + KB_ADD, o, v) : binary_op(op - K_EW_ADD + KB_ADD, v, o);
+            } else if (op == K_EW_DROPOUT) {
+                v = dropout_at(v, a.f[k], a.i[2], a.i[3], d[3], i);
+            } else {
+                v = unary_op(op - K_EW_SCALE + KU_SCALE, v, a.f[k]);
+            }
+        }
+        a.p[0][i] = v;
     }
 }
 

@@ -65,6 +65,24 @@ void g_fill(acc_dev *d, float *x, float value, int64_t n) {
 
 void g_zero(acc_dev *d, float *x, int64_t n) { g_fill(d, x, 0.0f, n); }
 
+void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
+                uint32_t step) {
+    if (n_ops < 1 || n_ops > K_EW_MAX) {
+        dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "an elementwise chain of %d ops (1..%d)", n_ops, K_EW_MAX);
+        return;
+    }
+    acc_kargs a = {{out, DP(x)}, {n, n_ops, (long long)seed, step}, {0}};
+    for (int k = 0; k < n_ops; k++) {
+        a.p[2 + k] = DP(ops[k].operand);
+        a.i[4 + 4 * k] = ops[k].op;
+        a.i[5 + 4 * k] = ops[k].modulus > 0 ? ops[k].modulus : 1;
+        a.i[6 + 4 * k] = ops[k].operand_right;
+        a.i[7 + 4 * k] = ops[k].op_id;
+        a.f[k] = ops[k].param;
+    }
+    dev_launch(d, KID_ck_ew_chain, n, KA_BLOCK, &a);
+}
+
 /* ck_strided over `dims` (rank nd <= 6, outermost first): dst (+)= src with
  * the given element strides and offsets. */
 static void strided(acc_dev *d, float *dst, const float *src, int accumulate, int nd, const int64_t *dims,

@@ -5,7 +5,8 @@
 # One training step at save-all and under the policies full and optimal at
 # three budgets between the smallest policy peak and save-all:
 #  - every plan's gradients byte-identical to the emulated save-all plan's
-#    (recomputation on the device reproduces the forward exactly);
+#    (recomputation on the device reproduces the forward exactly), and so
+#    are those of the save-all plan without elementwise chains (--no-fuse);
 #  - the emulated save-all gradients equal to the CPU target's within
 #    rtol 1e-4, atol 1e-6 (the kernels differ in summation order and in
 #    their tanh/exp; tests/ref/README.md states the same tolerance against
@@ -70,6 +71,8 @@ check() { # check NAME BUDGET
 }
 run full cuda-emu "$@" --policy full
 check full 0
+run nofuse cuda-emu "$@" --policy none --no-fuse
+check nofuse 0
 for frac in 1 5 9; do
     budget=$(awk -v a="$min" -v b="$none" -v f="$frac" -v w="$ws" 'BEGIN { printf "%.0f", a + (b - a) * f / 10 + w }')
     run "optimal_$frac" cuda-emu "$@" --policy optimal --budget "$budget"
