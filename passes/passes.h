@@ -111,6 +111,25 @@ void sched_max_live(Schedule *s);
  * by alloc_intervals_ex with alloc_pipeline_options (deterministic). */
 void alloc_assign(Schedule *s);
 
+/* Measuring many plans of one graph: what every schedule of g shares (sizes,
+ * inputs, what each backward step reads), indexed once. */
+typedef struct SchedIndex SchedIndex;
+
+typedef struct {
+    int64_t peak_live_bytes; /* as sched_max_live computes it */
+    int peak_step;
+    int n_recompute;
+    double recompute_time;   /* sum of node_time over the RECOMPUTE steps, in step order */
+} SchedMeasure;
+
+/* requires: ad built for g. provides: the index for sched_measure. */
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer);
+void sched_index_free(SchedIndex *x);
+/* The peak, peak step and recompute steps of the schedule sched_build would
+ * build for dec (then sched_max_live), computed without building it: exactly
+ * equal, several times faster (the planner's inner loop). */
+void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, SchedMeasure *m);
+
 /* ---- static allocation over plain intervals (passes/alloc.c) --------------- */
 
 /* One buffer: `size` bytes live on the half-open interval [lower, upper) of

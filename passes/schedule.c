@@ -7,7 +7,8 @@
  * interval. A tensor decided RECOMPUTE lives in the forward until its last
  * forward read; its recomputed copy lives from the RECOMPUTE step to its last
  * backward read. Liveness comes from the reads alone, so a buffer is freed
- * right after its last use.
+ * right after its last use. sched_measure gives a plan's max-live and
+ * recompute time by the same walk without building the lists (for search).
  */
 #include <string.h>
 
@@ -231,4 +232,170 @@ void sched_max_live(Schedule *s) {
     }
     s->peak_live_bytes += persistent;
     free(delta);
+}
+
+/* ---- measuring without building ---------------------------------------------
+ * sched_measure replays sched_rebuild's walk over the same steps in the same
+ * order, but keeps only each buffer's first and last step, in slots fixed per
+ * node (forward copy, its statistics tail, recomputed copy, its tail,
+ * gradient): a node is computed at most once in the forward and recomputed at
+ * most once, so five slots hold every buffer a schedule can have. Persistent
+ * buffers (parameters, their gradients and moments, inputs, the loss) are one
+ * constant. test_sched checks it against sched_build on random plans. */
+
+enum { SL_ACT, SL_AUX, SL_RACT, SL_RAUX, SL_GRAD, SL_COUNT };
+#define SL_NONE (-1)
+#define SL_PERSIST (-2)
+
+struct SchedIndex {
+    const Graph *g;
+    const Autodiff *ad;
+    int n, n_steps_max;
+    int64_t persistent;
+    int64_t *slot_bytes; /* [n * SL_COUNT] */
+    bool *leaf_persist;  /* [n] a parameter or input: its tensor is persistent */
+    bool *fwd;           /* [n] computed by the forward pass */
+    GradReads *reads;    /* [n] what node's backward reads */
+    /* per measure: */
+    int *first, *last;   /* [n * SL_COUNT] steps, -1 if the buffer does not exist */
+    int *cur, *cur_aux, *grad; /* [n] slot holding the tensor / tail / gradient now */
+    int64_t *delta;      /* [n_steps_max + 1] */
+    const double *time;
+    int t, n_recompute;
+    double cost;
+};
+
+/* Sizes, reads and the persistent total, once per graph; scratch for sched_measure. */
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) {
+    int n = g->nodes.n;
+    SchedIndex *x = acc_xrealloc(NULL, sizeof *x);
+    memset(x, 0, sizeof *x);
+    x->g = g, x->ad = ad, x->n = n;
+    x->slot_bytes = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int64_t));
+    x->leaf_persist = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    x->fwd = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    x->reads = acc_xrealloc(NULL, (size_t)n * sizeof(GradReads));
+    x->first = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int));
+    x->last = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int));
+    x->cur = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    x->cur_aux = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    x->grad = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int64_t loss_bytes = round_up(4);
+    x->persistent = loss_bytes;
+    int n_fwd = 0;
+    for (int i = 0; i < n; i++) {
+        const Node *nd = graph_node(g, i);
+        int64_t act = round_up(shape_elems(&nd->shape) * (int64_t)dtype_size(nd->dtype));
+        int64_t *sb = &x->slot_bytes[i * SL_COUNT];
+        sb[SL_ACT] = sb[SL_RACT] = act > 0 ? act : ACC_ALIGN;
+        sb[SL_AUX] = sb[SL_RAUX] = round_up(nd->aux_elems * 4);
+        sb[SL_GRAD] = round_up(i == g->loss ? 4 : shape_elems(&nd->shape) * 4 > 0 ? shape_elems(&nd->shape) * 4 : 1);
+        x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
+        if (nd->op == OP_PARAM) x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * (optimizer ? 4 : 2);
+        if (nd->op == OP_INPUT) x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1);
+        x->fwd[i] = ad->live[i] && !(op_table[nd->op].flags & OPF_LEAF);
+        n_fwd += x->fwd[i];
+        x->reads[i] = ad_reads(ad, i);
+    }
+    x->n_steps_max = 2 * n_fwd + 1 + ad->bwd.n; /* forward, seed, recompute at most once each, backward */
+    x->delta = acc_xrealloc(NULL, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));
+    return x;
+}
+
+/* Frees the index (NULL: nothing). */
+void sched_index_free(SchedIndex *x) {
+    if (!x) return;
+    free(x->slot_bytes), free(x->leaf_persist), free(x->fwd), free(x->reads);
+    free(x->first), free(x->last), free(x->cur), free(x->cur_aux), free(x->grad), free(x->delta);
+    free(x);
+}
+
+/* A reference to a slot at the current step (persistent buffers: none). */
+static void m_touch(SchedIndex *x, int slot) {
+    if (slot < 0) return;
+    if (x->first[slot] < 0) x->first[slot] = x->t;
+    x->last[slot] = x->t;
+}
+
+static int m_input(const SchedIndex *x, int node) { return x->leaf_persist[node] ? SL_PERSIST : x->cur[node]; }
+
+/* emit_compute: one step computing node (forward or recompute). */
+static void m_compute(SchedIndex *x, int node, bool recompute) {
+    const Node *nd = graph_node(x->g, node);
+    for (int j = 0; j < nd->n_in; j++) {
+        int in = m_input(x, nd->in[j]);
+        ACC_ASSERT(in != SL_NONE);
+        m_touch(x, in);
+    }
+    int base = node * SL_COUNT;
+    int out = node == x->g->loss && !recompute ? SL_PERSIST : base + (recompute ? SL_RACT : SL_ACT);
+    int aux = nd->aux_elems ? base + (recompute ? SL_RAUX : SL_AUX) : SL_NONE;
+    m_touch(x, out);
+    m_touch(x, aux);
+    x->cur[node] = out, x->cur_aux[node] = aux;
+    if (recompute) x->n_recompute++, x->cost += x->time ? x->time[node] : 0;
+    x->t++;
+}
+
+/* ensure: recompute node (and the dropped ancestors it needs) if it has no copy. */
+static void m_ensure(SchedIndex *x, int node) {
+    if (x->leaf_persist[node] || x->cur[node] != SL_NONE) return;
+    const Node *nd = graph_node(x->g, node);
+    for (int j = 0; j < nd->n_in; j++) m_ensure(x, nd->in[j]);
+    m_compute(x, node, true);
+}
+
+/* emit_backward: the recomputation node's backward needs, then its step. */
+static void m_backward(SchedIndex *x, int node) {
+    const Node *nd = graph_node(x->g, node);
+    GradReads r = x->reads[node];
+    for (int j = 0; j < nd->n_in; j++)
+        if (r.in[j]) m_ensure(x, nd->in[j]);
+    if (r.out || r.aux) m_ensure(x, node);
+    for (int j = 0; j < nd->n_in; j++)
+        if (r.in[j]) m_touch(x, m_input(x, nd->in[j]));
+    if (r.out) m_touch(x, node == x->g->loss ? SL_PERSIST : x->cur[node]);
+    if (r.aux) m_touch(x, x->cur_aux[node]);
+    ACC_ASSERT(x->grad[node] != SL_NONE);
+    m_touch(x, x->grad[node]);
+    for (int j = 0; j < nd->n_in; j++) {
+        int in = nd->in[j];
+        if (!x->ad->need_grad[in]) continue;
+        if (x->grad[in] == SL_NONE) x->grad[in] = graph_node(x->g, in)->op == OP_PARAM ? SL_PERSIST : in * SL_COUNT + SL_GRAD;
+        m_touch(x, x->grad[in]);
+    }
+    x->t++;
+}
+
+/* sched_rebuild's walk and sched_max_live's sweep, on slots instead of buffers. */
+void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, SchedMeasure *m) {
+    int n = x->n, ns = n * SL_COUNT;
+    const Graph *g = x->g;
+    memset(x->first, -1, (size_t)ns * sizeof(int));
+    for (int i = 0; i < n; i++) x->cur[i] = x->cur_aux[i] = x->grad[i] = SL_NONE;
+    x->time = node_time;
+    x->t = x->n_recompute = 0;
+    x->cost = 0;
+    for (int i = 0; i < n; i++)
+        if (x->fwd[i]) m_compute(x, i, false);
+    for (int i = 0; i < n; i++)
+        if (dec[i] == DEC_RECOMPUTE && i != g->loss) x->cur[i] = x->cur_aux[i] = SL_NONE;
+    x->grad[g->loss] = g->loss * SL_COUNT + SL_GRAD; /* the seed step */
+    m_touch(x, x->grad[g->loss]);
+    x->t++;
+    for (int k = 0; k < x->ad->bwd.n; k++) m_backward(x, x->ad->bwd.v[k]);
+    int steps = x->t;
+    ACC_ASSERT(steps <= x->n_steps_max);
+    memset(x->delta, 0, (size_t)(steps + 1) * sizeof(int64_t));
+    for (int s = 0; s < ns; s++)
+        if (x->first[s] >= 0) x->delta[x->first[s]] += x->slot_bytes[s], x->delta[x->last[s] + 1] -= x->slot_bytes[s];
+    int64_t run = 0, peak = 0;
+    m->peak_step = 0;
+    for (int t = 0; t < steps; t++) {
+        run += x->delta[t];
+        if (run > peak) peak = run, m->peak_step = t;
+    }
+    m->peak_live_bytes = peak + x->persistent;
+    m->n_recompute = x->n_recompute;
+    m->recompute_time = x->cost;
 }
