@@ -15,7 +15,7 @@ median() { "$acc" run "$@" --hw "$dir/local.hw" --steps "$steps" | tail -n 1 | s
 base=$(median "$@" --policy none)
 printf "%-22s %-10s %-10s %-10s\n" policy predicted measured step_ms
 for p in selective every:2 full ops:matmul,attention; do
-    "$acc" compile "$@" --hw "$dir/local.hw" --policy "$p" --budget 1T -o "$dir/p" >/dev/null 2>&1
+    "$acc" compile --target cpu "$@" --hw "$dir/local.hw" --policy "$p" --budget 1T -o "$dir/p" >/dev/null 2>&1
     pred=$(sed -n 's/.*"overhead": \([^,]*\),/\1/p' "$dir/p/plan.json")
     t=$(median "$@" --policy "$p")
     awk -v p="$p" -v pred="$pred" -v t="$t" -v b="$base" \

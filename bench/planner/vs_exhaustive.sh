@@ -15,9 +15,9 @@ printf "%-10s %-14s %-14s %-8s %-8s %-8s\n" budget heuristic exhaustive ratio he
 for f in 0 1 2 3 4 5 6 7 8 9; do
     b=$(awk -v a="$min" -v c="$none" -v f="$f" 'BEGIN { printf "%.0f", a + (c - a) * f / 10 }')
     t0=$(date +%s.%N)
-    ACC_EXHAUSTIVE_MAX=0 "$acc" compile "$model" "$@" --budget "$b" -o "$dir/h" >/dev/null 2>&1 || { echo "$b heuristic found no plan"; continue; }
+    ACC_EXHAUSTIVE_MAX=0 "$acc" compile "$model" --target cpu "$@" --budget "$b" -o "$dir/h" >/dev/null 2>&1 || { echo "$b heuristic found no plan"; continue; }
     t1=$(date +%s.%N)
-    ACC_EXHAUSTIVE_MAX=24 "$acc" compile "$model" "$@" --budget "$b" -o "$dir/x" >/dev/null 2>&1 || { echo "$b no plan"; continue; }
+    ACC_EXHAUSTIVE_MAX=24 "$acc" compile "$model" --target cpu "$@" --budget "$b" -o "$dir/x" >/dev/null 2>&1 || { echo "$b no plan"; continue; }
     t2=$(date +%s.%N)
     h=$(sed -n 's/.*"recompute_time_est": \([^,]*\),/\1/p' "$dir/h/plan.json")
     x=$(sed -n 's/.*"recompute_time_est": \([^,]*\),/\1/p' "$dir/x/plan.json")
