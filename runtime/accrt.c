@@ -526,28 +526,33 @@ static const acc_param_desc *param_named(acc_model *m, const char *name) {
     return NULL;
 }
 
+/* The checks of acc_read and acc_write: the parameter for a copy of exactly
+ * size_bytes to or from buf, or NULL with the status in *rc. */
+static const acc_param_desc *param_for_copy(acc_model *m, const char *what, const char *name, const void *buf,
+                                            size_t size_bytes, int *rc) {
+    *rc = !name || !buf ? fail(m, ACC_ERR_NULL, "%s: NULL argument", what) : unusable(m);
+    const acc_param_desc *pd = *rc ? NULL : param_named(m, name);
+    if (!*rc && !pd) *rc = ACC_ERR_NAME;
+    if (pd && size_bytes != (size_t)pd->elems * 4) {
+        *rc = fail(m, ACC_ERR_SIZE, "parameter '%s' has %lld bytes, %zu given", name, (long long)pd->elems * 4,
+                   size_bytes);
+        pd = NULL;
+    }
+    return pd;
+}
+
 int acc_read(acc_model *m, const char *name, int grad, float *dst, size_t size_bytes) {
     if (!m) return ACC_ERR_NULL;
-    if (!name || !dst) return fail(m, ACC_ERR_NULL, "acc_read: NULL argument");
-    if (unusable(m)) return ACC_ERR_NO_DEVICE;
-    const acc_param_desc *pd = param_named(m, name);
-    if (!pd) return ACC_ERR_NAME;
-    if (size_bytes != (size_t)pd->elems * 4)
-        return fail(m, ACC_ERR_SIZE, "parameter '%s' has %lld bytes, %zu given", name, (long long)pd->elems * 4,
-                    size_bytes);
-    return mem_get(m, dst, grad ? pd->grad_offset : pd->offset, size_bytes);
+    int rc;
+    const acc_param_desc *pd = param_for_copy(m, "acc_read", name, dst, size_bytes, &rc);
+    return pd ? mem_get(m, dst, grad ? pd->grad_offset : pd->offset, size_bytes) : rc;
 }
 
 int acc_write(acc_model *m, const char *name, const float *src, size_t size_bytes) {
     if (!m) return ACC_ERR_NULL;
-    if (!name || !src) return fail(m, ACC_ERR_NULL, "acc_write: NULL argument");
-    if (unusable(m)) return ACC_ERR_NO_DEVICE;
-    const acc_param_desc *pd = param_named(m, name);
-    if (!pd) return ACC_ERR_NAME;
-    if (size_bytes != (size_t)pd->elems * 4)
-        return fail(m, ACC_ERR_SIZE, "parameter '%s' has %lld bytes, %zu given", name, (long long)pd->elems * 4,
-                    size_bytes);
-    return mem_put(m, pd->offset, src, size_bytes);
+    int rc;
+    const acc_param_desc *pd = param_for_copy(m, "acc_write", name, src, size_bytes, &rc);
+    return pd ? mem_put(m, pd->offset, src, size_bytes) : rc;
 }
 
 int acc_get_counters(const acc_model *m, acc_counters *out) {

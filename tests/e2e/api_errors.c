@@ -71,6 +71,28 @@ int main(int argc, char **argv) {
     data[0] = 12345.0f;
     ASSERT(ACC_OK, mlp_load_params(m, path));
     ASSERT_TRUE(data[0] == before);
+    /* acc_read / acc_write: exact sizes, names, a round trip through the arena */
+    {
+        float got[4] = {0}, one[1] = {0};
+        int64_t elems = d->params[0].elems;
+        float *buf = malloc((size_t)elems * 4);
+        ASSERT_TRUE(buf != NULL);
+        ASSERT(ACC_ERR_NULL, acc_read(m, d->params[0].name, 0, NULL, 4));
+        ASSERT(ACC_ERR_NAME, acc_read(m, "no_such_param", 0, got, sizeof got));
+        ASSERT(ACC_ERR_SIZE, acc_read(m, d->params[0].name, 0, one, sizeof one));
+        ASSERT(ACC_OK, acc_read(m, d->params[0].name, 0, buf, (size_t)elems * 4));
+        ASSERT_TRUE(buf[0] == data[0]);
+        buf[0] = 7.5f;
+        ASSERT(ACC_OK, acc_write(m, d->params[0].name, buf, (size_t)elems * 4));
+        ASSERT_TRUE(data[0] == 7.5f);
+        ASSERT(ACC_ERR_SIZE, acc_write(m, d->params[0].name, buf, 4));
+        ASSERT(ACC_OK, acc_read(m, d->params[0].name, 1, buf, (size_t)elems * 4));
+        float *g = NULL;
+        ASSERT(ACC_OK, mlp_grad(m, d->params[0].name, &g, NULL));
+        ASSERT_TRUE(buf[0] == g[0]);
+        ASSERT(ACC_OK, mlp_load_params(m, path)); /* back to the saved values */
+        free(buf);
+    }
     /* counters */
     acc_counters c;
     ASSERT(ACC_ERR_NULL, mlp_counters(m, NULL));
