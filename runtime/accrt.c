@@ -261,26 +261,23 @@ int acc_init_params(acc_model *m, uint64_t seed) {
     return rc;
 }
 
-/* Copy n floats between a FILE and the arena at off (host: directly). */
-static int file_to_arena(acc_model *m, FILE *f, int64_t off, int64_t n) {
-    if (!m->dev) return fread(m->arena + off, 4, (size_t)n, f) == (size_t)n ? 0 : -1;
-    float *stage = malloc((size_t)(n < STAGE_ELEMS ? n : STAGE_ELEMS) * 4 + 4);
-    int bad = !stage;
-    for (int64_t i0 = 0; !bad && i0 < n; i0 += STAGE_ELEMS) {
-        int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
-        bad = fread(stage, 4, (size_t)k, f) != (size_t)k || mem_put(m, off + i0 * 4, stage, (size_t)k * 4) != ACC_OK;
+/* Copy n floats between a FILE and the arena at off: into the arena when
+ * to_arena, else out of it; on a device target through a staging buffer.
+ * 0 or -1. */
+static int file_arena_copy(acc_model *m, FILE *f, int64_t off, int64_t n, int to_arena) {
+    if (!m->dev) {
+        size_t done = to_arena ? fread(m->arena + off, 4, (size_t)n, f) : fwrite(m->arena + off, 4, (size_t)n, f);
+        return done == (size_t)n ? 0 : -1;
     }
-    free(stage);
-    return bad ? -1 : 0;
-}
-
-static int arena_to_file(acc_model *m, FILE *f, int64_t off, int64_t n) {
-    if (!m->dev) return fwrite(m->arena + off, 4, (size_t)n, f) == (size_t)n ? 0 : -1;
     float *stage = malloc((size_t)(n < STAGE_ELEMS ? n : STAGE_ELEMS) * 4 + 4);
     int bad = !stage;
     for (int64_t i0 = 0; !bad && i0 < n; i0 += STAGE_ELEMS) {
         int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
-        bad = mem_get(m, stage, off + i0 * 4, (size_t)k * 4) != ACC_OK || fwrite(stage, 4, (size_t)k, f) != (size_t)k;
+        size_t bytes = (size_t)k * 4;
+        if (to_arena)
+            bad = fread(stage, 4, (size_t)k, f) != (size_t)k || mem_put(m, off + i0 * 4, stage, bytes) != ACC_OK;
+        else
+            bad = mem_get(m, stage, off + i0 * 4, bytes) != ACC_OK || fwrite(stage, 4, (size_t)k, f) != (size_t)k;
     }
     free(stage);
     return bad ? -1 : 0;
@@ -305,7 +302,7 @@ static int write_tensors(acc_model *m, const char *path, int grads) {
         uint32_t len = (uint32_t)strlen(pd->name), nd = (uint32_t)pd->ndim;
         ok = fwrite(&len, 4, 1, f) == 1 && fwrite(pd->name, 1, len, f) == len && fwrite(&nd, 4, 1, f) == 1 &&
              (nd == 0 || fwrite(pd->dim, 8, nd, f) == nd) &&
-             arena_to_file(m, f, grads ? pd->grad_offset : pd->offset, pd->elems) == 0;
+             file_arena_copy(m, f, grads ? pd->grad_offset : pd->offset, pd->elems, 0) == 0;
     }
     if (fclose(f) != 0) ok = 0;
     return ok ? ACC_OK : fail(m, ACC_ERR_IO, "cannot write %s", path);
@@ -350,7 +347,7 @@ int acc_load_params(acc_model *m, const char *path) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has a different shape", path, name);
             break;
         }
-        if (file_to_arena(m, f, pd->offset, pd->elems)) {
+        if (file_arena_copy(m, f, pd->offset, pd->elems, 1)) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
             break;
         }
