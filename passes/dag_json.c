@@ -345,6 +345,7 @@ static bool gfail(GCtx *c, size_t off, const char *fmt, ...) {
 
 /* An id: an integer or a string. */
 static bool read_id(GCtx *c, const JVal *v, const char *what, Id *id) {
+    *id = (Id){0};
     if (v && v->kind == J_NUM && v->integral && fabs(v->num) <= 9007199254740992.0) {
         id->is_str = false, id->num = (int64_t)v->num;
         return true;

@@ -273,8 +273,9 @@ bool plan_policy_valid(const char *policy, char *err, size_t err_len);
  * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */
 void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out);
 void plan_free(Plan *p);
-/* The smallest peak acc can reach for g (every recomputable tensor dropped or
- * the best of the policies), for the infeasible-budget error. */
+/* The smallest peak acc's planner reaches for g, for the infeasible-budget
+ * error: plan_make (optimal) at exactly this budget fits, one allocation unit
+ * (64 bytes) below it does not, and no policy peaks below it. */
 int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o);
 
 /* ==== published graphs (dag_json.c, dag.c, dag_milp.c) ======================

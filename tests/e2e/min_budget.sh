@@ -1,0 +1,47 @@
+#!/bin/sh
+# min_budget.sh ACC MODEL [-D ...]: the minimum an impossible budget reports
+# is exactly the boundary of what the planner reaches. With --budget 1, acc
+# compile fails and states a minimum M, and the breakdown it prints totals M;
+# --budget M compiles, with a planned peak of exactly M; --budget M-64 (one
+# allocation unit less) fails and states the same M; and no policy in the
+# table of `acc explain --budget M` peaks below M.
+set -eu
+acc=$1 model=$2
+shift 2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+minimum() { sed -n 's/.*is below the minimum of \([0-9]*\) bytes.*/\1/p' "$1"; }
+
+if "$acc" compile "$model" --target cpu "$@" --budget 1 -o "$dir/one" >/dev/null 2>"$dir/one.err"; then
+    echo "FAIL: --budget 1 compiled"
+    exit 1
+fi
+m=$(minimum "$dir/one.err")
+[ -n "$m" ] || { cat "$dir/one.err"; echo "FAIL: no minimum in the error"; exit 1; }
+total=$(sed -n 's/^ *total (arena) *\([0-9]*\).*/\1/p' "$dir/one.err")
+[ "$total" = "$m" ] || { cat "$dir/one.err"; echo "FAIL: the breakdown totals $total, not the minimum $m"; exit 1; }
+echo "ok   --budget 1: minimum $m, breakdown totals $total"
+
+"$acc" compile "$model" --target cpu "$@" --budget "$m" -o "$dir/m" >/dev/null 2>"$dir/m.err" ||
+    { cat "$dir/m.err"; echo "FAIL: --budget $m (the minimum) does not compile"; exit 1; }
+peak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' "$dir/m/plan.json")
+[ "$peak" = "$m" ] || { echo "FAIL: --budget $m planned a peak of $peak"; exit 1; }
+echo "ok   --budget $m: compiles, planned peak $peak"
+
+below=$((m - 64))
+if "$acc" compile "$model" --target cpu "$@" --budget "$below" -o "$dir/b" >/dev/null 2>"$dir/b.err"; then
+    echo "FAIL: --budget $below, below the minimum $m, compiled (peak $(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' "$dir/b/plan.json"))"
+    exit 1
+fi
+m2=$(minimum "$dir/b.err")
+[ "$m2" = "$m" ] || { cat "$dir/b.err"; echo "FAIL: --budget $below reports the minimum $m2, not $m"; exit 1; }
+echo "ok   --budget $below: fails, minimum $m2"
+
+"$acc" explain "$model" --target cpu "$@" --budget "$m" >"$dir/explain.txt" 2>&1 ||
+    { cat "$dir/explain.txt"; echo "FAIL: acc explain --budget $m"; exit 1; }
+awk -v m="$m" '
+    /^policy +peak bytes/ { on = 1; next }
+    on && NF >= 3 { n++; if ($2 + 0 < m + 0) { print "FAIL: policy " $1 " peaks at " $2 ", below the minimum " m; bad = 1 } }
+    END { if (n < 8) { print "FAIL: the policy table has " n " rows"; bad = 1 } exit bad }' "$dir/explain.txt" ||
+    { cat "$dir/explain.txt"; exit 1; }
+echo "ok   every policy in acc explain peaks at or above $m"
