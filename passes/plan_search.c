@@ -1,0 +1,550 @@
+/* plan_search.c - the planner's searches past the cut: the flip search,
+ * which improves a plan that fits by an integer program over sets of flips,
+ * and the branch and bound that proves the optimum of small graphs for
+ * benchmarks (ACC_EXHAUSTIVE_MAX above 24).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner_internal.h"
+
+/* Live bytes at each anchor step of dec's schedule - the forward steps, the
+ * seed and the backward steps, which every schedule of the graph has in the
+ * same order - counting the recompute steps just before an anchor with it
+ * (the most live at any of them). prof[] gets one entry per anchor (persistent
+ * bytes included); returns how many. */
+static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
+    c->n_evals++;
+    Schedule *s = &c->scratch;
+    sched_rebuild(c->g, c->ad, dec, c->o->optimizer, s);
+    int ns = s->steps.n;
+    int64_t *delta = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t)), persistent = 0;
+    memset(delta, 0, (size_t)(ns + 1) * sizeof(int64_t));
+    for (int k = 0; k < s->bufs.n; k++) {
+        const Buffer *b = &s->bufs.v[k];
+        if (b->persistent) persistent += b->size_bytes;
+        else if (b->first >= 0) delta[b->first] += b->size_bytes, delta[b->last + 1] -= b->size_bytes;
+    }
+    int64_t run = 0, seg = 0, peak = 0;
+    int na = 0;
+    e->cost = 0;
+    for (int t = 0; t < ns; t++) {
+        run += delta[t];
+        seg = run > seg ? run : seg;
+        peak = run > peak ? run : peak;
+        if (s->steps.v[t].kind == ST_RECOMPUTE) {
+            e->cost += c->time[s->steps.v[t].node];
+            continue;
+        }
+        prof[na++] = persistent + seg;
+        seg = 0;
+    }
+    e->max_live = persistent + peak;
+    e->arena = -1, e->flops = -1, e->peak_step = -1;
+    free(delta);
+    return na;
+}
+
+/* Bounds of the flip search: at most FLIP_SOLVES programs per round, each
+ * stopped after FLIP_NODE_LIMIT subproblems, and all of them together after
+ * FLIP_WORK units of work (subproblems x nonzeros of the program, with GLPK's
+ * cuts about a microsecond each on the development machine), on plans with
+ * at most FLIP_MAX_ENTRIES flips and interacting pairs x anchor steps (the
+ * small models where trades of several tensors matter; deep stacks of
+ * identical blocks are cut close to their bound already): deterministic, and
+ * well under a second. */
+#define FLIP_SOLVES 8
+#define FLIP_NODE_LIMIT 1000
+#define FLIP_WORK 6e5
+#define FLIP_MAX_ENTRIES 60000
+
+/* Intermediates pl_drop_closure(i) would drop with i: into out (stamped). */
+static int closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m) {
+    const Node *x = graph_node(c->g, i);
+    for (int j = 0; j < x->n_in; j++) {
+        int p = x->in[j];
+        if (c->cand[p] && c->forced[p] < 0 && !c->read[p] && dec[p] == DEC_SAVE && stamp[p] != mark) {
+            stamp[p] = mark;
+            out[m++] = p;
+            m = closure_list(c, dec, p, stamp, mark, out, m);
+        }
+    }
+    return m;
+}
+
+/* The flip search's program around plan dec. Columns 1..n_flips: x_f, flip f
+ * (drop a saved tensor the backward reads, with the intermediates it needs;
+ * save a dropped one; keep a dropped intermediate). Then one column r_j per
+ * intermediate j that may be recomputed: 1 when it is. The objective is the
+ * recompute time of the flipped plan less `*constant`, exactly: a read tensor
+ * costs its time when dropped; an intermediate when dropped and some
+ * recomputed node reads it (r_j >= r_k for each consumer k, unless j is
+ * kept), or when a flip's closure drops it (r_j >= x_f) - so two flips that
+ * share the intermediates their recomputation needs pay for them once. */
+static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant,
+                              int *rcol) {
+    int n = c->g->nodes.n;
+    int *xcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *list = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) xcol[i] = rcol[i] = 0, stamp[i] = -1;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, n_flips);
+    *constant = 0;
+    for (int f = 0; f < n_flips; f++) {
+        int i = flip[f];
+        xcol[i] = f + 1;
+        glp_set_col_kind(lp, f + 1, GLP_BV);
+        if (c->read[i]) glp_set_obj_coef(lp, f + 1, (dec[i] == DEC_SAVE ? 1 : -1) * c->time[i] * 1e6);
+    }
+    for (int i = 0; i < n; i++)
+        if (c->cand[i] && c->read[i] && dec[i] == DEC_RECOMPUTE) *constant += c->time[i];
+    /* r columns: dropped intermediates, and those some flip's closure drops */
+    for (int f = 0; f < n_flips; f++)
+        if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
+            int m = closure_list(c, dec, flip[f], stamp, f, list, 0);
+            for (int k = 0; k < m; k++) rcol[list[k]] = -1;
+        }
+    for (int i = 0; i < n; i++)
+        if (c->cand[i] && !c->read[i] && (dec[i] == DEC_RECOMPUTE || rcol[i] < 0)) {
+            rcol[i] = glp_add_cols(lp, 1);
+            glp_set_col_bnds(lp, rcol[i], GLP_DB, 0, 1);
+            glp_set_obj_coef(lp, rcol[i], c->time[i] * 1e6);
+        }
+    int ind[4];
+    double val[4];
+    for (int f = 0; f < n_flips; f++) /* r_j >= x_f for j in f's closure */
+        if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
+            int m = closure_list(c, dec, flip[f], stamp, n + f, list, 0);
+            for (int k = 0; k < m; k++) {
+                int r = glp_add_rows(lp, 1);
+                ind[1] = rcol[list[k]], val[1] = 1, ind[2] = f + 1, val[2] = -1;
+                glp_set_row_bnds(lp, r, GLP_LO, 0, 0);
+                glp_set_mat_row(lp, r, 2, ind, val);
+            }
+        }
+    for (int k = 0; k < n; k++) { /* r_j >= (k recomputed) - x_j for dropped j read by k */
+        const Node *x = graph_node(c->g, k);
+        if (!c->cand[k]) continue;
+        for (int q = 0; q < x->n_in; q++) {
+            int j = x->in[q];
+            if (!rcol[j] || dec[j] != DEC_RECOMPUTE) continue;
+            int len = 0;
+            double lo = 0;
+            ind[++len] = rcol[j], val[len] = 1;
+            if (xcol[j]) ind[++len] = xcol[j], val[len] = 1;
+            if (!c->read[k]) {
+                if (!rcol[k]) continue;
+                ind[++len] = rcol[k], val[len] = -1;
+            } else if (xcol[k]) { /* k recomputed: cur_k + (1 - 2 cur_k) x_k */
+                lo = dec[k] == DEC_RECOMPUTE;
+                ind[++len] = xcol[k], val[len] = dec[k] == DEC_RECOMPUTE ? 1 : -1;
+            } else if (dec[k] == DEC_RECOMPUTE) {
+                lo = 1;
+            } else {
+                continue;
+            }
+            int r = glp_add_rows(lp, 1);
+            glp_set_row_bnds(lp, r, GLP_LO, lo, 0);
+            glp_set_mat_row(lp, r, len, ind, val);
+        }
+    }
+    free(xcol), free(stamp), free(list);
+    return lp;
+}
+
+/* dec with flips f[0..m) applied into out: the drops first (each with the
+ * intermediates of dec it needs), then the saves. */
+static void apply_flips(const Ctx *c, const Decision *dec, const int *flip, const int *f, int m, Decision *out) {
+    memcpy(out, dec, (size_t)c->g->nodes.n * sizeof(Decision));
+    for (int k = 0; k < m; k++)
+        if (dec[flip[f[k]]] == DEC_SAVE) pl_drop_closure(c, c->read, out, flip[f[k]]);
+    for (int k = 0; k < m; k++)
+        if (dec[flip[f[k]]] == DEC_RECOMPUTE) out[flip[f[k]]] = DEC_SAVE;
+}
+
+/* The flip program's callback: the node limit, and the plan itself (no flip)
+ * as the first incumbent, so that branch and bound prunes from the start. */
+typedef struct {
+    int nodes_left;
+    const double *start; /* [1 + columns] */
+    bool given;
+} FlipCb;
+
+static void flip_callback(glp_tree *tree, void *info) {
+    FlipCb *cb = info;
+    if (glp_ios_reason(tree) == GLP_IHEUR && !cb->given) {
+        cb->given = true;
+        glp_ios_heur_sol(tree, cb->start);
+    }
+    if (glp_ios_reason(tree) == GLP_ISELECT && --cb->nodes_left <= 0) glp_ios_terminate(tree);
+}
+
+/* One memory row of the flip program: at anchor k, the live bytes with the
+ * flips' (and interacting pairs') changes added stay within target. */
+static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_flips, int n_pairs, const int *pcol,
+                     double room, int *ind, double *val) {
+    int len = 0;
+    for (int f = 0; f < n_flips + n_pairs; f++)
+        if (delta[(size_t)f * na + k] != 0 && (f < n_flips || pcol[f - n_flips]))
+            ind[++len] = f < n_flips ? f + 1 : pcol[f - n_flips], val[len] = delta[(size_t)f * na + k] / 1e3;
+    int r = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, r, GLP_UP, 0, room / 1e3); /* kilobytes: keep the matrix well scaled */
+    glp_set_mat_row(lp, r, len, ind, val);
+}
+
+/* Flip search: from a plan that fits, price every single flip by
+ * simulation - its change of the live bytes at every anchor step - and let
+ * GLPK choose the set of flips with the least recompute time (exact, see
+ * flip_program) such that, with the changes of live bytes added up, every
+ * step stays within target. A flip and a flip of one of its node's inputs
+ * interact (a recomputation reads the other's tensor): each such pair is
+ * simulated too and its interaction counted when both are chosen. Memory rows
+ * are added lazily: first the steps one flip alone could push over the
+ * target, then each step the simulation of a chosen set finds over it. A set
+ * that the sum says fits but the simulation does not is repaired (pl_cut_to and
+ * pl_restore) if that keeps it cheaper, else excluded, and the program solved
+ * again. Repeat from the improved plan. This finds trades of several saves for
+ * several drops at once (save three cheap norms, drop two activations; drop q
+ * and k of an attention, which share the projection their recomputation
+ * needs, and save five tensors of the MLP) that one-for-one exchanges and the
+ * peak cuts cannot reach. */
+void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
+    int n = c->g->nodes.n, ns_max = 2 * n + 2;
+    int64_t *base_prof = acc_xrealloc(NULL, (size_t)ns_max * sizeof(int64_t));
+    int64_t *prof = acc_xrealloc(NULL, (size_t)ns_max * sizeof(int64_t));
+    bool *in_lp = acc_xrealloc(NULL, (size_t)ns_max * sizeof(bool));
+    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    int *flip = acc_xrealloc(NULL, (size_t)n * sizeof(int)), n_flips = 0;
+    double *delta = NULL; /* [flip * na + anchor]; pairs after the flips: their interaction */
+    int *ind = acc_xrealloc(NULL, (size_t)(n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
+    double *val = acc_xrealloc(NULL, (size_t)(n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
+    bool *pick = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    int *picked = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *fcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *pair = acc_xrealloc(NULL, (size_t)n * 2 * ACC_MAX_IN * sizeof(int)), n_pairs = 0;
+    int *pcol = acc_xrealloc(NULL, (size_t)n * ACC_MAX_IN * sizeof(int));
+    int *rcol_of = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    double *recomputed = acc_xrealloc(NULL, (size_t)n * sizeof(double)), *start = NULL;
+    double work = 0;
+    for (int round = 0; round < n; round++) {
+        if (pl_out_of_time(c)) break;
+        Eval base, e;
+        int na = anchor_profile(c, dec, base_prof, &base);
+        n_flips = 0;
+        for (int i = 0; i < n; i++)
+            if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE)) flip[n_flips++] = i;
+        if (work >= FLIP_WORK || (double)n_flips * na > FLIP_MAX_ENTRIES) break;
+        for (int i = 0; i < n; i++) fcol[i] = -1;
+        for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
+        n_pairs = 0;
+        for (int f = 0; f < n_flips; f++) {
+            const Node *x = graph_node(c->g, flip[f]);
+            for (int q = 0; q < x->n_in; q++) {
+                int g2 = fcol[x->in[q]];
+                bool dup = g2 < 0;
+                for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
+                if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
+            }
+        }
+        if (work >= FLIP_WORK || (double)(n_flips + n_pairs) * na > FLIP_MAX_ENTRIES) break;
+        delta = acc_xrealloc(delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
+        for (int f = 0; f < n_flips + n_pairs; f++) {
+            int one[1] = {f};
+            apply_flips(c, dec, flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, tmp);
+            anchor_profile(c, tmp, prof, &e);
+            double *d = &delta[(size_t)f * na];
+            for (int k = 0; k < na; k++) d[k] = (double)(prof[k] - base_prof[k]);
+            if (f < n_flips) continue;
+            const double *d1 = &delta[(size_t)pair[2 * (f - n_flips)] * na];
+            const double *d2 = &delta[(size_t)pair[2 * (f - n_flips) + 1] * na];
+            for (int k = 0; k < na; k++) d[k] -= d1[k] + d2[k]; /* the interaction */
+        }
+        glp_term_hook(pl_glpk_quiet, NULL);
+        double constant;
+        glp_prob *lp = flip_program(c, dec, flip, n_flips, &constant, rcol_of);
+        sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
+        for (int i = 0; i < n; i++) recomputed[i] = 0;
+        for (int t = 0; t < c->scratch.steps.n; t++)
+            if (c->scratch.steps.v[t].kind == ST_RECOMPUTE) recomputed[c->scratch.steps.v[t].node] = 1;
+        for (int p = 0; p < n_pairs; p++) { /* z_p = x_a x_b for the pairs that interact */
+            const double *d = &delta[(size_t)(n_flips + p) * na];
+            bool more = false, less = false; /* the pair needs more / less memory than the sum */
+            for (int k = 0; k < na; k++) more |= d[k] > 0, less |= d[k] < 0;
+            pcol[p] = 0;
+            if (!more && !less) continue;
+            int z = pcol[p] = glp_add_cols(lp, 1), xa = pair[2 * p] + 1, xb = pair[2 * p + 1] + 1;
+            glp_set_col_bnds(lp, z, GLP_DB, 0, 1);
+            int li[4] = {0, z, xa, xb};
+            double lv[4] = {0, 1, -1, -1};
+            if (more) { /* z >= x_a + x_b - 1 */
+                int r = glp_add_rows(lp, 1);
+                glp_set_row_bnds(lp, r, GLP_LO, -1, 0);
+                glp_set_mat_row(lp, r, 3, li, lv);
+            }
+            for (int q = 0; q < 2 && less; q++) { /* z <= x_a, z <= x_b */
+                int r = glp_add_rows(lp, 1);
+                li[2] = q ? xb : xa;
+                glp_set_row_bnds(lp, r, GLP_UP, 0, 0);
+                glp_set_mat_row(lp, r, 2, li, lv);
+            }
+        }
+        for (int k = 0; k < na; k++) { /* the steps one flip alone pushes over the target */
+            double worst = 0;
+            for (int f = 0; f < n_flips; f++) worst = delta[(size_t)f * na + k] > worst ? delta[(size_t)f * na + k] : worst;
+            in_lp[k] = (double)base_prof[k] + worst > (double)target;
+            if (in_lp[k]) flip_row(lp, delta, na, k, n_flips, n_pairs, pcol, (double)(target - base_prof[k]), ind, val);
+        }
+        bool improved = false;
+        for (int solve = 0; solve < FLIP_SOLVES && !improved; solve++) {
+            double nnz = glp_get_num_nz(lp) + 1;
+            if (work + nnz >= FLIP_WORK) break;
+            glp_iocp io;
+            glp_init_iocp(&io);
+            io.msg_lev = GLP_MSG_OFF;
+            io.presolve = GLP_ON;
+            io.mir_cuts = io.cov_cuts = GLP_ON;
+            int nodes_given = (FLIP_WORK - work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - work) / nnz) : FLIP_NODE_LIMIT;
+            int nc = glp_get_num_cols(lp);
+            start = acc_xrealloc(start, (size_t)(nc + 1) * sizeof(double));
+            for (int j = 0; j <= nc; j++) start[j] = 0;
+            for (int i = 0; i < n; i++) /* the intermediates the plan recomputes */
+                if (rcol_of[i] > 0) start[rcol_of[i]] = recomputed[i];
+            FlipCb cb = {nodes_given, start, false};
+            io.cb_func = flip_callback;
+            io.cb_info = &cb;
+            glp_term_hook(pl_glpk_quiet, NULL); /* the repair below (pl_cut_to) resets it */
+            int rc = glp_intopt(lp, &io);
+            int nodes_left = cb.nodes_left;
+            work += nnz * (nodes_given - nodes_left + 1);
+            if (!((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)))
+                break;
+            if (constant + glp_mip_obj_val(lp) / 1e6 > base.cost * (1 - 1e-9) - 1e-15) break; /* nothing cheaper */
+            int m = 0;
+            for (int f = 0; f < n_flips; f++) {
+                pick[f] = glp_mip_col_val(lp, f + 1) > 0.5;
+                if (pick[f]) picked[m++] = f;
+            }
+            apply_flips(c, dec, flip, picked, m, tmp);
+            anchor_profile(c, tmp, prof, &e);
+            bool added = false; /* steps over the target that the program did not have */
+            for (int k = 0; k < na; k++)
+                if (prof[k] > target && !in_lp[k]) {
+                    in_lp[k] = added = true;
+                    flip_row(lp, delta, na, k, n_flips, n_pairs, pcol, (double)(target - base_prof[k]), ind, val);
+                }
+            if (added) continue;
+            if (e.max_live > target && e.cost < base.cost - 1e-12 && pl_cut_to(c, tmp, target)) { /* repair */
+                pl_restore(c, tmp, target);
+                pl_evaluate(c, tmp, false, &e, NULL);
+            }
+            if (e.max_live <= target && e.cost < base.cost - 1e-12) {
+                Eval ea;
+                pl_evaluate(c, tmp, true, &ea, NULL);
+                if (ea.arena <= budget) {
+                    memcpy(dec, tmp, (size_t)n * sizeof(Decision));
+                    improved = true;
+                    break;
+                }
+            }
+            /* exclude this set: sum over picked (1 - x) + sum over the others x >= 1 */
+            int len = 0;
+            for (int f = 0; f < n_flips; f++) ind[++len] = f + 1, val[len] = pick[f] ? -1 : 1;
+            int r = glp_add_rows(lp, 1);
+            glp_set_row_bnds(lp, r, GLP_LO, 1 - m, 0);
+            glp_set_mat_row(lp, r, len, ind, val);
+        }
+        glp_delete_prob(lp);
+        glp_term_hook(NULL, NULL);
+        if (!improved) break;
+    }
+    free(base_prof), free(prof), free(in_lp), free(tmp), free(flip), free(delta), free(ind), free(val), free(pick);
+    free(picked), free(fcol), free(pair), free(pcol), free(rcol_of), free(recomputed), free(start);
+}
+
+/* ---- exact search by branch and bound (benchmarks) ---------------------------
+ * For ENUMERATE_MAX < free decisions <= ACC_EXHAUSTIVE_MAX: a depth-first
+ * search over the free decisions, the tensors the backward reads first (most
+ * expensive first, saved before dropped), then the intermediates, consumers
+ * before inputs (an intermediate none of whose consumers is dropped is never
+ * recomputed: only saved). A node is pruned when some step of the save-all
+ * plan (P0) over the budget can no longer be covered - any plan that fits
+ * must drop, among the tensors P0 keeps there only for a later backward
+ * read, at least the excess (pl_covering_bound's rows) - or when the time of the
+ * dropped read tensors plus, for the worst row, the cheapest fractional cover
+ * of its remaining excess reaches the best plan so far (first the
+ * heuristics'). Leaves are scored by the exact schedule and allocation. */
+
+#define BNB_NODE_LIMIT 400000000LL
+
+typedef struct {
+    Ctx *c;
+    int64_t budget;
+    int k, *var, *var_of;   /* decision order; node -> variable, -1 */
+    Decision *dec;
+    int n_rows;
+    double *need, *covered, *avail; /* per row: excess, bytes dropped, bytes still droppable */
+    int *row_first, *row_len, *ent_var; /* row entries, by time per byte */
+    double *ent_size;
+    int *vr_first, *vr_len, *vr_row;    /* rows of each variable, with sizes */
+    double *vr_size;
+    double fixed, best;
+    Decision *best_dec;
+    long long nodes;
+} Bnb;
+
+static double bnb_bound(const Bnb *b) {
+    double worst = 0;
+    for (int r = 0; r < b->n_rows; r++) {
+        double rem = b->need[r] - b->covered[r], cost = 0;
+        for (int e = b->row_first[r]; e < b->row_first[r] + b->row_len[r] && rem > 0; e++) {
+            int v = b->ent_var[e], i = b->var[v];
+            if (b->dec[i] != (Decision)-1) continue;
+            double take = b->ent_size[e] < rem ? b->ent_size[e] : rem;
+            cost += b->c->time[i] * take / b->ent_size[e];
+            rem -= take;
+        }
+        worst = cost > worst ? cost : worst;
+    }
+    return worst;
+}
+
+static void bnb_visit(Bnb *b, int d) {
+    Ctx *c = b->c;
+    if (++b->nodes > BNB_NODE_LIMIT) return;
+    if (b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return;
+    if (d == b->k) {
+        Eval e;
+        pl_evaluate(c, b->dec, false, &e, NULL);
+        if (e.max_live > b->budget || e.cost >= b->best * (1 - 1e-9)) return;
+        pl_evaluate(c, b->dec, true, &e, NULL);
+        if (e.arena > b->budget) return;
+        b->best = e.cost;
+        memcpy(b->best_dec, b->dec, (size_t)c->g->nodes.n * sizeof(Decision));
+        return;
+    }
+    int i = b->var[d];
+    bool may_drop = c->read[i];
+    for (int m = 0; m < c->g->nodes.n && !may_drop; m++) { /* an intermediate: is a consumer dropped? */
+        const Node *x = graph_node(c->g, m);
+        for (int j = 0; j < x->n_in && !may_drop; j++) may_drop = x->in[j] == i && b->dec[m] == DEC_RECOMPUTE;
+    }
+    /* save: its bytes can no longer make room */
+    b->dec[i] = DEC_SAVE;
+    bool ok = true;
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+        b->avail[b->vr_row[q]] -= b->vr_size[q];
+        ok &= b->avail[b->vr_row[q]] >= b->need[b->vr_row[q]] - 1e-6;
+    }
+    if (ok) bnb_visit(b, d + 1);
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
+    if (may_drop) {
+        b->dec[i] = DEC_RECOMPUTE;
+        if (c->read[i]) b->fixed += c->time[i];
+        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
+        bnb_visit(b, d + 1);
+        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
+        if (c->read[i]) b->fixed -= c->time[i];
+    }
+    b->dec[i] = (Decision)-1;
+}
+
+static const double *bnb_ratio;
+static int cmp_ratio(const void *a, const void *b) {
+    double x = bnb_ratio[*(const int *)a], y = bnb_ratio[*(const int *)b];
+    return x < y ? -1 : x > y ? 1 : *(const int *)a - *(const int *)b;
+}
+
+/* The optimum over the free candidates free_ids[0..k) below budget into dec
+ * (which holds the heuristics' plan, or save-all if they found none, with
+ * cost `incumbent`, INFINITY for none). Returns whether the search finished
+ * (a proof) and sets *found. */
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                         bool *found) {
+    int n = c->g->nodes.n;
+    Bnb b;
+    memset(&b, 0, sizeof b);
+    b.c = c, b.budget = budget, b.k = k, b.best = incumbent;
+    b.var = acc_xrealloc(NULL, (size_t)k * sizeof(int));
+    b.var_of = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    b.dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    b.best_dec = dec;
+    /* order: read tensors by time (descending), then intermediates, last node first */
+    int m = 0;
+    for (int j = 0; j < k; j++)
+        if (c->read[free_ids[j]]) b.var[m++] = free_ids[j];
+    pl_sort_by_time(c, b.var, m);
+    for (int j = k - 1; j >= 0; j--)
+        if (!c->read[free_ids[j]]) b.var[m++] = free_ids[j];
+    for (int i = 0; i < n; i++) b.var_of[i] = -1;
+    for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
+    /* the covering rows of P0 */
+    for (int i = 0; i < n; i++) b.dec[i] = DEC_SAVE;
+    pl_apply_forced(c, b.dec);
+    Schedule s;
+    Eval e;
+    pl_evaluate(c, b.dec, false, &e, &s);
+    int *last_fwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
+    int *first_bwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
+    pl_read_spans(&s, last_fwd, first_bwd);
+    Rows rows = {{0}, {0}, {0}};
+    int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
+    sched_free(&s);
+    free(last_fwd), free(first_bwd);
+    bool done = n_rows >= 0;
+    if (done) {
+        b.n_rows = n_rows;
+        int ne = rows.ent_node.n;
+        b.need = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
+        b.covered = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
+        b.avail = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
+        b.row_first = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
+        b.row_len = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
+        b.ent_var = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
+        b.ent_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
+        b.vr_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
+        b.vr_len = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
+        b.vr_row = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
+        b.vr_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
+        double *ratio = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
+        int *perm = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
+        for (int r = 0; r < n_rows; r++) {
+            const Row *rw = &rows.v.v[r];
+            b.need[r] = rw->need, b.covered[r] = b.avail[r] = 0;
+            b.row_first[r] = rw->first, b.row_len[r] = rw->m;
+            for (int q = 0; q < rw->m; q++) {
+                int e2 = rw->first + q;
+                perm[q] = e2;
+                ratio[e2] = c->time[rows.ent_node.v[e2]] / rows.ent_size.v[e2];
+                b.avail[r] += rows.ent_size.v[e2];
+            }
+            bnb_ratio = ratio;
+            qsort(perm, (size_t)rw->m, sizeof(int), cmp_ratio);
+            for (int q = 0; q < rw->m; q++) {
+                b.ent_var[rw->first + q] = b.var_of[rows.ent_node.v[perm[q]]];
+                b.ent_size[rw->first + q] = rows.ent_size.v[perm[q]];
+            }
+        }
+        int len = 0;
+        for (int v = 0; v < k; v++) {
+            b.vr_first[v] = len;
+            for (int e2 = 0; e2 < ne; e2++)
+                if (b.ent_var[e2] == v) {
+                    int r = 0;
+                    while (r + 1 < n_rows && b.row_first[r + 1] <= e2) r++;
+                    b.vr_row[len] = r, b.vr_size[len] = b.ent_size[e2], len++;
+                }
+            b.vr_len[v] = len - b.vr_first[v];
+        }
+        for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
+        bnb_visit(&b, 0);
+        done = b.nodes <= BNB_NODE_LIMIT;
+        free(ratio), free(perm);
+        free(b.need), free(b.covered), free(b.avail), free(b.row_first), free(b.row_len), free(b.ent_var);
+        free(b.ent_size), free(b.vr_first), free(b.vr_len), free(b.vr_row), free(b.vr_size);
+    }
+    *found = b.best < INFINITY;
+    VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
+    free(b.var), free(b.var_of), free(b.dec);
+    return done;
+}

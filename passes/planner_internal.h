@@ -1,0 +1,67 @@
+/* planner_internal.h - what the planner's files share (planner.c: the
+ * context, scoring, policies, cuts and the search's driver; plan_bound.c: the
+ * lower bound; plan_search.c: the flip search and the branch and bound).
+ * Not part of the passes' interface (passes.h). */
+#ifndef ACC_PLANNER_INTERNAL_H
+#define ACC_PLANNER_INTERNAL_H
+
+#include <glpk.h>
+
+#include "passes.h"
+
+typedef struct {
+    const Graph *g;
+    const Autodiff *ad;
+    const PlanOptions *o;
+    double *time;  /* [n] forward time */
+    int *forced;   /* [n] -1 free, else the Decision the user forces */
+    bool *cand;    /* [n] may be dropped */
+    bool *read;    /* [n] read by the backward (else an intermediate) */
+    int *group;    /* [n] block instance index, -1 at top level */
+    int n_groups;
+    int n_evals;
+    double t_start;
+    Schedule scratch; /* reused by evaluations that keep no schedule */
+    SchedIndex *index; /* for evaluations that need no allocation */
+} Ctx;
+
+typedef struct {
+    int64_t max_live, arena; /* arena: -1 unless allocated */
+    double cost, flops;      /* flops: -1 unless the schedule was built */
+    int peak_step;
+} Eval;
+
+typedef struct {
+    int t, first, m; /* step of P0, first entry, entries */
+    double need;     /* bytes over the budget */
+} Row;
+
+typedef struct {
+    VEC(Row) v;
+    VEC(int) ent_node; /* the droppable tensors of each row */
+    VEC(double) ent_size;
+} Rows;
+
+double pl_now(void);
+/* whether --time-limit has run out */
+static inline bool pl_out_of_time(const Ctx *c) {
+    return c->o->time_limit_s > 0 && pl_now() - c->t_start > c->o->time_limit_s;
+}
+void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
+void pl_apply_forced(const Ctx *c, Decision *dec);
+void pl_drop_closure(const Ctx *c, const bool *read, Decision *dec, int i);
+int pl_glpk_quiet(void *info, const char *s);
+void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd);
+void pl_sort_by_time(const Ctx *c, int *ids, int n);
+bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
+void pl_restore(Ctx *c, Decision *dec, int64_t target);
+
+int pl_bound_rows(const Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
+                  Rows *rows);
+double pl_covering_bound(Ctx *c, int64_t budget);
+
+void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     bool *found);
+
+#endif
