@@ -264,6 +264,10 @@ typedef struct {
     double solve_s;
     int n_evals;                /* schedules simulated */
     int n_candidates;           /* nodes the plan may drop */
+    /* policy optimal over the budget, and plan_min_peak: the smallest peak
+     * the planner reaches (dec holds that plan); 0 when not searched */
+    int64_t min_peak_bytes;
+    bool min_peak_exact;        /* false: --time-limit ended that search (the minimum is at most this) */
 } Plan;
 
 /* Is the policy string well formed? (for the command line) */
@@ -273,10 +277,16 @@ bool plan_policy_valid(const char *policy, char *err, size_t err_len);
  * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */
 void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out);
 void plan_free(Plan *p);
-/* The smallest peak acc's planner reaches for g, for the infeasible-budget
- * error: plan_make (optimal) at exactly this budget fits, one allocation unit
- * (64 bytes) below it does not, and no policy peaks below it. */
-int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o);
+/* The smallest peak acc's planner reaches for g (out->min_peak_bytes, its
+ * plan in out), for the infeasible-budget error: plan_make (optimal) at
+ * exactly this budget fits, one allocation unit (64 bytes) below it does not,
+ * and no policy peaks below it - unless --time-limit ended the search
+ * (min_peak_exact false). plan_make with the optimal policy fills the same
+ * fields when the budget is below it. */
+void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out);
+/* Without --time-limit, the search for the minimum stops after this many
+ * seconds (min_peak_exact false): graphs of several thousand nodes. */
+#define PLAN_MIN_PEAK_DEFAULT_S 60
 
 /* ==== published graphs (dag_json.c, dag.c, dag_milp.c) ======================
  * Planning a bare DAG given as data, in the format the Checkmate (MLSys 2020)

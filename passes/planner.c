@@ -417,7 +417,9 @@ static double closure_cost(const Ctx *c, const bool *read, const Decision *dec, 
  * that makes room at the peak but is live again (recomputed) at the next
  * step over the target loses to one that makes room at both. A step's
  * entries are the saved tensors whose forward copy is live there after its
- * last forward read and before its first backward read. */
+ * last forward read and before its first backward read. Not bound by
+ * --time-limit: the cut is how a first plan is found (at most 4n + 16 rounds),
+ * so a time limit never turns a budget that fits into an error. */
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     double *a = acc_xrealloc(NULL, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
@@ -508,7 +510,6 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
         sched_free(&s);
         if (!made) break;
         memcpy(dec, tmp, (size_t)n * sizeof(Decision));
-        if (pl_out_of_time(c)) break;
     }
     free(a), free(cost), free(id), free(item), free(stamp), free(fwd_at), free(bwd_at), free(x), free(tmp);
     free(last_fwd), free(first_bwd), free(live);
@@ -671,14 +672,20 @@ static void polish(Ctx *c, Decision *dec, int64_t budget) {
 static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polish) {
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    double best = INFINITY;
+    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision)), *trial = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    double best = INFINITY, cut_cost = INFINITY;
     Eval e;
-    /* the allocation may need more than max-live: tighten the target and retry */
+    /* the allocation may need more than max-live: tighten the target and
+     * retry. Restore and exchange fill the plan up to the target, so near the
+     * smallest peak the allocation can overshoot every round while a cut
+     * alone, which frees more than it must, fits: the cheapest such cut is
+     * the plan when no improved one fits. */
     int64_t target = budget;
     for (int round = 0; round < 6 && target > 0; round++) {
         for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
         pl_apply_forced(c, dec);
         if (!pl_cut_to(c, dec, target)) break;
+        memcpy(trial, dec, (size_t)n * sizeof(Decision));
         pl_restore(c, dec, target);
         exchange(c, dec, target);
         pl_evaluate(c, dec, true, &e, NULL);
@@ -688,7 +695,12 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
             break;
         }
         target -= e.arena - budget;
+        Eval ec;
+        pl_evaluate(c, trial, true, &ec, NULL);
+        if (ec.arena <= budget && ec.cost < cut_cost) cut_cost = ec.cost, memcpy(cut, trial, (size_t)n * sizeof(Decision));
     }
+    if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
+    free(cut), free(trial);
     static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
                                         "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
@@ -756,6 +768,31 @@ static int64_t exhaustive_min_peak(Ctx *c, Decision *dec, const int *free_ids, i
     return best;
 }
 
+/* Lower dec's max-live by single flips - save a dropped tensor (its
+ * recomputation may have kept its inputs alive), or drop a saved one with
+ * the intermediates it needs - taking each that lowers it, in node order;
+ * two passes at most. For min_peak: the cut and restore steer by cost and
+ * stop at a target, and a flip past the target can still lower the peak. */
+static void shrink(Ctx *c, Decision *dec) {
+    int n = c->g->nodes.n;
+    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Eval cur, e;
+    pl_evaluate(c, dec, false, &cur, NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        bool improved = false;
+        for (int i = 0; i < n && !pl_out_of_time(c); i++) {
+            if (!c->cand[i] || c->forced[i] >= 0 || (dec[i] == DEC_SAVE && !c->read[i])) continue;
+            memcpy(tmp, dec, (size_t)n * sizeof(Decision));
+            if (dec[i] == DEC_SAVE) pl_drop_closure(c, c->read, tmp, i);
+            else tmp[i] = DEC_SAVE;
+            pl_evaluate(c, tmp, false, &e, NULL);
+            if (e.max_live < cur.max_live) cur = e, improved = true, memcpy(dec, tmp, (size_t)n * sizeof(Decision));
+        }
+        if (!improved) break;
+    }
+    free(tmp);
+}
+
 /* The smallest peak the planner reaches, with its plan in out: what an
  * impossible budget reports, so it must be exactly the boundary of what
  * plan_make finds. With few free decisions, the exhaustive minimum. Otherwise
@@ -767,7 +804,7 @@ static int64_t exhaustive_min_peak(Ctx *c, Decision *dec, const int *free_ids, i
  * minimum M fits with a peak of exactly M, at M - 64 it does not (the
  * polish does not change whether the search finds a plan), and no policy
  * peaks below M. */
-static int64_t min_peak(Ctx *c, Decision *out) {
+static int64_t min_peak(Ctx *c, Decision *out) { /* c->timed_out: the descent stopped early */
     int n = c->g->nodes.n;
     int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
     int k = 0;
@@ -782,6 +819,7 @@ static int64_t min_peak(Ctx *c, Decision *out) {
     }
     free(free_ids);
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     static const char *const seeds[] = {"none",      "full",      "every:2", "every:3", "uniform:2", "sqrt",
                                         "selective", "ops:matmul,attention", "ops:matmul", NULL};
     int64_t best = INT64_MAX, checked = -1;
@@ -798,8 +836,21 @@ static int64_t min_peak(Ctx *c, Decision *out) {
     }
     for (int iter = 0; iter < 4 * n + 16; iter++) {
         if (pl_out_of_time(c)) break;
+        if (c->o->time_limit_s <= 0 && pl_now() - c->t_start > PLAN_MIN_PEAK_DEFAULT_S) {
+            c->timed_out = true; /* an error path: bounded even without --time-limit */
+            break;
+        }
         int64_t b = best - ACC_ALIGN;
         bool found = b > 0 && best_of_heuristics(c, dec, b, false);
+        if (found) { /* the cut alone can free more than the improved plan keeps: the lower of the two */
+            for (int i = 0; i < n; i++) cut[i] = DEC_SAVE;
+            pl_apply_forced(c, cut);
+            Eval ec;
+            if (pl_cut_to(c, cut, b) && (pl_evaluate(c, cut, true, &ec, NULL), pl_evaluate(c, dec, true, &e, NULL),
+                                         ec.arena < e.arena))
+                memcpy(dec, cut, (size_t)n * sizeof(Decision));
+            shrink(c, dec);
+        }
         if (!found) { /* the boundary: plan_make at best itself must not go lower */
             if (checked == best) break;
             checked = best;
@@ -813,7 +864,7 @@ static int64_t min_peak(Ctx *c, Decision *out) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
-    free(dec);
+    free(dec), free(cut);
     return best;
 }
 
@@ -856,9 +907,11 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         if (!found) status = PLAN_INFEASIBLE;
     } else if (best_of_heuristics(&c, p->dec, budget, true)) {
         status = PLAN_HEURISTIC;
-    } else if (min_peak(&c, p->dec) <= budget) { /* the smallest plan the planner knows fits: improve it */
+    } else if ((p->min_peak_bytes = min_peak(&c, p->dec)) <= budget) { /* the smallest plan found fits: improve it */
+        p->min_peak_bytes = 0;
         polish(&c, p->dec, budget);
-    } else {
+    } else { /* p->dec: the plan at the smallest peak */
+        p->min_peak_exact = !c.timed_out;
         status = PLAN_INFEASIBLE;
     }
     p->bound = pl_covering_bound(&c, budget);
@@ -870,12 +923,14 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
 
 void plan_free(Plan *p) { free(p->dec); }
 
-int64_t plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o) {
+void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out) {
     Ctx c;
     ctx_init(&c, g, ad, o);
-    Decision *dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
-    int64_t best = min_peak(&c, dec);
-    free(dec);
+    memset(out, 0, sizeof *out);
+    out->dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
+    for (int i = 0; i < g->nodes.n; i++) out->n_candidates += c.cand[i] && c.forced[i] < 0;
+    out->min_peak_bytes = min_peak(&c, out->dec);
+    out->min_peak_exact = !c.timed_out;
+    finish(&c, out, PLAN_HEURISTIC);
     ctx_free(&c);
-    return best;
 }

@@ -21,6 +21,7 @@ typedef struct {
     int n_groups;
     int n_evals;
     double t_start;
+    bool timed_out;   /* --time-limit ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
     SchedIndex *index; /* for evaluations that need no allocation */
 } Ctx;
@@ -43,9 +44,11 @@ typedef struct {
 } Rows;
 
 double pl_now(void);
-/* whether --time-limit has run out */
-static inline bool pl_out_of_time(const Ctx *c) {
-    return c->o->time_limit_s > 0 && pl_now() - c->t_start > c->o->time_limit_s;
+/* Whether --time-limit has run out (recorded in c->timed_out). The searches
+ * that improve a plan stop then; the cut that finds the first plan does not. */
+static inline bool pl_out_of_time(Ctx *c) {
+    if (c->o->time_limit_s > 0 && pl_now() - c->t_start > c->o->time_limit_s) c->timed_out = true;
+    return c->timed_out;
 }
 void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
 void pl_apply_forced(const Ctx *c, Decision *dec);

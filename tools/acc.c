@@ -341,23 +341,34 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
     if (ws) pl->info.workspace_bytes = cg_device_arena_bytes(pl->sched.arena_bytes, ws) - pl->sched.arena_bytes;
     if (!plan_check(&pl->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
     if (pl->plan.status != PLAN_INFEASIBLE) return 0;
-    int64_t min_sched = plan_min_peak(g, &pl->ad, &pl->po), min = ws ? cg_device_arena_bytes(min_sched, ws) : min_sched;
-    if (o->budget_bytes < min) {
+    /* the smallest peak the planner reaches, with its plan: the optimal
+     * policy's plan is that plan already */
+    Plan mp;
+    Schedule ms;
+    bool own = !pl->plan.min_peak_bytes;
+    if (own) {
+        plan_min_peak(g, &pl->ad, &pl->po, &mp);
+        sched_build(g, &pl->ad, mp.dec, true, &ms);
+        alloc_assign(&ms);
+    }
+    const Plan *m = own ? &mp : &pl->plan;
+    int64_t min_sched = m->min_peak_bytes, min = ws ? cg_device_arena_bytes(min_sched, ws) : min_sched;
+    if (o->budget_bytes < min && m->min_peak_exact) {
         fprintf(stderr,
                 "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
                 "for this model\nwhere the memory goes at that minimum:\n",
                 o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
-        PlanOptions po = pl->po;
-        po.budget_bytes = min_sched;
-        po.policy = "optimal";
-        Plan p;
-        plan_make(g, &pl->ad, &po, &p);
-        Schedule s;
-        sched_build(g, &pl->ad, p.dec, true, &s);
-        alloc_assign(&s);
-        report_breakdown(&s, stderr);
-        sched_free(&s);
-        plan_free(&p);
+        report_breakdown(own ? &ms : &pl->sched, stderr);
+    } else if (o->budget_bytes < min) {
+        fprintf(stderr,
+                "acc: error: no plan within the budget of %" PRId64 " bytes (%s) was found; the search for the "
+                "minimum stopped after %g s (%s) at a smallest peak of %" PRId64 " bytes (%s): the minimum is at "
+                "most that\nwhere the memory goes at that peak:\n",
+                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
+                o->time_limit_s > 0 ? o->time_limit_s : (double)PLAN_MIN_PEAK_DEFAULT_S,
+                o->time_limit_s > 0 ? "--time-limit" : "its limit without --time-limit", min,
+                format_bytes(min, b2, sizeof b2));
+        report_breakdown(own ? &ms : &pl->sched, stderr);
     } else {
         fprintf(stderr,
                 "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
@@ -366,9 +377,11 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
                 format_bytes(pl->sched.arena_bytes + pl->info.workspace_bytes, b1, sizeof b1),
                 o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
         report_breakdown(&pl->sched, stderr);
-        fprintf(stderr, "note: the minimum for this model is %" PRId64 " bytes (%s); --policy optimal finds the "
-                        "cheapest plan that fits\n", min, format_bytes(min, b1, sizeof b1));
+        fprintf(stderr, "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
+                        "cheapest plan that fits\n", m->min_peak_exact ? "" : "at most ", min,
+                format_bytes(min, b1, sizeof b1));
     }
+    if (own) sched_free(&ms), plan_free(&mp);
     return EXIT_INPUT;
 }
 
@@ -515,7 +528,10 @@ static int cmd_pareto(Options *o) {
     po.budget_bytes = 0;
     Plan p;
     plan_make(&g, &pl.ad, &po, &p);
-    int64_t none = p.peak_bytes, min = plan_min_peak(&g, &pl.ad, &pl.po);
+    int64_t none = p.peak_bytes;
+    plan_free(&p);
+    plan_min_peak(&g, &pl.ad, &pl.po, &p);
+    int64_t min = p.min_peak_bytes;
     plan_free(&p);
     printf("%-22s %14s %14s %10s  %s\n", "plan", "budget", "peak bytes", "overhead", "status");
     for (int i = 0; pts && i < n + n_pol; i++) {

@@ -45,3 +45,27 @@ awk -v m="$m" '
     END { if (n < 8) { print "FAIL: the policy table has " n " rows"; bad = 1 } exit bad }' "$dir/explain.txt" ||
     { cat "$dir/explain.txt"; exit 1; }
 echo "ok   every policy in acc explain peaks at or above $m"
+
+# --time-limit ends the searches that improve a plan, never the cut that finds
+# the first one: one allocation unit below the smallest policy peak (where no
+# policy fits and the cut is what finds a plan), a limit of a microsecond
+# still compiles within the budget. Below the minimum it fails, stating either
+# the same minimum or, when the limit cut the search for it short, a smallest
+# peak found that is no lower.
+low=$(awk '/^policy +peak bytes/ { on = 1; next } on && NF >= 3 && $1 != "optimal" && (p == "" || $2 + 0 < p + 0) { p = $2 } END { print p }' "$dir/explain.txt")
+mid=$((low - 64))
+if [ "$mid" -ge "$m" ]; then
+    "$acc" compile "$model" --target cpu "$@" --budget "$mid" --time-limit 0.000001 -o "$dir/t" >/dev/null 2>"$dir/t.err" ||
+        { cat "$dir/t.err"; echo "FAIL: --budget $mid --time-limit 0.000001 did not compile"; exit 1; }
+    peak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' "$dir/t/plan.json")
+    [ "$peak" -le "$mid" ] || { echo "FAIL: --budget $mid --time-limit 0.000001 planned a peak of $peak"; exit 1; }
+    echo "ok   --budget $mid --time-limit 0.000001: compiles, peak $peak"
+fi
+if "$acc" compile "$model" --target cpu "$@" --budget 1 --time-limit 0.000001 -o "$dir/t1" >/dev/null 2>"$dir/t1.err"; then
+    echo "FAIL: --budget 1 --time-limit 0.000001 compiled"
+    exit 1
+fi
+m3=$(minimum "$dir/t1.err")
+[ -n "$m3" ] || m3=$(sed -n 's/.*at a smallest peak of \([0-9]*\) bytes.*/\1/p' "$dir/t1.err")
+[ -n "$m3" ] && [ "$m3" -ge "$m" ] || { cat "$dir/t1.err"; echo "FAIL: --budget 1 --time-limit 0.000001 states $m3"; exit 1; }
+echo "ok   --budget 1 --time-limit 0.000001: fails, states $m3 (>= $m)"
