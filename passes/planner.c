@@ -151,6 +151,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     read_by_backward(c, c->read);
     c->index = sched_index_new(g, ad, o->optimizer);
     c->t_start = pl_now();
+    c->deadline = o->time_limit_s > 0 ? c->t_start + o->time_limit_s : 0;
 }
 
 static void ctx_free(Ctx *c) {
@@ -804,7 +805,7 @@ static void shrink(Ctx *c, Decision *dec) {
  * minimum M fits with a peak of exactly M, at M - 64 it does not (the
  * polish does not change whether the search finds a plan), and no policy
  * peaks below M. */
-static int64_t min_peak(Ctx *c, Decision *out) { /* c->timed_out: the descent stopped early */
+static int64_t min_peak_search(Ctx *c, Decision *out) {
     int n = c->g->nodes.n;
     int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
     int k = 0;
@@ -836,10 +837,6 @@ static int64_t min_peak(Ctx *c, Decision *out) { /* c->timed_out: the descent st
     }
     for (int iter = 0; iter < 4 * n + 16; iter++) {
         if (pl_out_of_time(c)) break;
-        if (c->o->time_limit_s <= 0 && pl_now() - c->t_start > PLAN_MIN_PEAK_DEFAULT_S) {
-            c->timed_out = true; /* an error path: bounded even without --time-limit */
-            break;
-        }
         int64_t b = best - ACC_ALIGN;
         bool found = b > 0 && best_of_heuristics(c, dec, b, false);
         if (found) { /* the cut alone can free more than the improved plan keeps: the lower of the two */
@@ -865,6 +862,18 @@ static int64_t min_peak(Ctx *c, Decision *out) { /* c->timed_out: the descent st
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
     free(dec), free(cut);
+    return best;
+}
+
+/* min_peak_search within the deadline: --time-limit, else (an error path,
+ * bounded even without a limit) PLAN_MIN_PEAK_DEFAULT_S from now. *exact:
+ * the search ended by itself. */
+static int64_t min_peak(Ctx *c, Decision *out, bool *exact) {
+    double deadline = c->deadline;
+    if (deadline <= 0) c->deadline = pl_now() + PLAN_MIN_PEAK_DEFAULT_S;
+    int64_t best = min_peak_search(c, out);
+    *exact = !c->timed_out;
+    if (deadline <= 0) c->deadline = 0, c->timed_out = false;
     return best;
 }
 
@@ -907,11 +916,10 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         if (!found) status = PLAN_INFEASIBLE;
     } else if (best_of_heuristics(&c, p->dec, budget, true)) {
         status = PLAN_HEURISTIC;
-    } else if ((p->min_peak_bytes = min_peak(&c, p->dec)) <= budget) { /* the smallest plan found fits: improve it */
+    } else if ((p->min_peak_bytes = min_peak(&c, p->dec, &p->min_peak_exact)) <= budget) { /* it fits: improve it */
         p->min_peak_bytes = 0;
         polish(&c, p->dec, budget);
     } else { /* p->dec: the plan at the smallest peak */
-        p->min_peak_exact = !c.timed_out;
         status = PLAN_INFEASIBLE;
     }
     p->bound = pl_covering_bound(&c, budget);
@@ -929,8 +937,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
     memset(out, 0, sizeof *out);
     out->dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
     for (int i = 0; i < g->nodes.n; i++) out->n_candidates += c.cand[i] && c.forced[i] < 0;
-    out->min_peak_bytes = min_peak(&c, out->dec);
-    out->min_peak_exact = !c.timed_out;
+    out->min_peak_bytes = min_peak(&c, out->dec, &out->min_peak_exact);
     finish(&c, out, PLAN_HEURISTIC);
     ctx_free(&c);
 }

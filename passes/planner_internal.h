@@ -21,7 +21,8 @@ typedef struct {
     int n_groups;
     int n_evals;
     double t_start;
-    bool timed_out;   /* --time-limit ended some search early */
+    double deadline;  /* pl_now() past it: out of time (0: none; --time-limit) */
+    bool timed_out;   /* the deadline ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
     SchedIndex *index; /* for evaluations that need no allocation */
 } Ctx;
@@ -44,10 +45,11 @@ typedef struct {
 } Rows;
 
 double pl_now(void);
-/* Whether --time-limit has run out (recorded in c->timed_out). The searches
- * that improve a plan stop then; the cut that finds the first plan does not. */
+/* Whether the deadline (--time-limit) has passed (recorded in c->timed_out).
+ * The searches that improve a plan stop then; the cut that finds the first
+ * plan does not. */
 static inline bool pl_out_of_time(Ctx *c) {
-    if (c->o->time_limit_s > 0 && pl_now() - c->t_start > c->o->time_limit_s) c->timed_out = true;
+    if (c->deadline > 0 && pl_now() > c->deadline) c->timed_out = true;
     return c->timed_out;
 }
 void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
