@@ -673,7 +673,8 @@ static void polish(Ctx *c, Decision *dec, int64_t budget) {
 static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polish) {
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision)), *trial = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Decision *trial = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     double best = INFINITY, cut_cost = INFINITY;
     Eval e;
     /* the allocation may need more than max-live: tighten the target and
@@ -698,7 +699,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         target -= e.arena - budget;
         Eval ec;
         pl_evaluate(c, trial, true, &ec, NULL);
-        if (ec.arena <= budget && ec.cost < cut_cost) cut_cost = ec.cost, memcpy(cut, trial, (size_t)n * sizeof(Decision));
+        if (ec.arena <= budget && ec.cost < cut_cost)
+            cut_cost = ec.cost, memcpy(cut, trial, (size_t)n * sizeof(Decision));
     }
     if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
     free(cut), free(trial);

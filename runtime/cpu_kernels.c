@@ -655,9 +655,65 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 
 #define EW_TILE 256
 
+/* v[j] = v[j] OP o[j] (o[j] OP v[j] if right) for j < len: a run of a
+ * binary op whose operand is contiguous, vectorised as the ops' own kernels
+ * are (the same IEEE operation per element, so the same bits). */
+K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len)
+{
+    switch (op) {
+    case K_EW_ADD:
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) v[j] = v[j] + o[j];
+        break;
+    case K_EW_MUL:
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) v[j] = v[j] * o[j];
+        break;
+    case K_EW_SUB:
+        if (right) {
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) v[j] = o[j] - v[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) v[j] = v[j] - o[j];
+        }
+        break;
+    default: /* K_EW_DIV */
+        if (right) {
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) v[j] = o[j] / v[j];
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) v[j] = v[j] / o[j];
+        }
+        break;
+    }
+}
+
+/* The vectorisable unary ops (k_tanhf is inline arithmetic, no libm). */
+K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len)
+{
+    switch (op) {
+    case K_EW_SCALE:
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) v[j] = param * v[j];
+        break;
+    case K_EW_GELU:
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++)
+            v[j] = 0.5f * v[j] * (1.0f + k_tanhf(GELU_K * (v[j] + 0.044715f * v[j] * v[j] * v[j])));
+        break;
+    default: /* K_EW_RELU */
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+        break;
+    }
+}
+
 /* Apply op to the tile v[0..len) of elements i0.. : the arithmetic of the
  * op's own kernel above, element by element (no libm call is vectorised, so
- * expf and tanhf give the scalar results those kernels give). */
+ * expf and tanhf give the scalar results those kernels give). A broadcast
+ * operand (element i reads operand[i % modulus]) goes in contiguous runs. */
 static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step)
 {
     const float *o = op->operand;
@@ -667,20 +723,22 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
     case K_EW_SUB:
     case K_EW_MUL:
     case K_EW_DIV:
-        for (int64_t j = 0; j < len; j++, k = k + 1 == m ? 0 : k + 1) {
-            float a = op->operand_right ? o[k] : v[j], b = op->operand_right ? v[j] : o[k];
-            v[j] = op->op == K_EW_ADD ? a + b : op->op == K_EW_SUB ? a - b : op->op == K_EW_MUL ? a * b : a / b;
+        if (m == 1) { /* one value for every element */
+            float splat[EW_TILE];
+            for (int64_t j = 0; j < len; j++) splat[j] = o[0];
+            ew_binary(op->op, op->operand_right, v, splat, len);
+            break;
+        }
+        for (int64_t j = 0; j < len; k = 0) {
+            int64_t run = K_MIN(len - j, m - k);
+            ew_binary(op->op, op->operand_right, v + j, o + k, run);
+            j += run;
         }
         break;
     case K_EW_SCALE:
-        for (int64_t j = 0; j < len; j++) v[j] = op->param * v[j];
-        break;
     case K_EW_GELU:
-        for (int64_t j = 0; j < len; j++)
-            v[j] = 0.5f * v[j] * (1.0f + k_tanhf(GELU_K * (v[j] + 0.044715f * v[j] * v[j] * v[j])));
-        break;
     case K_EW_RELU:
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+        ew_unary(op->op, op->param, v, len);
         break;
     case K_EW_SILU:
         for (int64_t j = 0; j < len; j++) v[j] = v[j] / (1.0f + expf(-v[j]));

@@ -3,8 +3,10 @@
 # against the plan's prediction. Calibrates this CPU (acc calibrate), then for
 # several policies compares the measured step time over the save-all plan's
 # with plan.json's predicted overhead. The save-all and the policy's runs
-# alternate (ROUNDS rounds of STEPS steps each; the median of the rounds'
-# median step times), so a change in the machine's load hits both alike.
+# alternate (ROUNDS rounds of STEPS steps each); the measured overhead is the
+# median over rounds of (policy's median step time / save-all's in the same
+# round) - 1, so a change in the machine's speed between rounds cancels.
+# step_ms and save_all_ms are the medians of the rounds' medians.
 set -eu
 acc=$1
 shift
@@ -37,9 +39,10 @@ for p in selective every:2 full ops:matmul,attention; do
         r=$((r + 1))
     done
     b=$(median <"$dir/tb") t=$(median <"$dir/tp")
+    ratio=$(paste "$dir/tp" "$dir/tb" | awk '{ print $1 / $2 }' | median)
     rm -rf "$run"
-    awk -v p="$p" -v pred="$pred" -v t="$t" -v b="$b" \
-        'BEGIN { printf "%-22s %-10s %-10s %-10.2f %-10.2f\n", p, sprintf("%.1f%%", 100 * pred), sprintf("%.1f%%", 100 * (t / b - 1)), t, b }'
+    awk -v p="$p" -v pred="$pred" -v t="$t" -v b="$b" -v r="$ratio" \
+        'BEGIN { printf "%-22s %-10s %-10s %-10.2f %-10.2f\n", p, sprintf("%.1f%%", 100 * pred), sprintf("%.1f%%", 100 * (r - 1)), t, b }'
 done
 rm -rf "$base"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

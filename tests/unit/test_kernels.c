@@ -1265,6 +1265,52 @@ static void test_determinism(void)
     free(r3);
 }
 
+/* An elementwise chain (k_ew_chain) gives the bits of its ops' own kernels
+ * run one after another: every op, a broadcast operand on either side whose
+ * period is 1, shorter than a tile, not a multiple of it, and the whole
+ * tensor, and lengths that end inside a tile. */
+static void test_ew_chain(void)
+{
+    typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
+                           const int64_t *);
+    static const int bin_code[] = {K_EW_ADD, K_EW_SUB, K_EW_MUL, K_EW_DIV};
+    static const Binary bin_fn[] = {k_add_fwd, k_sub_fwd, k_mul_fwd, k_div_fwd};
+    static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}};
+    int bad = 0, cases = 0;
+    for (size_t rc = 0; rc < sizeof rows_cols / sizeof *rows_cols; rc++) {
+        int64_t R = rows_cols[rc][0], C = rows_cols[rc][1], n = R * C;
+        float *x = rnd_signed_buf(n, 0.5f, 2.0f), *o = rnd_signed_buf(C, 0.5f, 2.0f);
+        float *want = zero_buf(n), *got = zero_buf(n);
+        int64_t full[2] = {R, C}, row[2] = {1, C};
+        for (int b = 0; b < 4; b++)
+            for (int right = 0; right < 2; right++)
+                for (int u = 0; u < 7; u++) { /* binary, then a unary op (or none) */
+                    if (right) bin_fn[b](want, o, x, 2, full, row, full);
+                    else bin_fn[b](want, x, o, 2, full, full, row);
+                    k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {K_EW_SCALE, NULL, 1, 0, 0.75f, 0}};
+                    int n_ops = 2;
+                    switch (u) {
+                    case 0: k_scale_fwd(want, want, 0.75f, n); break;
+                    case 1: ops[1].op = K_EW_GELU, k_gelu_fwd(want, want, n); break;
+                    case 2: ops[1].op = K_EW_RELU, k_relu_fwd(want, want, n); break;
+                    case 3: ops[1].op = K_EW_SILU, k_silu_fwd(want, want, n); break;
+                    case 4: ops[1].op = K_EW_TANH, k_tanh_fwd(want, want, n); break;
+                    case 5:
+                        ops[1] = (k_ew_op){K_EW_DROPOUT, NULL, 1, 0, 0.25f, 9};
+                        k_dropout_fwd(want, want, n, 0.25f, 5, 3, 9);
+                        break;
+                    default: n_ops = 1; break;
+                    }
+                    k_ew_chain(got, x, ops, n_ops, n, 5, 3);
+                    bad += memcmp(want, got, (size_t)n * sizeof *got) != 0;
+                    cases++;
+                }
+        free(x), free(o), free(want), free(got);
+    }
+    ASSERT(0, bad);
+    ASSERT(280, cases);
+}
+
 int main(void)
 {
     test_philox();
@@ -1276,6 +1322,7 @@ int main(void)
     test_rope();
     test_embedding_xent();
     test_dropout();
+    test_ew_chain();
     test_movement();
     test_reductions();
     test_adamw();
