@@ -6,7 +6,9 @@
 # alternate (ROUNDS rounds of STEPS steps each); the measured overhead is the
 # median over rounds of (policy's median step time / save-all's in the same
 # round) - 1, so a change in the machine's speed between rounds cancels.
-# step_ms and save_all_ms are the medians of the rounds' medians.
+# step_ms and save_all_ms are the medians of the rounds' medians. On a small
+# shared machine set OMP_NUM_THREADS=1 (calibration and runs alike): two
+# threads on two shared cores vary by 20% between rounds.
 set -eu
 acc=$1
 shift
