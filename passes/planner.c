@@ -629,8 +629,10 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
     free(tmp), free(drops), free(saves), free(pairs);
 }
 
-/* Every assignment of the free candidates, scored by the exact schedule. */
-static bool exhaustive(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget) {
+/* Every assignment of the free candidates, scored by the exact schedule:
+ * the cheapest whose arena fits budget, or (least_peak) the smallest arena.
+ * Its plan into dec; returns its cost (arena), INFINITY when none fits. */
+static double enumerate(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, bool least_peak) {
     int n = c->g->nodes.n;
     Decision *try = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     memcpy(try, dec, (size_t)n * sizeof(Decision));
@@ -639,14 +641,14 @@ static bool exhaustive(Ctx *c, Decision *dec, const int *free_ids, int k, int64_
         for (int b = 0; b < k; b++) try[free_ids[b]] = (mask >> b) & 1 ? DEC_RECOMPUTE : DEC_SAVE;
         Eval e;
         pl_evaluate(c, try, false, &e, NULL);
-        if (e.max_live > budget || e.cost >= best) continue;
+        if (least_peak ? (double)e.max_live >= best : e.max_live > budget || e.cost >= best) continue;
         pl_evaluate(c, try, true, &e, NULL);
-        if (e.arena > budget) continue;
-        best = e.cost;
+        if (least_peak ? (double)e.arena >= best : e.arena > budget) continue;
+        best = least_peak ? (double)e.arena : e.cost;
         memcpy(dec, try, (size_t)n * sizeof(Decision));
     }
     free(try);
-    return best < INFINITY;
+    return best;
 }
 
 /* Improve a plan that fits the budget without leaving it: pl_restore, exchange
@@ -750,27 +752,6 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     sched_free(&s);
 }
 
-/* The smallest arena of any assignment of the free candidates (the
- * exhaustive path's minimum), its plan into dec. */
-static int64_t exhaustive_min_peak(Ctx *c, Decision *dec, const int *free_ids, int k) {
-    int n = c->g->nodes.n;
-    Decision *try = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    memcpy(try, dec, (size_t)n * sizeof(Decision));
-    int64_t best = INT64_MAX;
-    for (uint32_t mask = 0; mask < (1u << k); mask++) {
-        for (int b = 0; b < k; b++) try[free_ids[b]] = (mask >> b) & 1 ? DEC_RECOMPUTE : DEC_SAVE;
-        Eval e;
-        pl_evaluate(c, try, false, &e, NULL);
-        if (e.max_live >= best) continue;
-        pl_evaluate(c, try, true, &e, NULL);
-        if (e.arena >= best) continue;
-        best = e.arena;
-        memcpy(dec, try, (size_t)n * sizeof(Decision));
-    }
-    free(try);
-    return best;
-}
-
 /* Lower dec's max-live by single flips - save a dropped tensor (its
  * recomputation may have kept its inputs alive), or drop a saved one with
  * the intermediates it needs - taking each that lowers it, in node order;
@@ -816,7 +797,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
     if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
-        int64_t best = exhaustive_min_peak(c, out, free_ids, k);
+        int64_t best = (int64_t)enumerate(c, out, free_ids, k, 0, true);
         free(free_ids);
         return best;
     }
@@ -909,7 +890,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
     PlanStatus status = PLAN_HEURISTIC;
     if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
-        status = exhaustive(&c, p->dec, free_ids, k, budget) ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
+        status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
     } else if (k <= exhaustive_max()) { /* the heuristics' plan, then the proof */
         double incumbent = INFINITY;
         if (best_of_heuristics(&c, p->dec, budget, true)) pl_evaluate(&c, p->dec, false, &e, NULL), incumbent = e.cost;
