@@ -105,6 +105,10 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool
 /* peak_live_bytes (persistent + the most bytes live at one step: the lower
  * bound of any allocation) and peak_step, from the live intervals alone. */
 void sched_max_live(Schedule *s);
+/* live[t], for each step t: the persistent bytes plus the bytes of the
+ * buffers live at t (live has s->steps.n + 1 entries, the last scratch).
+ * Returns the persistent bytes. */
+int64_t sched_live_bytes(const Schedule *s, int64_t *live);
 
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
  * peak_live_bytes. Persistent buffers back to back first, then the rest placed

@@ -19,30 +19,23 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
     Schedule *s = &c->scratch;
     sched_rebuild(c->g, c->ad, dec, c->o->optimizer, s);
     int ns = s->steps.n;
-    int64_t *delta = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t)), persistent = 0;
-    memset(delta, 0, (size_t)(ns + 1) * sizeof(int64_t));
-    for (int k = 0; k < s->bufs.n; k++) {
-        const Buffer *b = &s->bufs.v[k];
-        if (b->persistent) persistent += b->size_bytes;
-        else if (b->first >= 0) delta[b->first] += b->size_bytes, delta[b->last + 1] -= b->size_bytes;
-    }
-    int64_t run = 0, seg = 0, peak = 0;
+    int64_t *live = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t));
+    int64_t persistent = sched_live_bytes(s, live), seg = persistent, peak = persistent;
     int na = 0;
     e->cost = 0;
     for (int t = 0; t < ns; t++) {
-        run += delta[t];
-        seg = run > seg ? run : seg;
-        peak = run > peak ? run : peak;
+        seg = live[t] > seg ? live[t] : seg;
+        peak = live[t] > peak ? live[t] : peak;
         if (s->steps.v[t].kind == ST_RECOMPUTE) {
             e->cost += c->time[s->steps.v[t].node];
             continue;
         }
-        prof[na++] = persistent + seg;
-        seg = 0;
+        prof[na++] = seg;
+        seg = persistent;
     }
-    e->max_live = persistent + peak;
+    e->max_live = peak;
     e->arena = -1, e->flops = -1, e->peak_step = -1;
-    free(delta);
+    free(live);
     return na;
 }
 
@@ -58,20 +51,6 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
 #define FLIP_NODE_LIMIT 1000
 #define FLIP_WORK 6e5
 #define FLIP_MAX_ENTRIES 60000
-
-/* Intermediates pl_drop_closure(i) would drop with i: into out (stamped). */
-static int closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m) {
-    const Node *x = graph_node(c->g, i);
-    for (int j = 0; j < x->n_in; j++) {
-        int p = x->in[j];
-        if (c->cand[p] && c->forced[p] < 0 && !c->read[p] && dec[p] == DEC_SAVE && stamp[p] != mark) {
-            stamp[p] = mark;
-            out[m++] = p;
-            m = closure_list(c, dec, p, stamp, mark, out, m);
-        }
-    }
-    return m;
-}
 
 /* The flip search's program around plan dec. Columns 1..n_flips: x_f, flip f
  * (drop a saved tensor the backward reads, with the intermediates it needs;
@@ -103,7 +82,7 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
     /* r columns: dropped intermediates, and those some flip's closure drops */
     for (int f = 0; f < n_flips; f++)
         if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
-            int m = closure_list(c, dec, flip[f], stamp, f, list, 0);
+            int m = pl_closure_list(c, dec, flip[f], stamp, f, list, 0);
             for (int k = 0; k < m; k++) rcol[list[k]] = -1;
         }
     for (int i = 0; i < n; i++)
@@ -116,7 +95,7 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
     double val[4];
     for (int f = 0; f < n_flips; f++) /* r_j >= x_f for j in f's closure */
         if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
-            int m = closure_list(c, dec, flip[f], stamp, n + f, list, 0);
+            int m = pl_closure_list(c, dec, flip[f], stamp, n + f, list, 0);
             for (int k = 0; k < m; k++) {
                 int r = glp_add_rows(lp, 1);
                 ind[1] = rcol[list[k]], val[1] = 1, ind[2] = f + 1, val[2] = -1;
@@ -159,7 +138,7 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
 static void apply_flips(const Ctx *c, const Decision *dec, const int *flip, const int *f, int m, Decision *out) {
     memcpy(out, dec, (size_t)c->g->nodes.n * sizeof(Decision));
     for (int k = 0; k < m; k++)
-        if (dec[flip[f[k]]] == DEC_SAVE) pl_drop_closure(c, c->read, out, flip[f[k]]);
+        if (dec[flip[f[k]]] == DEC_SAVE) pl_drop_closure(c, out, flip[f[k]]);
     for (int k = 0; k < m; k++)
         if (dec[flip[f[k]]] == DEC_RECOMPUTE) out[flip[f[k]]] = DEC_SAVE;
 }
@@ -391,6 +370,7 @@ typedef struct {
     double fixed, best;
     Decision *best_dec;
     long long nodes;
+    int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
 } Bnb;
 
 static double bnb_bound(const Bnb *b) {
@@ -425,10 +405,8 @@ static void bnb_visit(Bnb *b, int d) {
     }
     int i = b->var[d];
     bool may_drop = c->read[i];
-    for (int m = 0; m < c->g->nodes.n && !may_drop; m++) { /* an intermediate: is a consumer dropped? */
-        const Node *x = graph_node(c->g, m);
-        for (int j = 0; j < x->n_in && !may_drop; j++) may_drop = x->in[j] == i && b->dec[m] == DEC_RECOMPUTE;
-    }
+    for (int u = b->use_first[d]; u < b->use_first[d + 1] && !may_drop; u++) /* an intermediate: a consumer dropped? */
+        may_drop = b->dec[b->use[u]] == DEC_RECOMPUTE;
     /* save: its bytes can no longer make room */
     b->dec[i] = DEC_SAVE;
     bool ok = true;
@@ -478,6 +456,22 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         if (!c->read[free_ids[j]]) b.var[m++] = free_ids[j];
     for (int i = 0; i < n; i++) b.var_of[i] = -1;
     for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
+    /* each variable's consumers, once (the search asks at every node) */
+    b.use_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
+    VEC(int) use = {0};
+    for (int v = 0; v < k; v++) {
+        b.use_first[v] = use.n;
+        for (int u = 0; u < n; u++) {
+            const Node *x = graph_node(c->g, u);
+            for (int j = 0; j < x->n_in; j++)
+                if (x->in[j] == b.var[v]) {
+                    VEC_PUSH(use, u);
+                    break;
+                }
+        }
+    }
+    b.use_first[k] = use.n;
+    b.use = use.v;
     /* the covering rows of P0 */
     for (int i = 0; i < n; i++) b.dec[i] = DEC_SAVE;
     pl_apply_forced(c, b.dec);
@@ -545,6 +539,6 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    free(b.var), free(b.var_of), free(b.dec);
+    free(b.var), free(b.var_of), free(b.dec), free(b.use_first), free(b.use);
     return done;
 }

@@ -267,15 +267,30 @@ static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
 
 /* ---- moves of the search -------------------------------------------------- */
 
-/* Drop node i together with the intermediates that feed it, so that its
- * recomputation recomputes them rather than keeping them alive. */
-void pl_drop_closure(const Ctx *c, const bool *read, Decision *dec, int i) {
+/* Whether p is an intermediate that dropping a consumer drops with it: a
+ * saved candidate the backward does not read. */
+static bool in_closure(const Ctx *c, const Decision *dec, int p) {
+    return c->cand[p] && c->forced[p] < 0 && !c->read[p] && dec[p] == DEC_SAVE;
+}
+
+void pl_drop_closure(const Ctx *c, Decision *dec, int i) {
     dec[i] = DEC_RECOMPUTE;
+    const Node *x = graph_node(c->g, i);
+    for (int j = 0; j < x->n_in; j++)
+        if (in_closure(c, dec, x->in[j])) pl_drop_closure(c, dec, x->in[j]);
+}
+
+int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m) {
     const Node *x = graph_node(c->g, i);
     for (int j = 0; j < x->n_in; j++) {
         int p = x->in[j];
-        if (c->cand[p] && c->forced[p] < 0 && !read[p] && dec[p] == DEC_SAVE) pl_drop_closure(c, read, dec, p);
+        if (in_closure(c, dec, p) && stamp[p] != mark) {
+            stamp[p] = mark;
+            out[m++] = p;
+            m = pl_closure_list(c, dec, p, stamp, mark, out, m);
+        }
     }
+    return m;
 }
 
 /* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
@@ -392,16 +407,11 @@ void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd) {
 
 
 /* Recompute time of dropping node i with pl_drop_closure: i and the saved
- * intermediates that feed it. stamp[n] marks what was counted (with mark). */
-static double closure_cost(const Ctx *c, const bool *read, const Decision *dec, int i, int *stamp, int mark) {
-    stamp[i] = mark;
+ * intermediates that feed it (listed into list, stamped with mark). */
+static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *list) {
     double t = c->time[i];
-    const Node *x = graph_node(c->g, i);
-    for (int j = 0; j < x->n_in; j++) {
-        int p = x->in[j];
-        if (c->cand[p] && c->forced[p] < 0 && !read[p] && dec[p] == DEC_SAVE && stamp[p] != mark)
-            t += closure_cost(c, read, dec, p, stamp, mark);
-    }
+    int m = pl_closure_list(c, dec, i, stamp, mark, list, 0);
+    for (int k = 0; k < m; k++) t += c->time[list[k]];
     return t;
 }
 
@@ -426,6 +436,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     double *a = acc_xrealloc(NULL, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
     double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double)), need[CUT_ROWS];
     int *id = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *item = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *clist = acc_xrealloc(NULL, (size_t)n * sizeof(int));
     int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *fwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int));
     int *bwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
     bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
@@ -449,15 +460,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
         first_bwd = acc_xrealloc(first_bwd, (size_t)nb * sizeof(int));
         live = acc_xrealloc(live, (size_t)(ns + 1) * sizeof(int64_t));
         pl_read_spans(&s, last_fwd, first_bwd);
-        memset(live, 0, (size_t)(ns + 1) * sizeof(int64_t));
-        int64_t persistent = 0;
-        for (int k = 0; k < nb; k++) {
-            const Buffer *b = &s.bufs.v[k];
-            if (b->persistent) persistent += b->size_bytes;
-            else if (b->first >= 0) live[b->first] += b->size_bytes, live[b->last + 1] -= b->size_bytes;
-        }
-        int64_t run = 0;
-        for (int t = 0; t < ns; t++) run += live[t], live[t] = persistent + run;
+        sched_live_bytes(&s, live);
         for (int i = 0; i < n; i++) item[i] = fwd_at[i] = bwd_at[i] = -1;
         for (int t = 0; t < ns; t++) {
             const Step *st = &s.steps.v[t];
@@ -479,7 +482,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
                     t >= first_bwd[k] || !c->cand[i] || c->forced[i] >= 0 || dec[i] != DEC_SAVE)
                     continue;
                 if (item[i] < 0) {
-                    item[i] = m, id[m] = i, cost[m] = closure_cost(c, c->read, dec, i, stamp, ++mark);
+                    item[i] = m, id[m] = i, cost[m] = closure_time(c, dec, i, stamp, ++mark, clist);
                     for (int q = 0; q < CUT_ROWS; q++) a[(size_t)m * CUT_ROWS + q] = 0;
                     m++;
                 }
@@ -492,7 +495,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
                 for (int k = 0; k < m; k++) x[k] = a[(size_t)k * CUT_ROWS + r] > 0 || x[k];
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             for (int k = 0; k < m; k++)
-                if (x[k]) pl_drop_closure(c, c->read, tmp, id[k]);
+                if (x[k]) pl_drop_closure(c, tmp, id[k]);
             made = true;
             Eval et;
             pl_evaluate(c, tmp, false, &et, NULL);
@@ -512,12 +515,12 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
         if (!made) break;
         memcpy(dec, tmp, (size_t)n * sizeof(Decision));
     }
+    free(clist);
     free(a), free(cost), free(id), free(item), free(stamp), free(fwd_at), free(bwd_at), free(x), free(tmp);
     free(last_fwd), free(first_bwd), free(live);
     return ok;
 }
 
-static const Decision *cmp_dec;
 static const double *cmp_time;
 static int cmp_by_time(const void *a, const void *b) {
     double x = cmp_time[*(const int *)a], y = cmp_time[*(const int *)b];
@@ -536,7 +539,6 @@ void pl_restore(Ctx *c, Decision *dec, int64_t target) {
     for (int i = 0; i < n; i++)
         if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
     cmp_time = c->time;
-    cmp_dec = dec;
     if (dropped.n) qsort(dropped.v, (size_t)dropped.n, sizeof(int), cmp_by_time);
     Eval cur;
     pl_evaluate(c, dec, false, &cur, NULL);
@@ -585,7 +587,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         for (int i = 0; i < n && !improved; i++) {
             if (!c->cand[i] || c->forced[i] >= 0 || !read[i]) continue;
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            if (dec[i] == DEC_SAVE) pl_drop_closure(c, read, tmp, i);
+            if (dec[i] == DEC_SAVE) pl_drop_closure(c, tmp, i);
             else tmp[i] = DEC_SAVE;
             Eval e;
             pl_evaluate(c, tmp, false, &e, NULL);
@@ -615,7 +617,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         if (np) qsort(pairs, np, sizeof *pairs, cmp_net);
         for (size_t k = 0; k < np && k < 8 && !improved; k++) {
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            pl_drop_closure(c, read, tmp, drops[(int)pairs[k][2]].node);
+            pl_drop_closure(c, tmp, drops[(int)pairs[k][2]].node);
             tmp[saves[(int)pairs[k][3]].node] = DEC_SAVE;
             Eval e;
             pl_evaluate(c, tmp, false, &e, NULL);
@@ -767,7 +769,7 @@ static void shrink(Ctx *c, Decision *dec) {
         for (int i = 0; i < n && !pl_out_of_time(c); i++) {
             if (!c->cand[i] || c->forced[i] >= 0 || (dec[i] == DEC_SAVE && !c->read[i])) continue;
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            if (dec[i] == DEC_SAVE) pl_drop_closure(c, c->read, tmp, i);
+            if (dec[i] == DEC_SAVE) pl_drop_closure(c, tmp, i);
             else tmp[i] = DEC_SAVE;
             pl_evaluate(c, tmp, false, &e, NULL);
             if (e.max_live < cur.max_live) cur = e, improved = true, memcpy(dec, tmp, (size_t)n * sizeof(Decision));
@@ -825,13 +827,14 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
         if (found) { /* the cut alone can free more than the improved plan keeps: the lower of the two */
             for (int i = 0; i < n; i++) cut[i] = DEC_SAVE;
             pl_apply_forced(c, cut);
-            Eval ec;
-            if (pl_cut_to(c, cut, b) && (pl_evaluate(c, cut, true, &ec, NULL), pl_evaluate(c, dec, true, &e, NULL),
-                                         ec.arena < e.arena))
-                memcpy(dec, cut, (size_t)n * sizeof(Decision));
+            if (pl_cut_to(c, cut, b)) {
+                Eval ec;
+                pl_evaluate(c, cut, true, &ec, NULL);
+                pl_evaluate(c, dec, true, &e, NULL);
+                if (ec.arena < e.arena) memcpy(dec, cut, (size_t)n * sizeof(Decision));
+            }
             shrink(c, dec);
-        }
-        if (!found) { /* the boundary: plan_make at best itself must not go lower */
+        } else { /* the boundary: plan_make at best itself must not go lower */
             if (checked == best) break;
             checked = best;
             if (!best_of_heuristics(c, dec, best, true)) { /* plan_make's fallback: this plan, polished */
@@ -899,11 +902,15 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         if (!found) status = PLAN_INFEASIBLE;
     } else if (best_of_heuristics(&c, p->dec, budget, true)) {
         status = PLAN_HEURISTIC;
-    } else if ((p->min_peak_bytes = min_peak(&c, p->dec, &p->min_peak_exact)) <= budget) { /* it fits: improve it */
-        p->min_peak_bytes = 0;
-        polish(&c, p->dec, budget);
-    } else { /* p->dec: the plan at the smallest peak */
-        status = PLAN_INFEASIBLE;
+    } else {
+        bool exact;
+        int64_t least = min_peak(&c, p->dec, &exact);
+        if (least <= budget) { /* the smallest plan found fits: improve it */
+            polish(&c, p->dec, budget);
+        } else { /* p->dec: the plan at the smallest peak */
+            p->min_peak_bytes = least, p->min_peak_exact = exact;
+            status = PLAN_INFEASIBLE;
+        }
     }
     p->bound = pl_covering_bound(&c, budget);
     free(free_ids);

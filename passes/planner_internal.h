@@ -54,7 +54,14 @@ static inline bool pl_out_of_time(Ctx *c) {
 }
 void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
 void pl_apply_forced(const Ctx *c, Decision *dec);
-void pl_drop_closure(const Ctx *c, const bool *read, Decision *dec, int i);
+/* Drop node i together with the intermediates that feed it (saved
+ * candidates the backward does not read), so that its recomputation
+ * recomputes them rather than keeping them alive. */
+void pl_drop_closure(const Ctx *c, Decision *dec, int i);
+/* The intermediates pl_drop_closure(i) would drop with i, appended to out
+ * from out[m] (each stamped with mark; those already stamped skipped);
+ * returns the new count. */
+int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m);
 int pl_glpk_quiet(void *info, const char *s);
 void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd);
 void pl_sort_by_time(const Ctx *c, int *ids, int n);

@@ -209,29 +209,33 @@ void sched_free(Schedule *s) {
     free(s->input_buf);
 }
 
-void sched_max_live(Schedule *s) {
+int64_t sched_live_bytes(const Schedule *s, int64_t *live) {
     int n_steps = s->steps.n;
-    int64_t *delta = acc_xrealloc(NULL, (size_t)(n_steps + 1) * sizeof(int64_t));
-    memset(delta, 0, (size_t)(n_steps + 1) * sizeof(int64_t));
+    memset(live, 0, (size_t)(n_steps + 1) * sizeof(int64_t));
     int64_t persistent = 0;
-    for (int i = 0; i < s->bufs.n; i++) {
+    for (int i = 0; i < s->bufs.n; i++) { /* changes at each step, then their running sum */
         const Buffer *b = &s->bufs.v[i];
         if (b->persistent) {
             persistent += b->size_bytes;
         } else if (b->first >= 0) {
-            delta[b->first] += b->size_bytes;
-            delta[b->last + 1] -= b->size_bytes;
+            live[b->first] += b->size_bytes;
+            live[b->last + 1] -= b->size_bytes;
         }
     }
     int64_t run = 0;
-    s->peak_live_bytes = 0;
+    for (int t = 0; t < n_steps; t++) run += live[t], live[t] = persistent + run;
+    return persistent;
+}
+
+void sched_max_live(Schedule *s) {
+    int n_steps = s->steps.n;
+    int64_t *live = acc_xrealloc(NULL, (size_t)(n_steps + 1) * sizeof(int64_t));
+    int64_t persistent = sched_live_bytes(s, live);
+    s->peak_live_bytes = persistent;
     s->peak_step = 0;
-    for (int t = 0; t < n_steps; t++) {
-        run += delta[t];
-        if (run > s->peak_live_bytes) s->peak_live_bytes = run, s->peak_step = t;
-    }
-    s->peak_live_bytes += persistent;
-    free(delta);
+    for (int t = 0; t < n_steps; t++)
+        if (live[t] > s->peak_live_bytes) s->peak_live_bytes = live[t], s->peak_step = t;
+    free(live);
 }
 
 /* ---- measuring without building ---------------------------------------------
