@@ -425,6 +425,28 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
     return fail(m, ACC_ERR_NAME, "the model has no input '%s'", name);
 }
 
+/* The generated schedule between the step's phase marks. */
+static int run_schedule(void *arg) {
+    acc_ctx *ctx = arg;
+    acc_phase(ctx, ACC_PHASE_FWD);
+    int rc = ctx->model->desc->run(ctx);
+    acc_phase(ctx, ACC_PHASE_COUNT);
+    return rc;
+}
+
+/* The AdamW launches of every parameter, on a device. */
+static int adamw_launches(void *arg) {
+    acc_model *m = arg;
+    const acc_model_desc *d = m->desc;
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        rc = d->device->adamw(m->dev, F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset),
+                              F32(m, pd->v_offset), pd->elems);
+    }
+    return rc;
+}
+
 int acc_step(acc_model *m, float *loss) {
     if (!m) return ACC_ERR_NULL;
     if (!loss) return fail(m, ACC_ERR_NULL, "acc_step: NULL loss pointer");
@@ -434,9 +456,13 @@ int acc_step(acc_model *m, float *loss) {
         if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
     acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev};
     m->phase = -1;
-    acc_phase(&ctx, ACC_PHASE_FWD);
-    int rc = d->run(&ctx);
-    acc_phase(&ctx, ACC_PHASE_COUNT);
+    int rc;
+    if (m->dev) {
+        acc_scalars s = {.seed = m->seed, .step = m->step};
+        rc = dev_status(m, d->device->run(m->dev, ACC_GRAPH_STEP, run_schedule, &ctx, &s));
+    } else {
+        rc = run_schedule(&ctx);
+    }
     m->phase = -1;
     if (m->dev) {
         /* launches are asynchronous: their failures surface here */
@@ -472,14 +498,14 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     float bc1 = (float)(1.0 - pow((double)beta1, (double)m->adam_t));
     float bc2 = (float)(1.0 - pow((double)beta2, (double)m->adam_t));
     int rc = ACC_OK;
-    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+    if (m->dev) {
+        acc_scalars s = {m->seed, m->step, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2};
+        rc = d->device->run(m->dev, ACC_GRAPH_OPT, adamw_launches, m, &s);
+    }
+    for (int p = 0; !m->dev && p < d->n_params; p++) {
         const acc_param_desc *pd = &d->params[p];
-        if (m->dev)
-            rc = d->device->adamw(m->dev, F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset),
-                                  F32(m, pd->v_offset), pd->elems, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
-        else
-            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset),
-                    pd->elems, lr, beta1, beta2, eps, weight_decay, m->adam_t);
+        k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems, lr,
+                beta1, beta2, eps, weight_decay, m->adam_t);
     }
     if (m->dev && rc == ACC_OK) {
         double ms[ACC_PHASE_COUNT];

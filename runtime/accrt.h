@@ -95,6 +95,19 @@ typedef struct {
     acc_dev *dev;
 } acc_ctx;
 
+/* The values of one step or optimizer update that a device's kernels read
+ * from device memory (written by the device layer before each run) rather
+ * than from their launch arguments, so that launches recorded once can be
+ * replayed with each step's values. */
+typedef struct {
+    uint64_t seed;
+    uint32_t step, pad;
+    float lr, beta1, beta2, eps, weight_decay, bc1, bc2; /* the optimizer's */
+} acc_scalars;
+
+/* The launch sequences a device may record and replay. */
+enum { ACC_GRAPH_STEP = 0, ACC_GRAPH_OPT = 1, ACC_GRAPH_COUNT = 2 };
+
 /* A device layer (libaccrt_cuda: the GPU through the driver API and cuBLAS;
  * libaccrt_emu: the same kernels and schedule emulated on the CPU). The
  * runtime reaches device memory only through it. Every function returns an
@@ -114,8 +127,15 @@ typedef struct acc_device {
     int (*mark)(acc_dev *dev, int phase);
     /* Wait for the device; the time of each phase of the last step. */
     int (*finish)(acc_dev *dev, double phase_ms[ACC_PHASE_COUNT]);
-    int (*adamw)(acc_dev *dev, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
-                 float beta2, float eps, float weight_decay, float bc1, float bc2);
+    /* Write *s where the kernels read it, then have fn(arg) issue the
+     * launches of one step (ACC_GRAPH_STEP) or optimizer update
+     * (ACC_GRAPH_OPT). A device may record the launches of a run and replay
+     * the recording for the later runs of the same graph instead of calling
+     * fn (the GPU's CUDA graphs): fn's launches may depend on nothing but *s
+     * and the model. */
+    int (*run)(acc_dev *dev, int graph, int (*fn)(void *arg), void *arg, const acc_scalars *s);
+    /* One parameter's AdamW update, with the hyperparameters of the run. */
+    int (*adamw)(acc_dev *dev, float *p, const float *g, float *m, float *v, int64_t n);
     const char *(*error)(const acc_dev *dev);
 } acc_device;
 

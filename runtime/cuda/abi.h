@@ -26,6 +26,21 @@ typedef struct {
     float f[KA_NF];
 } acc_kargs;
 
+/* The step's scalars, which kernels read from device memory rather than
+ * from their launch arguments, so that the launches of a step captured once
+ * (a CUDA graph) replay with each step's values: the device layer writes
+ * them at the start of the workspace before every run, and a kernel that
+ * needs them gets their address in argument pointer KA_SCALARS_P. The
+ * layout is runtime/accrt.h's acc_scalars (device.h checks that the two
+ * agree). */
+typedef struct {
+    unsigned long long seed;
+    unsigned int step, pad;
+    float lr, beta1, beta2, eps, weight_decay, bc1, bc2;
+} acc_kscalars;
+#define KA_SCALARS_P (KA_NP - 1)
+#define KA_SCALARS_BYTES 256 /* their region: the workspace's first bytes */
+
 /* Threads per block of the kernels that reduce with a block (a multiple of 32). */
 #define KA_BLOCK 256
 /* Attention. Head dimensions up to KA_ATT_TILE_D take the tiled kernels
@@ -54,14 +69,16 @@ typedef struct {
     X(ck_dropout, 0)                 \
     X(ck_rope, 0)                    \
     X(ck_embedding_fwd, 0)           \
+    X(ck_embedding_sort, 1)          \
     X(ck_embedding_bwd, 0)           \
+    X(ck_col_reduce, 1)              \
+    X(ck_col_final, 0)               \
     X(ck_reduce_fwd, 1)              \
     X(ck_reduce_bwd, 0)              \
     X(ck_layernorm_fwd, 1)           \
     X(ck_layernorm_bwd_dx, 1)        \
     X(ck_rmsnorm_fwd, 1)             \
     X(ck_rmsnorm_bwd_dx, 1)          \
-    X(ck_norm_bwd_dw, 0)             \
     X(ck_softmax_fwd, 1)             \
     X(ck_softmax_bwd, 1)             \
     X(ck_xent_lse, 1)                \
@@ -86,5 +103,8 @@ typedef enum {
 /* Operation codes of the shared unary and binary kernels. */
 enum { KU_SCALE, KU_GELU, KU_RELU, KU_SILU, KU_TANH, KU_EXP };
 enum { KB_ADD, KB_SUB, KB_MUL, KB_DIV };
+/* Modes and stores of ck_col_reduce. */
+enum { COL_SUM, COL_BINARY, COL_LAYERNORM, COL_RMSNORM };
+enum { COL_SET, COL_ADD };
 
 #endif

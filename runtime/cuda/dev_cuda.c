@@ -32,7 +32,9 @@
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
     X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
     X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
-    X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString)
+    X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
+    X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
+    X(cuGraphExecDestroy)
 #define BLAS_FUNCS(X) \
     X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched)
 
@@ -57,6 +59,13 @@ typedef struct {
     int ev_used[ACC_PHASE_COUNT + 1];
     cublasHandle_t blas;
     CUdeviceptr arena;
+    /* a CUDA graph per ACC_GRAPH_*: captured on its second run, launched after */
+    CUgraph graph[ACC_GRAPH_COUNT];
+    CUgraphExec exec[ACC_GRAPH_COUNT];
+    int runs[ACC_GRAPH_COUNT];
+    int graph_marks[ACC_GRAPH_COUNT]; /* the phase events a graph records (bits) */
+    int capturing;                    /* the graph being captured + 1, or 0 */
+    int no_graphs;                    /* ACC_CUDA_GRAPHS=0: every run launches one by one */
 } CudaDev;
 
 static const char *const kernel_names[KID_COUNT] = {
@@ -160,6 +169,8 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
     if (!c) return ACC_ERR_NOMEM;
     c->head.ops = &cuda_ops;
     *out = &c->head;
+    const char *g = getenv("ACC_CUDA_GRAPHS");
+    c->no_graphs = g && !strcmp(g, "0");
     *extra = 0;
     int rc = load_api(c);
     if (rc) return rc;
@@ -198,13 +209,12 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
         if ((rc = CU_CHECK(c, a->cuEventCreate(&c->ev[p], CU_EVENT_DEFAULT)))) return rc;
     if ((rc = CU_CHECK(c, a->cuMemAlloc(&c->arena, (size_t)desc->arena_bytes)))) return rc;
     *arena = (unsigned char *)(uintptr_t)c->arena;
+    dev_set_workspace(&c->head, *arena + desc->workspace_offset, desc->workspace_bytes);
     if ((rc = BLAS_CHECK(c, a->cublasCreate(&c->blas)))) return rc;
     if ((rc = BLAS_CHECK(c, a->cublasSetStream(c->blas, c->stream)))) return rc;
     /* a fixed workspace inside the planned arena: no hidden allocation, and
-     * cuBLAS picks the same algorithms every run */
-    if ((rc = BLAS_CHECK(c, a->cublasSetWorkspace(c->blas, (void *)(uintptr_t)(c->arena + desc->workspace_offset),
-                                                  (size_t)desc->workspace_bytes))))
-        return rc;
+     * cuBLAS picks the same algorithms every run (and can be captured) */
+    if ((rc = BLAS_CHECK(c, a->cublasSetWorkspace(c->blas, c->head.scratch, (size_t)c->head.scratch_bytes)))) return rc;
     return BLAS_CHECK(c, a->cublasSetMathMode(c->blas, desc->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
@@ -213,6 +223,10 @@ static void cuda_close(acc_dev *d) {
     Api *a = &c->api;
     if (c->ctx && a->cuCtxSetCurrent) a->cuCtxSetCurrent(c->ctx);
     if (c->stream) a->cuStreamSynchronize(c->stream);
+    for (int g = 0; g < ACC_GRAPH_COUNT; g++) {
+        if (c->exec[g]) a->cuGraphExecDestroy(c->exec[g]);
+        if (c->graph[g]) a->cuGraphDestroy(c->graph[g]);
+    }
     if (c->blas) a->cublasDestroy(c->blas);
     if (c->arena) a->cuMemFree(c->arena);
     for (int p = 0; p <= ACC_PHASE_COUNT; p++)
@@ -246,11 +260,58 @@ static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
     return CU_CHECK(c, c->api.cuMemsetD8((CUdeviceptr)(uintptr_t)dst, 0, n));
 }
 
+/* A phase boundary: an event on the stream, or, while a graph is being
+ * captured, an event-record node of the graph (recorded at each launch). */
 static int cuda_mark(acc_dev *d, int phase) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
     c->ev_used[phase] = 1;
+    if (c->capturing) {
+        c->graph_marks[c->capturing - 1] |= 1 << phase;
+        return CU_CHECK(c, c->api.cuEventRecordWithFlags(c->ev[phase], c->stream, CU_EVENT_RECORD_EXTERNAL));
+    }
     return CU_CHECK(c, c->api.cuEventRecord(c->ev[phase], c->stream));
+}
+
+/* Write the scalars, then: the first run of a graph launches fn's kernels
+ * one by one (cuBLAS and the module settle), the second captures them into
+ * a CUDA graph and launches it, and every later run launches the graph
+ * alone: no host work between kernels. The stream is idle on entry
+ * (acc_step and acc_adamw end with finish), so the synchronous copy of the
+ * scalars cannot overtake a kernel that reads them (the synchronize makes
+ * sure). */
+static int cuda_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const acc_scalars *s) {
+    CudaDev *c = (CudaDev *)d;
+    Api *a = &c->api;
+    if (d->status) return d->status;
+    if (!d->scalars) return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "no workspace for the step's scalars");
+    if (CU_CHECK(c, a->cuStreamSynchronize(c->stream))) return d->status;
+    if (CU_CHECK(c, a->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)d->scalars, s, sizeof *s))) return d->status;
+    if (c->no_graphs || c->runs[graph] < 1) {
+        c->runs[graph]++;
+        int rc = fn(arg);
+        return rc ? rc : d->status;
+    }
+    if (!c->exec[graph]) {
+        if (CU_CHECK(c, a->cuStreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return d->status;
+        c->capturing = graph + 1;
+        c->graph_marks[graph] = 0;
+        int rc = fn(arg);
+        c->capturing = 0;
+        CUgraph g = NULL;
+        CUresult end = a->cuStreamEndCapture(c->stream, &g); /* ends the capture even after a failure */
+        if (rc || d->status) {
+            if (g) a->cuGraphDestroy(g);
+            return rc ? rc : d->status;
+        }
+        if (CU_CHECK(c, end)) return d->status;
+        c->graph[graph] = g;
+        if (CU_CHECK(c, a->cuGraphInstantiate(&c->exec[graph], g, 0))) return d->status;
+    }
+    for (int p = 0; p <= ACC_PHASE_COUNT; p++)
+        if (c->graph_marks[graph] >> p & 1) c->ev_used[p] = 1;
+    c->runs[graph]++;
+    return CU_CHECK(c, a->cuGraphLaunch(c->exec[graph], c->stream));
 }
 
 static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
@@ -271,4 +332,4 @@ static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
 static const char *cuda_error(const acc_dev *d) { return dev_error(d); }
 
 const acc_device acc_device_cuda = {"cuda", cuda_open, cuda_close, cuda_upload, cuda_download, cuda_zero,
-                                    cuda_mark, cuda_finish, dev_adamw, cuda_error};
+                                    cuda_mark, cuda_finish, cuda_run, dev_adamw, cuda_error};

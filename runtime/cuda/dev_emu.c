@@ -30,13 +30,50 @@ static const struct {
 #undef KA_ROW
 };
 
+/* One recorded call of a run: a launch, a GEMM or a phase mark. */
+typedef struct {
+    enum { REC_LAUNCH, REC_GEMM, REC_MARK } kind;
+    acc_kernel_id k;
+    unsigned grid, block;
+    acc_kargs a;
+    int ta, tb, phase;
+    long long m, n, kk, lda, sa, ldb, sb, ldc, sc, batch;
+    const float *A, *B;
+    float beta, *C;
+} Rec;
+
+typedef struct {
+    Rec *v;
+    int n, cap;
+    int runs; /* runs of the graph so far */
+} Recording;
+
 typedef struct {
     struct acc_dev head;
     unsigned char *arena;
     size_t arena_bytes;
     double mark_ms[ACC_PHASE_COUNT + 1];
     int last_phase;
+    Recording graph[ACC_GRAPH_COUNT];
+    Recording *recording; /* the graph being recorded, or NULL */
+    int no_graphs;        /* ACC_CUDA_GRAPHS=0: every run calls its function */
 } EmuDev;
+
+/* Append r to the recording in progress, if any. */
+static void record(EmuDev *e, const Rec *r) {
+    Recording *g = e->recording;
+    if (!g || e->head.status) return;
+    if (g->n == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 256;
+        Rec *v = realloc(g->v, (size_t)cap * sizeof *v);
+        if (!v) {
+            dev_fail(&e->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "cannot record a launch");
+            return;
+        }
+        g->v = v, g->cap = cap;
+    }
+    g->v[g->n++] = *r;
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -45,6 +82,7 @@ static double now_ms(void) {
 }
 
 static int emu_kernel_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a) {
+    record((EmuDev *)d, &(Rec){.kind = REC_LAUNCH, .k = k, .grid = grid, .block = block, .a = *a});
     const char *err = emu_launch(kernels[k].fn, kernels[k].sync, (emu_dim3){grid, 1, 1}, (emu_dim3){block, 1, 1}, a);
     if (err) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "%s<<<%u, %u>>>: %s", kernels[k].name, grid, block, err);
     return ACC_OK;
@@ -60,6 +98,9 @@ static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long l
         ldc < m || ldc < 1)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
                         "gemm: invalid value (m %lld n %lld k %lld lda %lld ldb %lld ldc %lld)", m, n, k, lda, ldb, ldc);
+    record((EmuDev *)d, &(Rec){.kind = REC_GEMM, .ta = ta, .tb = tb, .m = m, .n = n, .kk = k, .A = A, .lda = lda,
+                               .sa = sA, .B = B, .ldb = ldb, .sb = sB, .beta = beta, .C = C, .ldc = ldc, .sc = sC,
+                               .batch = batch});
     for (long long b = 0; b < batch; b++) {
         const float *Ab = A + b * sA, *Bb = B + b * sB;
         float *Cb = C + b * sC;
@@ -84,17 +125,21 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
     EmuDev *e = calloc(1, sizeof *e);
     if (!e) return ACC_ERR_NOMEM;
     e->head.ops = &emu_ops;
+    const char *g = getenv("ACC_CUDA_GRAPHS");
+    e->no_graphs = g && !strcmp(g, "0");
     *out = &e->head;
     e->arena_bytes = (size_t)desc->arena_bytes;
     e->arena = aligned_alloc(256, (e->arena_bytes + 255) / 256 * 256);
     if (!e->arena) return dev_fail(&e->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "cannot allocate the arena");
     *arena = e->arena;
+    dev_set_workspace(&e->head, e->arena + desc->workspace_offset, desc->workspace_bytes);
     *extra = 0;
     return ACC_OK;
 }
 
 static void emu_close(acc_dev *d) {
     EmuDev *e = (EmuDev *)d;
+    for (int g = 0; g < ACC_GRAPH_COUNT; g++) free(e->graph[g].v);
     free(e->arena);
     free(e);
 }
@@ -124,6 +169,7 @@ static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
 
 static int emu_mark(acc_dev *d, int phase) {
     EmuDev *e = (EmuDev *)d;
+    record(e, &(Rec){.kind = REC_MARK, .phase = phase});
     e->mark_ms[phase] = now_ms();
     if (phase == ACC_PHASE_FWD) e->mark_ms[ACC_PHASE_BWD] = e->mark_ms[ACC_PHASE_FWD];
     return d->status;
@@ -137,7 +183,43 @@ static int emu_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
     return d->status;
 }
 
+/* The GPU's graphs, emulated: the first run of a graph calls fn, the second
+ * calls fn and records every launch, GEMM and mark, and the later runs
+ * replay the recording. A value fn passed by launch argument that should
+ * have come from the scalars would be replayed stale, and the tests that
+ * compare several steps with the CPU target would see it. */
+static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const acc_scalars *s) {
+    EmuDev *e = (EmuDev *)d;
+    if (d->status) return d->status;
+    if (!d->scalars) return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "no workspace for the step's scalars");
+    memcpy(d->scalars, s, sizeof *s);
+    Recording *g = &e->graph[graph];
+    if (e->no_graphs || g->runs < 1) {
+        g->runs++;
+        return fn(arg);
+    }
+    if (g->runs == 1) {
+        g->n = 0;
+        e->recording = g;
+        int rc = fn(arg);
+        e->recording = NULL;
+        if (rc == ACC_OK && !d->status) g->runs++; /* else record again next time */
+        return rc ? rc : d->status;
+    }
+    for (int i = 0; i < g->n && !d->status; i++) {
+        const Rec *r = &g->v[i];
+        if (r->kind == REC_LAUNCH)
+            emu_kernel_launch(d, r->k, r->grid, r->block, &r->a);
+        else if (r->kind == REC_GEMM)
+            emu_gemm(d, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta, r->C, r->ldc,
+                     r->sc, r->batch);
+        else
+            emu_mark(d, r->phase);
+    }
+    return d->status;
+}
+
 static const char *emu_error(const acc_dev *d) { return dev_error(d); }
 
 const acc_device acc_device_cuda_emu = {"cuda-emu", emu_open, emu_close, emu_upload, emu_download, emu_zero,
-                                        emu_mark,   emu_finish, dev_adamw, emu_error};
+                                        emu_mark,   emu_finish, emu_run,   dev_adamw,  emu_error};

@@ -9,6 +9,8 @@
 #ifndef ACC_CUDA_DEVICE_H
 #define ACC_CUDA_DEVICE_H
 
+#include <stddef.h>
+
 #include "abi.h"
 #include "accrt.h"
 
@@ -28,7 +30,23 @@ struct acc_dev {
     const DevOps *ops;
     int status; /* the first failure (ACC_OK while none) */
     char err[512];
+    /* The planned workspace: its first KA_SCALARS_BYTES hold the run's
+     * acc_scalars (NULL without a workspace); the rest is cuBLAS's during a
+     * GEMM and the partial sums of two-stage reductions between GEMMs (one
+     * stream orders the two). */
+    unsigned char *scalars, *scratch;
+    long long scratch_bytes;
 };
+
+/* The kernels' view of acc_scalars is the runtime's. */
+_Static_assert(sizeof(acc_kscalars) == sizeof(acc_scalars) && _Alignof(acc_kscalars) == _Alignof(acc_scalars) &&
+                   offsetof(acc_kscalars, step) == offsetof(acc_scalars, step) &&
+                   offsetof(acc_kscalars, lr) == offsetof(acc_scalars, lr) &&
+                   offsetof(acc_kscalars, bc2) == offsetof(acc_scalars, bc2),
+               "acc_kscalars (abi.h) and acc_scalars (accrt.h) differ");
+
+/* Point d's scalars and scratch into the workspace at ws (ws_bytes). */
+void dev_set_workspace(acc_dev *d, unsigned char *ws, long long ws_bytes);
 
 /* Record the first failure with where it happened; returns status. */
 int dev_fail(acc_dev *d, int status, const char *file, int line, const char *fmt, ...)
@@ -37,7 +55,6 @@ const char *dev_error(const acc_dev *d);
 
 /* The launches and GEMM of ops.c, through d->ops, skipped after a failure. */
 void dev_launch(acc_dev *d, acc_kernel_id k, long long work, unsigned block, const acc_kargs *a);
-int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
-              float eps, float weight_decay, float bc1, float bc2);
+int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n);
 
 #endif

@@ -204,8 +204,37 @@ KERNEL ck_binary_fwd(acc_kargs a) {
     }
 }
 
-/* The gradient of x = (a if which == 0 else b) of a broadcasting binary op:
- * one thread per element of x sums the out elements it reaches, in order.
+/* The contribution of one out element to the gradient of x = (a if which
+ * == 0 else b) of a binary op: g the out gradient, ia/ib the operands'
+ * element indices (read for mul and div only). */
+DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib) {
+    switch (op) {
+    case KB_ADD: return g;
+    case KB_SUB: return which ? -g : g;
+    case KB_MUL: return g * (which ? A[ia] : B[ib]);
+    default: return which ? -g * A[ia] / (B[ib] * B[ib]) : g / B[ib];
+    }
+}
+
+/* The operands' element indices of out element o: dims od (six, padded),
+ * strides as and bs over them. */
+DEVFN void operand_index(long long o, const long long *od, const long long *as, const long long *bs, long long *ia,
+                         long long *ib) {
+    long long r = o, x = 0, y = 0;
+    for (int k = 5; k >= 0; k--) {
+        long long c = r % od[k];
+        r /= od[k];
+        x += c * as[k];
+        y += c * bs[k];
+    }
+    *ia = x;
+    *ib = y;
+}
+
+/* The gradient of x = (a if which == 0 else b) of a broadcasting binary op
+ * where x is not a suffix of out's shape (ops.c sends those to
+ * ck_col_reduce): one thread per element of x sums the out elements it
+ * reaches, in order; without broadcasting, one out element each.
  * p0 dx, p1 dout, p2 a, p3 b; i0 elements of x, i1 op, i2 which,
  * i3..i8 out dims, i9..i14 x dims (padded; 1 where x broadcasts),
  * i15..i20 a strides, i21..i26 b strides over out's dims. */
@@ -218,6 +247,10 @@ KERNEL ck_binary_bwd(acc_kargs a) {
     for (int k = 0; k < 6; k++)
         if (xd[k] != od[k]) nred *= od[k];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        if (nred == 1 && op <= KB_SUB) { /* same shape, add or sub: no index arithmetic */
+            dx[i] += binary_grad(op, which, dy[i], A, B, 0, 0);
+            continue;
+        }
         long long xc[6], r = i;
         for (int k = 5; k >= 0; k--) {
             xc[k] = r % xd[k];
@@ -237,21 +270,12 @@ KERNEL ck_binary_bwd(acc_kargs a) {
                 ia += c * as[k];
                 ib += c * bs[k];
             }
-            float g = dy[o];
-            switch (op) {
-            case KB_ADD: acc += g; break;
-            case KB_SUB: acc += which ? -g : g; break;
-            case KB_MUL: acc += g * (which ? A[ia] : B[ib]); break;
-            default: acc += which ? -g * A[ia] / (B[ib] * B[ib]) : g / B[ib]; break;
-            }
+            acc += binary_grad(op, which, dy[o], A, B, ia, ib);
         }
         dx[i] += acc;
     }
 }
 
-/* p0 out, p1 x; i0 n, i1 seed, i2 step, i3 op id, i4 accumulate (the
- * backward); f0 p. out (+)= x / (1-p) where philox_uniform(...) >= p, else 0:
- * the mask of the CPU target, bit for bit. */
 /* element i of dropout(x) with keep probability 1-p: x / (1-p) or 0 */
 DEVFN float dropout_at(float x, float p, long long seed, long long step, long long op_id, long long i) {
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
@@ -259,11 +283,16 @@ DEVFN float dropout_at(float x, float p, long long seed, long long step, long lo
     return p == 0.0f ? x : (u >= p ? x * scale : 0.0f);
 }
 
+/* p0 out, p1 x, p[KA_SCALARS_P] the step's seed and counter; i0 n, i3 op
+ * id, i4 accumulate (the backward); f0 p. out (+)= x / (1-p) where
+ * philox_uniform(...) >= p, else 0: the mask of the CPU target, bit for bit. */
 KERNEL ck_dropout(acc_kargs a) {
     float *y = a.p[0];
     const float *x = a.p[1];
+    const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
+    long long seed = (long long)sc->seed, step = sc->step;
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float v = dropout_at(x[i], a.f[0], a.i[1], a.i[2], a.i[3], i);
+        float v = dropout_at(x[i], a.f[0], seed, step, a.i[3], i);
         if (a.i[4])
             y[i] += v;
         else
@@ -296,11 +325,13 @@ KERNEL ck_rope(acc_kargs a) {
 /* A chain of elementwise ops in one pass (the fused forward of consecutive
  * steps, codegen/fuse.c): v = x[i], then per op k: v = op_k(v) or
  * v OP operand_k[i mod modulus_k] (operand OP v if right_k), out[i] = v.
- * p0 out, p1 x, p2.. the operands of ops 0..; i0 n, i1 ops, i2 seed,
- * i3 step, and per op k at i[4 + 4k]: op (K_EW_*), modulus, right, op id;
- * f[k] the op's parameter (scale's alpha, dropout's p). out may be x. */
+ * p0 out, p1 x, p2.. the operands of ops 0.., p[KA_SCALARS_P] the step's
+ * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (K_EW_*),
+ * modulus, right, op id; f[k] the op's parameter (scale's alpha, dropout's
+ * p). out may be x. */
 KERNEL ck_ew_chain(acc_kargs a) {
     int n_ops = (int)a.i[1];
+    const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float v = a.p[1][i];
         for (int k = 0; k < n_ops; k++) {
@@ -310,7 +341,7 @@ KERNEL ck_ew_chain(acc_kargs a) {
                 float o = a.p[2 + k][i % d[1]];
                 v = d[2] ? binary_op(op - K_EW_ADD + KB_ADD, o, v) : binary_op(op - K_EW_ADD + KB_ADD, v, o);
             } else if (op == K_EW_DROPOUT) {
-                v = dropout_at(v, a.f[k], a.i[2], a.i[3], d[3], i);
+                v = dropout_at(v, a.f[k], (long long)sc->seed, sc->step, d[3], i);
             } else {
                 v = unary_op(op - K_EW_SCALE + KU_SCALE, v, a.f[k]);
             }
@@ -333,21 +364,188 @@ KERNEL ck_embedding_fwd(acc_kargs a) {
     }
 }
 
-/* p0 dtable, p1 dout, p2 idx; i0 N, i1 V, i2 C. One thread per column walks
- * the tokens in order: dtable[idx[n], c] += dout[n, c], deterministic. */
-KERNEL ck_embedding_bwd(acc_kargs a) {
-    float *dt = a.p[0];
-    const float *dy = a.p[1];
-    const int *idx = (const int *)a.p[2];
-    long long C = a.i[2];
-    for (long long c = GSTART; c < C; c += GSTRIDE)
-        for (long long n = 0; n < a.i[0]; n++) {
-            long long v = idx[n];
-            if (v >= 0 && v < a.i[1]) dt[v * C + c] += dy[n * C + c];
+/* The embedding gradient without atomics, in two launches. ck_embedding_sort
+ * (one block) sorts the token positions by token id, stably (a binary radix
+ * sort, one bit per pass, ids out of range last), into the scratch region;
+ * ck_embedding_bwd gives each run of equal ids to one warp, whose lanes
+ * walk the run's columns adding the rows in token order:
+ * dtable[v, c] += dout[n, c] for the n with idx[n] = v, in increasing n,
+ * the order of the CPU target.
+ * ck_embedding_sort: p0 scratch (4 N ints: keys, positions, and their
+ * copies), p1 idx; i0 N, i1 V, i2 bits (ceil(log2(V + 1))). The sorted
+ * keys and positions end in the first two N-int arrays. */
+KERNEL ck_embedding_sort(acc_kargs a) {
+    __shared__ int scan[2][KA_BLOCK];
+    long long N = a.i[0], V = a.i[1], per = (N + KA_BLOCK - 1) / KA_BLOCK;
+    int *key = (int *)a.p[0], *pos = key + N, *key2 = key + 2 * N, *pos2 = key + 3 * N;
+    const int *idx = (const int *)a.p[1];
+    int t = threadIdx.x;
+    long long lo = t * per < N ? t * per : N, hi = lo + per < N ? lo + per : N;
+    for (long long i = lo; i < hi; i++) {
+        int v = idx[i];
+        key[i] = v >= 0 && v < V ? v : (int)V;
+        pos[i] = (int)i;
+    }
+    for (int bit = 0; bit < (int)a.i[2]; bit++) {
+        int zeros = 0;
+        for (long long i = lo; i < hi; i++) zeros += !((key[i] >> bit) & 1);
+        /* exclusive prefix sum of zeros over the threads (Hillis-Steele) */
+        int cur = 0;
+        scan[0][t] = zeros;
+        __syncthreads();
+        for (int off = 1; off < KA_BLOCK; off <<= 1) {
+            int v = scan[cur][t] + (t >= off ? scan[cur][t - off] : 0);
+            scan[cur ^ 1][t] = v;
+            cur ^= 1;
+            __syncthreads();
         }
+        int total = scan[cur][KA_BLOCK - 1], zb = scan[cur][t] - zeros;
+        long long ob = total + (lo - zb); /* ones before this thread's first element */
+        for (long long i = lo; i < hi; i++) {
+            long long at = (key[i] >> bit) & 1 ? ob++ : zb++;
+            key2[at] = key[i];
+            pos2[at] = pos[i];
+        }
+        __syncthreads();
+        for (long long i = lo; i < hi; i++) {
+            key[i] = key2[i];
+            pos[i] = pos2[i];
+        }
+        __syncthreads();
+    }
+}
+
+/* p0 dtable (V, C), p1 dout (N, C), p2 sorted keys and positions (from
+ * ck_embedding_sort); i0 N, i1 V, i2 C. One warp per sorted position; the
+ * warp at the start of a run of a valid id does the run. */
+KERNEL ck_embedding_bwd(acc_kargs a) {
+    long long N = a.i[0], V = a.i[1], C = a.i[2];
+    const int *key = (const int *)a.p[2], *pos = key + N;
+    for (long long e = GSTART; e < N * 32; e += GSTRIDE) {
+        long long i = e / 32, lane = e % 32, v = key[i];
+        if (v >= V || (i > 0 && key[i - 1] == v)) continue;
+        for (long long c = lane; c < C; c += 32) {
+            float s = a.p[0][v * C + c];
+            for (long long j = i; j < N && key[j] == v; j++) s += a.p[1][(long long)pos[j] * C + c];
+            a.p[0][v * C + c] = s;
+        }
+    }
 }
 
 /* ---- reductions ----------------------------------------------------------- */
+
+/* Column reductions in two stages. A tensor viewed as (outer, R, K) is
+ * summed over its R rows into (outer, K): a block task owns 32 columns (one
+ * per lane) of one chunk of rows, each of its KA_BLOCK/32 warps sums the
+ * chunk's rows w, w + warps, ... with four accumulators, and the warps' sums
+ * meet in shared memory in warp order. With one chunk the block stores the
+ * result itself; with more, each task writes its partial sums to the
+ * scratch region (the planned workspace) and ck_col_final adds the chunks
+ * of each column in order. The chunking is chosen by ops.c from the shape
+ * alone, so the order of every sum, and the result, is the same on every
+ * run, GPU and plan. Modes (i5): COL_SUM v = dy; COL_BINARY v =
+ * binary_grad(op, which, ...); COL_LAYERNORM v0 = dy xhat, v1 = dy (the
+ * weight and bias gradients); COL_RMSNORM v0 = dy x rstd.
+ * p0 dst0, p1 dst1 (layernorm's bias gradient, else NULL), p2 partial sums,
+ * p3 dy, p4 a (the norms' x), p5 b (the norms' stats); i0 outer, i1 R, i2 K,
+ * i3 chunks, i4 rows per chunk, i5 mode, i6 op, i7 which, i8 store
+ * (COL_SET, COL_ADD), i9..i14 out dims, i15..i20 a strides, i21..i26 b
+ * strides (COL_BINARY with mul or div); f0 scale (applied to the sum). */
+#define COL_WARPS (KA_BLOCK / 32)
+
+DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, float *v1) {
+    float g = a->p[3][o];
+    const float *x = a->p[4], *st = a->p[5];
+    switch ((int)a->i[5]) {
+    case COL_SUM: *v0 = g; break;
+    case COL_BINARY: {
+        long long ia = 0, ib = 0;
+        if (a->i[6] >= KB_MUL) operand_index(o, &a->i[9], &a->i[15], &a->i[21], &ia, &ib);
+        *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
+        break;
+    }
+    case COL_LAYERNORM:
+        *v0 = g * (x[o] - st[2 * r]) * st[2 * r + 1];
+        *v1 = g;
+        break;
+    default: *v0 = g * x[o] * st[r]; break;
+    }
+}
+
+DEVFN void col_store(float *dst, long long at, float s, long long store) {
+    if (!dst) return;
+    if (store == COL_ADD)
+        dst[at] += s;
+    else
+        dst[at] = s;
+}
+
+KERNEL ck_col_reduce(acc_kargs a) {
+    __shared__ float sh[2][COL_WARPS][33];
+    long long R = a.i[1], K = a.i[2], chunks = a.i[3], rows = a.i[4];
+    long long tiles = (K + 31) / 32, tasks = a.i[0] * chunks * tiles;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    for (long long t = blockIdx.x; t < tasks; t += gridDim.x) {
+        long long tile = t % tiles, c = (t / tiles) % chunks, ob = t / (tiles * chunks);
+        long long k = tile * 32 + lane, r0 = c * rows, r1 = r0 + rows < R ? r0 + rows : R;
+        float s0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (k < K) {
+            long long r = r0 + w;
+            for (; r + 3 * COL_WARPS < r1; r += 4 * COL_WARPS)
+                UNROLL for (int u = 0; u < 4; u++) {
+                    float v0 = 0.0f, v1 = 0.0f;
+                    long long ru = r + u * COL_WARPS;
+                    col_value(&a, (ob * R + ru) * K + k, ru, &v0, &v1);
+                    s0[u] += v0;
+                    s1[u] += v1;
+                }
+            for (int u = 0; r < r1; r += COL_WARPS, u++) {
+                float v0 = 0.0f, v1 = 0.0f;
+                col_value(&a, (ob * R + r) * K + k, r, &v0, &v1);
+                s0[u] += v0;
+                s1[u] += v1;
+            }
+        }
+        __syncthreads(); /* the previous task has read sh */
+        sh[0][w][lane] = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+        sh[1][w][lane] = (s1[0] + s1[1]) + (s1[2] + s1[3]);
+        __syncthreads();
+        if (w == 0 && k < K) {
+            float t0 = 0.0f, t1 = 0.0f;
+            for (int j = 0; j < COL_WARPS; j++) {
+                t0 += sh[0][j][lane];
+                t1 += sh[1][j][lane];
+            }
+            if (chunks == 1) {
+                col_store(a.p[0], ob * K + k, t0 * a.f[0], a.i[8]);
+                col_store(a.p[1], ob * K + k, t1 * a.f[0], a.i[8]);
+            } else {
+                long long at = (ob * chunks + c) * K + k;
+                a.p[2][at] = t0;
+                if (a.p[1]) a.p[2][a.i[0] * chunks * K + at] = t1;
+            }
+        }
+    }
+}
+
+/* The second stage: one thread per (outer, column) adds its chunks' partial
+ * sums in chunk order. p0 dst0, p1 dst1, p2 partial sums; i0 outer, i2 K,
+ * i3 chunks, i8 store; f0 scale. */
+KERNEL ck_col_final(acc_kargs a) {
+    long long K = a.i[2], chunks = a.i[3], n = a.i[0] * K;
+    for (long long e = GSTART; e < n; e += GSTRIDE) {
+        long long ob = e / K, k = e % K;
+        for (int ch = 0; ch < 2; ch++) {
+            float *dst = a.p[ch];
+            if (!dst) continue;
+            const float *part = a.p[2] + ch * n * chunks + ob * chunks * K + k;
+            float s = 0.0f;
+            for (long long c = 0; c < chunks; c++) s += part[c * K];
+            col_store(dst, e, s * a.f[0], a.i[8]);
+        }
+    }
+}
+
 
 /* p0 out (outer, inner), p1 x (outer, n, inner); i0 outer, i1 n, i2 inner;
  * f0 scale (1 for sum, 1/n for mean). One block per output element. */
@@ -447,25 +645,6 @@ KERNEL ck_rmsnorm_bwd_dx(acc_kargs a) {
         s = block_sum(s, sh) / (float)C;
         for (long long c = threadIdx.x; c < C; c += blockDim.x)
             dx[c] += rstd * dy[c] * w[c] - x[c] * rstd * rstd * rstd * s;
-    }
-}
-
-/* The weight (and bias) gradients of both norms: one thread per column walks
- * the rows in order. p0 dw, p1 db (NULL for rmsnorm or when not needed),
- * p2 dy, p3 x, p4 stats; i0 N, i1 C, i2 rms (stats hold rstd only). */
-KERNEL ck_norm_bwd_dw(acc_kargs a) {
-    long long C = a.i[1];
-    const float *dy = a.p[2], *x = a.p[3], *st = a.p[4];
-    for (long long c = GSTART; c < C; c += GSTRIDE) {
-        float sw = 0.0f, sb = 0.0f;
-        for (long long n = 0; n < a.i[0]; n++) {
-            float g = dy[n * C + c];
-            float xhat = a.i[2] ? x[n * C + c] * st[n] : (x[n * C + c] - st[2 * n]) * st[2 * n + 1];
-            sw += g * xhat;
-            sb += g;
-        }
-        if (a.p[0]) a.p[0][c] += sw;
-        if (a.p[1]) a.p[1][c] += sb;
     }
 }
 
@@ -957,16 +1136,19 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
 
 /* ---- optimizer ------------------------------------------------------------- */
 
-/* p0 param, p1 grad, p2 m, p3 v; i0 n; f0 lr, f1 beta1, f2 beta2, f3 eps,
- * f4 weight decay, f5 1 - beta1^t, f6 1 - beta2^t. The CPU kernel's formula. */
+/* p0 param, p1 grad, p2 m, p3 v, p[KA_SCALARS_P] the update's lr, betas,
+ * eps, weight decay and bias corrections bc1 = 1 - beta1^t, bc2 =
+ * 1 - beta2^t; i0 n. The CPU kernel's formula. */
 KERNEL ck_adamw(acc_kargs a) {
     float *p = a.p[0], *m = a.p[2], *v = a.p[3];
     const float *g = a.p[1];
-    float b1 = a.f[1], b2 = a.f[2];
+    const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
+    float lr = sc->lr, b1 = sc->beta1, b2 = sc->beta2, eps = sc->eps, wd = sc->weight_decay, bc1 = sc->bc1,
+          bc2 = sc->bc2;
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float gi = g[i], mi = b1 * m[i] + (1.0f - b1) * gi, vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        p[i] -= a.f[0] * ((mi / a.f[5]) / (sqrtf(vi / a.f[6]) + a.f[3]) + a.f[4] * p[i]);
+        p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p[i]);
     }
 }

@@ -9,6 +9,7 @@
  * kernels walk.
  */
 #include <stdarg.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,19 @@ int dev_fail(acc_dev *d, int status, const char *file, int line, const char *fmt
 
 const char *dev_error(const acc_dev *d) { return d->err[0] ? d->err : "no error"; }
 
+void dev_set_workspace(acc_dev *d, unsigned char *ws, long long ws_bytes) {
+    int room = ws_bytes >= KA_SCALARS_BYTES;
+    d->scalars = room ? ws : NULL;
+    d->scratch = room ? ws + KA_SCALARS_BYTES : NULL;
+    d->scratch_bytes = room ? ws_bytes - KA_SCALARS_BYTES : 0;
+}
+
+/* The device address of the run's acc_scalars, for a kernel that reads them. */
+static float *scalars(acc_dev *d) {
+    if (!d->scalars) dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "no workspace for the step's scalars");
+    return (float *)d->scalars;
+}
+
 /* Blocks for `work` threads of `block` each; grid-stride kernels cover the
  * rest, so the grid is capped (fewer, fuller blocks on the GPU; bounded work
  * per launch in the emulator). */
@@ -56,6 +70,31 @@ static void launch_rows(acc_dev *d, acc_kernel_id k, int64_t rows, int64_t C, co
     dev_launch(d, k, rows * (long long)b, b, a);
 }
 
+/* ck_col_reduce over (outer, R, K) summed over R, mode and operands already
+ * in *a: the chunks of rows are enough block tasks to fill a large GPU
+ * (about COL_TASKS), at least COL_MIN_ROWS rows each, with the partial sums
+ * of `channels` outputs inside the scratch region; then ck_col_final when
+ * there is more than one chunk. The chunking depends on the shape and the
+ * (fixed) workspace size only: every run sums in the same order. */
+#define COL_TASKS 1024
+#define COL_MIN_ROWS 64
+
+static void col_reduce(acc_dev *d, acc_kargs *a, int64_t outer, int64_t R, int64_t K, int channels, float *dst0,
+                       float *dst1, int store, float scale) {
+    int64_t tiles = (K + 31) / 32, chunks = (COL_TASKS + outer * tiles - 1) / (outer * tiles);
+    int64_t by_rows = (R + COL_MIN_ROWS - 1) / COL_MIN_ROWS, by_scratch = d->scratch_bytes / (4 * channels * outer * K);
+    if (chunks > by_rows) chunks = by_rows;
+    if (chunks > by_scratch) chunks = by_scratch;
+    if (chunks < 1) chunks = 1;
+    int64_t rows = (R + chunks - 1) / chunks;
+    chunks = rows ? (R + rows - 1) / rows : 1;
+    a->p[0] = dst0, a->p[1] = dst1, a->p[2] = (float *)d->scratch;
+    a->i[0] = outer, a->i[1] = R, a->i[2] = K, a->i[3] = chunks, a->i[4] = rows, a->i[8] = store;
+    a->f[0] = scale;
+    dev_launch(d, KID_ck_col_reduce, outer * chunks * tiles * KA_BLOCK, KA_BLOCK, a);
+    if (chunks > 1) dev_launch(d, KID_ck_col_final, outer * K, KA_BLOCK, a);
+}
+
 /* ---- helpers ------------------------------------------------------------------ */
 
 void g_fill(acc_dev *d, float *x, float value, int64_t n) {
@@ -71,7 +110,8 @@ void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int 
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "an elementwise chain of %d ops (1..%d)", n_ops, K_EW_MAX);
         return;
     }
-    acc_kargs a = {{out, DP(x)}, {n, n_ops, (long long)seed, step}, {0}};
+    acc_kargs a = {{out, DP(x)}, {n, n_ops}, {0}};
+    a.p[KA_SCALARS_P] = scalars(d); /* seed and step: read there (see acc_kscalars) */
     for (int k = 0; k < n_ops; k++) {
         a.p[2 + k] = DP(ops[k].operand);
         a.i[4 + 4 * k] = ops[k].op;
@@ -200,11 +240,26 @@ static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const flo
     dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
 }
 
-/* The gradient of one operand (which: 0 a, 1 b) of shape sx. */
+/* The gradient of one operand (which: 0 a, 1 b) of shape sx. When sx is a
+ * suffix of out's shape (a bias), a column reduction over the leading rows;
+ * otherwise one thread per element of dx. */
 static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x,
                            const float *y, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
     if (!dx) return;
     const int64_t *sx = which ? sb : sa;
+    int64_t R = 1, K = 1;
+    int lead = 0, suffix = 1;
+    for (; lead < ndim && sx[lead] == 1; lead++) R *= so[lead]; /* the dims x broadcasts over lead */
+    for (int k = lead; k < ndim; k++) {
+        suffix &= sx[k] == so[k];
+        K *= so[k];
+    }
+    if (suffix && R > 1) {
+        acc_kargs a = {{0, 0, 0, DP(dout), DP(x), DP(y)}, {0, 0, 0, 0, 0, COL_BINARY, op, which}, {0}};
+        broadcast_args(&a, 9, ndim, so, sa, sb);
+        col_reduce(d, &a, 1, R, K, 1, dx, NULL, COL_ADD, 1.0f);
+        return;
+    }
     acc_kargs a = {{dx, DP(dout), DP(x), DP(y)}, {elems(ndim, sx), op, which}, {0}};
     acc_kargs tmp = {{0}, {0}, {0}};
     broadcast_args(&tmp, 0, ndim, so, sa, sb);
@@ -293,8 +348,8 @@ void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *d
         launch_rows(d, KID_ck_layernorm_bwd_dx, N, C, &a);
     }
     if (dw || db) {
-        acc_kargs a = {{dw, db, DP(dy), DP(x), DP(stats)}, {N, C, 0}, {0}};
-        dev_launch(d, KID_ck_norm_bwd_dw, C, KA_BLOCK, &a);
+        acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_LAYERNORM}, {0}};
+        col_reduce(d, &a, 1, N, C, db ? 2 : 1, dw, db, COL_ADD, 1.0f);
     }
 }
 
@@ -311,8 +366,8 @@ void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const floa
         launch_rows(d, KID_ck_rmsnorm_bwd_dx, N, C, &a);
     }
     if (dw) {
-        acc_kargs a = {{dw, NULL, DP(dy), DP(x), DP(stats)}, {N, C, 1}, {0}};
-        dev_launch(d, KID_ck_norm_bwd_dw, C, KA_BLOCK, &a);
+        acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_RMSNORM}, {0}};
+        col_reduce(d, &a, 1, N, C, 1, dw, NULL, COL_ADD, 1.0f);
     }
 }
 
@@ -409,11 +464,26 @@ int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *tab
     return 0;
 }
 
+/* ck_embedding_sort then ck_embedding_bwd, over segments of tokens whose
+ * sort fits the scratch region (4 ints a token); segments in order keep the
+ * sums of every row in token order. */
 int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
                     int64_t C) {
     if (!dtable) return 0;
-    acc_kargs a = {{dtable, DP(dout), DP(idx)}, {N, V, C}, {0}};
-    dev_launch(d, KID_ck_embedding_bwd, C, 64, &a);
+    int64_t seg = d->scratch_bytes / 16, bits = 1;
+    if (seg > INT32_MAX / 4) seg = INT32_MAX / 4;
+    while (bits < 31 && ((int64_t)1 << bits) <= V) bits++;
+    if (seg < 1) {
+        dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "the embedding gradient needs a workspace");
+        return 0;
+    }
+    for (int64_t n0 = 0; n0 < N; n0 += seg) {
+        int64_t n = N - n0 < seg ? N - n0 : seg;
+        acc_kargs s = {{(float *)d->scratch, DP(idx + n0)}, {n, V, bits}, {0}};
+        dev_launch(d, KID_ck_embedding_sort, KA_BLOCK, KA_BLOCK, &s); /* one block */
+        acc_kargs a = {{dtable, DP(dout + n0 * C), (float *)d->scratch}, {n, V, C}, {0}};
+        dev_launch(d, KID_ck_embedding_bwd, n * 32, KA_BLOCK, &a);
+    }
     return 0;
 }
 
@@ -436,7 +506,8 @@ int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const fl
 
 static void dropout(acc_dev *d, float *y, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
                     uint32_t op_id, int accumulate) {
-    acc_kargs a = {{y, DP(x)}, {n, (long long)seed, step, op_id, accumulate}, {p}};
+    acc_kargs a = {{y, DP(x)}, {n, 0, 0, op_id, accumulate}, {p}};
+    a.p[KA_SCALARS_P] = scalars(d); /* seed and step: read there (see acc_kscalars) */
     dev_launch(d, KID_ck_dropout, n, KA_BLOCK, &a);
 }
 
@@ -515,7 +586,14 @@ void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int n
 
 /* ---- reductions ---------------------------------------------------------------- */
 
+/* Over the last axis (inner 1) a block per row; over another axis the
+ * column reduction, which reads the rows contiguously. */
 static void reduce_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner, float scale) {
+    if (inner > 1) {
+        acc_kargs a = {{0, 0, 0, DP(x)}, {0, 0, 0, 0, 0, COL_SUM}, {0}};
+        col_reduce(d, &a, outer, n, inner, 1, out, NULL, COL_SET, scale);
+        return;
+    }
     acc_kargs a = {{out, DP(x)}, {outer, n, inner}, {scale}};
     launch_rows(d, KID_ck_reduce_fwd, outer * inner, n, &a);
 }
@@ -541,9 +619,9 @@ void g_mean_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t
 
 /* ---- optimizer --------------------------------------------------------------------- */
 
-int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
-              float eps, float weight_decay, float bc1, float bc2) {
-    acc_kargs a = {{p, DP(g), m, v}, {n}, {lr, beta1, beta2, eps, weight_decay, bc1, bc2}};
+int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n) {
+    acc_kargs a = {{p, DP(g), m, v}, {n}, {0}};
+    a.p[KA_SCALARS_P] = scalars(d); /* the hyperparameters */
     dev_launch(d, KID_ck_adamw, n, KA_BLOCK, &a);
     return d->status;
 }

@@ -12,7 +12,14 @@
 #    their tanh/exp; tests/ref/README.md states the same tolerance against
 #    float64 PyTorch);
 #  - the measured peak (arena + the planned GEMM workspace) equal to the
-#    planned peak and within the budget.
+#    planned peak and within the budget;
+#  - four steps with AdamW: every step's loss equal to the CPU target's
+#    within rtol 1e-4, and byte-identical to the same run with the graph
+#    replay off (ACC_CUDA_GRAPHS=0): the third and fourth steps and the
+#    optimizer updates from the second on replay the launches recorded once
+#    (the GPU's CUDA graphs), so a step counter, seed or learning rate baked
+#    into a recorded launch would show here (dropout masks, AdamW bias
+#    corrections).
 set -eu
 acc=$1
 compare=$2
@@ -63,6 +70,30 @@ awk -v a="$cpu_loss" -v b="$emu_loss" 'BEGIN { d = a - b; if (d < 0) d = -d; exi
     exit 1
 }
 echo "ok   save-all: loss $emu_loss (cpu $cpu_loss), gradients within tolerance of the CPU target"
+
+steps() { # steps NAME TARGET ARGS...: four steps, the losses into $dir/NAME.loss
+    name=$1 target=$2
+    shift 2
+    "$acc" run "$model" "$@" --target "$target" --steps 4 >"$dir/$name.out" 2>"$dir/$name.err" || {
+        cat "$dir/$name.err"
+        echo "FAIL $name: acc run --target $target --steps 4 $* failed"
+        exit 1
+    }
+    sed -n 's/{"step": [0-9]*, "loss": \([-0-9.e]*\)}/\1/p' "$dir/$name.out" >"$dir/$name.loss"
+}
+steps cpu4 cpu "$@" --policy none
+steps emu4 cuda-emu "$@" --policy none
+ACC_CUDA_GRAPHS=0 steps direct4 cuda-emu "$@" --policy none
+[ "$(wc -l <"$dir/emu4.loss")" -eq 4 ] || { echo "FAIL: four steps printed $(wc -l <"$dir/emu4.loss") losses"; exit 1; }
+cmp -s "$dir/emu4.loss" "$dir/direct4.loss" || {
+    paste "$dir/emu4.loss" "$dir/direct4.loss"
+    echo "FAIL: replayed steps differ from the same steps launched one by one"
+    exit 1
+}
+paste "$dir/cpu4.loss" "$dir/emu4.loss" | awk '{ d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1;
+    if (!(d <= 1e-4 * a + 1e-6)) { print "FAIL: step " NR - 1 ": loss " $2 " (cuda-emu) vs " $1 " (cpu)"; bad = 1 } }
+    END { exit bad }'
+echo "ok   four steps with AdamW: losses $(tr '\n' ' ' <"$dir/emu4.loss")equal to the CPU's, replay == direct"
 
 check() { # check NAME BUDGET
     peaks "$1" "$2"

@@ -12,7 +12,14 @@
  * - the launch layer's attention (the tiled kernels, and the one-warp-per-row
  *   kernels for heads wider than the tiles) against k_attention_fwd/bwd:
  *   causal and not, GQA, head sizes on both sides of the tile's, lengths
- *   that are not a multiple of any tile, a recomputed forward bit for bit.
+ *   that are not a multiple of any tile, a recomputed forward bit for bit;
+ * - the reductions over rows (ck_col_reduce, ck_col_final): the gradients of
+ *   broadcast operands of add/sub/mul/div (bias-like suffixes and other
+ *   broadcasts), the norms' weight and bias gradients, sum/mean over a
+ *   middle axis, each with one and with several chunks (a scratch region
+ *   too small for more than one, and a large one), against the CPU kernels;
+ *   the embedding gradient (sort, then a warp per run of equal ids) bit for
+ *   bit against the CPU's, with the tokens split into several segments.
  */
 #include <math.h>
 #include <stdio.h>
@@ -266,10 +273,162 @@ static void test_attention(void) {
     acc_device_cuda_emu.close(d);
 }
 
+/* An emulated device whose arena is `floats` floats followed by a workspace
+ * (the reductions' scratch) of ws_bytes. */
+static acc_dev *open_emu(int64_t floats, int64_t ws_bytes, float **dev) {
+    acc_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.workspace_offset = (floats * 4 + 255) / 256 * 256;
+    desc.workspace_bytes = ws_bytes;
+    desc.arena_bytes = desc.workspace_offset + ws_bytes;
+    acc_dev *d = NULL;
+    unsigned char *arena = NULL;
+    int64_t extra = 0;
+    EXPECT(acc_device_cuda_emu.open(&desc, &d, &arena, &extra) == ACC_OK, "emulated device did not open");
+    *dev = (float *)(void *)arena;
+    return d;
+}
+
+static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
+    double r = worst_ratio(want, got, n, 1e-4, 1e-5);
+    EXPECT(r <= 1.0, "%s (workspace %lld): off by %.3g of the tolerance", what, ws, r);
+}
+
+/* Both operand gradients of one broadcasting binary op (shapes padded to
+ * ndim), emulated against the CPU kernel, from the same random values. */
+static void check_binary(acc_dev *d, float *dev, int op, int ndim, const int64_t *so, const int64_t *sa,
+                         const int64_t *sb, long long ws) {
+    int64_t no = 1, na = 1, nb = 1;
+    for (int k = 0; k < ndim; k++) no *= so[k], na *= sa[k], nb *= sb[k];
+    float *h = malloc((size_t)(2 * (no + 2 * na + 2 * nb)) * sizeof *h);
+    if (!h) return;
+    float *dout = h, *a = dout + no, *b = a + na, *da = b + nb, *db = da + na;
+    float *gd = dev, *ga = gd + no, *gb = ga + na, *gda = gb + nb, *gdb = gda + na, *hda = db + nb, *hdb = hda + na;
+    fill(dout, no, 3u + (unsigned)op), fill(a, na, 5u), fill(b, nb, 7u), fill(da, na, 11u), fill(db, nb, 13u);
+    for (int64_t i = 0; i < nb; i++) b[i] = b[i] > 0 ? b[i] + 0.5f : b[i] - 0.5f; /* a divisor away from 0 */
+    memcpy(gd, dout, (size_t)(no + 2 * na + 2 * nb) * sizeof *h);
+    memcpy(hda, da, (size_t)(na + nb) * sizeof *h);
+    static const char *const names[] = {"add", "sub", "mul", "div"};
+    switch (op) {
+    case KB_ADD:
+        k_add_bwd(hda, hdb, dout, ndim, so, sa, sb);
+        g_add_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
+        break;
+    case KB_SUB:
+        k_sub_bwd(hda, hdb, dout, ndim, so, sa, sb);
+        g_sub_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
+        break;
+    case KB_MUL:
+        k_mul_bwd(hda, hdb, dout, a, b, ndim, so, sa, sb);
+        g_mul_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
+        break;
+    default:
+        k_div_bwd(hda, hdb, dout, a, b, ndim, so, sa, sb);
+        g_div_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%s_bwd da (b %lld elements)", names[op], (long long)nb);
+    expect_close(what, hda, gda, na, ws);
+    snprintf(what, sizeof what, "%s_bwd db (b %lld elements)", names[op], (long long)nb);
+    expect_close(what, hdb, gdb, nb, ws);
+    free(h);
+}
+
+static void test_reductions(void) {
+    /* a scratch of 256 bytes (one chunk, 16 tokens a segment), and 32 MiB */
+    static const long long ws_sizes[] = {KA_SCALARS_BYTES + 256, 32 << 20};
+    for (int w = 0; w < 2; w++) {
+        long long ws = ws_sizes[w];
+        float *dev = NULL;
+        acc_dev *d = open_emu(1 << 20, ws, &dev);
+        if (!dev) return;
+        /* binary ops: a bias over rows, a bias over a 3-d tensor, a broadcast
+         * over a middle axis (not a suffix), no broadcast at all */
+        const int64_t o2[] = {300, 70}, b2[] = {1, 70}, o3[] = {3, 100, 70}, b3[] = {1, 1, 70}, m3[] = {3, 1, 70};
+        for (int op = KB_ADD; op <= KB_DIV; op++) {
+            check_binary(d, dev, op, 2, o2, o2, b2, ws);
+            check_binary(d, dev, op, 3, o3, o3, b3, ws);
+            check_binary(d, dev, op, 3, o3, m3, o3, ws);
+            check_binary(d, dev, op, 2, o2, o2, o2, ws);
+        }
+        /* the norms' weight and bias gradients (and dx, which they share a call with) */
+        const int64_t N = 1000, C = 200, n = N * C;
+        float *h = malloc((size_t)(10 * n) * sizeof *h);
+        if (!h) return;
+        float *dy = h, *x = dy + n, *wt = x + n, *st = wt + C, *dx = st + 2 * N, *dw = dx + n, *db = dw + C;
+        fill(dy, n, 21u), fill(x, n, 22u), fill(wt, C, 23u), fill(dx, n, 24u), fill(dw, C, 25u), fill(db, C, 26u);
+        for (int rms = 0; rms < 2; rms++)
+            for (int with_db = 0; with_db < 2 - rms; with_db++) {
+                float *y = db + C, *hdx = y + n, *hdw = hdx + n, *hdb = hdw + C;
+                float *g = dev, *gdy = g, *gx = g + n, *gw = gx + n, *gst = gw + C, *gdx = gst + 2 * N, *gdw = gdx + n,
+                      *gdb = gdw + C, *gy = gdb + C;
+                if (rms)
+                    k_rmsnorm_fwd(y, st, x, wt, N, C, 1e-5f);
+                else
+                    k_layernorm_fwd(y, st, x, wt, wt, N, C, 1e-5f);
+                memcpy(gdy, dy, (size_t)(2 * n + C + 2 * N + n + 2 * C) * sizeof *h);
+                memcpy(hdx, dx, (size_t)(n + 2 * C) * sizeof *h);
+                (void)gy;
+                if (rms) {
+                    k_rmsnorm_bwd(hdx, hdw, dy, x, wt, st, N, C);
+                    g_rmsnorm_bwd(d, gdx, gdw, gdy, gx, gw, gst, N, C);
+                } else {
+                    k_layernorm_bwd(hdx, hdw, with_db ? hdb : NULL, dy, x, wt, st, N, C);
+                    g_layernorm_bwd(d, gdx, gdw, with_db ? gdb : NULL, gdy, gx, gw, gst, N, C);
+                }
+                const char *nm = rms ? "rmsnorm" : "layernorm";
+                char what[64];
+                snprintf(what, sizeof what, "%s dx", nm), expect_close(what, hdx, gdx, n, ws);
+                snprintf(what, sizeof what, "%s dw", nm), expect_close(what, hdw, gdw, C, ws);
+                snprintf(what, sizeof what, "%s db", nm), expect_close(what, hdb, gdb, C, ws);
+            }
+        /* sum and mean over the middle axis of (3, 200, 40), and over the last */
+        {
+            float *out = h, *gout = dev + n;
+            for (int mean = 0; mean < 2; mean++)
+                for (int last = 0; last < 2; last++) {
+                    int64_t outer = last ? 120 : 3, rn = last ? 200 : 200, inner = last ? 1 : 40;
+                    fill(x, outer * rn * inner, 31u);
+                    memcpy(dev, x, (size_t)(outer * rn * inner) * sizeof *h);
+                    if (mean) {
+                        k_mean_fwd(out, x, outer, rn, inner);
+                        g_mean_fwd(d, gout, dev, outer, rn, inner);
+                    } else {
+                        k_sum_fwd(out, x, outer, rn, inner);
+                        g_sum_fwd(d, gout, dev, outer, rn, inner);
+                    }
+                    char what[64];
+                    snprintf(what, sizeof what, "%s over %s axis", mean ? "mean" : "sum", last ? "the last" : "a middle");
+                    expect_close(what, out, gout, outer * inner, ws);
+                }
+        }
+        /* the embedding gradient: repeated ids in every order, bit for bit */
+        {
+            const int64_t T = 500, V = 37, E = 50;
+            int32_t *idx = (int32_t *)(void *)(h + 6 * n), *gidx = (int32_t *)(void *)(dev + 3 * T * E + V * E);
+            float *dout = h, *dt = h + T * E, *gdout = dev, *gdt = dev + T * E;
+            for (int64_t i = 0; i < T; i++) idx[i] = (int32_t)((i * 7 + i / 13) % V);
+            idx[3] = idx[4] = idx[5] = 0; /* a run, and the id 0 */
+            fill(dout, T * E, 41u), fill(dt, V * E, 42u);
+            memcpy(gdout, dout, (size_t)(T * E + V * E) * sizeof *h);
+            memcpy(gidx, idx, (size_t)T * sizeof *idx);
+            EXPECT(k_embedding_bwd(dt, dout, idx, T, V, E) == 0, "k_embedding_bwd refused valid ids");
+            g_embedding_bwd(d, gdt, gdout, gidx, T, V, E);
+            EXPECT(!memcmp(dt, gdt, (size_t)(V * E) * sizeof *h),
+                   "embedding_bwd (workspace %lld, %lld tokens a segment): not bit-identical to the CPU's (max diff %g)",
+                   ws, ws / 16, max_diff(dt, gdt, V * E));
+        }
+        EXPECT(d->status == ACC_OK, "device error: %s", dev_error(d));
+        free(h);
+        acc_device_cuda_emu.close(d);
+    }
+}
+
 int main(void) {
     test_executor();
     test_matmul();
     test_attention();
+    test_reductions();
     printf("%d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
