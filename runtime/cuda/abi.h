@@ -84,6 +84,7 @@ typedef struct {
     X(ck_xent_lse, 1)                \
     X(ck_xent_loss, 1)               \
     X(ck_xent_bwd, 0)                \
+    X(ck_attention_delta, 1)         \
     X(ck_attention_fwd, 1)           \
     X(ck_attention_bwd_dq, 1)        \
     X(ck_attention_bwd_dkdv, 1)      \

@@ -93,6 +93,25 @@ DEVFN float block_max(float v, float *sh) {
     return warp_max(v);
 }
 
+/* Online softmax statistics: fold x into a running max m and sum s of
+ * exp(. - m), so one pass over a row gives both. */
+DEVFN void online_add(float *m, float *s, float x) {
+    if (x > *m) {
+        *s = *s * expf(*m - x) + 1.0f;
+        *m = x;
+    } else if (*m != NEG_INF) { /* (-inf values add nothing) */
+        *s += expf(x - *m);
+    }
+}
+
+/* The block's combined (max, sum) of every thread's (m, s): the sum is
+ * returned, the max stored in *mx, both to every thread. */
+DEVFN float block_online(float m, float s, float *sh, float *mx) {
+    float M = block_max(m, sh);
+    *mx = M;
+    return block_sum(M == NEG_INF ? 0.0f : s * expf(m - M), sh);
+}
+
 /* ---- data movement --------------------------------------------------------- */
 
 /* p0 x; i0 n; f0 value: x[0..n) = value */
@@ -655,10 +674,8 @@ KERNEL ck_softmax_fwd(acc_kargs a) {
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         const float *x = a.p[1] + n * C;
         float *y = a.p[0] + n * C, m = NEG_INF, s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) m = fmaxf(m, x[c]);
-        m = block_max(m, sh);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += expf(x[c] - m);
-        s = block_sum(s, sh);
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) online_add(&m, &s, x[c]);
+        s = block_online(m, s, sh, &m);
         for (long long c = threadIdx.x; c < C; c += blockDim.x) y[c] = expf(x[c] - m) / s;
     }
 }
@@ -685,10 +702,8 @@ KERNEL ck_xent_lse(acc_kargs a) {
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         const float *l = a.p[1] + n * V;
         float m = NEG_INF, s = 0.0f;
-        for (long long c = threadIdx.x; c < V; c += blockDim.x) m = fmaxf(m, l[c]);
-        m = block_max(m, sh);
-        for (long long c = threadIdx.x; c < V; c += blockDim.x) s += expf(l[c] - m);
-        s = block_sum(s, sh);
+        for (long long c = threadIdx.x; c < V; c += blockDim.x) online_add(&m, &s, l[c]);
+        s = block_online(m, s, sh, &m); /* one pass over the row */
         if (threadIdx.x == 0) a.p[0][n] = m + logf(s);
     }
 }
@@ -782,6 +797,35 @@ DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, lo
     }
 }
 
+/* p0 delta (B, H, T), p1 dout, p2 out; ints as every attention kernel. The
+ * backward's delta = dout . out of every query row, once, for the dq and
+ * dk/dv kernels (which otherwise recompute it per tile: dk/dv once per key
+ * tile). One warp per row, the sum in att_delta's order. */
+KERNEL ck_attention_delta(acc_kargs a) {
+    long long T = a.i[1], H = a.i[3], D = a.i[5];
+    int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
+    for (long long r = (long long)blockIdx.x * nw + (threadIdx.x >> 5); r < a.i[0] * H * T;
+         r += (long long)gridDim.x * nw) {
+        long long t = r % T, h = (r / T) % H, b = r / (T * H), row = ((b * T + t) * H + h) * D;
+        float s = 0.0f;
+        for (long long d = lane; d < D; d += 32) s += a.p[1][row + d] * a.p[2][row + d];
+        s = warp_sum(s);
+        if (lane == 0) a.p[0][r] = s;
+    }
+}
+
+/* The delta of a tile's rows [0, n) (0 past n, `rows` in all) of query head
+ * h from t0: from ck_attention_delta's array when there is one (pre), else
+ * computed here (att_delta). */
+DEVFN void att_tile_delta(float *delta, int rows, const float *pre, long long pre0, const float *dO, const float *O,
+                          long long ld, int n, int D) {
+    if (!pre) {
+        att_delta(delta, rows, dO, O, ld, n, D);
+        return;
+    }
+    for (int j = (int)threadIdx.x; j < rows; j += (int)blockDim.x) delta[j] = j < n ? pre[pre0 + j] : 0.0f;
+}
+
 /* p0 out, p1 lse, p2 q, p3 k, p4 v. A block per KA_ATT_FWD_ROWS query rows
  * of one (b, h), grid-stride, the last rows of a head first (under a causal
  * mask they see the most keys); warp w owns ATT_FR rows. Per key tile, K
@@ -858,7 +902,8 @@ KERNEL ck_attention_fwd(acc_kargs a) {
     }
 }
 
-/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse. A block per
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (or NULL:
+ * computed here; see att_tile_delta). A block per
  * KA_ATT_DQ_ROWS query rows of one (b, h), warp w owning ATT_QR of them, the
  * last rows first: dq += scale * sum_s p (dout.v_s - delta) k_s, with
  * p = exp(scale q.k_s - lse) and delta = dout.out per row. Per key tile, V
@@ -884,7 +929,7 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
         __syncthreads(); /* the previous tile is done with qs, gs, rowd */
         att_load(qs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[2] + row0, qld, qn, D, D4);
         att_load(gs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[1] + row0, qld, qn, D, D4);
-        att_delta(rowd, KA_ATT_DQ_ROWS, a.p[1] + row0, a.p[5] + row0, qld, qn, D);
+        att_tile_delta(rowd, KA_ATT_DQ_ROWS, a.p[7], (b * H + h) * T + t0, a.p[1] + row0, a.p[5] + row0, qld, qn, D);
         __syncthreads();
         float lse[ATT_QR], delta[ATT_QR], g[ATT_QR][ATT_NC];
         UNROLL for (int r = 0; r < ATT_QR; r++) {
@@ -938,8 +983,9 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
     }
 }
 
-/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse; either gradient
- * may be NULL. A block per KA_ATT_DKDV_KEYS keys of one (b, kv head), staged
+/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta (or
+ * NULL); either gradient may be NULL. A block per KA_ATT_DKDV_KEYS keys of
+ * one (b, kv head), staged
  * once; it walks the query rows of the query heads that share the kv head
  * (under a causal mask, rows from the first key on), ATT_DT rows at a time
  * with their q, dout, lse and delta in shared memory. Warp w owns ATT_KR
@@ -977,7 +1023,7 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
                 __syncthreads(); /* ks, vs are staged; every warp is done with the last rows */
                 att_load(qs, ATT_KS, ATT_DT, a.p[3] + row0, qld, qn, D, D4);
                 att_load(gs, ATT_KS, ATT_DT, a.p[2] + row0, qld, qn, D, D4);
-                att_delta(rowd, ATT_DT, a.p[2] + row0, a.p[6] + row0, qld, qn, D);
+                att_tile_delta(rowd, ATT_DT, a.p[8], (b * H + h) * T + t0, a.p[2] + row0, a.p[6] + row0, qld, qn, D);
                 if (threadIdx.x < ATT_DT)
                     rowl[threadIdx.x] = (int)threadIdx.x < qn ? a.p[7][(b * H + h) * T + t0 + threadIdx.x] : 0.0f;
                 __syncthreads();
@@ -1072,8 +1118,9 @@ KERNEL ck_attention_fwd_wide(acc_kargs a) {
     }
 }
 
-/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse; ints as the forward.
- * One warp per query row: dq += scale * sum_s p (dout.v_s - dout.out) k_s. */
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (or NULL);
+ * ints as the forward. One warp per query row:
+ * dq += scale * sum_s p (dout.v_s - dout.out) k_s. */
 KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
     int lane = threadIdx.x & 31;
@@ -1081,7 +1128,8 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
     WARP_ROWS(r, a.i[0] * H * T) {
         long long t = r % T, h = (r / T) % H, b = r / (T * H), kvh = h / (H / KVH), row = ((b * T + t) * H + h) * D;
         const float *q = a.p[2] + row, *dO = a.p[1] + row;
-        float lse = a.p[6][(b * H + h) * T + t], delta = warp_sum(lane_dot(dO, a.p[5] + row, lane, D));
+        float lse = a.p[6][(b * H + h) * T + t];
+        float delta = a.p[7] ? a.p[7][(b * H + h) * T + t] : warp_sum(lane_dot(dO, a.p[5] + row, lane, D));
         float g[ATT_R];
         for (int j = 0; j < ATT_R; j++) g[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
@@ -1098,8 +1146,8 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
     }
 }
 
-/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse; ints as the
- * forward. One warp per key row (b, kv head, s), summing over the query heads
+/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta (or
+ * NULL); ints as the forward. One warp per key row (b, kv head, s), summing over the query heads
  * that share it and the queries that see it; either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5], G = H / KVH;
@@ -1115,7 +1163,7 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
                 long long row = ((b * T + t) * H + h) * D;
                 const float *q = a.p[3] + row, *dO = a.p[2] + row;
                 float p = expf(warp_sum(lane_dot(q, k, lane, D)) * scale - a.p[7][(b * H + h) * T + t]);
-                float delta = warp_sum(lane_dot(dO, a.p[6] + row, lane, D));
+                float delta = a.p[8] ? a.p[8][(b * H + h) * T + t] : warp_sum(lane_dot(dO, a.p[6] + row, lane, D));
                 float ds = p * (warp_sum(lane_dot(dO, v, lane, D)) - delta);
                 for (int j = 0; j < ATT_R; j++) {
                     long long d = lane + 32 * j;

@@ -422,8 +422,16 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
         return;
     }
     int tiled = D <= KA_ATT_TILE_D;
+    /* delta = dout . out per query row, once, in the workspace when it fits */
+    float *delta = NULL;
+    if (B * H * T * 4 <= d->scratch_bytes) {
+        delta = (float *)d->scratch;
+        acc_kargs a = {{delta, DP(dout), DP(out)}, {0}, {0}};
+        attention_ints(&a, B, T, S, H, KVH, D, causal);
+        launch_warps(d, KID_ck_attention_delta, B * H * T, &a);
+    }
     if (dq) {
-        acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)}, {0}, {0}};
+        acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
         if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
@@ -431,9 +439,7 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
             launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
     }
     if (dk || dv) {
-        acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse)},
-                       {0},
-                       {0}};
+        acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
         if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);

@@ -193,7 +193,8 @@ static double worst_ratio(const float *want, const float *got, int64_t n, double
     double m = 0;
     for (int64_t i = 0; i < n; i++) {
         double e = fabs((double)got[i] - (double)want[i]) / (atol + rtol * fabs((double)want[i]));
-        if (!(e <= m)) m = e;
+        if (e != e) return e; /* NaN: out, whatever follows */
+        if (e > m) m = e;
     }
     return m;
 }
@@ -247,6 +248,52 @@ static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_
     free(host);
 }
 
+/* An emulated device whose arena is `floats` floats followed by a workspace
+ * (the reductions' scratch) of ws_bytes. */
+static acc_dev *open_emu(int64_t floats, int64_t ws_bytes, float **dev) {
+    acc_model_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.workspace_offset = (floats * 4 + 255) / 256 * 256;
+    desc.workspace_bytes = ws_bytes;
+    desc.arena_bytes = desc.workspace_offset + ws_bytes;
+    acc_dev *d = NULL;
+    unsigned char *arena = NULL;
+    int64_t extra = 0;
+    EXPECT(acc_device_cuda_emu.open(&desc, &d, &arena, &extra) == ACC_OK, "emulated device did not open");
+    *dev = (float *)(void *)arena;
+    return d;
+}
+
+/* The backward's delta precomputed in the workspace (ck_attention_delta)
+ * and computed inside the kernels (no workspace): the same gradients, bit
+ * for bit. */
+static void test_attention_delta(void) {
+    const int64_t B = 2, T = 37, H = 4, KVH = 2;
+    for (int wide = 0; wide < 2; wide++) {
+        int64_t D = wide ? 160 : 64, nq = B * T * H * D, nk = B * T * KVH * D, nl = B * H * T;
+        float *got[2] = {NULL, NULL};
+        for (int ws = 0; ws < 2; ws++) {
+            float *dev = NULL;
+            acc_dev *d = open_emu(8 * nq + nl, ws ? 1 << 20 : 0, &dev);
+            if (!dev) return;
+            float *q = dev, *k = q + nq, *v = k + nk, *dO = v + nk, *o = dO + nq, *l = o + nq, *dq = l + nl,
+                  *dk = dq + nq, *dv = dk + nk;
+            fill(q, nq, 1u), fill(k, nk, 2u), fill(v, nk, 3u), fill(dO, nq, 4u);
+            memset(dq, 0, (size_t)(nq + 2 * nk) * sizeof *dq);
+            g_attention_fwd(d, o, l, q, k, v, B, T, T, H, KVH, D, 1);
+            g_attention_bwd(d, dq, dk, dv, dO, q, k, v, o, l, B, T, T, H, KVH, D, 1);
+            EXPECT(d->status == ACC_OK, "attention delta: %s", dev_error(d));
+            got[ws] = malloc((size_t)(nq + 2 * nk) * sizeof(float));
+            if (got[ws]) memcpy(got[ws], dq, (size_t)(nq + 2 * nk) * sizeof(float));
+            acc_device_cuda_emu.close(d);
+        }
+        EXPECT(got[0] && got[1] && !memcmp(got[0], got[1], (size_t)(nq + 2 * nk) * sizeof(float)),
+               "attention D %lld: gradients with the delta precomputed differ from those computed in the kernels",
+               (long long)D);
+        free(got[0]), free(got[1]);
+    }
+}
+
 static void test_attention(void) {
     static const struct {
         int64_t B, T, S, H, KVH, D;
@@ -271,22 +318,6 @@ static void test_attention(void) {
     printf("attention: %zu shapes, worst element at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n",
            sizeof cases / sizeof cases[0], attention_worst);
     acc_device_cuda_emu.close(d);
-}
-
-/* An emulated device whose arena is `floats` floats followed by a workspace
- * (the reductions' scratch) of ws_bytes. */
-static acc_dev *open_emu(int64_t floats, int64_t ws_bytes, float **dev) {
-    acc_model_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.workspace_offset = (floats * 4 + 255) / 256 * 256;
-    desc.workspace_bytes = ws_bytes;
-    desc.arena_bytes = desc.workspace_offset + ws_bytes;
-    acc_dev *d = NULL;
-    unsigned char *arena = NULL;
-    int64_t extra = 0;
-    EXPECT(acc_device_cuda_emu.open(&desc, &d, &arena, &extra) == ACC_OK, "emulated device did not open");
-    *dev = (float *)(void *)arena;
-    return d;
 }
 
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
@@ -424,11 +455,58 @@ static void test_reductions(void) {
     }
 }
 
+/* Softmax and cross-entropy (one pass of online max and sum per row) against
+ * the CPU kernels, over rows wider and narrower than a block, one of them
+ * with -inf entries (softmax). */
+static void test_softmax_xent(void) {
+    enum { N = 5 };
+    const int64_t C = 1000, V = 3001;
+    float *dev = NULL;
+    acc_dev *d = open_emu(4 * N * V + 4 * N, 1 << 20, &dev);
+    if (!dev) return;
+    float *h = malloc((size_t)(4 * N * V + 4 * N) * sizeof *h);
+    if (!h) return;
+    for (int64_t width = 3; width <= C; width += C - 3) {
+        float *x = h, *y = x + N * width, *dy = y + N * width, *dx = dy + N * width;
+        fill(x, N * width, 51u), fill(dy, N * width, 52u), fill(dx, N * width, 53u);
+        x[1] = x[width + 2] = -INFINITY;
+        memcpy(dev, h, (size_t)(4 * N * width) * sizeof *h);
+        float *gx = dev, *gy = gx + N * width, *gdy = gy + N * width, *gdx = gdy + N * width;
+        k_softmax_fwd(y, x, N, width);
+        g_softmax_fwd(d, gy, gx, N, width);
+        expect_close("softmax_fwd", y, gy, N * width, 1 << 20);
+        k_softmax_bwd(dx, dy, y, N, width);
+        g_softmax_bwd(d, gdx, gdy, gy, N, width);
+        expect_close("softmax_bwd", dx, gdx, N * width, 1 << 20);
+    }
+    float *logits = h, *lse = logits + N * V, *loss = lse + N, *dloss = loss + 1, *dl = dloss + 1;
+    int32_t tg[N] = {0, 7, 3000, 1500, 42};
+    fill(logits, N * V, 61u), fill(dl, N * V, 62u);
+    for (int64_t i = 0; i < N * V; i++) logits[i] *= 8.0f;
+    *dloss = 1.0f;
+    memcpy(dev, h, (size_t)(N * V + N + 2 + N * V) * sizeof *h);
+    int32_t *gtg = (int32_t *)(void *)(dev + 2 * N * V + N + 2);
+    memcpy(gtg, tg, sizeof tg);
+    float *glogits = dev, *glse = glogits + N * V, *gloss = glse + N, *gdloss = gloss + 1, *gdl = gdloss + 1;
+    EXPECT(k_cross_entropy_fwd(loss, lse, logits, tg, N, V) == 0, "k_cross_entropy_fwd refused its targets");
+    g_cross_entropy_fwd(d, gloss, glse, glogits, gtg, N, V);
+    expect_close("cross_entropy lse", lse, glse, N, 1 << 20);
+    expect_close("cross_entropy loss", loss, gloss, 1, 1 << 20);
+    EXPECT(k_cross_entropy_bwd(dl, dloss, logits, lse, tg, N, V) == 0, "k_cross_entropy_bwd refused its targets");
+    g_cross_entropy_bwd(d, gdl, gdloss, glogits, glse, gtg, N, V);
+    expect_close("cross_entropy dlogits", dl, gdl, N * V, 1 << 20);
+    EXPECT(d->status == ACC_OK, "device error: %s", dev_error(d));
+    free(h);
+    acc_device_cuda_emu.close(d);
+}
+
 int main(void) {
     test_executor();
     test_matmul();
     test_attention();
     test_reductions();
+    test_attention_delta();
+    test_softmax_xent();
     printf("%d checks, %d failures\n", checks, failures);
     return failures != 0;
 }
