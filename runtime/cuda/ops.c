@@ -9,7 +9,6 @@
  * kernels walk.
  */
 #include <stdarg.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +80,7 @@ static void launch_rows(acc_dev *d, acc_kernel_id k, int64_t rows, int64_t C, co
 
 static void col_reduce(acc_dev *d, acc_kargs *a, int64_t outer, int64_t R, int64_t K, int channels, float *dst0,
                        float *dst1, int store, float scale) {
+    if (outer < 1 || K < 1) return; /* nothing to store */
     int64_t tiles = (K + 31) / 32, chunks = (COL_TASKS + outer * tiles - 1) / (outer * tiles);
     int64_t by_rows = (R + COL_MIN_ROWS - 1) / COL_MIN_ROWS, by_scratch = d->scratch_bytes / (4 * channels * outer * K);
     if (chunks > by_rows) chunks = by_rows;
