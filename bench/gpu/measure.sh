@@ -1,0 +1,60 @@
+#!/bin/sh
+# measure.sh [OUTDIR] - the whole GPU measurement of the CUDA target in one
+# command, for a session on a GPU machine (see docs/gpu.md): the gpu test
+# label, the kernel benchmark (float32 and TF32), the step benchmark
+# (float32 and TF32, the default budgets and torch policies) and a
+# per-kernel Nsight Compute profile of one GPT-2 small step. Every result
+# and log goes to OUTDIR (default $OUT, else out/gpu-measure), one file
+# each, so a lease that ends early still leaves what was done. Run it from
+# the repository root of a Release build (build/), e.g. on the GPU machine:
+#   . .devkit/setup.sh && sh bench/gpu/measure.sh "$OUT"
+# Each part is bounded by `timeout` (PART_S seconds, default 420).
+set -u
+out=${1:-${OUT:-out/gpu-measure}}
+mkdir -p "$out"
+part=${PART_S:-420}
+acc=${ACC:-build/acc}
+log() { echo "== $*" | tee -a "$out/summary.txt"; }
+run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
+    name=$1
+    shift
+    t0=$(date +%s)
+    timeout "$part" "$@" >"$out/$name.txt" 2>&1
+    rc=$?
+    log "$name: exit $rc in $(($(date +%s) - t0)) s: $*"
+    tail -n 25 "$out/$name.txt" >>"$out/summary.txt"
+}
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || { log "no GPU: nvidia-smi failed"; exit 0; }
+log "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)"
+run gpu_tests sh -c "cd build && ctest -L gpu --output-on-failure"
+run ops_fp32 sh bench/gpu/ops.sh --acc "$acc" --json "$out/ops_fp32.json"
+run ops_tf32 sh bench/gpu/ops.sh --acc "$acc" --tf32 --json "$out/ops_tf32.json"
+run step_fp32 sh bench/gpu/run.sh --acc "$acc" --json "$out/step_fp32.json"
+run step_tf32 sh bench/gpu/run.sh --acc "$acc" --tf32 --json "$out/step_tf32.json"
+if command -v ncu >/dev/null 2>&1; then
+    run ncu_step ncu --target-processes all --metrics gpu__time_duration.sum --csv --page raw \
+        --log-file "$out/ncu_step.csv" "$acc" run models/gpt2.acdsl -D B=8 -D T=1024 --target cuda --policy none \
+        --steps 1
+    # the kernel time by kernel name, largest first
+    [ -s "$out/ncu_step.csv" ] && python3 - "$out/ncu_step.csv" >"$out/ncu_by_kernel.txt" 2>&1 <<'PY'
+import csv, sys, collections
+rows = list(csv.reader(open(sys.argv[1])))
+head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
+cols = rows[head]
+k, t = cols.index("Kernel Name"), cols.index("gpu__time_duration.sum")
+tot = collections.Counter()
+cnt = collections.Counter()
+for r in rows[head + 2:]:
+    try:
+        tot[r[k]] += float(r[t].replace(",", ""))
+        cnt[r[k]] += 1
+    except (ValueError, IndexError):
+        pass
+all_ns = sum(tot.values())
+for name, ns in tot.most_common():
+    print(f"{ns / 1e6:10.3f} ms {100 * ns / all_ns:5.1f}% {cnt[name]:5d}x {name[:100]}")
+print(f"{all_ns / 1e6:10.3f} ms total, {sum(cnt.values())} launches")
+PY
+    cat "$out/ncu_by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
+fi
+log "done: $out"
