@@ -51,6 +51,8 @@ typedef struct {
  * one (batch, kv head). Wider heads, up to KA_ATT_MAX_D, take the *_wide
  * kernels: KA_ATT_WARPS warps per block, one query or key row per warp. */
 #define KA_ATT_TILE_D 128
+#define KA_ATT_RT_D 64 /* and up to this, the register-tiled forward (64 query rows a block) */
+#define KA_ATT_RT_ROWS 64
 #define KA_ATT_THREADS 128
 #define KA_ATT_FWD_ROWS 32
 #define KA_ATT_DQ_ROWS 16
@@ -86,6 +88,7 @@ typedef struct {
     X(ck_xent_bwd, 0)                \
     X(ck_attention_delta, 1)         \
     X(ck_attention_fwd, 1)           \
+    X(ck_attention_fwd_rt, 1)        \
     X(ck_attention_bwd_dq, 1)        \
     X(ck_attention_bwd_dkdv, 1)      \
     X(ck_attention_fwd_wide, 1)      \

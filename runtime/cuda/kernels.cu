@@ -518,9 +518,10 @@ KERNEL ck_col_reduce(acc_kargs a) {
                     s0[u] += v0;
                     s1[u] += v1;
                 }
-            for (int u = 0; r < r1; r += COL_WARPS, u++) {
+            UNROLL for (int u = 0; u < 3; u++) { /* the last rows (fewer than 4): constant indices */
+                long long ru = r + u * COL_WARPS;
                 float v0 = 0.0f, v1 = 0.0f;
-                col_value(&a, (ob * R + r) * K + k, r, &v0, &v1);
+                if (ru < r1) col_value(&a, (ob * R + ru) * K + k, ru, &v0, &v1);
                 s0[u] += v0;
                 s1[u] += v1;
             }
@@ -824,6 +825,124 @@ DEVFN void att_tile_delta(float *delta, int rows, const float *pre, long long pr
         return;
     }
     for (int j = (int)threadIdx.x; j < rows; j += (int)blockDim.x) delta[j] = j < n ? pre[pre0 + j] : 0.0f;
+}
+
+/* -- register-tiled forward (D <= KA_ATT_RT_D) -----------------------------------
+ * The forward for the common head sizes (64 and below: GPT-2, Llama) with
+ * the work of each thread held in registers, as in a GEMM's micro-tile. A
+ * block of KA_ATT_THREADS threads owns RT_ROWS query rows of one (b, h),
+ * staged once, and walks RT_KEYS-key tiles of K, then V, through one shared
+ * buffer. Thread (g = tid / 8, x = tid % 8) scores rows 4g..4g+3 against keys
+ * x, x+8, x+16, x+24 (16 dot products: 8 FMAs per float4 read of shared
+ * memory; a quarter warp reads 8 consecutive key rows, conflict-free with
+ * the padded row stride), the 8 lanes of a row group reduce the row's max by
+ * shuffles (the online softmax), the probabilities go through shared memory,
+ * and the thread accumulates its 4 rows' output columns 4x..4x+3 and
+ * 32+4x..32+4x+3 (again 8 FMAs per read). A row's sum stays split over its
+ * 8 lanes until the end. No atomics: every sum in an order fixed by the
+ * tile sizes. Shared memory: 35,328 bytes. */
+#define RT_ROWS KA_ATT_RT_ROWS
+#define RT_KEYS 32
+#define RT_LD (KA_ATT_RT_D + 4) /* row stride of the query and key/value tiles */
+#define RT_PL (RT_KEYS + 4)     /* row stride of the probabilities */
+#if KA_ATT_THREADS != 128 || KA_ATT_RT_D != 64
+#error "the register-tiled forward is written for 128 threads (16 row groups of 4, 8 lanes each) and D <= 64"
+#endif
+
+DEVFN float group8_max(float v) {
+    for (int o = 4; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(K_FULL, v, o));
+    return v;
+}
+
+DEVFN float group8_sum(float v) {
+    for (int o = 4; o > 0; o >>= 1) v += __shfl_xor_sync(K_FULL, v, o);
+    return v;
+}
+
+/* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
+KERNEL ck_attention_fwd_rt(acc_kargs a) {
+    __shared__ KALIGN16 float qs[RT_ROWS * RT_LD];
+    __shared__ KALIGN16 float kv[RT_KEYS * RT_LD];
+    __shared__ KALIGN16 float ps[RT_ROWS * RT_PL];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
+    int g = threadIdx.x >> 3, x = threadIdx.x & 7;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + RT_ROWS - 1) / RT_ROWS;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * RT_ROWS;
+        long long kv0 = b * S * kld + h / (H / KVH) * D;
+        int qn = (int)(T - t0 < RT_ROWS ? T - t0 : RT_ROWS);
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        float m[4], l[4], o[4][8];
+        UNROLL for (int i = 0; i < 4; i++) {
+            m[i] = NEG_INF;
+            l[i] = 0.0f;
+            UNROLL for (int c = 0; c < 8; c++) o[i][c] = 0.0f;
+        }
+        __syncthreads(); /* the previous tile is done with qs */
+        att_load(qs, RT_LD, RT_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D, D4);
+        for (long long s0 = 0; s0 < send; s0 += RT_KEYS) {
+            int kn = (int)(send - s0 < RT_KEYS ? send - s0 : RT_KEYS);
+            __syncthreads(); /* qs is staged; every thread is done with the last V */
+            att_load(kv, RT_LD, RT_KEYS, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            float sc[4][4];
+            UNROLL for (int i = 0; i < 4; i++) UNROLL for (int j = 0; j < 4; j++) sc[i][j] = 0.0f;
+            for (int d = 0; d < D4; d += 4) {
+                kf4 k4[4];
+                UNROLL for (int j = 0; j < 4; j++) k4[j] = ld4(kv + (x + 8 * j) * RT_LD + d);
+                UNROLL for (int i = 0; i < 4; i++) {
+                    kf4 q4 = ld4(qs + (4 * g + i) * RT_LD + d);
+                    UNROLL for (int j = 0; j < 4; j++) sc[i][j] = dot4(sc[i][j], q4, k4[j]);
+                }
+            }
+            UNROLL for (int i = 0; i < 4; i++) {
+                long long t = t0 + 4 * g + i;
+                float mx = NEG_INF, sum = 0.0f;
+                UNROLL for (int j = 0; j < 4; j++) {
+                    int key = x + 8 * j, ok = key < kn && (!causal || s0 + key <= t);
+                    sc[i][j] = ok ? sc[i][j] * scale : NEG_INF;
+                    mx = fmaxf(mx, sc[i][j]);
+                }
+                float mn = fmaxf(m[i], group8_max(mx)), corr = mn == NEG_INF ? 1.0f : expf(m[i] - mn);
+                UNROLL for (int j = 0; j < 4; j++) {
+                    float p = sc[i][j] == NEG_INF ? 0.0f : expf(sc[i][j] - mn);
+                    ps[(4 * g + i) * RT_PL + x + 8 * j] = p;
+                    sum += p;
+                }
+                m[i] = mn;
+                l[i] = l[i] * corr + sum;
+                UNROLL for (int c = 0; c < 8; c++) o[i][c] *= corr;
+            }
+            __syncthreads(); /* every thread is done with K; the probabilities are written */
+            att_load(kv, RT_LD, RT_KEYS, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            for (int j = 0; j < kn; j += 4) { /* rows past kn: zero in both tiles */
+                kf4 p4[4];
+                UNROLL for (int i = 0; i < 4; i++) p4[i] = ld4(ps + (4 * g + i) * RT_PL + j);
+                UNROLL for (int jj = 0; jj < 4; jj++) {
+                    kf4 v0 = ld4(kv + (j + jj) * RT_LD + 4 * x), v1 = ld4(kv + (j + jj) * RT_LD + 32 + 4 * x);
+                    UNROLL for (int i = 0; i < 4; i++) {
+                        float p = f4_get(p4[i], jj);
+                        o[i][0] += p * v0.x, o[i][1] += p * v0.y, o[i][2] += p * v0.z, o[i][3] += p * v0.w;
+                        o[i][4] += p * v1.x, o[i][5] += p * v1.y, o[i][6] += p * v1.z, o[i][7] += p * v1.w;
+                    }
+                }
+            }
+        }
+        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        UNROLL for (int i = 0; i < 4; i++) {
+            int r = 4 * g + i;
+            float lt = group8_sum(l[i]);
+            if (r >= qn) continue;
+            UNROLL for (int c = 0; c < 8; c++) {
+                int col = (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3);
+                if (col < D) og[r * qld + col] = lt > 0.0f ? o[i][c] / lt : 0.0f;
+            }
+            if (x == 0) a.p[1][(b * H + h) * T + t0 + r] = m[i] + logf(lt);
+        }
+    }
 }
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v. A block per KA_ATT_FWD_ROWS query rows

@@ -408,7 +408,9 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
     }
     acc_kargs a = {{out, lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
-    if (D <= KA_ATT_TILE_D)
+    if (D <= KA_ATT_RT_D)
+        launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
+    else if (D <= KA_ATT_TILE_D)
         launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
     else
         launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
