@@ -53,6 +53,7 @@ typedef struct {
 #define KA_ATT_TILE_D 128
 #define KA_ATT_RT_D 64 /* and up to this, the register-tiled forward (64 query rows a block) */
 #define KA_ATT_RT_ROWS 64
+#define KA_ATT_RB 32 /* query rows (dq) or keys (dk/dv) a block of the register-tiled backward */
 #define KA_ATT_THREADS 128
 #define KA_ATT_FWD_ROWS 32
 #define KA_ATT_DQ_ROWS 16
@@ -89,6 +90,8 @@ typedef struct {
     X(ck_attention_delta, 1)         \
     X(ck_attention_fwd, 1)           \
     X(ck_attention_fwd_rt, 1)        \
+    X(ck_attention_bwd_dq_rt, 1)     \
+    X(ck_attention_bwd_dkdv_rt, 1)   \
     X(ck_attention_bwd_dq, 1)        \
     X(ck_attention_bwd_dkdv, 1)      \
     X(ck_attention_fwd_wide, 1)      \

@@ -945,6 +945,177 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
     }
 }
 
+/* -- register-tiled backward (D <= KA_ATT_RT_D, delta precomputed) ---------------
+ * Tiles of RB = 32 query rows and 32 keys. Both kernels first compute, for
+ * the tile pair, the scores and dout . v of thread (g = tid / 8, x = tid % 8)
+ * for rows 2g, 2g+1 and keys x, x+8, x+16, x+24 (float4 reads of four
+ * staged tiles, conflict-free as in the forward), then p = exp(scale s -
+ * lse) and ds = p (dout . v - delta). ck_attention_bwd_dq_rt (a block per 32
+ * query rows, walking the key tiles) keeps ds in shared memory for the
+ * group's own rows, so a warp barrier suffices, and accumulates
+ * dq += ds K for rows 2g, 2g+1 and columns 4x.., 32+4x..;
+ * ck_attention_bwd_dkdv_rt (a block per 32 keys of a kv head, walking the
+ * query rows of each head that shares it) keeps p and ds transposed and
+ * accumulates dv += p^T dout and dk += ds^T q for keys 2g, 2g+1 and the same
+ * columns. Every product reads 4 rows' float4s at a time: about 6 FMAs a
+ * read. */
+#define RB KA_ATT_RB
+#define RB_PL (RB + 4) /* row stride of p and ds */
+
+/* For rows 2g, 2g+1 of the staged query tile (qs, gs: q and dout) against
+ * keys x + 8j of the staged K and V tiles: the scores and dout . v. */
+DEVFN void rb_scores(const float *qs, const float *gs, const float *ks, const float *vs, int D4, int g, int x,
+                     float sc[2][4], float dp[2][4]) {
+    UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) sc[i][j] = dp[i][j] = 0.0f;
+    for (int d = 0; d < D4; d += 4) {
+        kf4 k4[4], v4[4];
+        UNROLL for (int j = 0; j < 4; j++) {
+            k4[j] = ld4(ks + (x + 8 * j) * RT_LD + d);
+            v4[j] = ld4(vs + (x + 8 * j) * RT_LD + d);
+        }
+        UNROLL for (int i = 0; i < 2; i++) {
+            kf4 q4 = ld4(qs + (2 * g + i) * RT_LD + d), g4 = ld4(gs + (2 * g + i) * RT_LD + d);
+            UNROLL for (int j = 0; j < 4; j++) {
+                sc[i][j] = dot4(sc[i][j], q4, k4[j]);
+                dp[i][j] = dot4(dp[i][j], g4, v4[j]);
+            }
+        }
+    }
+}
+
+/* acc[c] += w * (row[4x..4x+3], row[32+4x..32+4x+3]) */
+DEVFN void rb_axpy8(float *acc, float w, const float *row, int x) {
+    kf4 a0 = ld4(row + 4 * x), a1 = ld4(row + 32 + 4 * x);
+    acc[0] += w * a0.x, acc[1] += w * a0.y, acc[2] += w * a0.z, acc[3] += w * a0.w;
+    acc[4] += w * a1.x, acc[5] += w * a1.y, acc[6] += w * a1.z, acc[7] += w * a1.w;
+}
+
+/* column c of a thread's 8: 4x + c, then 32 + 4x + c - 4 */
+DEVFN int rb_col(int x, int c) { return (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3); }
+
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
+KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
+    __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
+    __shared__ KALIGN16 float dss[RB * RB_PL]; /* ds, (row, key) */
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
+    int g = threadIdx.x >> 3, x = threadIdx.x & 7;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + RB - 1) / RB;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * RB;
+        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
+        int qn = (int)(T - t0 < RB ? T - t0 : RB);
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        float lse[2], delta[2], acc[2][8];
+        UNROLL for (int i = 0; i < 2; i++) {
+            int r = 2 * g + i;
+            lse[i] = r < qn ? a.p[6][(b * H + h) * T + t0 + r] : 0.0f;
+            delta[i] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
+            UNROLL for (int c = 0; c < 8; c++) acc[i][c] = 0.0f;
+        }
+        __syncthreads(); /* the previous tile is done with qs, gs */
+        att_load(qs, RT_LD, RB, a.p[2] + row0, qld, qn, D, D4);
+        att_load(gs, RT_LD, RB, a.p[1] + row0, qld, qn, D, D4);
+        for (long long s0 = 0; s0 < send; s0 += RB) {
+            int kn = (int)(send - s0 < RB ? send - s0 : RB);
+            __syncthreads(); /* every thread is done with the last K and V */
+            att_load(ks, RT_LD, RB, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            att_load(vs, RT_LD, RB, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            __syncthreads();
+            float sc[2][4], dp[2][4];
+            rb_scores(qs, gs, ks, vs, D4, g, x, sc, dp);
+            UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
+                int r = 2 * g + i, key = x + 8 * j, ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+                float p = ok ? expf(sc[i][j] * scale - lse[i]) : 0.0f;
+                dss[r * RB_PL + key] = p * (dp[i][j] - delta[i]);
+            }
+            __syncwarp(); /* the group's rows are written (its 8 lanes share a warp) */
+            for (int j = 0; j < kn; j += 4) { /* keys past kn: ds 0, K rows 0 */
+                kf4 d4[2];
+                UNROLL for (int i = 0; i < 2; i++) d4[i] = ld4(dss + (2 * g + i) * RB_PL + j);
+                UNROLL for (int jj = 0; jj < 4; jj++)
+                    UNROLL for (int i = 0; i < 2; i++) rb_axpy8(acc[i], f4_get(d4[i], jj), ks + (j + jj) * RT_LD, x);
+            }
+        }
+        float *dq = a.p[0] + row0;
+        UNROLL for (int i = 0; i < 2; i++) {
+            int r = 2 * g + i;
+            if (r >= qn) continue;
+            UNROLL for (int c = 0; c < 8; c++)
+                if (rb_col(x, c) < D) dq[r * qld + rb_col(x, c)] += scale * acc[i][c];
+        }
+    }
+}
+
+/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
+ * (required); either gradient may be NULL. */
+KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
+    __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
+    __shared__ KALIGN16 float pt[RB * RB_PL], dst[RB * RB_PL]; /* p and ds, (key, row) */
+    __shared__ float rowl[RB], rowd[RB];                          /* lse, delta */
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
+    int g = threadIdx.x >> 3, x = threadIdx.x & 7;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nkt = (S + RB - 1) / RB;
+    for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
+        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * RB;
+        long long krow0 = (b * S + s0) * kld + kvh * D;
+        int kn = (int)(S - s0 < RB ? S - s0 : RB);
+        float gk[2][8], gv[2][8];
+        UNROLL for (int k = 0; k < 2; k++) UNROLL for (int c = 0; c < 8; c++) gk[k][c] = gv[k][c] = 0.0f;
+        __syncthreads(); /* the previous tile is done with ks, vs */
+        att_load(ks, RT_LD, RB, a.p[4] + krow0, kld, kn, D, D4);
+        att_load(vs, RT_LD, RB, a.p[5] + krow0, kld, kn, D, D4);
+        for (long long h = kvh * G; h < (kvh + 1) * G; h++)
+            for (long long t0 = causal ? s0 : 0; t0 < T; t0 += RB) {
+                long long row0 = (b * T + t0) * qld + h * D;
+                int qn = (int)(T - t0 < RB ? T - t0 : RB);
+                __syncthreads(); /* K and V are staged; every thread is done with the last rows */
+                att_load(qs, RT_LD, RB, a.p[3] + row0, qld, qn, D, D4);
+                att_load(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D, D4);
+                for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
+                    rowl[j] = j < qn ? a.p[7][(b * H + h) * T + t0 + j] : 0.0f;
+                    rowd[j] = j < qn ? a.p[8][(b * H + h) * T + t0 + j] : 0.0f;
+                }
+                __syncthreads();
+                float sc[2][4], dp[2][4];
+                rb_scores(qs, gs, ks, vs, D4, g, x, sc, dp);
+                UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
+                    int r = 2 * g + i, key = x + 8 * j, ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+                    float p = ok ? expf(sc[i][j] * scale - rowl[r]) : 0.0f;
+                    pt[key * RB_PL + r] = p;
+                    dst[key * RB_PL + r] = p * (dp[i][j] - rowd[r]);
+                }
+                __syncthreads(); /* p and ds of every (key, row) are written */
+                for (int i = 0; i < qn; i += 4) { /* rows past qn: p, ds, q and dout 0 */
+                    kf4 p4[2], d4[2];
+                    UNROLL for (int k = 0; k < 2; k++) {
+                        p4[k] = ld4(pt + (2 * g + k) * RB_PL + i);
+                        d4[k] = ld4(dst + (2 * g + k) * RB_PL + i);
+                    }
+                    UNROLL for (int ii = 0; ii < 4; ii++)
+                        UNROLL for (int k = 0; k < 2; k++) {
+                            rb_axpy8(gv[k], f4_get(p4[k], ii), gs + (i + ii) * RT_LD, x);
+                            rb_axpy8(gk[k], f4_get(d4[k], ii), qs + (i + ii) * RT_LD, x);
+                        }
+                }
+            }
+        UNROLL for (int k = 0; k < 2; k++) {
+            int key = 2 * g + k;
+            if (key >= kn) continue;
+            long long o = krow0 + (long long)key * kld;
+            UNROLL for (int c = 0; c < 8; c++) {
+                int col = rb_col(x, c);
+                if (col >= D) continue;
+                if (a.p[0]) a.p[0][o + col] += scale * gk[k][c];
+                if (a.p[1]) a.p[1][o + col] += gv[k][c];
+            }
+        }
+    }
+}
+
 /* p0 out, p1 lse, p2 q, p3 k, p4 v. A block per KA_ATT_FWD_ROWS query rows
  * of one (b, h), grid-stride, the last rows of a head first (under a causal
  * mask they see the most keys); warp w owns ATT_FR rows. Per key tile, K

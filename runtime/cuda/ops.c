@@ -435,7 +435,9 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
     if (dq) {
         acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (tiled)
+        if (delta && D <= KA_ATT_RT_D)
+            launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
+        else if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
         else
             launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
@@ -443,7 +445,9 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
     if (dk || dv) {
         acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (tiled)
+        if (delta && D <= KA_ATT_RT_D)
+            launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
+        else if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
         else
             launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);

@@ -304,20 +304,19 @@ static void test_attention(void) {
         {2, 37, 37, 4, 2, 160, 1, 0}, {2, 37, 37, 4, 2, 160, 0, 0},  {1, 70, 70, 2, 1, 128, 1, 0},
         {1, 33, 33, 2, 2, 13, 1, 0},  {1, 5, 70, 4, 1, 96, 0, 0},
     };
-    acc_model_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.arena_bytes = 4 << 20;
-    acc_dev *d = NULL;
-    unsigned char *arena = NULL;
-    int64_t extra = 0;
-    EXPECT(acc_device_cuda_emu.open(&desc, &d, &arena, &extra) == ACC_OK, "emulated device did not open");
-    if (!arena) return;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_attention(d, (float *)(void *)arena, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH,
-                        cases[i].D, cases[i].causal, cases[i].no_dk);
-    printf("attention: %zu shapes, worst element at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n",
-           sizeof cases / sizeof cases[0], attention_worst);
-    acc_device_cuda_emu.close(d);
+    /* without a workspace (the backward computes delta in its kernels, the
+     * register-tiled backward is not used) and with one */
+    for (int ws = 0; ws < 2; ws++) {
+        float *dev = NULL;
+        acc_dev *d = open_emu(1 << 20, ws ? 1 << 20 : 0, &dev);
+        if (!dev) return;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            check_attention(d, dev, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH, cases[i].D,
+                            cases[i].causal, cases[i].no_dk);
+        acc_device_cuda_emu.close(d);
+    }
+    printf("attention: %zu shapes, with and without a workspace, worst element at %.3g of the tolerance (rtol 1e-4, "
+           "atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
 }
 
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
