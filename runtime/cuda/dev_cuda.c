@@ -210,6 +210,7 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
     if ((rc = CU_CHECK(c, a->cuMemAlloc(&c->arena, (size_t)desc->arena_bytes)))) return rc;
     *arena = (unsigned char *)(uintptr_t)c->arena;
     dev_set_workspace(&c->head, *arena + desc->workspace_offset, desc->workspace_bytes);
+    c->head.tf32 = desc->tf32;
     if ((rc = BLAS_CHECK(c, a->cublasCreate(&c->blas)))) return rc;
     if ((rc = BLAS_CHECK(c, a->cublasSetStream(c->blas, c->stream)))) return rc;
     /* a fixed workspace inside the planned arena: no hidden allocation, and

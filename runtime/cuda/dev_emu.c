@@ -133,6 +133,7 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
     if (!e->arena) return dev_fail(&e->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "cannot allocate the arena");
     *arena = e->arena;
     dev_set_workspace(&e->head, e->arena + desc->workspace_offset, desc->workspace_bytes);
+    e->head.tf32 = desc->tf32;
     *extra = 0;
     return ACC_OK;
 }

@@ -36,6 +36,7 @@ struct acc_dev {
      * stream orders the two). */
     unsigned char *scalars, *scratch;
     long long scratch_bytes;
+    int tf32; /* --tf32: attention on tensor cores too (the GEMMs: the backend's math mode) */
 };
 
 /* The kernels' view of acc_scalars is the runtime's. */

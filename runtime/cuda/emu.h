@@ -25,6 +25,7 @@ const emu_dim3 *emu_grid_dim(void);
 void emu_syncthreads(void);
 void emu_syncwarp(void);
 float emu_shfl_xor(unsigned mask, float v, int lane_mask);
+float emu_shfl(unsigned mask, float v, int src_lane);
 
 #define threadIdx (*emu_thread_idx())
 #define blockIdx (*emu_block_idx())
@@ -33,6 +34,7 @@ float emu_shfl_xor(unsigned mask, float v, int lane_mask);
 #define __syncthreads() emu_syncthreads()
 #define __syncwarp() emu_syncwarp()
 #define __shfl_xor_sync(mask, v, lane_mask) emu_shfl_xor((mask), (v), (lane_mask))
+#define __shfl_sync(mask, v, src_lane) emu_shfl((mask), (v), (src_lane))
 #define __shared__ static _Thread_local
 
 #endif

@@ -945,6 +945,167 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
     }
 }
 
+/* -- tensor cores (--tf32): mma.sync m16n8k8 on TF32 -------------------------------
+ * A warp multiplies a 16x8 tile of A by an 8x8 tile of B into a 16x8 tile
+ * of C held in registers, in the layout of the PTX ISA ("Matrix Fragments
+ * for mma.m16n8k8", .tf32): with gid = lane / 4 and tig = lane % 4, a lane
+ * holds A[gid][tig], A[gid+8][tig], A[gid][tig+4], A[gid+8][tig+4];
+ * B[tig][gid], B[tig+4][gid]; C[gid][2tig], C[gid][2tig+1], C[gid+8][2tig],
+ * C[gid+8][2tig+1]. On the GPU that is one instruction; the emulator runs
+ * the same operation by shuffles from the lanes that hold each element (so
+ * a kernel that loads its fragments against that layout is checked), with
+ * the operands rounded to TF32 as cvt.rna.tf32.f32 rounds them and the
+ * products summed in FP32. */
+DEVFN float tf32(float x) {
+#ifdef __CUDACC__
+    uint32_t u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    union {
+        float f;
+        uint32_t u;
+    } v = {x};
+    if ((v.u & 0x7f800000u) != 0x7f800000u) v.u = (v.u + 0x1000u) & 0xffffe000u; /* nearest, ties away */
+    return v.f;
+#endif
+}
+
+/* c += a b for the warp's fragments (operands already TF32) */
+DEVFN void mma_tf32(float c[4], const float a[4], float b0, float b1) {
+#ifdef __CUDACC__
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(__float_as_uint(a[0])), "r"(__float_as_uint(a[1])), "r"(__float_as_uint(a[2])),
+                   "r"(__float_as_uint(a[3])), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
+#else
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    for (int k = 0; k < 8; k++) {
+        /* A[gid][k], A[gid+8][k] from lane gid*4 + k%4; B[k][2tig], B[k][2tig+1] from lanes (2tig)*4 + k%4, ... */
+        float alo = __shfl_sync(K_FULL, k < 4 ? a[0] : a[2], gid * 4 + (k & 3));
+        float ahi = __shfl_sync(K_FULL, k < 4 ? a[1] : a[3], gid * 4 + (k & 3));
+        float b_0 = __shfl_sync(K_FULL, k < 4 ? b0 : b1, 2 * tig * 4 + (k & 3));
+        float b_1 = __shfl_sync(K_FULL, k < 4 ? b0 : b1, (2 * tig + 1) * 4 + (k & 3));
+        c[0] += alo * b_0;
+        c[1] += alo * b_1;
+        c[2] += ahi * b_0;
+        c[3] += ahi * b_1;
+    }
+#endif
+}
+
+/* The attention forward on tensor cores for head dimensions up to 64 that
+ * are a multiple of 8, under --tf32. A block of 4 warps owns 64 query rows
+ * (warp w rows 16w..16w+15, its Q fragments scaled by 1/sqrt(D) and kept in
+ * registers) and walks 64-key tiles of K and V staged in shared memory
+ * (strides chosen so the fragment loads are conflict-free). Per tile: the
+ * warp's 16x64 scores by mma (the C layout tells each lane its rows gid and
+ * gid+8), the online softmax on them in registers (a row's max over the 4
+ * lanes of a quad), the output rescaled in registers, and O += P V by mma,
+ * P's A fragments gathered from the score fragments by quad shuffles. */
+#define TC_KLD (KA_ATT_RT_D + 4) /* K tile row stride: B[d][key] reads hit 32 banks */
+#define TC_VLD (KA_ATT_RT_D + 8) /* V tile row stride: B[key][d] reads hit 32 banks */
+
+/* Stage rows [0, n) of a global (., D) matrix into a shared tile of `rows`
+ * rows, stride ls, columns [0, D), zeros past row n. */
+DEVFN void tc_load(float *dst, int ls, int rows, const float *src, long long ld, int n, int D) {
+    for (int e = (int)threadIdx.x; e < rows * D; e += (int)blockDim.x) {
+        int j = e / D, d = e % D;
+        dst[j * ls + d] = j < n ? src[j * ld + d] : 0.0f;
+    }
+}
+
+/* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
+KERNEL ck_attention_fwd_tc(acc_kargs a) {
+    __shared__ KALIGN16 float ks[64 * TC_KLD];
+    __shared__ KALIGN16 float vs[64 * TC_VLD];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * 64;
+        long long kv0 = b * S * kld + h / (H / KVH) * D;
+        int qn = (int)(T - t0 < 64 ? T - t0 : 64), r0 = 16 * w + gid; /* this lane's rows r0, r0 + 8 */
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        const float *qg = a.p[2] + (b * T + t0) * qld + h * D;
+        float qa[8][4], o[8][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+        UNROLL for (int kk = 0; kk < 8; kk++) UNROLL for (int i = 0; i < 4; i++) {
+            int r = r0 + 8 * (i & 1), d = 8 * kk + tig + 4 * (i >> 1);
+            qa[kk][i] = r < qn && d < D ? tf32(qg[r * qld + d] * scale) : 0.0f;
+            o[kk][i] = 0.0f;
+        }
+        for (long long s0 = 0; s0 < send; s0 += 64) {
+            int kn = (int)(send - s0 < 64 ? send - s0 : 64);
+            __syncthreads(); /* every warp is done with the last K and V */
+            tc_load(ks, TC_KLD, 64, a.p[3] + kv0 + s0 * kld, kld, kn, D);
+            tc_load(vs, TC_VLD, 64, a.p[4] + kv0 + s0 * kld, kld, kn, D);
+            __syncthreads();
+            float s[8][4];
+            UNROLL for (int nt = 0; nt < 8; nt++) {
+                UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
+                if (8 * nt >= kn) continue;
+                UNROLL for (int kk = 0; kk < 8; kk++)
+                    if (8 * kk < D)
+                        mma_tf32(s[nt], qa[kk], tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig]),
+                                 tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig + 4]));
+            }
+            float mx[2] = {NEG_INF, NEG_INF}, sum[2] = {0.0f, 0.0f}, corr[2];
+            UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + 8 * (i >> 1);
+                int ok = key < kn && (!causal || s0 + key <= t0 + r);
+                s[nt][i] = ok ? s[nt][i] : NEG_INF;
+                mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
+            }
+            UNROLL for (int hh = 0; hh < 2; hh++) {
+                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 1));
+                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 2));
+                float mn = fmaxf(m[hh], mx[hh]);
+                corr[hh] = mn == NEG_INF ? 1.0f : expf(m[hh] - mn);
+                m[hh] = mn;
+            }
+            UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+                float p = s[nt][i] == NEG_INF ? 0.0f : expf(s[nt][i] - m[i >> 1]);
+                s[nt][i] = p;
+                sum[i >> 1] += p;
+                o[nt][i] *= corr[i >> 1];
+            }
+            l[0] = l[0] * corr[0] + sum[0];
+            l[1] = l[1] * corr[1] + sum[1];
+            /* O += P V: P[row][8kc + tig (+4)] is element tig & 1 of quad lane tig / 2 (+2) */
+            int src = (lane & ~3) | (tig >> 1);
+            UNROLL for (int kc = 0; kc < 8; kc++) {
+                if (8 * kc >= kn) continue;
+                float pa[4];
+                UNROLL for (int i = 0; i < 4; i++) {
+                    int from = src + 2 * (i >> 1), hi = i & 1; /* a0, a1: columns tig; a2, a3: tig + 4 */
+                    float e0 = __shfl_sync(K_FULL, s[kc][2 * hi], from), e1 = __shfl_sync(K_FULL, s[kc][2 * hi + 1], from);
+                    pa[i] = tf32(tig & 1 ? e1 : e0);
+                }
+                UNROLL for (int nd = 0; nd < 8; nd++)
+                    if (8 * nd < D)
+                        mma_tf32(o[nd], pa, tf32(vs[(8 * kc + tig) * TC_VLD + 8 * nd + gid]),
+                                 tf32(vs[(8 * kc + tig + 4) * TC_VLD + 8 * nd + gid]));
+            }
+        }
+        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        UNROLL for (int hh = 0; hh < 2; hh++) {
+            l[hh] += __shfl_xor_sync(K_FULL, l[hh], 1);
+            l[hh] += __shfl_xor_sync(K_FULL, l[hh], 2);
+        }
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+            int r = r0 + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+            if (r < qn && d < D) og[r * qld + d] = l[i >> 1] > 0.0f ? o[nd][i] / l[i >> 1] : 0.0f;
+        }
+        UNROLL for (int hh = 0; hh < 2; hh++) {
+            int r = r0 + 8 * hh;
+            if (tig == 0 && r < qn) a.p[1][(b * H + h) * T + t0 + r] = m[hh] + logf(l[hh]);
+        }
+    }
+}
+
 /* -- register-tiled backward (D <= KA_ATT_RT_D, delta precomputed) ---------------
  * Tiles of RB = 32 query rows and 32 keys. Both kernels first compute, for
  * the tile pair, the scores and dout . v of thread (g = tid / 8, x = tid % 8)

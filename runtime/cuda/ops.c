@@ -408,7 +408,9 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
     }
     acc_kargs a = {{out, lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
-    if (D <= KA_ATT_RT_D)
+    if (d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0)
+        launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+    else if (D <= KA_ATT_RT_D)
         launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_TILE_D)
         launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);

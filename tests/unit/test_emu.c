@@ -203,7 +203,8 @@ static double worst_ratio(const float *want, const float *got, int64_t n, double
  * CPU kernels: out and lse, a second forward bit-identical to the first, and
  * the gradients accumulated onto the same random values (dk left NULL when
  * no_dk, as a plan that needs only dv passes it). */
-static double attention_worst; /* over every shape and tensor checked */
+static double attention_worst; /* over every shape and tensor checked in FP32 */
+static double attention_rtol = 1e-4, attention_atol = 1e-5; /* TF32: looser */
 
 static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
                             int64_t D, int causal, int no_dk) {
@@ -235,8 +236,8 @@ static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_
     static const char *const names[] = {"q", "k", "v", "dout", "out", "lse", "dq", "dk", "dv"};
     for (int i = O; i <= DV; i++) {
         if (i == DO || (i == DK && no_dk)) continue;
-        double r = worst_ratio(h[i], g[i], sizes[i], 1e-4, 1e-5);
-        attention_worst = r > attention_worst || r != r ? r : attention_worst;
+        double r = worst_ratio(h[i], g[i], sizes[i], attention_rtol, attention_atol);
+        if (attention_rtol == 1e-4) attention_worst = r > attention_worst || r != r ? r : attention_worst;
         EXPECT(r <= 1.0, "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d: %s off by %.3g of the "
                "tolerance", (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH, (long long)D,
                causal, names[i], r);
@@ -250,12 +251,13 @@ static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_
 
 /* An emulated device whose arena is `floats` floats followed by a workspace
  * (the reductions' scratch) of ws_bytes. */
-static acc_dev *open_emu(int64_t floats, int64_t ws_bytes, float **dev) {
+static acc_dev *open_emu(int64_t floats, int64_t ws_bytes, int tf32, float **dev) {
     acc_model_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.workspace_offset = (floats * 4 + 255) / 256 * 256;
     desc.workspace_bytes = ws_bytes;
     desc.arena_bytes = desc.workspace_offset + ws_bytes;
+    desc.tf32 = tf32;
     acc_dev *d = NULL;
     unsigned char *arena = NULL;
     int64_t extra = 0;
@@ -274,7 +276,7 @@ static void test_attention_delta(void) {
         float *got[2] = {NULL, NULL};
         for (int ws = 0; ws < 2; ws++) {
             float *dev = NULL;
-            acc_dev *d = open_emu(8 * nq + nl, ws ? 1 << 20 : 0, &dev);
+            acc_dev *d = open_emu(8 * nq + nl, ws ? 1 << 20 : 0, 0, &dev);
             if (!dev) return;
             float *q = dev, *k = q + nq, *v = k + nk, *dO = v + nk, *o = dO + nq, *l = o + nq, *dq = l + nl,
                   *dk = dq + nq, *dv = dk + nk;
@@ -305,18 +307,23 @@ static void test_attention(void) {
         {1, 33, 33, 2, 2, 13, 1, 0},  {1, 5, 70, 4, 1, 96, 0, 0},
     };
     /* without a workspace (the backward computes delta in its kernels, the
-     * register-tiled backward is not used) and with one */
-    for (int ws = 0; ws < 2; ws++) {
+     * register-tiled backward is not used), with one, and with one and TF32
+     * (the tensor-core kernels where D allows: inputs rounded to TF32, so
+     * rtol 3e-3, atol 1e-3 against the FP32 CPU kernels) */
+    for (int run = 0; run < 3; run++) {
         float *dev = NULL;
-        acc_dev *d = open_emu(1 << 20, ws ? 1 << 20 : 0, &dev);
+        acc_dev *d = open_emu(1 << 20, run ? 1 << 20 : 0, run == 2, &dev);
         if (!dev) return;
+        attention_rtol = run == 2 ? 3e-3 : 1e-4;
+        attention_atol = run == 2 ? 1e-3 : 1e-5;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             check_attention(d, dev, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH, cases[i].D,
                             cases[i].causal, cases[i].no_dk);
         acc_device_cuda_emu.close(d);
     }
-    printf("attention: %zu shapes, with and without a workspace, worst element at %.3g of the tolerance (rtol 1e-4, "
-           "atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
+    attention_rtol = 1e-4, attention_atol = 1e-5;
+    printf("attention: %zu shapes, with and without a workspace and with TF32, worst FP32 element at %.3g of the "
+           "tolerance (rtol 1e-4, atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
 }
 
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
@@ -370,7 +377,7 @@ static void test_reductions(void) {
     for (int w = 0; w < 2; w++) {
         long long ws = ws_sizes[w];
         float *dev = NULL;
-        acc_dev *d = open_emu(1 << 20, ws, &dev);
+        acc_dev *d = open_emu(1 << 20, ws, 0, &dev);
         if (!dev) return;
         /* binary ops: a bias over rows, a bias over a 3-d tensor, a broadcast
          * over a middle axis (not a suffix), no broadcast at all */
@@ -461,7 +468,7 @@ static void test_softmax_xent(void) {
     enum { N = 5 };
     const int64_t C = 1000, V = 3001;
     float *dev = NULL;
-    acc_dev *d = open_emu(4 * N * V + 4 * N, 1 << 20, &dev);
+    acc_dev *d = open_emu(4 * N * V + 4 * N, 1 << 20, 0, &dev);
     if (!dev) return;
     float *h = malloc((size_t)(4 * N * V + 4 * N) * sizeof *h);
     if (!h) return;
