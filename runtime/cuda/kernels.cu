@@ -995,6 +995,18 @@ DEVFN void mma_tf32(float c[4], const float a[4], float b0, float b1) {
 #endif
 }
 
+/* The A fragment (TF32) of a 16x8 tile held as a C fragment c, for a
+ * product that consumes it: A[row][tig (+4)] is element tig & 1 of quad lane
+ * tig / 2 (+2), in the half of the row. */
+DEVFN void tc_c_to_a(float pa[4], const float c[4], int lane) {
+    int tig = lane & 3, src = (lane & ~3) | (tig >> 1);
+    UNROLL for (int i = 0; i < 4; i++) { /* a0, a1: columns tig; a2, a3: tig + 4 */
+        int from = src + 2 * (i >> 1), hi = i & 1;
+        float e0 = __shfl_sync(K_FULL, c[2 * hi], from), e1 = __shfl_sync(K_FULL, c[2 * hi + 1], from);
+        pa[i] = tf32(tig & 1 ? e1 : e0);
+    }
+}
+
 /* The attention forward on tensor cores for head dimensions up to 64 that
  * are a multiple of 8, under --tf32. A block of 4 warps owns 64 query rows
  * (warp w rows 16w..16w+15, its Q fragments scaled by 1/sqrt(D) and kept in
@@ -1074,16 +1086,10 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             }
             l[0] = l[0] * corr[0] + sum[0];
             l[1] = l[1] * corr[1] + sum[1];
-            /* O += P V: P[row][8kc + tig (+4)] is element tig & 1 of quad lane tig / 2 (+2) */
-            int src = (lane & ~3) | (tig >> 1);
-            UNROLL for (int kc = 0; kc < 8; kc++) {
+            UNROLL for (int kc = 0; kc < 8; kc++) { /* O += P V */
                 if (8 * kc >= kn) continue;
                 float pa[4];
-                UNROLL for (int i = 0; i < 4; i++) {
-                    int from = src + 2 * (i >> 1), hi = i & 1; /* a0, a1: columns tig; a2, a3: tig + 4 */
-                    float e0 = __shfl_sync(K_FULL, s[kc][2 * hi], from), e1 = __shfl_sync(K_FULL, s[kc][2 * hi + 1], from);
-                    pa[i] = tf32(tig & 1 ? e1 : e0);
-                }
+                tc_c_to_a(pa, s[kc], lane);
                 UNROLL for (int nd = 0; nd < 8; nd++)
                     if (8 * nd < D)
                         mma_tf32(o[nd], pa, tf32(vs[(8 * kc + tig) * TC_VLD + 8 * nd + gid]),
@@ -1102,6 +1108,164 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
         UNROLL for (int hh = 0; hh < 2; hh++) {
             int r = r0 + 8 * hh;
             if (tig == 0 && r < qn) a.p[1][(b * H + h) * T + t0 + r] = m[hh] + logf(l[hh]);
+        }
+    }
+}
+
+/* The backward on tensor cores (--tf32, D <= 64 and a multiple of 8, delta
+ * precomputed). p = exp(scale q.k - lse) needs no running max, so both
+ * kernels are chains of mma products with elementwise steps on the C
+ * fragments between them.
+ * ck_attention_bwd_dq_tc: a block of 4 warps owns 64 query rows (warp w rows
+ * 16w.., their q (scaled) and dout fragments in registers) and walks 32-key
+ * tiles of K and V in shared memory: S = q K^T and dP = dout V^T, ds = p (dP
+ * - delta) on the fragments, dq += ds K (ds's A fragments by quad shuffles),
+ * scaled once at the end.
+ * ck_attention_bwd_dkdv_tc: a block of 4 warps owns 64 keys of a kv head
+ * (warp w keys 16w.., their k and v fragments in registers) and walks
+ * 32-row tiles of q (scaled when staged) and dout of every query head that
+ * shares the kv head: S^T = k q^T, dP^T = v dout^T, p^T and ds^T on the
+ * fragments (lse and delta per column), dv += p^T dout, dk += ds^T q. */
+#define TC_QLD (KA_ATT_RT_D + 4) /* the 32-row tiles: B[d][row] reads conflict-free */
+
+/* The warp's A fragments of a 16-row block of a (., D) global matrix with
+ * row stride ld (rows [0, n) of it valid), times f, TF32. */
+DEVFN void tc_load_a(float fa[8][4], const float *src, long long ld, int n, int D, float f) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int kk = 0; kk < 8; kk++) UNROLL for (int i = 0; i < 4; i++) {
+        int r = gid + 8 * (i & 1), d = 8 * kk + tig + 4 * (i >> 1);
+        fa[kk][i] = r < n && d < D ? tf32(src[r * ld + d] * f) : 0.0f;
+    }
+}
+
+/* c[nt] (16 x 8 each) = A (fragments fa, D columns) times B^T where B is
+ * nb rows of a shared (., D) tile with stride ls: C[r][j] = A[r] . B[8nt + j]. */
+DEVFN void tc_abt(float c[][4], int nt_n, float fa[8][4], const float *bs, int ls, int D) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nt = 0; nt < 4; nt++) {
+        if (nt >= nt_n) continue;
+        UNROLL for (int i = 0; i < 4; i++) c[nt][i] = 0.0f;
+        UNROLL for (int kk = 0; kk < 8; kk++)
+            if (8 * kk < D)
+                mma_tf32(c[nt], fa[kk], tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig]),
+                         tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig + 4]));
+    }
+}
+
+/* acc[nd] (16 x D) += C (fragments c, 8 nt_n columns) times B, B a shared
+ * (8 nt_n, D) tile with stride ls. */
+DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, int ls, int D) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int kc = 0; kc < 4; kc++) {
+        if (kc >= nt_n) continue;
+        float pa[4];
+        tc_c_to_a(pa, c[kc], lane);
+        UNROLL for (int nd = 0; nd < 8; nd++)
+            if (8 * nd < D)
+                mma_tf32(acc[nd], pa, tf32(bs[(8 * kc + tig) * ls + 8 * nd + gid]),
+                         tf32(bs[(8 * kc + tig + 4) * ls + 8 * nd + gid]));
+    }
+}
+
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
+KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
+    __shared__ KALIGN16 float ks[32 * TC_QLD], vs[32 * TC_QLD];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * 64;
+        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
+        int qn = (int)(T - t0 < 64 ? T - t0 : 64), r0 = 16 * w, wn = qn - r0; /* the warp's valid rows */
+        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        float qa[8][4], ga[8][4], acc[8][4], lse[2], delta[2];
+        tc_load_a(qa, a.p[2] + row0 + r0 * qld, qld, wn, D, scale);
+        tc_load_a(ga, a.p[1] + row0 + r0 * qld, qld, wn, D, 1.0f);
+        UNROLL for (int hh = 0; hh < 2; hh++) {
+            int r = r0 + gid + 8 * hh;
+            lse[hh] = r < qn ? a.p[6][(b * H + h) * T + t0 + r] : 0.0f;
+            delta[hh] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
+        }
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
+        for (long long s0 = 0; s0 < send; s0 += 32) {
+            int kn = (int)(send - s0 < 32 ? send - s0 : 32), ntn = (kn + 7) / 8;
+            __syncthreads(); /* every warp is done with the last K and V */
+            tc_load(ks, TC_QLD, 32, a.p[3] + kv0 + s0 * kld, kld, kn, D);
+            tc_load(vs, TC_QLD, 32, a.p[4] + kv0 + s0 * kld, kld, kn, D);
+            __syncthreads();
+            float s[4][4], dp[4][4];
+            tc_abt(s, ntn, qa, ks, TC_QLD, D);
+            tc_abt(dp, ntn, ga, vs, TC_QLD, D);
+            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
+                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
+                int ok = nt < ntn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+                float p = ok ? expf(s[nt][i] - lse[i >> 1]) : 0.0f;
+                s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f; /* ds */
+            }
+            tc_acc_cb(acc, s, ntn, ks, TC_QLD, D);
+        }
+        float *dq = a.p[0] + row0;
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+            int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+            if (r < qn && d < D) dq[r * qld + d] += scale * acc[nd][i];
+        }
+    }
+}
+
+/* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
+ * (required); either gradient may be NULL. */
+KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
+    __shared__ KALIGN16 float qs[32 * TC_QLD], gs[32 * TC_QLD];
+    __shared__ float rowl[32], rowd[32];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nkt = (S + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
+        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
+        long long krow0 = (b * S + s0) * kld + kvh * D;
+        int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
+        float ka[8][4], va[8][4], gk[8][4], gv[8][4];
+        tc_load_a(ka, a.p[4] + krow0 + k0 * kld, kld, wn, D, 1.0f);
+        tc_load_a(va, a.p[5] + krow0 + k0 * kld, kld, wn, D, 1.0f);
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) gk[nd][i] = gv[nd][i] = 0.0f;
+        for (long long h = kvh * G; h < (kvh + 1) * G; h++)
+            for (long long t0 = causal ? s0 : 0; t0 < T; t0 += 32) {
+                long long row0 = (b * T + t0) * qld + h * D;
+                int qn = (int)(T - t0 < 32 ? T - t0 : 32), ntn = (qn + 7) / 8;
+                __syncthreads(); /* every warp is done with the last rows */
+                for (int e = (int)threadIdx.x; e < 32 * D; e += (int)blockDim.x) {
+                    int j = e / D, d = e % D;
+                    qs[j * TC_QLD + d] = j < qn ? a.p[3][row0 + j * qld + d] * scale : 0.0f;
+                    gs[j * TC_QLD + d] = j < qn ? a.p[2][row0 + j * qld + d] : 0.0f;
+                }
+                for (int j = (int)threadIdx.x; j < 32; j += (int)blockDim.x) {
+                    rowl[j] = j < qn ? a.p[7][(b * H + h) * T + t0 + j] : 0.0f;
+                    rowd[j] = j < qn ? a.p[8][(b * H + h) * T + t0 + j] : 0.0f;
+                }
+                __syncthreads();
+                float s[4][4], dp[4][4];
+                tc_abt(s, ntn, ka, qs, TC_QLD, D);  /* S^T: keys x rows */
+                tc_abt(dp, ntn, va, gs, TC_QLD, D); /* dP^T */
+                UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
+                    int row = 8 * nt + 2 * tig + (i & 1), key = k0 + gid + 8 * (i >> 1);
+                    int ok = nt < ntn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
+                    float p = ok ? expf(s[nt][i] - rowl[row & 31]) : 0.0f;
+                    s[nt][i] = p;
+                    dp[nt][i] = ok ? p * (dp[nt][i] - rowd[row & 31]) : 0.0f; /* ds^T */
+                }
+                tc_acc_cb(gv, s, ntn, gs, TC_QLD, D);  /* dv += p^T dout */
+                tc_acc_cb(gk, dp, ntn, qs, TC_QLD, D); /* dk += ds^T (scale q) */
+            }
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+            int key = k0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+            if (key >= kn || d >= D) continue;
+            long long o = krow0 + (long long)key * kld + d;
+            if (a.p[0]) a.p[0][o] += gk[nd][i];
+            if (a.p[1]) a.p[1][o] += gv[nd][i];
         }
     }
 }

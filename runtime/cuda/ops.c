@@ -425,7 +425,7 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
     }
-    int tiled = D <= KA_ATT_TILE_D;
+    int tiled = D <= KA_ATT_TILE_D, tc = d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0;
     /* delta = dout . out per query row, once, in the workspace when it fits */
     float *delta = NULL;
     if (B * H * T * 4 <= d->scratch_bytes) {
@@ -437,7 +437,9 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
     if (dq) {
         acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (delta && D <= KA_ATT_RT_D)
+        if (delta && tc)
+            launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+        else if (delta && D <= KA_ATT_RT_D)
             launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
         else if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
@@ -447,7 +449,9 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
     if (dk || dv) {
         acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (delta && D <= KA_ATT_RT_D)
+        if (delta && tc)
+            launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
+        else if (delta && D <= KA_ATT_RT_D)
             launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
         else if (tiled)
             launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
