@@ -19,7 +19,10 @@
 #    optimizer updates from the second on replay the launches recorded once
 #    (the GPU's CUDA graphs), so a step counter, seed or learning rate baked
 #    into a recorded launch would show here (dropout masks, AdamW bias
-#    corrections).
+#    corrections);
+#  - with --tf32 (attention on tensor cores, emulated with TF32 rounding):
+#    gradients within rtol 3e-3, atol 1e-4 of the CPU target's, and a plan
+#    that recomputes (policy full) byte-identical to the TF32 save-all plan.
 set -eu
 acc=$1
 compare=$2
@@ -94,6 +97,16 @@ paste "$dir/cpu4.loss" "$dir/emu4.loss" | awk '{ d = $1 - $2; if (d < 0) d = -d;
     if (!(d <= 1e-4 * a + 1e-6)) { print "FAIL: step " NR - 1 ": loss " $2 " (cuda-emu) vs " $1 " (cpu)"; bad = 1 } }
     END { exit bad }'
 echo "ok   four steps with AdamW: losses $(tr '\n' ' ' <"$dir/emu4.loss")equal to the CPU's, replay == direct"
+
+run tf32 cuda-emu "$@" --policy none --tf32
+"$compare" "$dir/cpu.bin" "$dir/tf32.bin" --rtol 3e-3 --atol 1e-4 --quiet || {
+    "$compare" "$dir/cpu.bin" "$dir/tf32.bin" --rtol 3e-3 --atol 1e-4 | grep -v '^ok' || true
+    echo "FAIL: the emulated TF32 gradients differ from the CPU target's beyond TF32 rounding"
+    exit 1
+}
+run tf32_full cuda-emu "$@" --policy full --tf32
+cmp -s "$dir/tf32.bin" "$dir/tf32_full.bin" || { echo "FAIL tf32_full: gradients differ from the TF32 save-all plan"; exit 1; }
+echo "ok   --tf32: gradients within TF32 tolerance of the CPU target's; policy full identical to save-all"
 
 check() { # check NAME BUDGET
     peaks "$1" "$2"

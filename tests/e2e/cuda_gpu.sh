@@ -5,7 +5,8 @@
 # recomputing plan's gradients identical to the GPU's save-all plan; then
 # four steps with AdamW (the second captured as a CUDA graph, the later ones
 # replayed): losses equal to the CPU target's within rtol 1e-4 and identical
-# to the same steps launched one by one (ACC_CUDA_GRAPHS=0).
+# to the same steps launched one by one (ACC_CUDA_GRAPHS=0); and with --tf32
+# (tensor-core GEMMs and attention) gradients within rtol 3e-3, atol 1e-4.
 set -eu
 acc=$1
 compare=$2
@@ -53,3 +54,9 @@ paste "$dir/cpu4.loss" "$dir/graph4.loss" | awk '{ d = $1 - $2; if (d < 0) d = -
     if (!(d <= 1e-4 * a + 1e-6)) { print "FAIL: step " NR - 1 ": loss " $2 " (GPU) vs " $1 " (cpu)"; bad = 1 } }
     END { exit bad }'
 echo "ok   four GPU steps with CUDA graphs: losses $(tr '\n' ' ' <"$dir/graph4.loss")equal to the CPU's and to direct launches"
+
+# shellcheck disable=SC2086
+"$acc" run $gpt2 --target cuda --tf32 --policy none --steps 1 --dump-grads "$dir/tf32.gpu.bin" >/dev/null
+"$compare" "$dir/gpt2.cpu.bin" "$dir/tf32.gpu.bin" --rtol 3e-3 --atol 1e-4 --quiet ||
+    { echo "FAIL: --tf32 GPU gradients differ from the CPU target's beyond TF32 rounding"; exit 1; }
+echo "ok   --tf32 on the GPU: gradients within TF32 tolerance of the CPU target's"
