@@ -518,7 +518,7 @@ int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const fl
                         const int32_t *targets, int64_t N, int64_t V) {
     if (!dlogits) return 0;
     acc_kargs a = {{dlogits, DP(dloss), DP(logits), DP(lse), DP(targets)}, {N, V}, {0}};
-    dev_launch(d, KID_ck_xent_bwd, N * V, KA_BLOCK, &a);
+    launch_rows(d, KID_ck_xent_bwd, N, V, &a);
     return 0;
 }
 
