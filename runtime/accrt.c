@@ -501,11 +501,12 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     if (m->dev) {
         acc_scalars s = {m->seed, m->step, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2};
         rc = d->device->run(m->dev, ACC_GRAPH_OPT, adamw_launches, m, &s);
-    }
-    for (int p = 0; !m->dev && p < d->n_params; p++) {
-        const acc_param_desc *pd = &d->params[p];
-        k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems, lr,
-                beta1, beta2, eps, weight_decay, m->adam_t);
+    } else {
+        for (int p = 0; p < d->n_params; p++) {
+            const acc_param_desc *pd = &d->params[p];
+            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset),
+                    pd->elems, lr, beta1, beta2, eps, weight_decay, m->adam_t);
+        }
     }
     if (m->dev && rc == ACC_OK) {
         double ms[ACC_PHASE_COUNT];
