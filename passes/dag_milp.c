@@ -103,7 +103,7 @@ static void coef(Build *b, int row, int col, double v) {
 }
 
 static void build_finish(Build *b) {
-    glp_add_rows(b->lp, b->n_rows);
+    if (b->n_rows) glp_add_rows(b->lp, b->n_rows); /* GLPK rejects adding none */
     for (int i = 0; i < b->n_rows; i++) glp_set_row_bnds(b->lp, i + 1, b->row_type.v[i], b->row_lb.v[i], b->row_ub.v[i]);
     /* GLPK's arrays are 1-based */
     int nz = b->ia.n;

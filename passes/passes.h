@@ -272,6 +272,8 @@ typedef struct {
      * the planner reaches (dec holds that plan); 0 when not searched */
     int64_t min_peak_bytes;
     bool min_peak_exact;        /* false: --time-limit ended that search (the minimum is at most this) */
+    char solver_error[200];     /* GLPK's first failure ("": none): the search went on without that
+                                   solve, so the plan is checked but may cost more than the optimum */
 } Plan;
 
 /* Is the policy string well formed? (for the command line) */

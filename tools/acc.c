@@ -335,6 +335,9 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
                            o->recompute_globs.n};
     pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, 0, NULL};
     plan_make(g, &pl->ad, &pl->po, &pl->plan);
+    if (pl->plan.solver_error[0])
+        fprintf(stderr, "acc: warning: %s; the search went on without that solve: the plan is checked, "
+                        "but may cost more than the optimum\n", pl->plan.solver_error);
     sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
     alloc_assign(&pl->sched);
     /* what the device adds to the schedule's arena: alignment and workspace */
