@@ -88,6 +88,7 @@ typedef struct {
     StrMap names, scopes, blocks, binds, leaves;
     const Stmt *model_stmt, *loss_stmt;
     bool too_big;
+    int64_t total_bytes; /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
     int nesting;
     int64_t instances, work;
 } Elab;
@@ -295,6 +296,22 @@ static const char *suggest_callee(const Elab *E, const char *name) {
 
 /* ---- nodes ---------------------------------------------------------------- */
 
+/* Append n to the graph, counting its bytes: the tensor that takes the
+ * model's total past ACC_MAX_MODEL_BYTES is an error (too_big: no more nodes). */
+static Value add_node(Elab *E, Node *n) {
+    int64_t total;
+    if (!acc_add_i64(E->total_bytes, node_bytes(n), &total) || total > ACC_MAX_MODEL_BYTES) {
+        diag_error(E->d, n->loc,
+                   "model too large: with this tensor ('%s', %" PRId64 " bytes) its tensors total more than 2^58 "
+                   "bytes (256 PiB)",
+                   n->name, node_bytes(n));
+        E->too_big = true;
+        return v_err();
+    }
+    E->total_bytes = total;
+    return v_tensor(graph_add(E->g, n));
+}
+
 /* Create a node for op with the given inputs after its shape rule accepts it. */
 static Value make_node(Elab *E, Frame *f, OpKind op, int n_in, const int *in, const Attrs *a, Loc loc,
                        const char *hint) {
@@ -317,7 +334,7 @@ static Value make_node(Elab *E, Frame *f, OpKind op, int n_in, const int *in, co
         return v_err();
     }
     n.name = unique(E, &E->names, join(E, f->scope, hint ? hint : op_table[op].name));
-    return v_tensor(graph_add(E->g, &n));
+    return add_node(E, &n);
 }
 
 static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt, const Shape *s, Loc loc) {
@@ -335,7 +352,7 @@ static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt,
     n.name = name;
     map_at(&E->names, name);
     map_at(&E->leaves, name);
-    return v_tensor(graph_add(E->g, &n));
+    return E->too_big ? v_err() : add_node(E, &n);
 }
 
 /* ---- expressions ---------------------------------------------------------- */
