@@ -1008,6 +1008,12 @@ static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
                 diag_error(E->d, s->loc, "annotation on '%s': inputs and parameters are always kept", n->name);
                 break;
             }
+            if (n->hint && n->hint != s->hint) {
+                diag_error(E->d, s->loc, "annotation @%s on '%s', which an earlier annotation @%s names: a tensor is "
+                           "either saved or recomputed", s->hint == HINT_SAVE ? "save" : "recompute", n->name,
+                           n->hint == HINT_SAVE ? "save" : "recompute");
+                break;
+            }
             n->hint = s->hint;
         }
     }
@@ -1183,29 +1189,101 @@ static void collect_blocks(Elab *E) {
     }
 }
 
-/* Patterns of save/recompute statements (top level only) must name a computed
- * tensor. A pattern without wildcards is looked up; each other one scans the
- * tensors, so there may be at most MAX_PATTERNS of those. */
+/* A save/recompute statement's pattern, in statement order. */
+typedef struct {
+    const Name *name;
+    bool save;
+} Pattern;
+
+/* Where a tensor's must-save or must-recompute comes from: SRC_NONE, its own
+ * annotation (SRC_HINT), or the index of the first pattern that matches it. */
+enum { SRC_NONE = -1, SRC_HINT = -2 };
+
+static Loc source_loc(const Elab *E, const Pattern *pats, int src, int node) {
+    return src == SRC_HINT ? graph_node(E->g, node)->loc : pats[src].name->loc;
+}
+
+static const char *source_str(Elab *E, const Pattern *pats, int src, bool save) {
+    if (src == SRC_HINT) return save ? "annotation @save" : "annotation @recompute";
+    return pool_printf(&E->tmp, "%s \"%s\"", save ? "save" : "recompute", pats[src].name->name);
+}
+
+/* Patterns of save/recompute statements (top level only) must be well formed
+ * and name a computed tensor (inputs and parameters are always kept). A
+ * pattern without wildcards is looked up; each other one scans the tensors,
+ * so there may be at most MAX_PATTERNS of those. A tensor that both a save
+ * and a recompute (statement or annotation) name is an error at the
+ * recompute, once per recompute pattern. */
 static void check_globs(Elab *E) {
-    int n_scans = 0;
-    for (const Stmt *s = E->prog->stmts; s; s = s->next) {
-        if (s->kind != S_SAVE && s->kind != S_RECOMPUTE) continue;
-        for (const Name *gl = s->targets; gl; gl = gl->next) {
-            bool hit = false;
-            if (!strpbrk(gl->name, "*?[\\")) {
-                hit = map_has(&E->names, gl->name) && !map_has(&E->leaves, gl->name);
-            } else if (++n_scans > MAX_PATTERNS) {
-                diag_error(E->d, gl->loc, "more than %d save/recompute patterns with wildcards", MAX_PATTERNS);
-                return;
-            } else {
-                for (int j = 0; j < E->g->nodes.n && !hit; j++)
-                    hit = !(op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) && !fnmatch(gl->name, E->g->nodes.v[j].name, 0);
-            }
-            if (!hit)
-                diag_error(E->d, gl->loc, "%s \"%s\": the pattern matches no computed tensor",
-                           s->kind == S_SAVE ? "save" : "recompute", gl->name);
-        }
+    int n = E->g->nodes.n, n_scans = 0;
+    VEC(Pattern) pats = {0};
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_SAVE || s->kind == S_RECOMPUTE)
+            for (const Name *gl = s->targets; gl; gl = gl->next)
+                if (*gl->name) VEC_PUSH(pats, ((Pattern){gl, s->kind == S_SAVE}));
+    if (!pats.n) return;
+    int *src[2]; /* [0]: save, [1]: recompute; per node */
+    for (int k = 0; k < 2; k++) src[k] = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    StrMap by_name = {0}; /* node name -> id + 1 */
+    for (int i = 0; i < n; i++) {
+        const Node *x = graph_node(E->g, i);
+        src[0][i] = x->hint == HINT_SAVE ? SRC_HINT : SRC_NONE;
+        src[1][i] = x->hint == HINT_RECOMPUTE ? SRC_HINT : SRC_NONE;
+        *map_at(&by_name, x->name) = (void *)(intptr_t)(i + 1);
     }
+    for (int k = 0; k < pats.n; k++) {
+        const Name *gl = pats.v[k].name;
+        const char *what = pats.v[k].save ? "save" : "recompute";
+        int *mine = src[pats.v[k].save ? 0 : 1];
+        const char *bad = name_pattern_problem(gl->name);
+        if (bad) {
+            diag_error(E->d, gl->loc, "%s \"%s\": malformed pattern: %s", what, gl->name, bad);
+            continue;
+        }
+        bool hit = false, leaf = false;
+        if (!name_pattern_is_glob(gl->name)) {
+            int id = (int)(intptr_t)map_get(&by_name, gl->name) - 1;
+            if (id >= 0 && (op_table[graph_node(E->g, id)->op].flags & OPF_LEAF)) {
+                diag_error(E->d, gl->loc, "%s \"%s\": '%s' is %s; only computed tensors can be saved or recomputed",
+                           what, gl->name, gl->name, graph_node(E->g, id)->op == OP_INPUT ? "an input" : "a parameter");
+                continue;
+            }
+            if (id >= 0) {
+                hit = true;
+                if (mine[id] == SRC_NONE) mine[id] = k;
+            }
+        } else if (++n_scans > MAX_PATTERNS) {
+            diag_error(E->d, gl->loc, "more than %d save/recompute patterns with wildcards", MAX_PATTERNS);
+            break;
+        } else {
+            for (int j = 0; j < n; j++) {
+                if (fnmatch(gl->name, E->g->nodes.v[j].name, 0)) continue;
+                if (op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) {
+                    leaf = true;
+                    continue;
+                }
+                hit = true;
+                if (mine[j] == SRC_NONE) mine[j] = k;
+            }
+        }
+        if (!hit)
+            diag_error(E->d, gl->loc, "%s \"%s\": the pattern matches %s", what, gl->name,
+                       leaf ? "only inputs and parameters (they are always kept)" : "no computed tensor");
+    }
+    bool *told = acc_xrealloc(NULL, (size_t)pats.n * sizeof(bool)); /* recompute pattern already reported */
+    memset(told, 0, (size_t)pats.n * sizeof(bool));
+    for (int i = 0; i < n && !E->d->stopped; i++) {
+        int sv = src[0][i], rc = src[1][i];
+        if (sv == SRC_NONE || rc == SRC_NONE || (rc >= 0 && told[rc])) continue;
+        if (rc >= 0) told[rc] = true;
+        const char *name = graph_node(E->g, i)->name;
+        diag_error(E->d, source_loc(E, pats.v, rc, i), "'%s' is both saved (%s) and recomputed (%s)", name,
+                   source_str(E, pats.v, sv, true), source_str(E, pats.v, rc, false));
+        diag_note(E->d, source_loc(E, pats.v, sv, i), "%s is here", source_str(E, pats.v, sv, true));
+    }
+    free(told), free(src[0]), free(src[1]);
+    map_free(&by_name);
+    VEC_FREE(pats);
 }
 
 int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, Graph *g) {

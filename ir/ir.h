@@ -201,6 +201,15 @@ int graph_find(const Graph *g, const char *name); /* -1 if none */
 
 int64_t node_bytes(const Node *n); /* tensor plus aux tail */
 
+/* ---- save/recompute name patterns ----------------------------------------- */
+
+/* Why an fnmatch(3) pattern of a save/recompute constraint is malformed
+ * ("empty pattern", a '[' without its ']', a trailing '\\'), NULL if it is
+ * well formed. (fnmatch would take a lone '[' literally.) */
+const char *name_pattern_problem(const char *pattern);
+/* Whether the pattern has wildcards (else it names one tensor). */
+bool name_pattern_is_glob(const char *pattern);
+
 /* ---- byte totals ---------------------------------------------------------- */
 
 /* Checked int64 arithmetic for byte counts: false when the exact result does

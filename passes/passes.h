@@ -276,6 +276,15 @@ typedef struct {
                                    solve, so the plan is checked but may cost more than the optimum */
 } Plan;
 
+/* Are the command line's --save/--recompute patterns (save[0..n_save),
+ * rec[0..n_rec)) honest constraints on g? Each must be well formed and match
+ * a computed tensor (not only inputs and parameters), and no tensor may be
+ * both saved and recomputed by them together with the model's own
+ * annotations and save/recompute statements (which the front end checked
+ * among themselves). On failure err names the pattern, and for a conflict
+ * both sources and the tensor. */
+bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
+                         char *err, size_t err_len);
 /* Is the policy string well formed? (for the command line) */
 bool plan_policy_valid(const char *policy, char *err, size_t err_len);
 /* requires: autodiff of g. provides: a decision per node by the policy, the

@@ -101,6 +101,66 @@ static bool matches(const char *const *globs, int n, const char *name) {
     return false;
 }
 
+/* The first pattern of globs[0..n) that matches name, -1 if none. */
+static int first_match(const char *const *globs, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!fnmatch(globs[i], name, 0)) return i;
+    return -1;
+}
+
+/* A source of a must-save (save) or must-recompute for node x, as text, from
+ * the command line's patterns (cl) first, then the model's; NULL if none. */
+static const char *pattern_source(const Node *x, const Graph *g, const char *const *cl, int n_cl, bool save,
+                                  char *buf, size_t len) {
+    int k = first_match(cl, n_cl, x->name);
+    if (k >= 0) return snprintf(buf, len, "--%s '%s'", save ? "save" : "recompute", cl[k]), buf;
+    if (x->hint == (save ? HINT_SAVE : HINT_RECOMPUTE))
+        return snprintf(buf, len, "the model's annotation @%s (%s:%d)", save ? "save" : "recompute", x->loc.file,
+                        x->loc.line), buf;
+    const char *const *dsl = save ? g->save_globs.v : g->recompute_globs.v;
+    k = first_match(dsl, save ? g->save_globs.n : g->recompute_globs.n, x->name);
+    if (k >= 0) return snprintf(buf, len, "the model's %s \"%s\"", save ? "save" : "recompute", dsl[k]), buf;
+    return NULL;
+}
+
+bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
+                         char *err, size_t err_len) {
+    for (int k = 0; k < n_save + n_rec; k++) {
+        const char *p = k < n_save ? save[k] : rec[k - n_save], *opt = k < n_save ? "--save" : "--recompute";
+        const char *bad = name_pattern_problem(p);
+        if (bad) {
+            snprintf(err, err_len, "%s '%s': malformed pattern: %s", opt, p, bad);
+            return false;
+        }
+        bool hit = false, leaf = false;
+        for (int i = 0; i < g->nodes.n && !hit; i++) {
+            const Node *x = graph_node(g, i);
+            if (fnmatch(p, x->name, 0)) continue;
+            if (op_table[x->op].flags & OPF_LEAF) leaf = true;
+            else hit = true;
+        }
+        if (!hit) {
+            snprintf(err, err_len, "%s '%s': the pattern matches %s", opt, p,
+                     leaf ? "only inputs and parameters (they are always kept)" : "no computed tensor of the model");
+            return false;
+        }
+    }
+    if (!n_save && !n_rec) return true;
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *x = graph_node(g, i);
+        if (op_table[x->op].flags & OPF_LEAF) continue;
+        char a[320], b[320];
+        const char *sv = pattern_source(x, g, save, n_save, true, a, sizeof a);
+        const char *rc = pattern_source(x, g, rec, n_rec, false, b, sizeof b);
+        if (sv && rc && (sv[0] == '-' || rc[0] == '-')) {
+            snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
+                     x->name, sv, rc);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Nodes the backward reads (directly): dropping one costs a recomputation.
  * The others are intermediates, live in the backward only when a dropped
  * tensor's recomputation needs them. */

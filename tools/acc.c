@@ -323,6 +323,11 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         fprintf(stderr, "acc: error: %s\n", err);
         return EXIT_USAGE;
     }
+    if (!plan_check_patterns(g, o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n, err,
+                             sizeof err)) {
+        fprintf(stderr, "acc: error: %s\n", err);
+        return EXIT_USAGE;
+    }
     ad_build(g, &pl->ad);
     const char *target = o->target ? o->target : "cpu";
     /* a device target's GEMM workspace is part of the budget: the schedule
