@@ -88,6 +88,7 @@ typedef struct {
     StrMap names, scopes, blocks, binds, leaves;
     const Stmt *model_stmt, *loss_stmt;
     bool too_big;
+    bool recursion_reported; /* check_recursion found a cycle */
     int64_t total_bytes; /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
     int nesting;
     int64_t instances, work;
@@ -468,8 +469,13 @@ static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *
     const AttrField *fld = attr_field(kw->kw);
     void *p = (char *)at + fld->offset;
     switch (fld->type) {
-    case ATTR_INT:
+    case ATTR_INT: /* no index, count or size is beyond a dimension (and INT64_MIN means "not given") */
         if (v->k != V_INT) break;
+        if (v->i < -ACC_MAX_DIM || v->i > ACC_MAX_DIM) {
+            diag_error(E->d, kw->value->loc, "attribute '%s' of %s: %" PRId64 " is out of range (-2^40 to 2^40)",
+                       kw->kw, op_table[op].name, v->i);
+            return false;
+        }
         *(int64_t *)p = v->i;
         return true;
     case ATTR_FLOAT:
@@ -620,8 +626,8 @@ static void exec_stmts(Elab *E, Frame *f, const Stmt *s);
 static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
     for (int i = 0; i < E->depth; i++)
         if (E->stack[i] == b) {
-            diag_error(E->d, e->loc, "block '%s' uses itself (recursion is not allowed)", b->name);
-            diag_note(E->d, b->name_loc, "'%s' is defined here", b->name);
+            if (!E->recursion_reported) /* check_recursion names every cycle: not reached */
+                diag_error(E->d, e->loc, "block '%s' is recursive (recursion is not allowed)", b->name);
             return v_err();
         }
     if (E->depth == MAX_BLOCK_DEPTH) {
@@ -1042,6 +1048,17 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
         diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope", s->name);
         return;
     }
+    if (s->index) { /* the index names a fresh integer: it hides nothing the body could mean instead */
+        Binding *b = lookup(E, f, s->index);
+        if (b) {
+            static const char *const what[] = {"hyperparameter", "input", "parameter", "variable", "block argument",
+                                               "repeat index"};
+            diag_error(E->d, s->index_loc, "repeat index '%s' would shadow the %s '%s'", s->index, what[b->kind],
+                       s->index);
+            note_previous(E, b);
+            return;
+        }
+    }
     map_at(&E->scopes, base);
     if (!enter(E, s->loc)) return;
     for (int64_t i = 0; i < n.i && !E->d->stopped && count_instance(E, s->loc); i++) {
@@ -1189,6 +1206,72 @@ static void collect_blocks(Elab *E) {
     }
 }
 
+/* ---- recursion: the blocks' call graph, checked before elaboration -------- */
+
+typedef struct {
+    Elab *E;
+    StrMap state; /* block name -> 1 on the path, 2 done */
+    const Stmt *path[MAX_BLOCK_DEPTH + 1];
+    int depth;
+} CallWalk;
+
+static void walk_block(CallWalk *w, const Stmt *b);
+
+static void walk_expr(CallWalk *w, const Expr *e) {
+    for (; e; e = e->next) {
+        if (e->kind == E_CALL) {
+            const Stmt *b = find_block(w->E, e->name);
+            void **st = b ? map_at(&w->state, b->name) : NULL;
+            if (st && *st == (void *)1) { /* a cycle: from b on the path back to b */
+                int k = w->depth - 1;
+                while (k > 0 && w->path[k] != b) k--;
+                char chain[512];
+                size_t len = 0;
+                for (int i = k; i < w->depth && len < sizeof chain; i++)
+                    len += (size_t)snprintf(chain + len, sizeof chain - len, "%s -> ", w->path[i]->name);
+                if (len < sizeof chain) snprintf(chain + len, sizeof chain - len, "%s", b->name);
+                diag_error(w->E->d, e->loc, "block '%s' is recursive: %s (recursion is not allowed)", b->name, chain);
+                w->E->recursion_reported = true;
+                diag_note(w->E->d, b->name_loc, "'%s' is defined here", b->name);
+            } else if (st && !*st && w->depth < MAX_BLOCK_DEPTH) {
+                walk_block(w, b);
+            }
+            for (const Arg *a = e->args; a; a = a->next) walk_expr(w, a->value);
+        }
+        if (e->kind == E_BINOP || e->kind == E_NEG) walk_expr(w, e->lhs);
+        if (e->kind == E_BINOP) walk_expr(w, e->rhs);
+        if (e->kind == E_LIST) walk_expr(w, e->items);
+    }
+}
+
+static void walk_stmts(CallWalk *w, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_BLOCK) continue;
+        walk_expr(w, s->value);
+        walk_expr(w, s->type.dims);
+        walk_stmts(w, s->body);
+    }
+}
+
+static void walk_block(CallWalk *w, const Stmt *b) {
+    *map_at(&w->state, b->name) = (void *)1;
+    w->path[w->depth++] = b;
+    for (const Name *p = b->targets; p; p = p->next) walk_expr(w, p->dflt);
+    walk_stmts(w, b->body);
+    w->depth--;
+    *map_at(&w->state, b->name) = (void *)2;
+}
+
+/* Every cycle of block calls, named with its path at the call that closes
+ * it, whether or not the model calls the blocks. (eval_block_call does not
+ * report a recursion again.) */
+static void check_recursion(Elab *E) {
+    CallWalk w = {.E = E};
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_BLOCK && find_block(E, s->name) == s && !map_get(&w.state, s->name)) walk_block(&w, s);
+    map_free(&w.state);
+}
+
 /* A save/recompute statement's pattern, in statement order. */
 typedef struct {
     const Name *name;
@@ -1294,6 +1377,7 @@ int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, G
     E.top = &top;
     g->source = pool_strdup(&g->pool, d->file);
     collect_blocks(&E);
+    check_recursion(&E);
     exec_stmts(&E, &top, prog->stmts);
     if (d->n_errors == 0) {
         for (int i = 0; i < n_defs; i++)
