@@ -1075,6 +1075,37 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
     E->nesting--;
 }
 
+/* ---- the model's name ------------------------------------------------------ */
+
+/* Why a model name cannot name the generated library, NULL if it can. The
+ * name becomes C identifiers (NAME_desc, NAME_create, NAME_model, NAME_ARENA_BYTES)
+ * and files beside the runtime's (NAME.h, NAME.c, libNAME.a, next to accrt.h,
+ * libaccrt.a and libaccrt_cuda.a, with -I of that directory in a trainer's
+ * build): so not a C keyword, main, a reserved identifier, the runtime's
+ * prefixes (acc_, accrt), a standard header a trainer includes, or a
+ * runtime header the generated C includes (cpu_kernels.h, cuda_schedule.h). */
+static const char *model_name_problem(const char *name) {
+    static const char *const keywords[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+        "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+        "_Static_assert", "_Thread_local", "bool", "true", "false", "main", NULL};
+    static const char *const headers[] = {
+        "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
+        "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
+        "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype", "omp", "cblas", "dlfcn",
+        "cuda", "cublas_v2", "cpu_kernels", "cuda_schedule", NULL};
+    for (int i = 0; keywords[i]; i++)
+        if (!strcmp(name, keywords[i])) return "a C keyword or main";
+    for (int i = 0; headers[i]; i++)
+        if (!strcmp(name, headers[i])) return "the name of a header the library, its runtime or a trainer includes";
+    if (!strcmp(name, "acc") || !strncmp(name, "acc_", 4) || !strncmp(name, "accrt", 5))
+        return "taken by the runtime (acc_*, accrt*)";
+    if (name[0] == '_') return "a reserved C identifier (a leading '_')";
+    return NULL;
+}
+
 static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
     bool top = f == E->top;
     static const char *const top_only[] = {[S_MODEL] = "model", [S_HPARAM] = "hparam", [S_INPUT] = "input",
@@ -1093,6 +1124,9 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
         }
         E->model_stmt = s;
         E->g->model = pool_strdup(&E->g->pool, s->name);
+        const char *why = model_name_problem(s->name);
+        if (why)
+            diag_error(E->d, s->name_loc, "model name '%s' cannot name the generated library: it is %s", s->name, why);
         return;
     case S_HPARAM: exec_hparam(E, f, s); return;
     case S_INPUT: {
