@@ -490,6 +490,7 @@ static int cmd_explain(Options *o) {
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
     Planned pl;
+    memset(&pl, 0, sizeof pl); /* freed on every path (an impossible budget fills it too) */
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (!rc) {
         report_explain(&g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
@@ -508,7 +509,7 @@ static int cmd_explain(Options *o) {
             plan_free(&p);
         }
     }
-    if (!rc) planned_free(&pl);
+    planned_free(&pl);
     graph_free(&g);
     return rc;
 }
@@ -521,8 +522,10 @@ static int cmd_pareto(Options *o) {
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
     o->has_budget = false;
     Planned pl;
+    memset(&pl, 0, sizeof pl);
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (rc) {
+        planned_free(&pl);
         graph_free(&g);
         return rc;
     }

@@ -6,6 +6,8 @@
 # 124: a signal (>= 128: abort, segfault), a timeout (124), "internal error"
 # or a sanitizer report in the output is a failure (issue 12).
 set -u
+# an allocation larger than the machine is NULL (an error message), as without ASan
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}allocator_may_return_null=1"
 acc=$1
 shift
 dir=$(mktemp -d)
@@ -22,7 +24,7 @@ try() { # try SECONDS ARGS...
         why="timed out after ${limit}s"
     elif [ $rc -ge 124 ]; then
         why="exit status $rc"
-    elif grep -q -e 'internal error' -e 'AddressSanitizer' -e 'LeakSanitizer' -e 'runtime error:' "$dir/out"; then
+    elif grep -q -e 'internal error' -e 'ERROR: AddressSanitizer' -e 'ERROR: LeakSanitizer' -e 'runtime error:' "$dir/out"; then
         why="internal error or sanitizer report"
     fi
     if [ -n "$why" ]; then
