@@ -173,9 +173,9 @@ static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_fli
     glp_set_mat_row(lp, r, len, ind, val);
 }
 
-/* The flip search's state: its arguments and its work arrays (allocated by
+/* The flip search's state: its arguments and its work arrays (owned by
  * pl_flip_search, so that a failure of GLPK, which leaves flip_rounds
- * midway, loses none of them). */
+ * midway, loses none of them; delta and start grow in flip_rounds). */
 typedef struct {
     Ctx *c;
     Decision *dec;
@@ -184,7 +184,7 @@ typedef struct {
     bool *in_lp;               /* [2n + 2] */
     Decision *tmp;             /* [n] */
     int *flip;                 /* [n] */
-    double *delta;             /* [FLIP_MAX_ENTRIES]: [flip * na + anchor]; pairs after the flips: their interaction */
+    double *delta;             /* [flip * na + anchor]; pairs after the flips: their interaction */
     int *ind;                  /* [n (ACC_MAX_IN + 1) + 1] */
     double *val;
     bool *pick;                /* [n] */
@@ -192,7 +192,7 @@ typedef struct {
     int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
     int *rcol_of;              /* [n] */
     double *recomputed;        /* [n] */
-    double *start;             /* [1 + columns]: columns <= 2n + n ACC_MAX_IN */
+    double *start;             /* [1 + columns] */
 } Flip;
 
 /* Flip search: from a plan that fits, price every single flip by
@@ -222,7 +222,7 @@ static void flip_rounds(void *arg) {
     Decision *tmp = F->tmp;
     int *flip = F->flip, n_flips = 0, *ind = F->ind, *picked = F->picked, *fcol = F->fcol;
     int *pair = F->pair, n_pairs = 0, *pcol = F->pcol, *rcol_of = F->rcol_of;
-    double *delta = F->delta, *val = F->val, *recomputed = F->recomputed, *start = F->start;
+    double *delta, *val = F->val, *recomputed = F->recomputed, *start;
     double work = 0;
     for (int round = 0; round < n; round++) {
         if (pl_out_of_time(c)) break;
@@ -245,6 +245,7 @@ static void flip_rounds(void *arg) {
             }
         }
         if (work >= FLIP_WORK || (double)(n_flips + n_pairs) * na > FLIP_MAX_ENTRIES) break;
+        delta = F->delta = acc_xrealloc(F->delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
         for (int f = 0; f < n_flips + n_pairs; f++) {
             int one[1] = {f};
             apply_flips(c, dec, flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, tmp);
@@ -301,6 +302,7 @@ static void flip_rounds(void *arg) {
             io.mir_cuts = io.cov_cuts = GLP_ON;
             int nodes_given = (FLIP_WORK - work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - work) / nnz) : FLIP_NODE_LIMIT;
             int nc = glp_get_num_cols(lp);
+            start = F->start = acc_xrealloc(F->start, (size_t)(nc + 1) * sizeof(double));
             for (int j = 0; j <= nc; j++) start[j] = 0;
             for (int i = 0; i < n; i++) /* the intermediates the plan recomputes */
                 if (rcol_of[i] > 0) start[rcol_of[i]] = recomputed[i];
@@ -362,7 +364,6 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.in_lp = acc_xrealloc(NULL, ns_max * sizeof(bool));
     F.tmp = acc_xrealloc(NULL, n * sizeof(Decision));
     F.flip = acc_xrealloc(NULL, n * sizeof(int));
-    F.delta = acc_xrealloc(NULL, (size_t)FLIP_MAX_ENTRIES * sizeof(double));
     F.ind = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
     F.val = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
     F.pick = acc_xrealloc(NULL, n * sizeof(bool));
@@ -372,7 +373,6 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.pcol = acc_xrealloc(NULL, n * ACC_MAX_IN * sizeof(int));
     F.rcol_of = acc_xrealloc(NULL, n * sizeof(int));
     F.recomputed = acc_xrealloc(NULL, n * sizeof(double));
-    F.start = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 2) + 1) * sizeof(double));
     char err[200];
     if (!glpk_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
     free(F.base_prof), free(F.prof), free(F.in_lp), free(F.tmp), free(F.flip), free(F.delta), free(F.ind);
