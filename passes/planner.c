@@ -109,10 +109,12 @@ static int first_match(const char *const *globs, int n, const char *name) {
 }
 
 /* A source of a must-save (save) or must-recompute for node x, as text, from
- * the command line's patterns (cl) first, then the model's; NULL if none. */
+ * the command line's patterns (cl; *from_cl set) first, then the model's;
+ * NULL if none. */
 static const char *pattern_source(const Node *x, const Graph *g, const char *const *cl, int n_cl, bool save,
-                                  char *buf, size_t len) {
+                                  char *buf, size_t len, bool *from_cl) {
     int k = first_match(cl, n_cl, x->name);
+    *from_cl = k >= 0;
     if (k >= 0) return snprintf(buf, len, "--%s '%s'", save ? "save" : "recompute", cl[k]), buf;
     if (x->hint == (save ? HINT_SAVE : HINT_RECOMPUTE))
         return snprintf(buf, len, "the model's annotation @%s (%s:%d)", save ? "save" : "recompute", x->loc.file,
@@ -150,9 +152,10 @@ bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, co
         const Node *x = graph_node(g, i);
         if (op_table[x->op].flags & OPF_LEAF) continue;
         char a[320], b[320];
-        const char *sv = pattern_source(x, g, save, n_save, true, a, sizeof a);
-        const char *rc = pattern_source(x, g, rec, n_rec, false, b, sizeof b);
-        if (sv && rc && (sv[0] == '-' || rc[0] == '-')) {
+        bool cl_sv, cl_rc; /* the model's own constraints the front end checked among themselves */
+        const char *sv = pattern_source(x, g, save, n_save, true, a, sizeof a, &cl_sv);
+        const char *rc = pattern_source(x, g, rec, n_rec, false, b, sizeof b, &cl_rc);
+        if (sv && rc && (cl_sv || cl_rc)) {
             snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
                      x->name, sv, rc);
             return false;
