@@ -48,7 +48,7 @@ int fe_load_source(const char *display_name, const char *src, size_t len, const 
     }
     pool_free(&ast);
     if (d.n_errors > 0) {
-        fprintf(err, "%d error%s generated.\n", d.n_errors, d.n_errors == 1 ? "" : "s");
+        fprintf(err, "%d error%s generated.\n", d.n_shown, d.n_shown == 1 ? "" : "s"); /* those printed */
     }
     return d.n_errors;
 }

@@ -85,6 +85,7 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
         d->stopped = true;
         return;
     }
+    d->n_shown++;
     va_list ap;
     va_start(ap, fmt);
     vreport(d, loc, "error", fmt, ap);
@@ -103,6 +104,12 @@ void diag_error_file(Diag *d, const char *fmt, ...) {
     Loc none = {d->file, 0, 0, 0};
     d->n_errors++;
     if (d->stopped) return;
+    if (d->n_errors > DIAG_MAX_ERRORS) {
+        fprintf(d->out, "%s: fatal error: too many errors emitted, stopping now\n", d->file);
+        d->stopped = true;
+        return;
+    }
+    d->n_shown++;
     va_list ap;
     va_start(ap, fmt);
     vreport(d, none, "error", fmt, ap);

@@ -88,6 +88,8 @@ typedef struct {
     StrMap names, scopes, blocks, binds, leaves;
     const Stmt *model_stmt, *loss_stmt;
     bool too_big;
+    bool recursion_reported; /* check_recursion found a cycle */
+    int64_t total_bytes; /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
     int nesting;
     int64_t instances, work;
 } Elab;
@@ -295,6 +297,22 @@ static const char *suggest_callee(const Elab *E, const char *name) {
 
 /* ---- nodes ---------------------------------------------------------------- */
 
+/* Append n to the graph, counting its bytes: the tensor that takes the
+ * model's total past ACC_MAX_MODEL_BYTES is an error (too_big: no more nodes). */
+static Value add_node(Elab *E, Node *n) {
+    int64_t total;
+    if (!acc_add_i64(E->total_bytes, node_bytes(n), &total) || total > ACC_MAX_MODEL_BYTES) {
+        diag_error(E->d, n->loc,
+                   "model too large: with this tensor ('%s', %" PRId64 " bytes) its tensors total more than 2^58 "
+                   "bytes (256 PiB)",
+                   n->name, node_bytes(n));
+        E->too_big = true;
+        return v_err();
+    }
+    E->total_bytes = total;
+    return v_tensor(graph_add(E->g, n));
+}
+
 /* Create a node for op with the given inputs after its shape rule accepts it. */
 static Value make_node(Elab *E, Frame *f, OpKind op, int n_in, const int *in, const Attrs *a, Loc loc,
                        const char *hint) {
@@ -317,7 +335,7 @@ static Value make_node(Elab *E, Frame *f, OpKind op, int n_in, const int *in, co
         return v_err();
     }
     n.name = unique(E, &E->names, join(E, f->scope, hint ? hint : op_table[op].name));
-    return v_tensor(graph_add(E->g, &n));
+    return add_node(E, &n);
 }
 
 static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt, const Shape *s, Loc loc) {
@@ -335,7 +353,7 @@ static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt,
     n.name = name;
     map_at(&E->names, name);
     map_at(&E->leaves, name);
-    return v_tensor(graph_add(E->g, &n));
+    return E->too_big ? v_err() : add_node(E, &n);
 }
 
 /* ---- expressions ---------------------------------------------------------- */
@@ -451,8 +469,13 @@ static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *
     const AttrField *fld = attr_field(kw->kw);
     void *p = (char *)at + fld->offset;
     switch (fld->type) {
-    case ATTR_INT:
+    case ATTR_INT: /* no index, count or size is beyond a dimension (and INT64_MIN means "not given") */
         if (v->k != V_INT) break;
+        if (v->i < -ACC_MAX_DIM || v->i > ACC_MAX_DIM) {
+            diag_error(E->d, kw->value->loc, "attribute '%s' of %s: %" PRId64 " is out of range (-2^40 to 2^40)",
+                       kw->kw, op_table[op].name, v->i);
+            return false;
+        }
         *(int64_t *)p = v->i;
         return true;
     case ATTR_FLOAT:
@@ -603,8 +626,8 @@ static void exec_stmts(Elab *E, Frame *f, const Stmt *s);
 static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
     for (int i = 0; i < E->depth; i++)
         if (E->stack[i] == b) {
-            diag_error(E->d, e->loc, "block '%s' uses itself (recursion is not allowed)", b->name);
-            diag_note(E->d, b->name_loc, "'%s' is defined here", b->name);
+            if (!E->recursion_reported) /* check_recursion names every cycle: not reached */
+                diag_error(E->d, e->loc, "block '%s' is recursive (recursion is not allowed)", b->name);
             return v_err();
         }
     if (E->depth == MAX_BLOCK_DEPTH) {
@@ -991,6 +1014,12 @@ static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
                 diag_error(E->d, s->loc, "annotation on '%s': inputs and parameters are always kept", n->name);
                 break;
             }
+            if (n->hint && n->hint != s->hint) {
+                diag_error(E->d, s->loc, "annotation @%s on '%s', which an earlier annotation @%s names: a tensor is "
+                           "either saved or recomputed", s->hint == HINT_SAVE ? "save" : "recompute", n->name,
+                           n->hint == HINT_SAVE ? "save" : "recompute");
+                break;
+            }
             n->hint = s->hint;
         }
     }
@@ -1019,6 +1048,17 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
         diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope", s->name);
         return;
     }
+    if (s->index) { /* the index names a fresh integer: it hides nothing the body could mean instead */
+        Binding *b = lookup(E, f, s->index);
+        if (b) {
+            static const char *const what[] = {"hyperparameter", "input", "parameter", "variable", "block argument",
+                                               "repeat index"};
+            diag_error(E->d, s->index_loc, "repeat index '%s' would shadow the %s '%s'", s->index, what[b->kind],
+                       s->index);
+            note_previous(E, b);
+            return;
+        }
+    }
     map_at(&E->scopes, base);
     if (!enter(E, s->loc)) return;
     for (int64_t i = 0; i < n.i && !E->d->stopped && count_instance(E, s->loc); i++) {
@@ -1033,6 +1073,37 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
         if (E->d->n_errors > before) break; /* the same errors would repeat */
     }
     E->nesting--;
+}
+
+/* ---- the model's name ------------------------------------------------------ */
+
+/* Why a model name cannot name the generated library, NULL if it can. The
+ * name becomes C identifiers (NAME_desc, NAME_create, NAME_model, NAME_ARENA_BYTES)
+ * and files beside the runtime's (NAME.h, NAME.c, libNAME.a, next to accrt.h,
+ * libaccrt.a and libaccrt_cuda.a, with -I of that directory in a trainer's
+ * build): so not a C keyword, main, a reserved identifier, the runtime's
+ * prefixes (acc_, accrt), a standard header a trainer includes, or a
+ * runtime header the generated C includes (cpu_kernels.h, cuda_schedule.h). */
+static const char *model_name_problem(const char *name) {
+    static const char *const keywords[] = {
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+        "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+        "_Static_assert", "_Thread_local", "bool", "true", "false", "main", NULL};
+    static const char *const headers[] = {
+        "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
+        "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
+        "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype", "omp", "cblas", "dlfcn",
+        "cuda", "cublas_v2", "cpu_kernels", "cuda_schedule", NULL};
+    for (int i = 0; keywords[i]; i++)
+        if (!strcmp(name, keywords[i])) return "a C keyword or main";
+    for (int i = 0; headers[i]; i++)
+        if (!strcmp(name, headers[i])) return "the name of a header the library, its runtime or a trainer includes";
+    if (!strcmp(name, "acc") || !strncmp(name, "acc_", 4) || !strncmp(name, "accrt", 5))
+        return "taken by the runtime (acc_*, accrt*)";
+    if (name[0] == '_') return "a reserved C identifier (a leading '_')";
+    return NULL;
 }
 
 static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
@@ -1053,6 +1124,9 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
         }
         E->model_stmt = s;
         E->g->model = pool_strdup(&E->g->pool, s->name);
+        const char *why = model_name_problem(s->name);
+        if (why)
+            diag_error(E->d, s->name_loc, "model name '%s' cannot name the generated library: it is %s", s->name, why);
         return;
     case S_HPARAM: exec_hparam(E, f, s); return;
     case S_INPUT: {
@@ -1166,29 +1240,167 @@ static void collect_blocks(Elab *E) {
     }
 }
 
-/* Patterns of save/recompute statements (top level only) must name a computed
- * tensor. A pattern without wildcards is looked up; each other one scans the
- * tensors, so there may be at most MAX_PATTERNS of those. */
-static void check_globs(Elab *E) {
-    int n_scans = 0;
-    for (const Stmt *s = E->prog->stmts; s; s = s->next) {
-        if (s->kind != S_SAVE && s->kind != S_RECOMPUTE) continue;
-        for (const Name *gl = s->targets; gl; gl = gl->next) {
-            bool hit = false;
-            if (!strpbrk(gl->name, "*?[\\")) {
-                hit = map_has(&E->names, gl->name) && !map_has(&E->leaves, gl->name);
-            } else if (++n_scans > MAX_PATTERNS) {
-                diag_error(E->d, gl->loc, "more than %d save/recompute patterns with wildcards", MAX_PATTERNS);
-                return;
-            } else {
-                for (int j = 0; j < E->g->nodes.n && !hit; j++)
-                    hit = !(op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) && !fnmatch(gl->name, E->g->nodes.v[j].name, 0);
+/* ---- recursion: the blocks' call graph, checked before elaboration -------- */
+
+typedef struct {
+    Elab *E;
+    StrMap state; /* block name -> 1 on the path, 2 done */
+    const Stmt *path[MAX_BLOCK_DEPTH + 1];
+    int depth;
+} CallWalk;
+
+static void walk_block(CallWalk *w, const Stmt *b);
+
+static void walk_expr(CallWalk *w, const Expr *e) {
+    for (; e; e = e->next) {
+        if (e->kind == E_CALL) {
+            const Stmt *b = find_block(w->E, e->name);
+            void **st = b ? map_at(&w->state, b->name) : NULL;
+            if (st && *st == (void *)1) { /* a cycle: from b on the path back to b */
+                int k = w->depth - 1;
+                while (k > 0 && w->path[k] != b) k--;
+                char chain[512];
+                size_t len = 0;
+                for (int i = k; i < w->depth && len < sizeof chain; i++)
+                    len += (size_t)snprintf(chain + len, sizeof chain - len, "%s -> ", w->path[i]->name);
+                if (len < sizeof chain) snprintf(chain + len, sizeof chain - len, "%s", b->name);
+                diag_error(w->E->d, e->loc, "block '%s' is recursive: %s (recursion is not allowed)", b->name, chain);
+                w->E->recursion_reported = true;
+                diag_note(w->E->d, b->name_loc, "'%s' is defined here", b->name);
+            } else if (st && !*st && w->depth < MAX_BLOCK_DEPTH) {
+                walk_block(w, b);
             }
-            if (!hit)
-                diag_error(E->d, gl->loc, "%s \"%s\": the pattern matches no computed tensor",
-                           s->kind == S_SAVE ? "save" : "recompute", gl->name);
+            for (const Arg *a = e->args; a; a = a->next) walk_expr(w, a->value);
         }
+        if (e->kind == E_BINOP || e->kind == E_NEG) walk_expr(w, e->lhs);
+        if (e->kind == E_BINOP) walk_expr(w, e->rhs);
+        if (e->kind == E_LIST) walk_expr(w, e->items);
     }
+}
+
+static void walk_stmts(CallWalk *w, const Stmt *s) {
+    for (; s; s = s->next) {
+        if (s->kind == S_BLOCK) continue;
+        walk_expr(w, s->value);
+        walk_expr(w, s->type.dims);
+        walk_stmts(w, s->body);
+    }
+}
+
+static void walk_block(CallWalk *w, const Stmt *b) {
+    *map_at(&w->state, b->name) = (void *)1;
+    w->path[w->depth++] = b;
+    for (const Name *p = b->targets; p; p = p->next) walk_expr(w, p->dflt);
+    walk_stmts(w, b->body);
+    w->depth--;
+    *map_at(&w->state, b->name) = (void *)2;
+}
+
+/* Every cycle of block calls, named with its path at the call that closes
+ * it, whether or not the model calls the blocks. (eval_block_call does not
+ * report a recursion again.) */
+static void check_recursion(Elab *E) {
+    CallWalk w = {.E = E};
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_BLOCK && find_block(E, s->name) == s && !map_get(&w.state, s->name)) walk_block(&w, s);
+    map_free(&w.state);
+}
+
+/* A save/recompute statement's pattern, in statement order. */
+typedef struct {
+    const Name *name;
+    bool save;
+} Pattern;
+
+/* Where a tensor's must-save or must-recompute comes from: SRC_NONE, its own
+ * annotation (SRC_HINT), or the index of the first pattern that matches it. */
+enum { SRC_NONE = -1, SRC_HINT = -2 };
+
+static Loc source_loc(const Elab *E, const Pattern *pats, int src, int node) {
+    return src == SRC_HINT ? graph_node(E->g, node)->loc : pats[src].name->loc;
+}
+
+static const char *source_str(Elab *E, const Pattern *pats, int src, bool save) {
+    if (src == SRC_HINT) return save ? "annotation @save" : "annotation @recompute";
+    return pool_printf(&E->tmp, "%s \"%s\"", save ? "save" : "recompute", pats[src].name->name);
+}
+
+/* Patterns of save/recompute statements (top level only) must be well formed
+ * and name a computed tensor (inputs and parameters are always kept). A
+ * pattern without wildcards is looked up; each other one scans the tensors,
+ * so there may be at most MAX_PATTERNS of those. A tensor that both a save
+ * and a recompute (statement or annotation) name is an error at the
+ * recompute, once per recompute pattern. */
+static void check_globs(Elab *E) {
+    int n = E->g->nodes.n, n_scans = 0;
+    VEC(Pattern) pats = {0};
+    for (const Stmt *s = E->prog->stmts; s; s = s->next)
+        if (s->kind == S_SAVE || s->kind == S_RECOMPUTE)
+            for (const Name *gl = s->targets; gl; gl = gl->next)
+                if (*gl->name) VEC_PUSH(pats, ((Pattern){gl, s->kind == S_SAVE}));
+    if (!pats.n) return;
+    int *src[2]; /* [0]: save, [1]: recompute; per node */
+    for (int k = 0; k < 2; k++) src[k] = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    StrMap by_name = {0}; /* node name -> id + 1 */
+    for (int i = 0; i < n; i++) {
+        const Node *x = graph_node(E->g, i);
+        src[0][i] = x->hint == HINT_SAVE ? SRC_HINT : SRC_NONE;
+        src[1][i] = x->hint == HINT_RECOMPUTE ? SRC_HINT : SRC_NONE;
+        *map_at(&by_name, x->name) = (void *)(intptr_t)(i + 1);
+    }
+    for (int k = 0; k < pats.n; k++) {
+        const Name *gl = pats.v[k].name;
+        const char *what = pats.v[k].save ? "save" : "recompute";
+        int *mine = src[pats.v[k].save ? 0 : 1];
+        const char *bad = name_pattern_problem(gl->name);
+        if (bad) {
+            diag_error(E->d, gl->loc, "%s \"%s\": malformed pattern: %s", what, gl->name, bad);
+            continue;
+        }
+        bool hit = false, leaf = false;
+        if (!name_pattern_is_glob(gl->name)) {
+            int id = (int)(intptr_t)map_get(&by_name, gl->name) - 1;
+            if (id >= 0 && (op_table[graph_node(E->g, id)->op].flags & OPF_LEAF)) {
+                diag_error(E->d, gl->loc, "%s \"%s\": '%s' is %s; only computed tensors can be saved or recomputed",
+                           what, gl->name, gl->name, graph_node(E->g, id)->op == OP_INPUT ? "an input" : "a parameter");
+                continue;
+            }
+            if (id >= 0) {
+                hit = true;
+                if (mine[id] == SRC_NONE) mine[id] = k;
+            }
+        } else if (++n_scans > MAX_PATTERNS) {
+            diag_error(E->d, gl->loc, "more than %d save/recompute patterns with wildcards", MAX_PATTERNS);
+            break;
+        } else {
+            for (int j = 0; j < n; j++) {
+                if (fnmatch(gl->name, E->g->nodes.v[j].name, 0)) continue;
+                if (op_table[E->g->nodes.v[j].op].flags & OPF_LEAF) {
+                    leaf = true;
+                    continue;
+                }
+                hit = true;
+                if (mine[j] == SRC_NONE) mine[j] = k;
+            }
+        }
+        if (!hit)
+            diag_error(E->d, gl->loc, "%s \"%s\": the pattern matches %s", what, gl->name,
+                       leaf ? "only inputs and parameters (they are always kept)" : "no computed tensor");
+    }
+    bool *told = acc_xrealloc(NULL, (size_t)pats.n * sizeof(bool)); /* recompute pattern already reported */
+    memset(told, 0, (size_t)pats.n * sizeof(bool));
+    for (int i = 0; i < n && !E->d->stopped; i++) {
+        int sv = src[0][i], rc = src[1][i];
+        if (sv == SRC_NONE || rc == SRC_NONE || (rc >= 0 && told[rc])) continue;
+        if (rc >= 0) told[rc] = true;
+        const char *name = graph_node(E->g, i)->name;
+        diag_error(E->d, source_loc(E, pats.v, rc, i), "'%s' is both saved (%s) and recomputed (%s)", name,
+                   source_str(E, pats.v, sv, true), source_str(E, pats.v, rc, false));
+        diag_note(E->d, source_loc(E, pats.v, sv, i), "%s is here", source_str(E, pats.v, sv, true));
+    }
+    free(told), free(src[0]), free(src[1]);
+    map_free(&by_name);
+    VEC_FREE(pats);
 }
 
 int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, Graph *g) {
@@ -1199,6 +1411,7 @@ int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, G
     E.top = &top;
     g->source = pool_strdup(&g->pool, d->file);
     collect_blocks(&E);
+    check_recursion(&E);
     exec_stmts(&E, &top, prog->stmts);
     if (d->n_errors == 0) {
         for (int i = 0; i < n_defs; i++)

@@ -21,7 +21,8 @@ typedef struct {
     const char *src;  /* whole source text (may contain NULs) */
     size_t src_len;
     FILE *out;
-    int n_errors;
+    int n_errors; /* found */
+    int n_shown;  /* printed (at most DIAG_MAX_ERRORS): the count the summary line states */
     bool stopped; /* hit DIAG_MAX_ERRORS */
 } Diag;
 

@@ -221,6 +221,26 @@ int graph_find(const Graph *g, const char *name) {
     return -1;
 }
 
+const char *name_pattern_problem(const char *p) {
+    if (!*p) return "empty pattern";
+    for (; *p; p++) {
+        if (*p == '\\') {
+            if (!p[1]) return "a '\\' at the end escapes nothing";
+            p++;
+        } else if (*p == '[') { /* a set: [abc], [!abc], []abc], [a-z] */
+            const char *q = p + 1;
+            if (*q == '!' || *q == '^') q++;
+            if (*q == ']') q++;
+            while (*q && *q != ']') q++;
+            if (!*q) return "'[' without a closing ']'";
+            p = q;
+        }
+    }
+    return NULL;
+}
+
+bool name_pattern_is_glob(const char *p) { return strpbrk(p, "*?[\\") != NULL; }
+
 int64_t node_bytes(const Node *n) {
     return shape_elems(&n->shape) * (int64_t)dtype_size(n->dtype) + n->aux_elems * 4;
 }

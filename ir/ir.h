@@ -200,6 +200,31 @@ static inline Node *graph_node(const Graph *g, int id) { return &g->nodes.v[id];
 int graph_find(const Graph *g, const char *name); /* -1 if none */
 
 int64_t node_bytes(const Node *n); /* tensor plus aux tail */
+
+/* ---- save/recompute name patterns ----------------------------------------- */
+
+/* Why an fnmatch(3) pattern of a save/recompute constraint is malformed
+ * ("empty pattern", a '[' without its ']', a trailing '\\'), NULL if it is
+ * well formed. (fnmatch would take a lone '[' literally.) */
+const char *name_pattern_problem(const char *pattern);
+/* Whether the pattern has wildcards (else it names one tensor). */
+bool name_pattern_is_glob(const char *pattern);
+
+/* ---- byte totals ---------------------------------------------------------- */
+
+/* Checked int64 arithmetic for byte counts: false when the exact result does
+ * not fit (then *out is unspecified). */
+static inline bool acc_add_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+static inline bool acc_mul_i64(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+/* The most bytes all of a model's tensors (node_bytes of every node) may
+ * total; the front end rejects a larger model at the tensor that passes it,
+ * and acc plan --graph a graph whose sizes total more. Every buffer of a
+ * training step is one of a tensor's copies (forward, recomputed, gradient,
+ * parameter gradient, optimizer state: fewer than 8), rounded up to the
+ * alignment, so that every byte total the passes compute (live bytes, arena
+ * offsets, peaks, summaries) stays far below INT64_MAX. 2^58 bytes = 256 PiB. */
+#define ACC_MAX_MODEL_BYTES ((int64_t)1 << 58)
 int64_t graph_param_count(const Graph *g);
 int64_t graph_param_bytes(const Graph *g);
 

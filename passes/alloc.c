@@ -437,8 +437,9 @@ bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, 
         else if (col[C_ALIGN] >= 0 && (v[C_ALIGN] <= 0 || v[C_ALIGN] > (INT64_C(1) << 40)))
             CSV_FAIL("%s:%ld: error: alignment %" PRId64 " must be positive", name, lineno, v[C_ALIGN]);
         else if (inst->n == (1 << 24)) CSV_FAIL("%s:%ld: error: more than %d buffers", name, lineno, 1 << 24);
-        else if ((total += v[C_SIZE]) > (INT64_C(1) << 62))
-            CSV_FAIL("%s:%ld: error: the sizes add up to more than 2^62 bytes", name, lineno);
+        else if ((total += v[C_SIZE] + (col[C_ALIGN] >= 0 ? v[C_ALIGN] - 1 : 0)) > (INT64_C(1) << 62))
+            CSV_FAIL("%s:%ld: error: the sizes (with their alignment padding) add up to more than 2^62 bytes", name,
+                     lineno); /* so that no offset the allocator tries overflows */
         if (!ok) break;
         if (inst->n == cap) {
             cap = cap ? 2 * cap : 256;

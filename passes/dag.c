@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "dag_impl.h"
+#include "glpk_guard.h"
 
 double dag_now_s(void) {
     struct timespec ts;
@@ -681,7 +682,7 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
     p->fits = p->sim.valid && p->sim.peak <= budget;
 }
 
-bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
+static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     double t0 = dag_now_s();
     memset(p, 0, sizeof *p);
     p->objective = p->bound = p->gap = NAN;
@@ -768,6 +769,29 @@ bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size
     }
     p->solve_s = dag_now_s() - t0;
     return true;
+}
+
+typedef struct {
+    const Dag *d;
+    const DagPlanOptions *o;
+    DagPlan *p;
+    char *err;
+    size_t err_len;
+    bool ok;
+} DagRun;
+
+static void dag_plan_run(void *arg) {
+    DagRun *r = arg;
+    r->ok = plan_dag(r->d, r->o, r->p, r->err, r->err_len);
+}
+
+/* plan_dag under glpk_guarded: a failure of GLPK is an error, not abort(). */
+bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
+    DagRun r = {d, o, p, err, err_len, false};
+    char gerr[200];
+    if (glpk_guarded(dag_plan_run, &r, gerr, sizeof gerr)) return r.ok;
+    snprintf(err, err_len, "%s", gerr);
+    return false;
 }
 
 void dag_plan_free(DagPlan *p) {

@@ -490,6 +490,7 @@ static bool build_graph(GCtx *c, const JVal *root, Dag *d) {
     int *rank = malloc((size_t)n * sizeof(int)), *pos = malloc((size_t)n * sizeof(int));
     if (!ids || !sorted || !cost || !mem || !bwd || !e || !rank || !pos) acc_panic(__FILE__, __LINE__, "out of memory");
     bool ok = true;
+    double mem_total = 0; /* exact: each size is an integer below 2^53 and the total at most 2^58 */
     static const char *const cost_keys[2] = {"cost_cpu", "duration"}, *const mem_keys[2] = {"cost_ram", "out_cost"};
     for (int k = 0; ok && k < n; k++) {
         const JVal *x = &nodes->items[k];
@@ -512,6 +513,8 @@ static bool build_graph(GCtx *c, const JVal *root, Dag *d) {
         if (ok && b && b->kind != J_TRUE && b->kind != J_FALSE && b->kind != J_NULL)
             ok = gfail(c, b->off, "node %d: \"backward\" must be true, false or null", k);
         bwd[k] = b && b->kind == J_TRUE;
+        if (ok && (mem_total += mem[k]) > (double)ACC_MAX_MODEL_BYTES)
+            ok = gfail(c, x->off, "node %d: the nodes' sizes total more than 2^58 bytes (256 PiB)", k);
     }
     if (ok) {
         memcpy(sorted, ids, (size_t)n * sizeof(Id));

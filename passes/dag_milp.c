@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "dag_impl.h"
+#include "glpk_guard.h"
 
 #define WATCHDOG_GRACE_S 1.5
 /* Programs with more stage pairs than this are not built (GLPK's memory and
@@ -103,7 +104,7 @@ static void coef(Build *b, int row, int col, double v) {
 }
 
 static void build_finish(Build *b) {
-    glp_add_rows(b->lp, b->n_rows);
+    if (b->n_rows) glp_add_rows(b->lp, b->n_rows); /* GLPK rejects adding none */
     for (int i = 0; i < b->n_rows; i++) glp_set_row_bnds(b->lp, i + 1, b->row_type.v[i], b->row_lb.v[i], b->row_ub.v[i]);
     /* GLPK's arrays are 1-based */
     int nz = b->ia.n;
@@ -589,16 +590,30 @@ static double *cm_point(const Dag *d, const CmIndex *x, const Build *b, const St
     return v;
 }
 
-bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row) {
+typedef struct {
+    const Dag *d;
+    int64_t budget;
+    const Staged *s;
+    int *bad_row;
+    bool ok;
+} Accepts;
+
+static void checkmate_accepts(void *arg) {
+    Accepts *a = arg;
     Build b = {0};
     CmIndex x;
-    build_checkmate(d, budget, true, false, &b, &x);
-    double *v = cm_point(d, &x, &b, s, budget);
-    *bad_row = -1;
-    bool ok = v && check_point(&b, v, 1e-6, bad_row);
+    build_checkmate(a->d, a->budget, true, false, &b, &x);
+    double *v = cm_point(a->d, &x, &b, a->s, a->budget);
+    *a->bad_row = -1;
+    a->ok = v && check_point(&b, v, 1e-6, a->bad_row);
     free(v);
     build_free(&b);
-    return ok;
+}
+
+bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row) {
+    Accepts a = {d, budget, s, bad_row, false};
+    char err[200];
+    return glpk_guarded(checkmate_accepts, &a, err, sizeof err) && a.ok; /* a GLPK failure: not accepted */
 }
 
 bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double deadline, const char *emit_lp,

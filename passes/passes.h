@@ -272,8 +272,19 @@ typedef struct {
      * the planner reaches (dec holds that plan); 0 when not searched */
     int64_t min_peak_bytes;
     bool min_peak_exact;        /* false: --time-limit ended that search (the minimum is at most this) */
+    char solver_error[200];     /* GLPK's first failure ("": none): the search went on without that
+                                   solve, so the plan is checked but may cost more than the optimum */
 } Plan;
 
+/* Are the command line's --save/--recompute patterns (save[0..n_save),
+ * rec[0..n_rec)) honest constraints on g? Each must be well formed and match
+ * a computed tensor (not only inputs and parameters), and no tensor may be
+ * both saved and recomputed by them together with the model's own
+ * annotations and save/recompute statements (which the front end checked
+ * among themselves). On failure err names the pattern, and for a conflict
+ * both sources and the tensor. */
+bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
+                         char *err, size_t err_len);
 /* Is the policy string well formed? (for the command line) */
 bool plan_policy_valid(const char *policy, char *err, size_t err_len);
 /* requires: autodiff of g. provides: a decision per node by the policy, the

@@ -296,7 +296,43 @@ int pl_bound_rows(const Ctx *c, const Schedule *s, const int *last_fwd, const in
     return n_rows;
 }
 
-/* The bound for budget (INFINITY: no plan fits; 0 when there is nothing to free). */
+/* The covering program's part of pl_covering_bound, run under glpk_guarded. */
+typedef struct {
+    Bound *b;
+    const Rows *rows;
+    int n_rows, fbs, ns;
+    double bound;
+} BoundRun;
+
+static void bound_solve(void *arg) {
+    BoundRun *run = arg;
+    Bound *b = run->b;
+    const Ctx *c = b->c;
+    const Rows *rows = run->rows;
+    b->lp = glp_create_prob();
+    glp_set_obj_dir(b->lp, GLP_MIN);
+    for (int k = 0; k < rows->ent_node.n; k++) lp_drop(b, rows->ent_node.v[k]);
+    int f[EARLY_MAX + 1];
+    int n_f = lp_early(b, rows->v.v, run->n_rows, run->fbs, run->ns, f);
+    lp_cover_rows(b, rows->v.v, run->n_rows, rows->ent_node.v, rows->ent_size.v, run->fbs);
+    glp_scale_prob(b->lp, GLP_SF_AUTO);
+    int w = n_f > 0 && b->charges.n ? b->col[f[0]] : 0;
+    if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
+        glp_set_col_bnds(b->lp, w, GLP_FX, 0, 0);
+        run->bound = lp_value(b->lp, false);
+        if (c->time[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
+            glp_set_col_bnds(b->lp, w, GLP_FX, 1, 1);
+            double v1 = lp_value(b->lp, true);
+            run->bound = v1 < run->bound ? v1 : run->bound;
+        }
+    } else {
+        run->bound = lp_value(b->lp, false);
+    }
+    glp_delete_prob(b->lp);
+}
+
+/* The bound for budget (INFINITY: no plan fits; 0 when there is nothing to
+ * free, or when GLPK failed: a bound that proves nothing). */
 double pl_covering_bound(Ctx *c, int64_t budget) {
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
@@ -313,9 +349,7 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
     double bound = n_rows < 0 ? INFINITY : 0;
     if (n_rows > 0) {
-        glp_term_hook(pl_glpk_quiet, NULL);
-        Bound b = {c, glp_create_prob(), NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}};
-        glp_set_obj_dir(b.lp, GLP_MIN);
+        Bound b = {c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}};
         int **cols[] = {&b.p_last, &b.fb, &b.col, &b.ycol, &b.kcol};
         for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) *cols[k] = acc_xrealloc(NULL, (size_t)n * sizeof(int));
         b.act_bytes = acc_xrealloc(NULL, (size_t)n * sizeof(double));
@@ -327,25 +361,10 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
             if (x->kind == BUF_ACT) b.p_last[x->node] = last_fwd[k], b.act_bytes[x->node] = (double)x->size_bytes;
             if (first_bwd[k] < b.fb[x->node]) b.fb[x->node] = first_bwd[k];
         }
-        for (int k = 0; k < rows.ent_node.n; k++) lp_drop(&b, rows.ent_node.v[k]);
-        int f[EARLY_MAX + 1];
-        int n_f = lp_early(&b, rows.v.v, n_rows, fbs, ns, f);
-        lp_cover_rows(&b, rows.v.v, n_rows, rows.ent_node.v, rows.ent_size.v, fbs);
-        glp_scale_prob(b.lp, GLP_SF_AUTO);
-        int w = n_f > 0 && b.charges.n ? b.col[f[0]] : 0;
-        if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
-            glp_set_col_bnds(b.lp, w, GLP_FX, 0, 0);
-            bound = lp_value(b.lp, false);
-            if (c->time[f[0]] < bound) { /* else dropping f[0] alone costs more */
-                glp_set_col_bnds(b.lp, w, GLP_FX, 1, 1);
-                double v1 = lp_value(b.lp, true);
-                bound = v1 < bound ? v1 : bound;
-            }
-        } else {
-            bound = lp_value(b.lp, false);
-        }
-        glp_delete_prob(b.lp);
-        glp_term_hook(NULL, NULL);
+        BoundRun run = {&b, &rows, n_rows, fbs, ns, 0};
+        char err[200];
+        if (!glpk_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
+        bound = run.bound;
         VEC_FREE(b.needs), VEC_FREE(b.charges);
         for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) free(*cols[k]);
         free(b.act_bytes);

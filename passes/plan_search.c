@@ -173,6 +173,28 @@ static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_fli
     glp_set_mat_row(lp, r, len, ind, val);
 }
 
+/* The flip search's state: its arguments and its work arrays (owned by
+ * pl_flip_search, so that a failure of GLPK, which leaves flip_rounds
+ * midway, loses none of them; delta and start grow in flip_rounds). */
+typedef struct {
+    Ctx *c;
+    Decision *dec;
+    int64_t target, budget;
+    int64_t *base_prof, *prof; /* [2n + 2] */
+    bool *in_lp;               /* [2n + 2] */
+    Decision *tmp;             /* [n] */
+    int *flip;                 /* [n] */
+    double *delta;             /* [flip * na + anchor]; pairs after the flips: their interaction */
+    int *ind;                  /* [n (ACC_MAX_IN + 1) + 1] */
+    double *val;
+    bool *pick;                /* [n] */
+    int *picked, *fcol;        /* [n] */
+    int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
+    int *rcol_of;              /* [n] */
+    double *recomputed;        /* [n] */
+    double *start;             /* [1 + columns] */
+} Flip;
+
 /* Flip search: from a plan that fits, price every single flip by
  * simulation - its change of the live bytes at every anchor step - and let
  * GLPK choose the set of flips with the least recompute time (exact, see
@@ -189,22 +211,18 @@ static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_fli
  * and k of an attention, which share the projection their recomputation
  * needs, and save five tensors of the MLP) that one-for-one exchanges and the
  * peak cuts cannot reach. */
-void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
-    int n = c->g->nodes.n, ns_max = 2 * n + 2;
-    int64_t *base_prof = acc_xrealloc(NULL, (size_t)ns_max * sizeof(int64_t));
-    int64_t *prof = acc_xrealloc(NULL, (size_t)ns_max * sizeof(int64_t));
-    bool *in_lp = acc_xrealloc(NULL, (size_t)ns_max * sizeof(bool));
-    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    int *flip = acc_xrealloc(NULL, (size_t)n * sizeof(int)), n_flips = 0;
-    double *delta = NULL; /* [flip * na + anchor]; pairs after the flips: their interaction */
-    int *ind = acc_xrealloc(NULL, (size_t)(n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
-    double *val = acc_xrealloc(NULL, (size_t)(n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
-    bool *pick = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    int *picked = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *fcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *pair = acc_xrealloc(NULL, (size_t)n * 2 * ACC_MAX_IN * sizeof(int)), n_pairs = 0;
-    int *pcol = acc_xrealloc(NULL, (size_t)n * ACC_MAX_IN * sizeof(int));
-    int *rcol_of = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    double *recomputed = acc_xrealloc(NULL, (size_t)n * sizeof(double)), *start = NULL;
+static void flip_rounds(void *arg) {
+    Flip *F = arg;
+    Ctx *c = F->c;
+    Decision *dec = F->dec;
+    int64_t target = F->target, budget = F->budget;
+    int n = c->g->nodes.n;
+    int64_t *base_prof = F->base_prof, *prof = F->prof;
+    bool *in_lp = F->in_lp, *pick = F->pick;
+    Decision *tmp = F->tmp;
+    int *flip = F->flip, n_flips = 0, *ind = F->ind, *picked = F->picked, *fcol = F->fcol;
+    int *pair = F->pair, n_pairs = 0, *pcol = F->pcol, *rcol_of = F->rcol_of;
+    double *delta, *val = F->val, *recomputed = F->recomputed, *start;
     double work = 0;
     for (int round = 0; round < n; round++) {
         if (pl_out_of_time(c)) break;
@@ -213,7 +231,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
         n_flips = 0;
         for (int i = 0; i < n; i++)
             if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE)) flip[n_flips++] = i;
-        if (work >= FLIP_WORK || (double)n_flips * na > FLIP_MAX_ENTRIES) break;
+        if (n_flips == 0 || work >= FLIP_WORK || (double)n_flips * na > FLIP_MAX_ENTRIES) break;
         for (int i = 0; i < n; i++) fcol[i] = -1;
         for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
         n_pairs = 0;
@@ -227,7 +245,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
             }
         }
         if (work >= FLIP_WORK || (double)(n_flips + n_pairs) * na > FLIP_MAX_ENTRIES) break;
-        delta = acc_xrealloc(delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
+        delta = F->delta = acc_xrealloc(F->delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
         for (int f = 0; f < n_flips + n_pairs; f++) {
             int one[1] = {f};
             apply_flips(c, dec, flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, tmp);
@@ -239,7 +257,6 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
             const double *d2 = &delta[(size_t)pair[2 * (f - n_flips) + 1] * na];
             for (int k = 0; k < na; k++) d[k] -= d1[k] + d2[k]; /* the interaction */
         }
-        glp_term_hook(pl_glpk_quiet, NULL);
         double constant;
         glp_prob *lp = flip_program(c, dec, flip, n_flips, &constant, rcol_of);
         sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
@@ -285,14 +302,13 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
             io.mir_cuts = io.cov_cuts = GLP_ON;
             int nodes_given = (FLIP_WORK - work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - work) / nnz) : FLIP_NODE_LIMIT;
             int nc = glp_get_num_cols(lp);
-            start = acc_xrealloc(start, (size_t)(nc + 1) * sizeof(double));
+            start = F->start = acc_xrealloc(F->start, (size_t)(nc + 1) * sizeof(double));
             for (int j = 0; j <= nc; j++) start[j] = 0;
             for (int i = 0; i < n; i++) /* the intermediates the plan recomputes */
                 if (rcol_of[i] > 0) start[rcol_of[i]] = recomputed[i];
             FlipCb cb = {nodes_given, start, false};
             io.cb_func = flip_callback;
             io.cb_info = &cb;
-            glp_term_hook(pl_glpk_quiet, NULL); /* the repair below (pl_cut_to) resets it */
             int rc = glp_intopt(lp, &io);
             int nodes_left = cb.nodes_left;
             work += nnz * (nodes_given - nodes_left + 1);
@@ -334,11 +350,34 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
             glp_set_mat_row(lp, r, len, ind, val);
         }
         glp_delete_prob(lp);
-        glp_term_hook(NULL, NULL);
         if (!improved) break;
     }
-    free(base_prof), free(prof), free(in_lp), free(tmp), free(flip), free(delta), free(ind), free(val), free(pick);
-    free(picked), free(fcol), free(pair), free(pcol), free(rcol_of), free(recomputed), free(start);
+}
+
+void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
+    size_t n = (size_t)c->g->nodes.n, ns_max = 2 * n + 2;
+    Flip F;
+    memset(&F, 0, sizeof F);
+    F.c = c, F.dec = dec, F.target = target, F.budget = budget;
+    F.base_prof = acc_xrealloc(NULL, ns_max * sizeof(int64_t));
+    F.prof = acc_xrealloc(NULL, ns_max * sizeof(int64_t));
+    F.in_lp = acc_xrealloc(NULL, ns_max * sizeof(bool));
+    F.tmp = acc_xrealloc(NULL, n * sizeof(Decision));
+    F.flip = acc_xrealloc(NULL, n * sizeof(int));
+    F.ind = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
+    F.val = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
+    F.pick = acc_xrealloc(NULL, n * sizeof(bool));
+    F.picked = acc_xrealloc(NULL, n * sizeof(int));
+    F.fcol = acc_xrealloc(NULL, n * sizeof(int));
+    F.pair = acc_xrealloc(NULL, n * 2 * ACC_MAX_IN * sizeof(int));
+    F.pcol = acc_xrealloc(NULL, n * ACC_MAX_IN * sizeof(int));
+    F.rcol_of = acc_xrealloc(NULL, n * sizeof(int));
+    F.recomputed = acc_xrealloc(NULL, n * sizeof(double));
+    char err[200];
+    if (!glpk_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
+    free(F.base_prof), free(F.prof), free(F.in_lp), free(F.tmp), free(F.flip), free(F.delta), free(F.ind);
+    free(F.val), free(F.pick), free(F.picked), free(F.fcol), free(F.pair), free(F.pcol), free(F.rcol_of);
+    free(F.recomputed), free(F.start);
 }
 
 /* ---- exact search by branch and bound (benchmarks) ---------------------------

@@ -101,6 +101,69 @@ static bool matches(const char *const *globs, int n, const char *name) {
     return false;
 }
 
+/* The first pattern of globs[0..n) that matches name, -1 if none. */
+static int first_match(const char *const *globs, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (!fnmatch(globs[i], name, 0)) return i;
+    return -1;
+}
+
+/* A source of a must-save (save) or must-recompute for node x, as text, from
+ * the command line's patterns (cl; *from_cl set) first, then the model's;
+ * NULL if none. */
+static const char *pattern_source(const Node *x, const Graph *g, const char *const *cl, int n_cl, bool save,
+                                  char *buf, size_t len, bool *from_cl) {
+    int k = first_match(cl, n_cl, x->name);
+    *from_cl = k >= 0;
+    if (k >= 0) return snprintf(buf, len, "--%s '%s'", save ? "save" : "recompute", cl[k]), buf;
+    if (x->hint == (save ? HINT_SAVE : HINT_RECOMPUTE))
+        return snprintf(buf, len, "the model's annotation @%s (%s:%d)", save ? "save" : "recompute", x->loc.file,
+                        x->loc.line), buf;
+    const char *const *dsl = save ? g->save_globs.v : g->recompute_globs.v;
+    k = first_match(dsl, save ? g->save_globs.n : g->recompute_globs.n, x->name);
+    if (k >= 0) return snprintf(buf, len, "the model's %s \"%s\"", save ? "save" : "recompute", dsl[k]), buf;
+    return NULL;
+}
+
+bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
+                         char *err, size_t err_len) {
+    for (int k = 0; k < n_save + n_rec; k++) {
+        const char *p = k < n_save ? save[k] : rec[k - n_save], *opt = k < n_save ? "--save" : "--recompute";
+        const char *bad = name_pattern_problem(p);
+        if (bad) {
+            snprintf(err, err_len, "%s '%s': malformed pattern: %s", opt, p, bad);
+            return false;
+        }
+        bool hit = false, leaf = false;
+        for (int i = 0; i < g->nodes.n && !hit; i++) {
+            const Node *x = graph_node(g, i);
+            if (fnmatch(p, x->name, 0)) continue;
+            if (op_table[x->op].flags & OPF_LEAF) leaf = true;
+            else hit = true;
+        }
+        if (!hit) {
+            snprintf(err, err_len, "%s '%s': the pattern matches %s", opt, p,
+                     leaf ? "only inputs and parameters (they are always kept)" : "no computed tensor of the model");
+            return false;
+        }
+    }
+    if (!n_save && !n_rec) return true;
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *x = graph_node(g, i);
+        if (op_table[x->op].flags & OPF_LEAF) continue;
+        char a[320], b[320];
+        bool cl_sv, cl_rc; /* the model's own constraints the front end checked among themselves */
+        const char *sv = pattern_source(x, g, save, n_save, true, a, sizeof a, &cl_sv);
+        const char *rc = pattern_source(x, g, rec, n_rec, false, b, sizeof b, &cl_rc);
+        if (sv && rc && (cl_sv || cl_rc)) {
+            snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
+                     x->name, sv, rc);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Nodes the backward reads (directly): dropping one costs a recomputation.
  * The others are intermediates, live in the backward only when a dropped
  * tensor's recomputation needs them. */
@@ -295,8 +358,6 @@ int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int ma
 
 /* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
 
-int pl_glpk_quiet(void *info, const char *s) { return 1; }
-
 /* Stop branch and bound after a fixed number of subproblems: a node limit,
  * unlike GLPK's time limit, gives the same answer on a loaded machine. */
 #define KNAPSACK_NODE_LIMIT 20000
@@ -305,14 +366,71 @@ static void node_limit(glp_tree *tree, void *info) {
     if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
 }
 
+/* cover_min_cost's integer program over the m item classes (rep: a class's
+ * first item, count: its size; on an answer, count: how many it takes). */
+typedef struct {
+    const double *cost, *a, *need;
+    int stride, n_rows, m;
+    const int *rep;
+    int *count, *ind;
+    double *val;
+    double best; /* -1: no answer */
+} Cover;
+
+static void cover_solve(void *arg) {
+    Cover *v = arg;
+    int m = v->m, stride = v->stride;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, v->n_rows);
+    glp_add_cols(lp, m);
+    for (int k = 0; k < m; k++) {
+        glp_set_col_kind(lp, k + 1, GLP_IV);
+        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, v->count[k]);
+        glp_set_obj_coef(lp, k + 1, v->cost[v->rep[k]] * 1e6); /* microseconds: GLPK's tolerances are absolute */
+    }
+    for (int r = 0; r < v->n_rows; r++) {
+        int len = 0;
+        for (int k = 0; k < m; k++)
+            if (v->a[(size_t)v->rep[k] * stride + r] != 0)
+                v->ind[++len] = k + 1, v->val[len] = v->a[(size_t)v->rep[k] * stride + r];
+        glp_set_row_bnds(lp, r + 1, GLP_LO, v->need[r], 0);
+        glp_set_mat_row(lp, r + 1, len, v->ind, v->val);
+    }
+    glp_scale_prob(lp, GLP_SF_AUTO);
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.mir_cuts = GLP_ON;
+    io.cov_cuts = GLP_ON;
+    int nodes_left = KNAPSACK_NODE_LIMIT;
+    io.cb_func = node_limit;
+    io.cb_info = &nodes_left;
+    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
+    v->best = -1;
+    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+        v->best = glp_mip_obj_val(lp) / 1e6;
+        for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+    }
+    glp_delete_prob(lp);
+}
+
+/* Record the first failure of GLPK (the plan reports it). */
+void pl_solver_failed(Ctx *c, const char *err) {
+    if (!c->solver_error[0]) snprintf(c->solver_error, sizeof c->solver_error, "%s", err);
+}
+
 /* min cost.x over binary x[0..n) s.t. sum_i a[i * stride + r] x_i >= need[r]
  * for each of n_rows rows (a 0/1 knapsack when n_rows is 1). Returns the
  * optimal cost (and x), or -1 if even taking everything leaves a row short.
  * Items with equal cost and equal coefficients in every row (the same tensor
  * of identical blocks) become one integer variable bounded by their count: no
  * symmetric branching. */
-static double cover_min_cost(const double *cost, const double *a, int stride, int n_rows, int n, const double *need,
-                             bool *x) {
+static double cover_min_cost(Ctx *c, const double *cost, const double *a, int stride, int n_rows, int n,
+                             const double *need, bool *x) {
     bool any = false;
     for (int i = 0; i < n; i++) x[i] = false;
     for (int r = 0; r < n_rows; r++) {
@@ -321,7 +439,7 @@ static double cover_min_cost(const double *cost, const double *a, int stride, in
         if (total < need[r]) return -1;
         any |= need[r] > 0;
     }
-    if (!any) return 0;
+    if (!any || n == 0) return 0;
     int *cls = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* item -> class */
     int *rep = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
     int *count = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
@@ -338,51 +456,19 @@ static double cover_min_cost(const double *cost, const double *a, int stride, in
         cls[i] = k;
         count[k]++;
     }
-    glp_term_hook(pl_glpk_quiet, NULL);
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_rows(lp, n_rows);
-    glp_add_cols(lp, m);
-    int *ind = acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int));
-    double *val = acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double));
-    for (int k = 0; k < m; k++) {
-        glp_set_col_kind(lp, k + 1, GLP_IV);
-        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, count[k]);
-        glp_set_obj_coef(lp, k + 1, cost[rep[k]] * 1e6); /* microseconds: GLPK's tolerances are absolute */
-    }
-    for (int r = 0; r < n_rows; r++) {
-        int len = 0;
-        for (int k = 0; k < m; k++)
-            if (a[(size_t)rep[k] * stride + r] != 0) ind[++len] = k + 1, val[len] = a[(size_t)rep[k] * stride + r];
-        glp_set_row_bnds(lp, r + 1, GLP_LO, need[r], 0);
-        glp_set_mat_row(lp, r + 1, len, ind, val);
-    }
-    glp_scale_prob(lp, GLP_SF_AUTO);
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    glp_iocp io;
-    glp_init_iocp(&io);
-    io.msg_lev = GLP_MSG_OFF;
-    io.mir_cuts = GLP_ON;
-    io.cov_cuts = GLP_ON;
-    int nodes_left = KNAPSACK_NODE_LIMIT;
-    io.cb_func = node_limit;
-    io.cb_info = &nodes_left;
-    double best;
-    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
-    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
-        best = glp_mip_obj_val(lp) / 1e6;
-        for (int k = 0; k < m; k++) count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+    Cover v = {cost, a, need, stride, n_rows, m, rep, count, acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int)),
+               acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double)), -1};
+    char err[200];
+    if (!glpk_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
+    double best = v.best;
+    if (best >= 0) {
         for (int i = 0; i < n; i++)
             if (count[cls[i]] > 0) x[i] = true, count[cls[i]]--;
     } else { /* GLPK gave no answer in time: take everything */
         best = 0;
         for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
     }
-    free(ind), free(val), free(cls), free(rep), free(count);
-    glp_delete_prob(lp);
-    glp_term_hook(NULL, NULL);
+    free(v.ind), free(v.val), free(cls), free(rep), free(count);
     return best;
 }
 
@@ -491,7 +577,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             }
             if (!any) break; /* nothing makes room at t */
             n_rows++;
-            if (cover_min_cost(cost, a, CUT_ROWS, n_rows, m, need, x) < 0)
+            if (cover_min_cost(c, cost, a, CUT_ROWS, n_rows, m, need, x) < 0)
                 for (int k = 0; k < m; k++) x[k] = a[(size_t)k * CUT_ROWS + r] > 0 || x[k];
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             for (int k = 0; k < m; k++)
@@ -751,6 +837,7 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     if (c->o->budget_bytes > 0 && e.arena > c->o->budget_bytes) p->status = PLAN_INFEASIBLE;
     p->n_evals = c->n_evals;
     p->solve_s = pl_now() - c->t_start;
+    snprintf(p->solver_error, sizeof p->solver_error, "%s", c->solver_error);
     sched_free(&s);
 }
 

@@ -7,6 +7,7 @@
 
 #include <glpk.h>
 
+#include "glpk_guard.h"
 #include "passes.h"
 
 typedef struct {
@@ -25,6 +26,7 @@ typedef struct {
     bool timed_out;   /* the deadline ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
     SchedIndex *index; /* for evaluations that need no allocation */
+    char solver_error[200]; /* GLPK's first failure ("": none); the search went on without that solve */
 } Ctx;
 
 typedef struct {
@@ -62,7 +64,7 @@ void pl_drop_closure(const Ctx *c, Decision *dec, int i);
  * from out[m] (each stamped with mark; those already stamped skipped);
  * returns the new count. */
 int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m);
-int pl_glpk_quiet(void *info, const char *s);
+void pl_solver_failed(Ctx *c, const char *err);
 void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd);
 void pl_sort_by_time(const Ctx *c, int *ids, int n);
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);

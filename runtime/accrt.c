@@ -29,6 +29,7 @@ struct acc_model {
     uint32_t step;
     int64_t adam_t;
     unsigned char *input_set; /* one flag per input (inside the struct's own allocation) */
+    unsigned char *param_set; /* one flag per parameter: given a value (init, load, write, a pointer handed out) */
     int failed;               /* a step failed midway: gradients are unusable until the next step */
     acc_counters counters;
     double phase_start;
@@ -148,11 +149,13 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     if (desc->api_version != ACC_API_VERSION) return ACC_ERR_VERSION;
     if (opt && (opt->struct_size < sizeof(uint32_t) * 2 || opt->api_version != ACC_API_VERSION))
         return ACC_ERR_VERSION;
-    size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + 1;
+    if (desc->n_inputs < 0 || desc->n_params < 0) return ACC_ERR_ARG;
+    size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + (size_t)desc->n_params + 1;
     acc_model *m = calloc(1, self);
     if (!m) return ACC_ERR_NOMEM;
     m->desc = desc;
     m->input_set = (unsigned char *)(m + 1);
+    m->param_set = m->input_set + desc->n_inputs;
     m->phase = -1;
     if (opt && opt->struct_size >= offsetof(acc_options, seed) + sizeof opt->seed) m->seed = opt->seed;
 #ifdef _OPENMP
@@ -255,6 +258,7 @@ int acc_init_params(acc_model *m, uint64_t seed) {
         if (rc == ACC_OK) rc = mem_zero(m, pd->grad_offset, (size_t)n * 4);
         if (rc == ACC_OK && pd->m_offset >= 0) rc = mem_zero(m, pd->m_offset, (size_t)n * 4);
         if (rc == ACC_OK && pd->v_offset >= 0) rc = mem_zero(m, pd->v_offset, (size_t)n * 4);
+        if (rc == ACC_OK) m->param_set[p] = 1;
     }
     free(stage);
     m->adam_t = 0;
@@ -311,6 +315,26 @@ static int write_tensors(acc_model *m, const char *path, int grads) {
 int acc_save_params(acc_model *m, const char *path) { return write_tensors(m, path, 0); }
 int acc_save_grads(acc_model *m, const char *path) { return write_tensors(m, path, 1); }
 
+/* The header of parameter file tensor p (name, shape) checked against the
+ * model; leaves f at the tensor's data. */
+static int read_param_header(acc_model *m, FILE *f, const char *path, int p) {
+    const acc_param_desc *pd = &m->desc->params[p];
+    uint32_t len, nd;
+    char name[512];
+    int64_t dims[6];
+    if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len)
+        return fail(m, ACC_ERR_FORMAT, "%s: truncated at tensor %d", path, p);
+    name[len] = 0;
+    if (strcmp(name, pd->name))
+        return fail(m, ACC_ERR_FORMAT, "%s: tensor %d is '%s', the model expects '%s'", path, p, name, pd->name);
+    if (fread(&nd, 4, 1, f) != 1 || nd != (uint32_t)pd->ndim || (nd && fread(dims, 8, nd, f) != nd) ||
+        (nd && memcmp(dims, pd->dim, 8 * nd)))
+        return fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has a different shape", path, name);
+    return ACC_OK;
+}
+
+/* All or nothing: the whole file is checked (every header, every tensor's
+ * length, no bytes after the last one) before any parameter changes. */
 int acc_load_params(acc_model *m, const char *path) {
     if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
     if (unusable(m)) return ACC_ERR_NO_DEVICE;
@@ -320,80 +344,93 @@ int acc_load_params(acc_model *m, const char *path) {
     char magic[8];
     uint32_t hdr[2];
     int rc = ACC_OK;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return fail(m, ACC_ERR_IO, "cannot read %s", path);
+    }
     if (fread(magic, 8, 1, f) != 1 || memcmp(magic, file_magic, 8) || fread(hdr, sizeof hdr, 1, f) != 1 ||
         hdr[0] != 1) {
         rc = fail(m, ACC_ERR_FORMAT, "%s is not an acc parameter file (version 1)", path);
     } else if (hdr[1] != (uint32_t)d->n_params) {
         rc = fail(m, ACC_ERR_FORMAT, "%s holds %u tensors, the model has %d", path, hdr[1], d->n_params);
     }
-    /* read everything into place only after checking each header; a bad file
-     * leaves already-read tensors changed, so report it as a format error */
-    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+    long data_start = ftell(f);
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) { /* check: headers and lengths */
         const acc_param_desc *pd = &d->params[p];
-        uint32_t len, nd;
-        char name[512];
-        int64_t dims[6];
-        if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len) {
-            rc = fail(m, ACC_ERR_FORMAT, "%s: truncated at tensor %d", path, p);
-            break;
-        }
-        name[len] = 0;
-        if (strcmp(name, pd->name)) {
-            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor %d is '%s', the model expects '%s'", path, p, name, pd->name);
-            break;
-        }
-        if (fread(&nd, 4, 1, f) != 1 || nd != (uint32_t)pd->ndim || (nd && fread(dims, 8, nd, f) != nd) ||
-            (nd && memcmp(dims, pd->dim, 8 * nd))) {
-            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has a different shape", path, name);
-            break;
-        }
-        if (file_arena_copy(m, f, pd->offset, pd->elems, 1)) {
-            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
-            break;
-        }
+        rc = read_param_header(m, f, path, p);
+        long at = ftell(f);
+        if (rc == ACC_OK && (at < 0 || pd->elems > (size - at) / 4))
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, pd->name);
+        if (rc == ACC_OK && fseek(f, at + (long)pd->elems * 4, SEEK_SET) != 0)
+            rc = fail(m, ACC_ERR_IO, "cannot read %s", path);
+    }
+    if (rc == ACC_OK && ftell(f) != size)
+        rc = fail(m, ACC_ERR_FORMAT, "%s: %ld bytes after the last tensor (not a parameter file of this model)", path,
+                  size - ftell(f));
+    if (rc == ACC_OK && fseek(f, data_start, SEEK_SET) != 0) rc = fail(m, ACC_ERR_IO, "cannot read %s", path);
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) { /* copy */
+        const acc_param_desc *pd = &d->params[p];
+        rc = read_param_header(m, f, path, p);
+        if (rc == ACC_OK && file_arena_copy(m, f, pd->offset, pd->elems, 1))
+            rc = fail(m, ACC_ERR_IO, "%s: read error in tensor '%s' (the file changed while it was read?)", path,
+                      pd->name);
+        if (rc == ACC_OK) m->param_set[p] = 1;
     }
     fclose(f);
     return rc;
 }
 
+/* Each tensor is checked against the model's input of its name (the shape,
+ * not only the size) before any memory is taken for it. */
 int acc_load_inputs(acc_model *m, const char *path) {
     if (!m || !path) return fail(m, ACC_ERR_NULL, "NULL argument");
     FILE *f = fopen(path, "rb");
     if (!f) return fail(m, ACC_ERR_IO, "cannot open %s", path);
+    const acc_model_desc *d = m->desc;
     char magic[8];
-    uint32_t hdr[2];
+    uint32_t hdr[2] = {0, 0};
     int rc = ACC_OK;
     if (fread(magic, 8, 1, f) != 1 || memcmp(magic, file_magic, 8) || fread(hdr, sizeof hdr, 1, f) != 1 || hdr[0] != 1)
         rc = fail(m, ACC_ERR_FORMAT, "%s is not an acc tensor file (version 1)", path);
     for (uint32_t t = 0; rc == ACC_OK && t < hdr[1]; t++) {
         uint32_t len, nd;
         char name[512];
-        int64_t dims[6], elems = 1;
+        int64_t dims[6];
         if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len || fread(&nd, 4, 1, f) != 1 ||
             nd > 6 || (nd && fread(dims, 8, nd, f) != nd)) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: truncated header of tensor %u", path, t);
             break;
         }
         name[len] = 0;
-        for (uint32_t k = 0; k < nd; k++) {
-            if (dims[k] < 1 || dims[k] > ((int64_t)1 << 40) || elems > ((int64_t)1 << 40) / dims[k]) {
-                rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' has an absurd shape", path, name);
-                break;
-            }
-            elems *= dims[k];
+        const acc_input_desc *in = NULL;
+        for (int i = 0; i < d->n_inputs && !in; i++)
+            if (!strcmp(d->inputs[i].name, name)) in = &d->inputs[i];
+        if (!in) {
+            rc = fail(m, ACC_ERR_NAME, "%s: tensor '%s' is not an input of the model", path, name);
+            break;
         }
-        if (rc) break;
-        void *buf = malloc((size_t)elems * 4);
+        if (nd != (uint32_t)in->ndim || (nd && memcmp(dims, in->dim, 8 * nd))) {
+            char got[160] = "[", want[160] = "[";
+            for (uint32_t k = 0; k < nd; k++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? "," : "", (long long)dims[k]);
+            for (int k = 0; k < in->ndim; k++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? "," : "", (long long)in->dim[k]);
+            rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is %s], the model's input is %s]", path, name, got, want);
+            break;
+        }
+        void *buf = malloc((size_t)in->elems * 4 + 4);
         if (!buf) {
             rc = fail(m, ACC_ERR_NOMEM, "%s: cannot hold tensor '%s'", path, name);
             break;
         }
-        if (fread(buf, 4, (size_t)elems, f) != (size_t)elems)
+        if (fread(buf, 4, (size_t)in->elems, f) != (size_t)in->elems)
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
         else
-            rc = acc_set_input(m, name, buf, (size_t)elems * 4);
+            rc = acc_set_input(m, name, buf, (size_t)in->elems * 4);
         free(buf);
     }
+    if (rc == ACC_OK && fgetc(f) != EOF) rc = fail(m, ACC_ERR_FORMAT, "%s: bytes after the last tensor", path);
     fclose(f);
     return rc;
 }
@@ -452,6 +489,10 @@ int acc_step(acc_model *m, float *loss) {
     if (!loss) return fail(m, ACC_ERR_NULL, "acc_step: NULL loss pointer");
     if (unusable(m)) return ACC_ERR_NO_DEVICE;
     const acc_model_desc *d = m->desc;
+    for (int p = 0; p < d->n_params; p++)
+        if (!m->param_set[p])
+            return fail(m, ACC_ERR_STATE, "parameter '%s' was never given a value (acc_init_params, acc_load_params or "
+                        "acc_write)", d->params[p].name);
     for (int i = 0; i < d->n_inputs; i++)
         if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
     acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev};
@@ -490,8 +531,20 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     const acc_model_desc *d = m->desc;
     if (!d->has_optimizer) return fail(m, ACC_ERR_STATE, "the library was compiled without the optimizer");
     if (m->failed) return fail(m, ACC_ERR_FAILED, "the last step failed; its gradients are not usable");
-    if (!(lr >= 0) || !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1) || !(eps > 0) || !(weight_decay >= 0))
-        return fail(m, ACC_ERR_ARG, "acc_adamw: hyperparameter out of range");
+    const struct {
+        const char *name, *range;
+        float v;
+        int ok;
+    } hp[] = {{"lr", ">= 0", lr, lr >= 0},
+              {"beta1", "in [0, 1)", beta1, beta1 >= 0 && beta1 < 1},
+              {"beta2", "in [0, 1)", beta2, beta2 >= 0 && beta2 < 1},
+              {"eps", "> 0", eps, eps > 0},
+              {"weight_decay", ">= 0", weight_decay, weight_decay >= 0}};
+    for (size_t k = 0; k < sizeof hp / sizeof *hp; k++) {
+        if (!isfinite(hp[k].v))
+            return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g is not a finite number", hp[k].name, (double)hp[k].v);
+        if (!hp[k].ok) return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g must be %s", hp[k].name, (double)hp[k].v, hp[k].range);
+    }
     if (unusable(m)) return ACC_ERR_NO_DEVICE;
     double t0 = now_ms();
     m->adam_t++;
@@ -530,6 +583,7 @@ static int find_param(acc_model *m, const char *name, int grad, float **data, in
         if (!strcmp(d->params[p].name, name)) {
             *data = F32(m, grad ? d->params[p].grad_offset : d->params[p].offset);
             if (elems) *elems = d->params[p].elems;
+            if (!grad) m->param_set[p] = 1; /* the caller may write its value through the pointer */
             return ACC_OK;
         }
     return fail(m, ACC_ERR_NAME, "the model has no parameter '%s'", name);
@@ -576,7 +630,10 @@ int acc_write(acc_model *m, const char *name, const float *src, size_t size_byte
     if (!m) return ACC_ERR_NULL;
     int rc;
     const acc_param_desc *pd = param_for_copy(m, "acc_write", name, src, size_bytes, &rc);
-    return pd ? mem_put(m, pd->offset, src, size_bytes) : rc;
+    if (!pd) return rc;
+    rc = mem_put(m, pd->offset, src, size_bytes);
+    if (rc == ACC_OK) m->param_set[pd - m->desc->params] = 1;
+    return rc;
 }
 
 int acc_get_counters(const acc_model *m, acc_counters *out) {

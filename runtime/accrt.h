@@ -191,18 +191,26 @@ const char *acc_last_error(const acc_model *m);
  * (deterministic, counter-based); zeroes gradients and optimizer state. */
 int acc_init_params(acc_model *m, uint64_t seed);
 int acc_save_params(acc_model *m, const char *path);
+/* All or nothing: the whole file (every name, shape and length, nothing after
+ * the last tensor) is checked before any parameter changes. */
 int acc_load_params(acc_model *m, const char *path);
 /* Write every parameter gradient (name, shape, float32 data). */
 int acc_save_grads(acc_model *m, const char *path);
 
 /* Set every input from a tensor file (the parameter-file format, holding the
- * inputs by name; i32 data stored as raw 4-byte integers). */
+ * inputs by name; i32 data stored as raw 4-byte integers). Each tensor's
+ * name and shape must be one of the model's inputs. */
 int acc_load_inputs(acc_model *m, const char *path);
 /* Copy bytes into the named input; size must match exactly. */
 int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_bytes);
-/* Forward and backward: loss in *loss, gradients of every parameter ready. */
+/* Forward and backward: loss in *loss, gradients of every parameter ready.
+ * ACC_ERR_STATE until every parameter has a value (acc_init_params,
+ * acc_load_params, acc_write, or a pointer from acc_param) and every input
+ * is set. */
 int acc_step(acc_model *m, float *loss);
-/* One fused AdamW update of every parameter from its gradient. */
+/* One fused AdamW update of every parameter from its gradient. Every
+ * hyperparameter must be finite: lr, weight_decay >= 0, beta1 and beta2 in
+ * [0, 1), eps > 0 (else ACC_ERR_ARG naming it). */
 int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float weight_decay);
 
 /* Pointers into the arena for a named parameter or its gradient (device

@@ -323,6 +323,11 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
         fprintf(stderr, "acc: error: %s\n", err);
         return EXIT_USAGE;
     }
+    if (!plan_check_patterns(g, o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n, err,
+                             sizeof err)) {
+        fprintf(stderr, "acc: error: %s\n", err);
+        return EXIT_USAGE;
+    }
     ad_build(g, &pl->ad);
     const char *target = o->target ? o->target : "cpu";
     /* a device target's GEMM workspace is part of the budget: the schedule
@@ -335,6 +340,9 @@ static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
                            o->recompute_globs.n};
     pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, 0, NULL};
     plan_make(g, &pl->ad, &pl->po, &pl->plan);
+    if (pl->plan.solver_error[0])
+        fprintf(stderr, "acc: warning: %s; the search went on without that solve: the plan is checked, "
+                        "but may cost more than the optimum\n", pl->plan.solver_error);
     sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
     alloc_assign(&pl->sched);
     /* what the device adds to the schedule's arena: alignment and workspace */
@@ -482,6 +490,7 @@ static int cmd_explain(Options *o) {
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
     Planned pl;
+    memset(&pl, 0, sizeof pl); /* freed on every path (an impossible budget fills it too) */
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (!rc) {
         report_explain(&g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
@@ -500,7 +509,7 @@ static int cmd_explain(Options *o) {
             plan_free(&p);
         }
     }
-    if (!rc) planned_free(&pl);
+    planned_free(&pl);
     graph_free(&g);
     return rc;
 }
@@ -513,8 +522,10 @@ static int cmd_pareto(Options *o) {
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
     o->has_budget = false;
     Planned pl;
+    memset(&pl, 0, sizeof pl);
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (rc) {
+        planned_free(&pl);
         graph_free(&g);
         return rc;
     }

@@ -8,6 +8,35 @@
 #include "mlp.h"
 #include "test.h"
 
+/* A tensor file (the parameter-file format) with one tensor's header, its
+ * data (n floats of value v) and `trailing` extra bytes. */
+static void write_one(const char *path, const char *name, int ndim, const int64_t *dims, int64_t n, float v,
+                      int trailing) {
+    FILE *f = fopen(path, "wb");
+    uint32_t hdr[2] = {1, 1}, len = (uint32_t)strlen(name), nd = (uint32_t)ndim;
+    fwrite("ACCPARAM", 8, 1, f);
+    fwrite(hdr, sizeof hdr, 1, f);
+    fwrite(&len, 4, 1, f);
+    fwrite(name, 1, len, f);
+    fwrite(&nd, 4, 1, f);
+    fwrite(dims, 8, (size_t)ndim, f);
+    for (int64_t i = 0; i < n; i++) fwrite(&v, 4, 1, f);
+    for (int i = 0; i < trailing; i++) fputc(0, f);
+    fclose(f);
+}
+
+/* Copy file from into to, less `cut` bytes at the end, plus `extra` zero bytes. */
+static void copy_file(const char *from, const char *to, long cut, int extra) {
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    fseek(a, 0, SEEK_END);
+    long n = ftell(a) - cut;
+    fseek(a, 0, SEEK_SET);
+    for (long i = 0; i < n; i++) fputc(fgetc(a), b);
+    for (int i = 0; i < extra; i++) fputc(0, b);
+    fclose(a);
+    fclose(b);
+}
+
 int main(int argc, char **argv) {
     const char *tmp = argc > 1 ? argv[1] : "/tmp";
     char path[4096];
@@ -20,6 +49,22 @@ int main(int argc, char **argv) {
     acc_options opt = {sizeof opt, ACC_API_VERSION, 1, 7};
     ASSERT(ACC_OK, mlp_create(&opt, &m));
     ASSERT_TRUE(m != NULL);
+    {   /* a step before the parameters have values */
+        mlp_model *m2 = NULL;
+        const acc_model_desc *d2 = mlp_desc();
+        float *x2 = calloc((size_t)d2->inputs[0].elems, 4), loss2 = 0;
+        int32_t *y2 = calloc((size_t)d2->inputs[1].elems, 4);
+        ASSERT(ACC_OK, mlp_create(&opt, &m2));
+        ASSERT(ACC_OK, acc_set_input(m2, d2->inputs[0].name, x2, (size_t)d2->inputs[0].elems * 4));
+        ASSERT(ACC_OK, acc_set_input(m2, d2->inputs[1].name, y2, (size_t)d2->inputs[1].elems * 4));
+        ASSERT(ACC_ERR_STATE, mlp_step(m2, &loss2));
+        ASSERT_TRUE(strstr(mlp_last_error(m2), "never given a value") != NULL);
+        ASSERT(ACC_OK, mlp_init_params(m2, 3));
+        ASSERT(ACC_OK, mlp_step(m2, &loss2));
+        mlp_destroy(m2);
+        free(x2);
+        free(y2);
+    }
     /* NULL instance everywhere */
     float loss = 0, *data = NULL;
     int64_t n = 0;
@@ -48,8 +93,15 @@ int main(int argc, char **argv) {
     ASSERT(ACC_ERR_NULL, mlp_step(m, NULL));
     ASSERT(ACC_OK, mlp_step(m, &loss));
     ASSERT_TRUE(loss > 0);
-    /* optimizer arguments */
+    /* optimizer arguments, each with its own message; non-finite ones too */
     ASSERT(ACC_ERR_ARG, mlp_adamw(m, 1e-3f, 1.5f, 0.999f, 1e-8f, 0));
+    ASSERT_TRUE(strstr(mlp_last_error(m), "beta1 = 1.5 must be in [0, 1)") != NULL);
+    ASSERT(ACC_ERR_ARG, mlp_adamw(m, 1.0f / 0.0f, 0.9f, 0.999f, 1e-8f, 0));
+    ASSERT_TRUE(strstr(mlp_last_error(m), "lr = inf is not a finite number") != NULL);
+    ASSERT(ACC_ERR_ARG, mlp_adamw(m, 1e-3f, 0.9f, 0.999f, 0.0f / 0.0f, 0));
+    ASSERT_TRUE(strstr(mlp_last_error(m), "eps = ") && strstr(mlp_last_error(m), "nan is not a finite number"));
+    ASSERT(ACC_ERR_ARG, mlp_adamw(m, 1e-3f, 0.9f, 0.999f, 1e-8f, 1.0f / 0.0f));
+    ASSERT_TRUE(strstr(mlp_last_error(m), "weight_decay = inf") != NULL);
     ASSERT(ACC_OK, mlp_adamw(m, 1e-3f, 0.9f, 0.999f, 1e-8f, 0));
     /* parameters by name */
     ASSERT(ACC_ERR_NAME, mlp_param(m, "no.such.param", &data, &n));
@@ -71,6 +123,53 @@ int main(int argc, char **argv) {
     data[0] = 12345.0f;
     ASSERT(ACC_OK, mlp_load_params(m, path));
     ASSERT_TRUE(data[0] == before);
+    {   /* a bad file changes no parameter: trailing bytes, a truncated last
+         * tensor, a tensor of another model */
+        char bad[4096];
+        int last = d->n_params - 1;
+        float *lastp = NULL;
+        ASSERT(ACC_OK, mlp_param(m, d->params[last].name, &lastp, NULL));
+        float first0 = data[0], last0 = lastp[0];
+        data[0] = 111.0f, lastp[0] = 222.0f;
+        snprintf(bad, sizeof bad, "%s/trailing.bin", tmp);
+        copy_file(path, bad, 0, 3);
+        ASSERT(ACC_ERR_FORMAT, mlp_load_params(m, bad));
+        ASSERT_TRUE(strstr(mlp_last_error(m), "3 bytes after the last tensor") != NULL);
+        ASSERT_TRUE(data[0] == 111.0f && lastp[0] == 222.0f);
+        snprintf(bad, sizeof bad, "%s/truncated.bin", tmp);
+        copy_file(path, bad, 4, 0);
+        ASSERT(ACC_ERR_FORMAT, mlp_load_params(m, bad));
+        ASSERT_TRUE(strstr(mlp_last_error(m), "is truncated") != NULL);
+        ASSERT_TRUE(data[0] == 111.0f && lastp[0] == 222.0f);
+        snprintf(bad, sizeof bad, "%s/other.bin", tmp);
+        int64_t dims[1] = {d->params[0].elems};
+        write_one(bad, d->params[0].name, 1, dims, d->params[0].elems, 5.0f, 0);
+        ASSERT(ACC_ERR_FORMAT, mlp_load_params(m, bad));
+        ASSERT_TRUE(data[0] == 111.0f && lastp[0] == 222.0f);
+        ASSERT(ACC_OK, mlp_load_params(m, path));
+        ASSERT_TRUE(data[0] == first0 && lastp[0] == last0);
+    }
+    {   /* input files: the shape, not only the size; no allocation from a
+         * header that asks for terabytes; nothing after the last tensor */
+        char in[4096];
+        const acc_input_desc *xi = &d->inputs[0];
+        snprintf(in, sizeof in, "%s/inputs.bin", tmp);
+        int64_t swapped[2] = {xi->dim[1], xi->dim[0]};
+        write_one(in, xi->name, 2, swapped, xi->elems, 0.5f, 0);
+        ASSERT(ACC_ERR_FORMAT, acc_load_inputs(m, in));
+        ASSERT_TRUE(strstr(mlp_last_error(m), "the model's input is") != NULL);
+        int64_t huge[2] = {(int64_t)1 << 20, (int64_t)1 << 20};
+        write_one(in, xi->name, 2, huge, 0, 0, 0);
+        ASSERT(ACC_ERR_FORMAT, acc_load_inputs(m, in));
+        ASSERT_TRUE(strstr(mlp_last_error(m), "[1048576,1048576]") != NULL);
+        write_one(in, "not_an_input", 2, huge, 0, 0, 0);
+        ASSERT(ACC_ERR_NAME, acc_load_inputs(m, in));
+        write_one(in, xi->name, xi->ndim, xi->dim, xi->elems, 0.5f, 2);
+        ASSERT(ACC_ERR_FORMAT, acc_load_inputs(m, in));
+        ASSERT_TRUE(strstr(mlp_last_error(m), "bytes after the last tensor") != NULL);
+        write_one(in, xi->name, xi->ndim, xi->dim, xi->elems, 0.0f, 0);
+        ASSERT(ACC_OK, acc_load_inputs(m, in));
+    }
     /* acc_read / acc_write: exact sizes, names, a round trip through the arena */
     {
         float got[4] = {0}, one[1] = {0};
