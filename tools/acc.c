@@ -22,184 +22,8 @@
 #include "dag_cmd.h"
 #include "plandiff.h"
 #include "memviz.h"
+#include "options.h"
 #include "report.h"
-
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
-
-static const char usage[] =
-    "usage: acc <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  check FILE [-D NAME=VALUE]...      parse and elaborate a model, print a summary\n"
-    "  compile FILE --budget SIZE -o DIR  compile a model into DIR/lib<model>.a,\n"
-    "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
-    "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
-    "                                     recompute cost; the peak; every policy\n"
-    "  pareto FILE [--points N] [-o FILE.svg]   the optimal plan over a sweep of\n"
-    "                                     budgets and every policy: peak and overhead\n"
-    "  calibrate [-o FILE.hw]             measure this CPU for the cost model (--hw FILE.hw)\n"
-    "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
-    "  alloc FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]   place the\n"
-    "                                     buffers of a MiniMalloc CSV instance\n"
-    "                                     (id,lower,upper,size); print the arena\n"
-    "                                     against max-live (exit 1: over capacity)\n"
-    "  plan --graph FILE.json (--budget SIZE | --budget-frac F) [--method M]\n"
-    "        [--time-limit S] [--emit=lp PATH]  plan a published graph (Checkmate's\n"
-    "                                     and MOCCASIN's node-link JSON); acc plan -h\n"
-    "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
-    "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
-    "                                     synthetic data, print JSON lines\n"
-    "\n"
-    "options:\n"
-    "  -D NAME=VALUE   override a hyperparameter (also -DNAME=VALUE)\n"
-    "  --budget SIZE   memory budget of the whole training step: 8G, 512M, 1.5GiB,\n"
-    "                  8000MB or a number of bytes; K/M/G/T and KiB/MiB/GiB/TiB are\n"
-    "                  powers of 1024, kB/MB/GB/TB powers of 1000\n"
-    "  -o DIR          output directory (created if missing)\n"
-    "  --emit=ir       only write the elaborated IR (DIR/<model>.ir)\n"
-    "  --target T      cpu, cuda (NVRTC kernels + cuBLAS; the default of compile\n"
-    "                  when acc was built with the CUDA Toolkit) or cuda-emu (the\n"
-    "                  cuda target's kernels and schedule run by the CPU emulator);\n"
-    "                  acc run defaults to cpu\n"
-    "  --arch LIST     cuda: GPU architectures to embed (default sm_80,sm_90; PTX\n"
-    "                  for the newest is added for later GPUs)\n"
-    "  --tf32          cuda: let cuBLAS use TF32 tensor cores for the GEMMs\n"
-    "  --no-fuse       emit every forward step as its own kernel (no elementwise chains)\n"
-    "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
-    "                  optimal (default): what to recompute\n"
-    "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
-    "  --recompute GLOB  must-recompute tensors (repeatable)\n"
-    "  --hw NAME       hardware profile for the cost model (hw/NAME.hw; default cpu,\n"
-    "                  h100-sxm for the cuda targets)\n"
-    "  --time-limit S  stop the optimal planner after S seconds with its best plan\n"
-    "  --steps N       training steps of acc run (default 10)\n"
-    "  --seed S        parameter and data seed of acc run (default 1)\n"
-    "  --lr LR         AdamW learning rate of acc run (default 0.001)\n"
-    "  --dump-grads P  acc run: write every parameter gradient of the first step\n"
-    "  --keep          acc run: keep the build directory\n"
-    "  --params FILE   acc run: start from these parameters (libaccrt tensor file)\n"
-    "  --inputs FILE   acc run: train on these inputs instead of synthetic data\n"
-    "  -h, --help      this text\n"
-    "  --version       acc's version and GLPK's\n"
-    "\n"
-    "exit status: 0 success, 1 error in the input (acc diff: the plans differ),\n"
-    "2 usage error\n";
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "acc: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(run 'acc --help' for usage)\n");
-    va_end(ap);
-    return EXIT_USAGE;
-}
-
-typedef struct {
-    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
-    const char *policy, *hw, *arch;
-    double time_limit_s;
-    int64_t budget_bytes;
-    bool has_budget, keep, tf32, no_fuse;
-    int points;
-    VEC(Define) defs;
-    VEC(const char *) save_globs;
-    VEC(const char *) recompute_globs;
-} Options;
-
-/* Parse the options after the command word; returns 0 or EXIT_USAGE. */
-static int parse_options(int argc, char **argv, Options *o) {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strncmp(a, "-D", 2)) {
-            const char *kv = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
-            const char *eq = kv ? strchr(kv, '=') : NULL;
-            if (!kv || !eq || eq == kv || !eq[1]) return usage_error("-D needs NAME=VALUE, got '%s'", kv ? kv : "");
-            Define d = {strndup(kv, (size_t)(eq - kv)), eq + 1};
-            VEC_PUSH(o->defs, d);
-        } else if (!strcmp(a, "--budget") || !strncmp(a, "--budget=", 9)) {
-            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v) return usage_error("%s needs a size", a);
-            if (!parse_size(v, &o->budget_bytes))
-                return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824)", v);
-            o->has_budget = true;
-        } else if (!strcmp(a, "-o")) {
-            if (i + 1 >= argc) return usage_error("%s needs a directory", a);
-            o->out_dir = argv[++i];
-        } else if (!strcmp(a, "--arch")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            o->arch = argv[++i];
-        } else if (!strcmp(a, "--points")) {
-            char *end;
-            o->points = i + 1 < argc ? (int)strtol(argv[++i], &end, 10) : 0;
-            if (o->points < 2 || o->points > 1000 || *end) return usage_error("--points needs a count from 2 to 1000");
-        } else if (!strcmp(a, "--no-fuse")) {
-            o->no_fuse = true;
-        } else if (!strcmp(a, "--tf32")) {
-            o->tf32 = true;
-        } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
-                   !strcmp(a, "--dump-grads") || !strcmp(a, "--params") || !strcmp(a, "--inputs")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--params") || !strcmp(a, "--inputs")) {
-                *(a[2] == 'p' ? &o->params : &o->inputs) = v;
-                continue;
-            }
-            if (a[2] == 't' && a[3] == 'a') o->target = v;
-            else if (a[2] == 's' && a[3] == 't') o->steps = v;
-            else if (a[2] == 's') o->seed = v;
-            else if (a[2] == 'l') o->lr = v;
-            else o->dump_grads = v;
-            if (a[2] != 't' && a[2] != 'd') {
-                char *end;
-                double x = strtod(v, &end);
-                if (!*v || *end || !(x >= 0) || x > 1e12) return usage_error("%s needs a non-negative number, got '%s'", a, v);
-            }
-        } else if (!strcmp(a, "--policy") || !strcmp(a, "--hw") || !strcmp(a, "--save") || !strcmp(a, "--recompute") ||
-                   !strcmp(a, "--time-limit")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            char err[256];
-            if (!strcmp(a, "--policy")) {
-                if (!plan_policy_valid(v, err, sizeof err)) return usage_error("%s", err);
-                o->policy = v;
-            } else if (!strcmp(a, "--hw")) {
-                o->hw = v;
-            } else if (!strcmp(a, "--save")) {
-                VEC_PUSH(o->save_globs, v);
-            } else if (!strcmp(a, "--recompute")) {
-                VEC_PUSH(o->recompute_globs, v);
-            } else {
-                char *end;
-                o->time_limit_s = strtod(v, &end);
-                if (!*v || *end || !(o->time_limit_s > 0)) return usage_error("--time-limit needs seconds, got '%s'", v);
-            }
-        } else if (!strcmp(a, "--keep")) {
-            o->keep = true;
-        } else if (!strncmp(a, "--emit=", 7)) {
-            o->emit = a + 7;
-            if (strcmp(o->emit, "ir")) return usage_error("unknown --emit kind '%s' (known: ir)", o->emit);
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'", a);
-        } else if (!o->file) {
-            o->file = a;
-        } else {
-            return usage_error("more than one input file ('%s')", a);
-        }
-    }
-    if (!o->file) return usage_error("no input file");
-    if (o->target && strcmp(o->target, "cpu") && !cg_is_device_target(o->target))
-        return usage_error("unknown --target '%s' (known: cpu, cuda, cuda-emu)", o->target);
-    return 0;
-}
-
-static void free_options(Options *o) {
-    for (int i = 0; i < o->defs.n; i++) free((char *)(uintptr_t)o->defs.v[i].name);
-    VEC_FREE(o->defs);
-    VEC_FREE(o->save_globs);
-    VEC_FREE(o->recompute_globs);
-}
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
 static void print_summary(const Graph *g, FILE *out) {
@@ -477,7 +301,19 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
     return rc;
 }
 
+/* compile's target when --target is not given: cuda where acc was built with
+ * the CUDA Toolkit, else cpu; explain and pareto plan for the same target
+ * (and so the same cost model) */
+static void default_target(Options *o) {
+#ifdef ACC_HAVE_NVRTC
+    if (!o->target) o->target = "cuda";
+#else
+    if (!o->target) o->target = "cpu";
+#endif
+}
+
 static int cmd_explain(Options *o) {
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
@@ -508,6 +344,7 @@ static int cmd_explain(Options *o) {
 /* acc pareto: the optimal planner over a sweep of budgets from the smallest
  * feasible peak to save-all, and every policy, as (peak, overhead) points. */
 static int cmd_pareto(Options *o) {
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
@@ -572,9 +409,7 @@ static int cmd_compile(Options *o) {
     char b1[32];
     fprintf(stderr, "acc: budget %" PRId64 " bytes (%s)\n", o->budget_bytes,
             format_bytes(o->budget_bytes, b1, sizeof b1));
-#ifdef ACC_HAVE_NVRTC
-    if (!o->target) o->target = "cuda";
-#endif
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
     int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
@@ -665,14 +500,12 @@ static int cmd_alloc(int argc, char **argv) {
             if (!parse_size(argv[++i], &capacity) || capacity <= 0)
                 return usage_error("invalid size '%s' (examples: 1048576, 1M, 1.5GiB)", argv[i]);
         } else if (!strcmp(a, "--time-limit")) {
-            char *end;
-            time_limit = strtod(argv[++i], &end);
-            if (!*argv[i] || *end || !(time_limit >= 0) || time_limit > 1e6)
-                return usage_error("--time-limit needs seconds, got '%s'", argv[i]);
+            if (!opt_seconds(argv[++i], true, &time_limit))
+                return usage_error("--time-limit needs seconds, a number from 0 to 1e6, got '%s'", argv[i]);
         } else if (!strcmp(a, "-o")) {
             out = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s' for alloc", a);
+            return usage_error("acc alloc does not take '%s' (acc alloc --help lists its options)", a);
         } else if (file) {
             return usage_error("more than one input file ('%s')", a);
         } else {
@@ -720,48 +553,86 @@ static int cmd_alloc(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return EXIT_USAGE;
+/* acc calibrate [-o FILE.hw] */
+static int cmd_calibrate(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc && !path) path = argv[++i];
+        else if (!strcmp(argv[i], "-o")) return usage_error("-o needs a file (once)");
+        else return usage_error("acc calibrate does not take '%s' (usage: acc calibrate [-o FILE.hw])", argv[i]);
     }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage, stdout);
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    int rc = calibrate("cpu-local", f);
+    if (path && fclose(f)) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        rc = EXIT_INPUT;
+    }
+    return rc ? EXIT_INPUT : 0;
+}
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+    return false;
+}
+
+static int run_command(const char *cmd, int argc, char **argv) {
+    if (strcmp(cmd, "plan") && wants_help(argc, argv)) {
+        opt_print_command_help(cmd, stdout);
         return 0;
     }
-    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
-        return 0;
-    }
-    if (!strcmp(cmd, "calibrate")) {
-        const char *path = argc == 4 && !strcmp(argv[2], "-o") ? argv[3] : NULL;
-        if (argc != 2 && !path) return usage_error("usage: acc calibrate [-o FILE.hw]");
-        FILE *f = path ? fopen(path, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
-            return EXIT_INPUT;
-        }
-        int rc = calibrate("cpu-local", f);
-        if (path && fclose(f)) rc = EXIT_INPUT;
-        return rc ? EXIT_INPUT : 0;
-    }
+    if (!strcmp(cmd, "calibrate")) return cmd_calibrate(argc, argv);
     if (!strcmp(cmd, "diff")) {
-        if (argc != 4) return usage_error("diff needs two plan files: acc diff A.json B.json");
-        return plan_diff(argv[2], argv[3], stdout);
+        if (argc != 2 || argv[0][0] == '-' || argv[1][0] == '-')
+            return usage_error("diff needs two plan files: acc diff A.json B.json");
+        return plan_diff(argv[0], argv[1], stdout);
     }
-    if (!strcmp(cmd, "alloc")) return cmd_alloc(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plan")) return acc_plan_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "alloc")) return cmd_alloc(argc, argv);
+    if (!strcmp(cmd, "plan")) return acc_plan_main(argc, argv);
     Options o = {0};
-    int rc = parse_options(argc - 2, argv + 2, &o);
+    int rc = opt_parse(cmd, argc, argv, &o);
     if (!rc) {
         if (!strcmp(cmd, "check")) rc = cmd_check(&o);
         else if (!strcmp(cmd, "compile")) rc = cmd_compile(&o);
         else if (!strcmp(cmd, "run")) rc = cmd_run(&o);
         else if (!strcmp(cmd, "explain")) rc = cmd_explain(&o);
-        else if (!strcmp(cmd, "pareto")) rc = cmd_pareto(&o);
-        else rc = usage_error("unknown command '%s'", cmd);
+        else rc = cmd_pareto(&o);
     }
-    free_options(&o);
+    opt_free(&o);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    int rc;
+    const char *cmd = argc < 2 ? NULL : argv[1];
+    if (!cmd) {
+        opt_print_usage(stderr);
+        return EXIT_USAGE;
+    } else if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        if (argc > 2 && opt_is_command(argv[2])) opt_print_command_help(argv[2], stdout);
+        else if (argc > 2) return usage_error("unknown command '%s'", argv[2]);
+        else opt_print_usage(stdout);
+        rc = 0;
+    } else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
+        rc = 0;
+    } else if (!opt_is_command(cmd)) {
+        return usage_error(cmd[0] == '-' ? "'%s' is an option; a command comes first (check, compile, explain, pareto, "
+                                           "run, calibrate, diff, alloc, plan)"
+                                         : "unknown command '%s' (commands: check, compile, explain, pareto, run, "
+                                           "calibrate, diff, alloc, plan)",
+                           cmd);
+    } else {
+        rc = run_command(cmd, argc - 2, argv + 2);
+    }
+    /* output that could not be written is a failure, not a silent success */
+    if (fflush(stdout) == EOF || ferror(stdout)) {
+        fprintf(stderr, "acc: error: cannot write to standard output: %s\n", strerror(errno));
+        if (!rc) rc = EXIT_INPUT;
+    }
     return rc;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dag_cmd.h"
+#include "options.h"
 #include "passes.h"
 
 static const char plan_usage[] =
@@ -33,7 +34,7 @@ static const char plan_usage[] =
     "  -v                  progress on stderr\n";
 
 static int plan_usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "acc: error: %s%s%s\n%s", msg, arg ? " " : "", arg ? arg : "", plan_usage);
+    fprintf(stderr, "acc: error: %s%s%s%s\n%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", plan_usage);
     return 2;
 }
 
@@ -70,18 +71,17 @@ int acc_plan_main(int argc, char **argv) {
             if (!v || !parse_size(v, &budget)) return plan_usage_error("--budget needs a size, got", v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--budget-frac")) {
-            char *end;
-            frac = v ? strtod(v, &end) : NAN;
-            if (!v || *end || !(frac > 0) || frac > 1e6) return plan_usage_error("--budget-frac needs F > 0, got", v ? v : "nothing");
+            if (!v || !opt_decimal(v, false, &frac) || !(frac > 0) || frac > 1e6)
+                return plan_usage_error("--budget-frac needs a number F, 0 < F <= 1e6, got", v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--method")) {
             if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp")))
                 return plan_usage_error("--method is acc, checkmate-milp or checkmate-lp, got", v ? v : "nothing");
             method = v, i++;
         } else if (!strcmp(a, "--time-limit")) {
-            char *end;
-            limit = v ? strtod(v, &end) : NAN;
-            if (!v || *end || !(limit > 0) || limit > 1e7) return plan_usage_error("--time-limit needs seconds, got", v ? v : "nothing");
+            if (!v || !opt_seconds(v, false, &limit))
+                return plan_usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got",
+                                        v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--emit=lp") || !strncmp(a, "--emit=lp=", 10)) {
             emit_lp = a[9] == '=' ? a + 10 : v;
