@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dag_cmd.h"
 #include "options.h"
@@ -51,6 +52,12 @@ static void json_str(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int acc_plan_main(int argc, char **argv) {
@@ -97,6 +104,7 @@ int acc_plan_main(int argc, char **argv) {
     }
     if (!graph) return plan_usage_error("plan needs --graph FILE.json", NULL);
     if ((budget >= 0) == isfinite(frac)) return plan_usage_error("plan needs one of --budget and --budget-frac", NULL);
+    double t0 = now_s();
     Dag d;
     char err[1024];
     if (!dag_load(graph, &d, err, sizeof err)) {
@@ -106,6 +114,9 @@ int acc_plan_main(int argc, char **argv) {
     int64_t base_peak = dag_baseline_peak(&d);
     double base_compute = dag_baseline_compute(&d);
     if (isfinite(frac)) budget = (int64_t)ceil(frac * (double)base_peak - 1e-9);
+    /* --time-limit bounds the whole command: what reading the graph took
+     * comes out of the planner's share */
+    if (limit > 0) limit = fmax(limit - (now_s() - t0), 0.05 * limit);
     DagPlanOptions o = {!strcmp(method, "acc") ? DAG_ACC : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
                                                                                             : DAG_CHECKMATE_LP,
                         budget, limit, emit_lp, verbose};
@@ -115,6 +126,10 @@ int acc_plan_main(int argc, char **argv) {
         dag_free(&d);
         return 1;
     }
+    if (!strcmp(p.status, "too_large"))
+        fprintf(stderr, "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
+                        "tables grow with the square of the size); the JSON reports the topological order\n",
+                d.n, DAG_DENSE_MAX_NODES);
     FILE *f = stdout;
     fprintf(f, "{\"graph\": ");
     json_str(f, d.title);
