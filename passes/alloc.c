@@ -128,7 +128,6 @@ typedef struct {
     int n_bounds, n_buckets;
     VEC(int) *bucket;
     VEC(int) longs;
-    int *stamp, stamp_now; /* [n] seen in this query */
 } TimeIndex;
 
 static int cmp_i64(const void *a, const void *b) {
@@ -147,13 +146,12 @@ static void tindex_init(TimeIndex *t, const AllocItem *items, int n) {
     t->n_bounds = k;
     t->n_buckets = k / PER_BUCKET + 1;
     t->bucket = calloc((size_t)t->n_buckets, sizeof *t->bucket);
-    t->stamp = calloc((size_t)n + 1, sizeof(int));
-    if (!t->bucket || !t->stamp) acc_panic(__FILE__, __LINE__, "out of memory");
+    if (!t->bucket) acc_panic(__FILE__, __LINE__, "out of memory");
 }
 
 static void tindex_free(TimeIndex *t) {
     for (int b = 0; b < t->n_buckets; b++) VEC_FREE(t->bucket[b]);
-    free(t->bucket), free(t->bounds), free(t->stamp);
+    free(t->bucket), free(t->bounds);
     VEC_FREE(t->longs);
 }
 
@@ -213,8 +211,9 @@ static void sort_placed(Placed *a, int n, Placed *tmp) {
  * on top of them: the conflicting buffers, from the time index, visited by
  * offset and then placement order. seq, cand: scratch [n]. Returns the arena. */
 static int64_t greedy(const AllocItem *items, const int *order, int n, bool best_fit, int64_t *off, int *seq,
-                      Placed *cand, Placed *tmp, TimeIndex *t) {
+                      int *by_off, Placed *cand, Placed *tmp, TimeIndex *t) {
     int64_t top = 0;
+    int n_placed = 0;
     tindex_clear(t);
     for (int k = 0; k < n; k++) {
         int i = order[k];
@@ -223,23 +222,28 @@ static int64_t greedy(const AllocItem *items, const int *order, int n, bool best
             off[i] = 0;
             continue;
         }
-        /* the placed buffers that conflict with b */
+        /* the placed buffers that conflict with b (each is listed once) */
         int nc = 0, lo_b, hi_b;
-        t->stamp_now++;
         tindex_span(t, b, &lo_b, &hi_b);
         int b0 = (lo_b > LONG_SPAN ? lo_b - LONG_SPAN : 0) / PER_BUCKET, b1 = (hi_b - 1) / PER_BUCKET;
         for (int q = 0; q < t->longs.n; q++) {
             int j = t->longs.v[q];
-            if (t->stamp[j] != t->stamp_now && conflict(&items[j], b))
-                t->stamp[j] = t->stamp_now, cand[nc++] = (Placed){off[j], seq[j], j};
+            if (conflict(&items[j], b)) cand[nc++] = (Placed){off[j], seq[j], j};
         }
         for (int bk = b0; bk <= b1; bk++)
             for (int q = 0; q < t->bucket[bk].n; q++) {
                 int j = t->bucket[bk].v[q];
-                if (t->stamp[j] != t->stamp_now && conflict(&items[j], b))
-                t->stamp[j] = t->stamp_now, cand[nc++] = (Placed){off[j], seq[j], j};
+                if (conflict(&items[j], b)) cand[nc++] = (Placed){off[j], seq[j], j};
             }
-        sort_placed(cand, nc, tmp);
+        /* in offset order: sorted, or, when most placed buffers conflict,
+         * filtered from the placed ones kept by offset */
+        if ((int64_t)nc * 16 > n_placed) {
+            nc = 0;
+            for (int m = 0; m < n_placed; m++)
+                if (conflict(&items[by_off[m]], b)) cand[nc++] = (Placed){off[by_off[m]], seq[by_off[m]], by_off[m]};
+        } else {
+            sort_placed(cand, nc, tmp);
+        }
         int64_t a = align_of(b), at = 0, best = -1, best_gap = INT64_MAX;
         for (int m = 0; m < nc; m++) {
             const AllocItem *o = &items[cand[m].item];
@@ -256,6 +260,15 @@ static int64_t greedy(const AllocItem *items, const int *order, int n, bool best
         seq[i] = k;
         if (best + b->size > top) top = best + b->size;
         tindex_add(t, items, i);
+        int lo = 0, hi = n_placed; /* insert after the placed buffers at offsets <= best */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (off[by_off[mid]] <= best) lo = mid + 1;
+            else hi = mid;
+        }
+        memmove(by_off + lo + 1, by_off + lo, (size_t)(n_placed - lo) * sizeof(int));
+        by_off[lo] = i;
+        n_placed++;
     }
     return top;
 }
@@ -273,7 +286,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     int64_t stop_at = o->capacity > bound ? o->capacity : bound;
 
     int *order = acc_xrealloc(NULL, nn * sizeof(int));
-    int *scratch = acc_xrealloc(NULL, nn * sizeof(int));
+    int *scratch = acc_xrealloc(NULL, nn * sizeof(int)), *by_off = acc_xrealloc(NULL, nn * sizeof(int));
     Placed *cand = acc_xrealloc(NULL, nn * sizeof(Placed)), *cand_tmp = acc_xrealloc(NULL, nn * sizeof(Placed));
     TimeIndex tix;
     tindex_init(&tix, items, n);
@@ -290,7 +303,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         cmp_order = ord;
         qsort(order, (size_t)n, sizeof(int), cmp_greedy);
         cmp_items = NULL;
-        int64_t a = greedy(items, order, n, best_fit, off, scratch, cand, cand_tmp, &tix);
+        int64_t a = greedy(items, order, n, best_fit, off, scratch, by_off, cand, cand_tmp, &tix);
         if (a < best) {
             best = a;
             memcpy(offsets, off, (size_t)n * sizeof(int64_t));
@@ -346,7 +359,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     r->optimal = best <= proven;
     free(order);
     free(scratch);
-    free(cand), free(cand_tmp);
+    free(cand), free(cand_tmp), free(by_off);
     tindex_free(&tix);
     free(off);
     return best;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "calibrate.h"
 #include "codegen.h"
@@ -24,6 +25,30 @@
 #include "memviz.h"
 #include "options.h"
 #include "report.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* -v: a line when a phase that may take long starts, and its time when it
+ * ends (parse, plan, cuda, emit, cc, link, train) */
+static void phase_start(const Options *o, const char *what, const char *detail) {
+    if (o->verbose && detail) fprintf(stderr, "acc: %s: %s ...\n", what, detail);
+}
+
+static void phase_end(const Options *o, const char *what, double t0) {
+    if (o->verbose) fprintf(stderr, "acc: %s: %.2f s\n", what, now_s() - t0);
+}
+
+/* fe_load_file with the parse phase timed */
+static int load_model(const Options *o, Graph *g) {
+    double t0 = now_s();
+    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr) ? EXIT_INPUT : 0;
+    if (!rc) phase_end(o, "parse", t0);
+    return rc;
+}
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
 static void print_summary(const Graph *g, FILE *out) {
@@ -107,7 +132,7 @@ static int make_dir(const char *dir) {
 static int cmd_check(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     if (!rc) print_summary(&g, stdout);
     graph_free(&g);
     return rc;
@@ -253,15 +278,22 @@ static void explain_fn(const void *arg, FILE *f) {
 /* The pipeline from a graph to DIR/lib<model>.a, plan.json and report.txt. */
 static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbose) {
     Planned pl;
+    char b1[32], detail[128];
+    snprintf(detail, sizeof detail, "%d nodes, policy %s", g->nodes.n, o->policy ? o->policy : "optimal");
+    phase_start(o, "plan", detail);
+    double t0 = now_s();
     int rc = plan_graph(g, o, &pl);
-    char b1[32];
+    if (!rc) phase_end(o, "plan", t0);
     if (!rc) rc = make_dir(dir);
     /* the cuda target's kernels: compiled by NVRTC before plan.json is
      * written, which records how */
     int n_images = 0;
     if (!rc && !strcmp(pl.info.target, "cuda")) {
+        phase_start(o, "nvrtc", "the cuda target's kernels");
+        t0 = now_s();
         n_images = cg_cuda_images(g, dir, o->arch ? o->arch : "sm_80,sm_90", &pl.info.codegen_json, stderr);
         if (n_images < 0) rc = EXIT_INPUT;
+        else phase_end(o, "nvrtc", t0);
     }
     if (!rc) {
         char c_path[4200], h_path[4200], json_path[4200], report_path[4200];
@@ -270,6 +302,7 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         snprintf(json_path, sizeof json_path, "%s/plan.json", dir);
         snprintf(report_path, sizeof report_path, "%s/report.txt", dir);
         ReportArgs ra = {g, &pl};
+        t0 = now_s();
         rc = write_text(json_path, plan_json_fn, &ra);
         if (!rc) rc = write_text(report_path, explain_fn, &ra);
         snprintf(report_path, sizeof report_path, "%s/memory.svg", dir);
@@ -291,7 +324,12 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         }
         if (c && fclose(c)) rc = EXIT_INPUT;
         if (h && fclose(h)) rc = EXIT_INPUT;
+        if (!rc) phase_end(o, "emit", t0);
+        snprintf(detail, sizeof detail, "cc -O2 %s/%s.c (%d steps)", dir, g->model, pl.sched.steps.n);
+        if (!rc) phase_start(o, "cc", detail);
+        t0 = now_s();
         if (!rc && cg_build_library(dir, g->model, pl.info.target, stderr)) rc = EXIT_INPUT;
+        if (!rc) phase_end(o, "cc", t0);
         if (!rc && verbose) {
             double gap = pl.plan.recompute_time > 0 ? (pl.plan.recompute_time - pl.plan.bound) / pl.plan.recompute_time : 0;
             fprintf(stderr,
@@ -326,7 +364,7 @@ static int cmd_explain(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     Planned pl;
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (!rc) {
@@ -357,7 +395,7 @@ static int cmd_pareto(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     o->has_budget = false;
     Planned pl;
     if (!rc) rc = plan_graph(&g, o, &pl);
@@ -422,7 +460,7 @@ static int cmd_compile(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     if (!rc && o->emit) {
         rc = make_dir(o->out_dir);
         char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
@@ -443,7 +481,7 @@ static void remove_tree(const char *dir) {
 static int cmd_run(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -477,7 +515,10 @@ static int cmd_run(Options *o) {
         link[nl++] = "-o", link[nl++] = exe;
         if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
         link[nl] = NULL;
+        double t0 = now_s();
+        phase_start(o, "link", "the trainer");
         if (cg_run(link, stderr)) rc = EXIT_INPUT;
+        else phase_end(o, "link", t0);
         if (!rc) {
             const char *argv[16] = {exe};
             int k = 1;
@@ -488,7 +529,9 @@ static int cmd_run(Options *o) {
             if (o->params) argv[k++] = "--params", argv[k++] = o->params;
             if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
             argv[k] = NULL;
+            t0 = now_s();
             if (cg_run(argv, stderr)) rc = EXIT_INPUT;
+            else phase_end(o, "train", t0);
         }
     }
     if (made && !o->keep) remove_tree(dir);

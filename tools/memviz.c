@@ -73,11 +73,19 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t
     /* bytes live per step and kind: persistent buffers at every step */
     int64_t *live = calloc((size_t)n * BUF_KIND_COUNT, sizeof *live);
     if (!live) return;
+    /* a difference array per kind: + at the first step, - after the last */
     for (int i = 0; i < s->bufs.n; i++) {
         const Buffer *b = &s->bufs.v[i];
         int lo = b->persistent ? 0 : b->first, hi = b->persistent ? n - 1 : b->last;
-        for (int t = lo >= 0 ? lo : 0; t <= hi && t < n; t++) live[(size_t)t * BUF_KIND_COUNT + b->kind] += b->size_bytes;
+        if (lo < 0) lo = 0;
+        if (hi > n - 1) hi = n - 1;
+        if (lo > hi) continue;
+        live[(size_t)lo * BUF_KIND_COUNT + b->kind] += b->size_bytes;
+        if (hi + 1 < n) live[(size_t)(hi + 1) * BUF_KIND_COUNT + b->kind] -= b->size_bytes;
     }
+    for (int t = 1; t < n; t++)
+        for (int c = 0; c < BUF_KIND_COUNT; c++)
+            live[(size_t)t * BUF_KIND_COUNT + c] += live[(size_t)(t - 1) * BUF_KIND_COUNT + c];
     int64_t top = s->arena_bytes + extra_bytes;
     double ymax = (double)(budget_bytes > top ? budget_bytes : top) * 1.08;
     char title[300], b1[32], b2[32];
@@ -264,15 +272,32 @@ void memviz_snapshot(const Graph *g, const Schedule *s, FILE *o) {
     pk_str(o, "device_traces");
     pk_list(o);
     pk_list(o);
-    for (int t = 0; t < s->steps.n; t++) {
-        for (int i = 0; i < s->bufs.n; i++)
-            if (!s->bufs.v[i].persistent && s->bufs.v[i].first == t) pk_event(o, g, &s->bufs.v[i], "alloc", t);
-        for (int i = 0; i < s->bufs.n; i++)
-            if (!s->bufs.v[i].persistent && s->bufs.v[i].last == t) {
-                pk_event(o, g, &s->bufs.v[i], "free_requested", t);
-                pk_event(o, g, &s->bufs.v[i], "free_completed", t);
-            }
+    /* the buffers by first and by last step, in index order (counting sort) */
+    int n_steps = s->steps.n, nb = s->bufs.n;
+    int *first_at = calloc((size_t)n_steps + 2, sizeof(int)), *last_at = calloc((size_t)n_steps + 2, sizeof(int));
+    int *by_first = malloc(((size_t)nb + 1) * sizeof(int)), *by_last = malloc(((size_t)nb + 1) * sizeof(int));
+    if (!first_at || !last_at || !by_first || !by_last) acc_panic(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent) continue;
+        if (b->first >= 0 && b->first < n_steps) first_at[b->first + 1]++;
+        if (b->last >= 0 && b->last < n_steps) last_at[b->last + 1]++;
     }
+    for (int t = 0; t < n_steps; t++) first_at[t + 1] += first_at[t], last_at[t + 1] += last_at[t];
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent) continue;
+        if (b->first >= 0 && b->first < n_steps) by_first[first_at[b->first]++] = i;
+        if (b->last >= 0 && b->last < n_steps) by_last[last_at[b->last]++] = i;
+    }
+    for (int t = 0, fi = 0, li = 0; t < n_steps; t++) {
+        for (; fi < first_at[t]; fi++) pk_event(o, g, &s->bufs.v[by_first[fi]], "alloc", t);
+        for (; li < last_at[t]; li++) {
+            pk_event(o, g, &s->bufs.v[by_last[li]], "free_requested", t);
+            pk_event(o, g, &s->bufs.v[by_last[li]], "free_completed", t);
+        }
+    }
+    free(first_at), free(last_at), free(by_first), free(by_last);
     pk_list_end(o);
     pk_list_end(o);
     pk_dict_end(o);
