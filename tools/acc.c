@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "calibrate.h"
@@ -25,6 +26,53 @@
 #include "memviz.h"
 #include "options.h"
 #include "report.h"
+
+/* ---- where the runtime, the profiles and run_main.c are --------------------
+ * An installed acc (cmake --install) finds them relative to its own
+ * executable: BINDIR/ACC_REL_DATADIR/acc/{runtime,hw,models,run_main.c} and
+ * BINDIR/ACC_REL_LIBDIR/libaccrt*.a, the relative paths fixed when acc was
+ * configured. It says so to the passes and code generation through the
+ * environment variables they already read (ACC_HW_DIR, ACC_RUNTIME_DIR,
+ * ACC_RUNTIME_LIB, ...), which a user's own settings override. Outside an
+ * install layout (the build tree) the build's defaults apply. */
+#ifndef ACC_REL_DATADIR
+#define ACC_REL_DATADIR "../share"
+#endif
+#ifndef ACC_REL_LIBDIR
+#define ACC_REL_LIBDIR "../lib"
+#endif
+
+static char tools_dir[4200] = ACC_TOOLS_DIR;
+
+static bool file_exists(const char *path) {
+    struct stat st;
+    return !stat(path, &st);
+}
+
+static void locate_install(void) {
+    char exe[4096], data[4096 + 64], lib[4096 + 64], path[4096 + 128];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = 0;
+    snprintf(data, sizeof data, "%s/%s/acc", exe, ACC_REL_DATADIR);
+    snprintf(lib, sizeof lib, "%s/%s", exe, ACC_REL_LIBDIR);
+    snprintf(path, sizeof path, "%s/hw/cpu.hw", data);
+    if (!file_exists(path)) return; /* not installed: the build tree's defaults */
+    snprintf(path, sizeof path, "%s/hw", data);
+    setenv("ACC_HW_DIR", path, 0);
+    snprintf(path, sizeof path, "%s/runtime", data);
+    setenv("ACC_RUNTIME_DIR", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt.a", lib);
+    setenv("ACC_RUNTIME_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt_emu.a", lib);
+    setenv("ACC_RUNTIME_EMU_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt_cuda.a", lib);
+    if (file_exists(path)) setenv("ACC_RUNTIME_CUDA_LIB", path, 0);
+    snprintf(tools_dir, sizeof tools_dir, "%s", data);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -492,11 +540,11 @@ static int cmd_run(Options *o) {
     bool made = !rc;
     if (!rc) rc = compile_graph(&g, o, dir, false);
     if (!rc) {
-        char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
+        char main_src[4400], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
         char blas_l[4200], blas_rpath[4200];
         snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
         snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
-        snprintf(main_src, sizeof main_src, "%s/run_main.c", ACC_TOOLS_DIR);
+        snprintf(main_src, sizeof main_src, "%s/run_main.c", tools_dir);
         snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
         snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
         snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g.model);
@@ -661,6 +709,7 @@ static int run_command(const char *cmd, int argc, char **argv) {
 
 int main(int argc, char **argv) {
     int rc;
+    locate_install();
     const char *cmd = argc < 2 ? NULL : argv[1];
     if (!cmd) {
         opt_print_usage(stderr);
@@ -671,7 +720,9 @@ int main(int argc, char **argv) {
         else opt_print_usage(stdout);
         rc = 0;
     } else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
+        const char *hw = getenv("ACC_HW_DIR");
+        printf("acc %s (GLPK %s)\nruntime: %s\nruntime library: %s\nhardware profiles: %s\n", ACC_VERSION,
+               glp_version(), cg_runtime_include(), cg_runtime_lib(), hw && *hw ? hw : ACC_HW_DIR);
         rc = 0;
     } else if (!opt_is_command(cmd)) {
         return usage_error(cmd[0] == '-' ? "'%s' is an option; a command comes first (check, compile, explain, pareto, "
