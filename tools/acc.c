@@ -305,7 +305,12 @@ typedef struct {
 
 static void memory_svg_fn(const void *arg, FILE *f) {
     const ReportArgs *r = arg;
-    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, f);
+    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, false, f);
+}
+
+static void memory_zoom_svg_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, true, f);
 }
 
 static void snapshot_fn(const void *arg, FILE *f) {
@@ -355,6 +360,8 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         if (!rc) rc = write_text(report_path, explain_fn, &ra);
         snprintf(report_path, sizeof report_path, "%s/memory.svg", dir);
         if (!rc) rc = write_text(report_path, memory_svg_fn, &ra);
+        snprintf(report_path, sizeof report_path, "%s/memory_activations.svg", dir);
+        if (!rc) rc = write_text(report_path, memory_zoom_svg_fn, &ra);
         snprintf(report_path, sizeof report_path, "%s/memory_snapshot.pickle", dir);
         if (!rc) rc = write_text(report_path, snapshot_fn, &ra);
         FILE *c = rc ? NULL : fopen(c_path, "w"), *h = rc ? NULL : fopen(h_path, "w");
@@ -388,7 +395,8 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
                     pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
                     pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
                     100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
-            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg, "
+            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
+                            "memory_activations.svg), "
                             "%s/memory_snapshot.pickle (target %s)\n",
                     dir, g->model, dir, g->model, dir, dir, dir, dir, pl.info.target);
         }
@@ -454,7 +462,7 @@ static int cmd_pareto(Options *o) {
     static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
                                            "sqrt"};
     int n_pol = (int)(sizeof policies / sizeof *policies), n = o->points ? o->points : 12;
-    MemvizPoint *pts = calloc((size_t)(n + n_pol), sizeof *pts);
+    MemvizPoint *pts = calloc((size_t)(n + 2 * n_pol), sizeof *pts);
     int k = 0;
     PlanOptions po = pl.po;
     po.policy = "none";
@@ -481,6 +489,23 @@ static int cmd_pareto(Options *o) {
             pts[same].label = pool_printf(&g.pool, "%s, %s", pts[same].label, policies[i - n]);
         else if (p.status != PLAN_INFEASIBLE)
             pts[k++] = (MemvizPoint){p.peak_bytes, over, i < n ? NULL : policies[i - n]};
+        plan_free(&p);
+    }
+    /* the optimal planner at each policy's peak too, so that the curve is
+     * sampled wherever a policy could fall below it */
+    int n_before = k;
+    for (int j = 0; pts && j < n_before; j++) {
+        if (!pts[j].label) continue;
+        po.policy = "optimal";
+        po.budget_bytes = pts[j].peak_bytes;
+        plan_make(&g, &pl.ad, &po, &p);
+        double over = p.recompute_time / (p.fwd_time + p.bwd_time);
+        const char *first = pts[j].label;
+        size_t len = strcspn(first, ",");
+        printf("optimal@%-14.*s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", (int)(len < 14 ? len : 14), first,
+               po.budget_bytes, p.peak_bytes, 100 * over,
+               p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
+        if (p.status != PLAN_INFEASIBLE) pts[k++] = (MemvizPoint){p.peak_bytes, over, NULL};
         plan_free(&p);
     }
     fflush(stdout);
