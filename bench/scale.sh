@@ -26,7 +26,9 @@ run() { # run WHAT ARGS...: one line with the wall time and peak memory
     what=$1
     shift
     /usr/bin/time -f "%e %M" -o "$dir/time" "$acc" "$@" >"$dir/out" 2>"$dir/err" || true
-    read -r secs kb <"$dir/time" || { secs=?; kb=?; }
+    read -r secs kb <<EOF2
+$(tail -n 1 "$dir/time")
+EOF2
     printf '%-28s %8s s %9s KB   acc %s\n' "$what" "$secs" "$kb" "$*"
 }
 

@@ -292,10 +292,12 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     tindex_init(&tix, items, n);
     int64_t *off = acc_xrealloc(NULL, nn * sizeof(int64_t));
     int64_t best = INT64_MAX;
-    /* the time limit is a safety net: passes after the first stop at it */
-    double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0;
-    for (int pass = 0; pass < 2 * ORD_COUNT && best > stop_at && !(pass && deadline && alloc_now_s() > deadline);
-         pass++) {
+    /* the time limit is a safety net: after the first pass, a pass starts
+     * only if one more (as long as the last) ends before it */
+    double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0, pass_s = 0;
+    for (int pass = 0; pass < 2 * ORD_COUNT && best > stop_at; pass++) {
+        double tp = alloc_now_s();
+        if (pass && deadline && tp + pass_s > deadline) break;
         GreedyOrder ord = (GreedyOrder)(pass % ORD_COUNT);
         bool best_fit = pass < ORD_COUNT;
         for (int i = 0; i < n; i++) order[i] = i;
@@ -304,6 +306,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         qsort(order, (size_t)n, sizeof(int), cmp_greedy);
         cmp_items = NULL;
         int64_t a = greedy(items, order, n, best_fit, off, scratch, by_off, cand, cand_tmp, &tix);
+        pass_s = alloc_now_s() - tp;
         if (a < best) {
             best = a;
             memcpy(offsets, off, (size_t)n * sizeof(int64_t));
