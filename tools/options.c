@@ -70,7 +70,10 @@ static const OptionRow option_rows[] = {
     {"--recompute", "GLOB", "must-recompute tensors (repeatable)", PLANNING},
     {"--hw", "NAME", "hardware profile for the cost model (hw/NAME.hw or a file; default cpu, h100-sxm for the cuda "
                      "targets)", PLANNING},
-    {"--time-limit", "S", "stop the optimal planner after S seconds (0 < S <= 1e6) with its best plan", PLANNING},
+    {"--time-limit", "S", "stop the optimal planner after S seconds (0 < S <= 1e6) with its best plan",
+     "compile explain run"},
+    {"--time-limit", "S", "the optimal solves of the sweep together take at most S seconds (0 < S <= 1e6); the "
+                          "sweep's points that do not fit are skipped", "pareto"},
     {"--time-limit", "S", "stop the search after S seconds (0 <= S <= 1e6; default 10; 0: the greedy placement only)",
      "alloc"},
     {"--capacity", "SIZE", "the arena's capacity (exit 1 when the placement does not fit)", "alloc"},
