@@ -19,6 +19,9 @@ typedef struct {
     const CgFusion *fu;
 } Emit;
 
+/* Steps per generated function (see emit_source). */
+#define CG_STEPS_PER_FN 128
+
 /* "F(offset)": the float pointer of buffer b, or NULL. */
 static const char *ptr(const Emit *e, int b, char *buf) {
     if (b < 0) return "NULL";
@@ -428,9 +431,15 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n\n#include \"accrt.h\"\n#include \"%s\"\n#include \"%s.h\"\n\n",
             dev ? "cuda_schedule.h" : "cpu_kernels.h", m);
     fprintf(o, "#define F(off) ((float *)(A + (off)))\n#define I(off) ((const int32_t *)(A + (off)))\n\n");
-    fprintf(o, "static int run(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
-               "    (void)D;\n");
+    /* the schedule in functions of at most CG_STEPS_PER_FN steps: cc's time
+     * on one function grows faster than its length */
+    int n_parts = 0;
     for (int t = 0; t < s->steps.n; t++) {
+        if (t % CG_STEPS_PER_FN == 0) {
+            if (t) fprintf(o, "}\n\n");
+            fprintf(o, "static void run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
+                       "    (void)A;\n    (void)D;\n", n_parts++);
+        }
         const Step *st = &s->steps.v[t];
         const Node *n = graph_node(g, st->node);
         char p[48];
@@ -458,6 +467,9 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             break;
         }
     }
+    if (n_parts) fprintf(o, "}\n\n");
+    fprintf(o, "static int run(acc_ctx *ctx) {\n");
+    for (int k = 0; k < n_parts; k++) fprintf(o, "    run_%d(ctx);\n", k);
     fprintf(o, "    return ACC_OK;\n}\n\n");
 
     fprintf(o, "static const acc_param_desc params[] = {\n");

@@ -113,12 +113,108 @@ static int cmp_greedy(const void *a, const void *b) {
 
 static bool conflict(const AllocItem *x, const AllocItem *y) { return x->lower < y->upper && y->lower < x->upper; }
 
+/* Which placed buffers conflict with a new one, without scanning them all:
+ * the time axis compressed to the distinct bounds; each placed buffer whose
+ * lifetime spans at most LONG_SPAN bounds listed once, in the bucket of its
+ * start (PER_BUCKET bounds each), the longer ones in a list scanned every
+ * time. A buffer that starts more than LONG_SPAN bounds before the new one
+ * and is short cannot reach it, so a query scans the buckets from there to
+ * the new buffer's end. */
+#define LONG_SPAN 256
+#define PER_BUCKET 16
+
+typedef struct {
+    int64_t *bounds; /* sorted distinct lower/upper values */
+    int n_bounds, n_buckets;
+    VEC(int) *bucket;
+    VEC(int) longs;
+} TimeIndex;
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void tindex_init(TimeIndex *t, const AllocItem *items, int n) {
+    memset(t, 0, sizeof *t);
+    t->bounds = acc_xrealloc(NULL, (size_t)(2 * n + 1) * sizeof(int64_t));
+    for (int i = 0; i < n; i++) t->bounds[t->n_bounds++] = items[i].lower, t->bounds[t->n_bounds++] = items[i].upper;
+    qsort(t->bounds, (size_t)t->n_bounds, sizeof(int64_t), cmp_i64);
+    int k = 0;
+    for (int i = 0; i < t->n_bounds; i++)
+        if (!k || t->bounds[i] != t->bounds[k - 1]) t->bounds[k++] = t->bounds[i];
+    t->n_bounds = k;
+    t->n_buckets = k / PER_BUCKET + 1;
+    t->bucket = calloc((size_t)t->n_buckets, sizeof *t->bucket);
+    if (!t->bucket) acc_panic(__FILE__, __LINE__, "out of memory");
+}
+
+static void tindex_free(TimeIndex *t) {
+    for (int b = 0; b < t->n_buckets; b++) VEC_FREE(t->bucket[b]);
+    free(t->bucket), free(t->bounds);
+    VEC_FREE(t->longs);
+}
+
+static void tindex_clear(TimeIndex *t) {
+    for (int b = 0; b < t->n_buckets; b++) t->bucket[b].n = 0;
+    t->longs.n = 0;
+}
+
+/* the positions of x's bounds among the distinct bounds */
+static void tindex_span(const TimeIndex *t, const AllocItem *x, int *lo, int *hi) {
+    const int64_t *l = bsearch(&x->lower, t->bounds, (size_t)t->n_bounds, sizeof(int64_t), cmp_i64);
+    const int64_t *h = bsearch(&x->upper, t->bounds, (size_t)t->n_bounds, sizeof(int64_t), cmp_i64);
+    *lo = (int)(l - t->bounds), *hi = (int)(h - t->bounds);
+}
+
+static void tindex_add(TimeIndex *t, const AllocItem *items, int i) {
+    int lo, hi;
+    tindex_span(t, &items[i], &lo, &hi);
+    if (hi - lo > LONG_SPAN) VEC_PUSH(t->longs, i);
+    else VEC_PUSH(t->bucket[lo / PER_BUCKET], i);
+}
+
+/* a conflicting placed buffer: its offset, when it was placed, its index */
+typedef struct {
+    int64_t off;
+    int seq, item;
+} Placed;
+
+static bool placed_less(const Placed *x, const Placed *y) { return x->off != y->off ? x->off < y->off : x->seq < y->seq; }
+
+/* by offset, then placement order (the order the greedy visits them in):
+ * insertion sort for short runs, merged bottom-up; tmp: scratch [n] */
+static void sort_placed(Placed *a, int n, Placed *tmp) {
+    enum { RUN = 16 };
+    for (int r = 0; r < n; r += RUN) {
+        int end = r + RUN < n ? r + RUN : n;
+        for (int i = r + 1; i < end; i++) {
+            Placed x = a[i];
+            int j = i;
+            for (; j > r && placed_less(&x, &a[j - 1]); j--) a[j] = a[j - 1];
+            a[j] = x;
+        }
+    }
+    for (int w = RUN; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = placed_less(&a[j], &a[i]) ? a[j++] : a[i++];
+            while (i < mid) tmp[k++] = a[i++];
+            while (j < hi) tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
 /* Place in `order`; each buffer at the smallest gap among the placed buffers
  * it conflicts with that holds it (best fit) or the lowest (first fit), else
- * on top of them. by_off: scratch [n]. Returns the arena. */
-static int64_t greedy(const AllocItem *items, const int *order, int n, bool best_fit, int64_t *off, int *by_off) {
-    int n_placed = 0;
+ * on top of them: the conflicting buffers, from the time index, visited by
+ * offset and then placement order. seq, cand: scratch [n]. Returns the arena. */
+static int64_t greedy(const AllocItem *items, const int *order, int n, bool best_fit, int64_t *off, int *seq,
+                      int *by_off, Placed *cand, Placed *tmp, TimeIndex *t) {
     int64_t top = 0;
+    int n_placed = 0;
+    tindex_clear(t);
     for (int k = 0; k < n; k++) {
         int i = order[k];
         const AllocItem *b = &items[i];
@@ -126,11 +222,32 @@ static int64_t greedy(const AllocItem *items, const int *order, int n, bool best
             off[i] = 0;
             continue;
         }
+        /* the placed buffers that conflict with b (each is listed once) */
+        int nc = 0, lo_b, hi_b;
+        tindex_span(t, b, &lo_b, &hi_b);
+        int b0 = (lo_b > LONG_SPAN ? lo_b - LONG_SPAN : 0) / PER_BUCKET, b1 = (hi_b - 1) / PER_BUCKET;
+        for (int q = 0; q < t->longs.n; q++) {
+            int j = t->longs.v[q];
+            if (conflict(&items[j], b)) cand[nc++] = (Placed){off[j], seq[j], j};
+        }
+        for (int bk = b0; bk <= b1; bk++)
+            for (int q = 0; q < t->bucket[bk].n; q++) {
+                int j = t->bucket[bk].v[q];
+                if (conflict(&items[j], b)) cand[nc++] = (Placed){off[j], seq[j], j};
+            }
+        /* in offset order: sorted, or, when most placed buffers conflict,
+         * filtered from the placed ones kept by offset */
+        if ((int64_t)nc * 16 > n_placed) {
+            nc = 0;
+            for (int m = 0; m < n_placed; m++)
+                if (conflict(&items[by_off[m]], b)) cand[nc++] = (Placed){off[by_off[m]], seq[by_off[m]], by_off[m]};
+        } else {
+            sort_placed(cand, nc, tmp);
+        }
         int64_t a = align_of(b), at = 0, best = -1, best_gap = INT64_MAX;
-        for (int m = 0; m < n_placed; m++) {
-            const AllocItem *o = &items[by_off[m]];
-            if (!conflict(o, b)) continue;
-            int64_t lo = off[by_off[m]], start = round_up(at, a);
+        for (int m = 0; m < nc; m++) {
+            const AllocItem *o = &items[cand[m].item];
+            int64_t lo = cand[m].off, start = round_up(at, a);
             if (lo >= start && lo - start >= b->size) {
                 int64_t gap = lo - at;
                 if (gap < best_gap) best = start, best_gap = gap;
@@ -140,7 +257,9 @@ static int64_t greedy(const AllocItem *items, const int *order, int n, bool best
         }
         if (best < 0) best = round_up(at, a);
         off[i] = best;
+        seq[i] = k;
         if (best + b->size > top) top = best + b->size;
+        tindex_add(t, items, i);
         int lo = 0, hi = n_placed; /* insert after the placed buffers at offsets <= best */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
@@ -167,10 +286,18 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     int64_t stop_at = o->capacity > bound ? o->capacity : bound;
 
     int *order = acc_xrealloc(NULL, nn * sizeof(int));
-    int *scratch = acc_xrealloc(NULL, nn * sizeof(int));
+    int *scratch = acc_xrealloc(NULL, nn * sizeof(int)), *by_off = acc_xrealloc(NULL, nn * sizeof(int));
+    Placed *cand = acc_xrealloc(NULL, nn * sizeof(Placed)), *cand_tmp = acc_xrealloc(NULL, nn * sizeof(Placed));
+    TimeIndex tix;
+    tindex_init(&tix, items, n);
     int64_t *off = acc_xrealloc(NULL, nn * sizeof(int64_t));
     int64_t best = INT64_MAX;
+    /* the time limit is a safety net: after the first pass, a pass starts
+     * only if one more (as long as the last) ends before it */
+    double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0, pass_s = 0;
     for (int pass = 0; pass < 2 * ORD_COUNT && best > stop_at; pass++) {
+        double tp = alloc_now_s();
+        if (pass && deadline && tp + pass_s > deadline) break;
         GreedyOrder ord = (GreedyOrder)(pass % ORD_COUNT);
         bool best_fit = pass < ORD_COUNT;
         for (int i = 0; i < n; i++) order[i] = i;
@@ -178,7 +305,8 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         cmp_order = ord;
         qsort(order, (size_t)n, sizeof(int), cmp_greedy);
         cmp_items = NULL;
-        int64_t a = greedy(items, order, n, best_fit, off, scratch);
+        int64_t a = greedy(items, order, n, best_fit, off, scratch, by_off, cand, cand_tmp, &tix);
+        pass_s = alloc_now_s() - tp;
         if (a < best) {
             best = a;
             memcpy(offsets, off, (size_t)n * sizeof(int64_t));
@@ -191,7 +319,8 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
 
     int64_t work = o->work_limit < 0 ? alloc_work_for_time(o->time_limit_s) : o->work_limit;
     int64_t proven = bound; /* no placement below it */
-    if (best > stop_at && work > 0 && (double)best > (double)stop_at * (1 + o->search_above)) {
+    if (best > stop_at && work > 0 && (double)best > (double)stop_at * (1 + o->search_above) &&
+        !(deadline && alloc_now_s() > deadline)) {
         double t1 = alloc_now_s();
         r->searched = true;
         /* the search sees only the buffers that conflict with something */
@@ -200,7 +329,8 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         for (int i = 0; i < n; i++)
             if (live(&items[i])) order[m] = i, sub[m++] = items[i];
         AllocSearch *s = alloc_search_new(sub, m);
-        SearchBudget b = {0, o->time_limit_s > 0 ? t1 + o->time_limit_s : 0, 0, 0, false};
+        /* the time limit covers the whole call, the greedy passes included */
+        SearchBudget b = {0, o->time_limit_s > 0 ? t0 + o->time_limit_s : 0, 0, 0, false};
         int64_t lo = stop_at; /* next capacity to try, from below */
         for (bool first = true; lo < best && b.work < work && !b.time_out; first = false) {
             int64_t cap = first ? lo : lo + (best - 1 - lo) / 2;
@@ -232,6 +362,8 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     r->optimal = best <= proven;
     free(order);
     free(scratch);
+    free(cand), free(cand_tmp), free(by_off);
+    tindex_free(&tix);
     free(off);
     return best;
 }

@@ -434,12 +434,31 @@ static int cmp_rank_of(const AllocSearch *s, int i, int j) {
     return s->rank[i] - s->rank[j];
 }
 
-static void sort_cands(AllocSearch *s, int beg, int end) { /* insertion sort by rank: short lists */
-    for (int k = beg + 1; k < end; k++) {
-        int x = s->cand[k], j = k;
-        while (j > beg && cmp_rank_of(s, s->cand[j - 1], x) > 0) s->cand[j] = s->cand[j - 1], j--;
-        s->cand[j] = x;
+/* by score, then rank (a total order): insertion sort for short lists, a
+ * merge sort for the long ones of large instances (was quadratic there) */
+static void sort_cands(AllocSearch *s, int beg, int end) {
+    int n = end - beg, *a = s->cand + beg;
+    if (n <= 32) {
+        for (int k = 1; k < n; k++) {
+            int x = a[k], j = k;
+            while (j > 0 && cmp_rank_of(s, a[j - 1], x) > 0) a[j] = a[j - 1], j--;
+            a[j] = x;
+        }
+        return;
     }
+    int *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *src = a, *dst = tmp;
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = cmp_rank_of(s, src[j], src[i]) < 0 ? src[j++] : src[i++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
+        }
+        int *t = src;
+        src = dst, dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(int));
+    free(tmp);
 }
 
 static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b);
@@ -449,6 +468,11 @@ static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b);
  * SEARCH_LIMIT, or a frame without branches) or set up the branches on the
  * lowest segment (NODE_BRANCH). */
 static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
+    /* a node over a large range costs milliseconds: the deadline first */
+    if (b->time_out || (b->deadline > 0 && alloc_now_s() > b->deadline)) {
+        b->time_out = true;
+        return SEARCH_LIMIT;
+    }
     int fi = push_frame(s);
     uint64_t key = state_key(s, ra, rb, b);
     s->frames[fi].key = key;
@@ -546,7 +570,8 @@ static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *
 
 static bool out_of_budget(SearchBudget *b) {
     if (b->work >= b->work_limit) return true;
-    if (b->deadline > 0 && !(b->nodes & 1023) && alloc_now_s() > b->deadline) b->time_out = true;
+    /* the clock at every node: on large instances one node takes milliseconds */
+    if (b->deadline > 0 && alloc_now_s() > b->deadline) b->time_out = true;
     return b->time_out;
 }
 

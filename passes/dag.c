@@ -87,16 +87,22 @@ void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *m
 }
 
 int64_t dag_baseline_peak(const Dag *d) {
-    /* node i is held over steps [i, last use]; the peak is the largest sum */
-    int64_t peak = 0;
+    /* node i is held over steps [i, last use] (just step i without users);
+     * the peak is the largest sum: a difference array, linear in the nodes
+     * (users are sorted, so the last one is the last use) */
+    int64_t *delta = xcalloc((size_t)d->n + 1, sizeof(int64_t));
+    for (int i = 0; i < d->n; i++) {
+        int deg = d->out_off[i + 1] - d->out_off[i];
+        int last = deg ? d->out[d->out_off[i + 1] - 1] : i;
+        delta[i] += d->mem[i];
+        delta[(last > i ? last : i) + 1] -= d->mem[i];
+    }
+    int64_t peak = 0, live = 0;
     for (int k = 0; k < d->n; k++) {
-        int64_t live = d->mem[k];
-        for (int i = 0; i < k; i++) {
-            int deg = d->out_off[i + 1] - d->out_off[i];
-            if (deg && d->out[d->out_off[i + 1] - 1] >= k) live += d->mem[i];
-        }
+        live += delta[k];
         if (live > peak) peak = live;
     }
+    free(delta);
     return peak;
 }
 
@@ -694,13 +700,20 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     for (int i = 0; i < n; i++) topo[i] = i;
     double base_compute = dag_baseline_compute(d);
     bool ok = true;
-    if (o->method != DAG_ACC) {
+    bool fits_as_is = dag_baseline_peak(d) <= o->budget;
+    if (n > DAG_DENSE_MAX_NODES && !fits_as_is) {
+        /* the searches keep node x stage tables (n^2 bytes and time): past
+         * this size they could not finish, nor respect the time limit; the
+         * plan is the topological order, which does not fit */
+        set_plan_events(p, topo, n);
+        snprintf(p->status, sizeof p->status, "too_large");
+    } else if (o->method != DAG_ACC) {
         ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline, o->emit_lp, o->verbose, p,
                                  err, err_len);
         if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: report the baseline, which does not fit */
     } else if (o->emit_lp && !dag_emit_acc_program(d, o->budget, o->emit_lp, err, err_len)) {
         ok = false;
-    } else if (dag_baseline_peak(d) <= o->budget) {
+    } else if (fits_as_is) {
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "optimal");
         p->objective = p->bound = base_compute;

@@ -367,11 +367,15 @@ typedef struct {
     bool verbose;        /* progress on stderr */
 } DagPlanOptions;
 
+/* dag_plan's searches keep node x stage tables: larger graphs that do not fit
+ * as they are get status "too_large" (the topological order) at once */
+#define DAG_DENSE_MAX_NODES 32768
+
 typedef struct {
     int *ev, n_ev;       /* the schedule */
     DagSim sim;          /* scored by dag_simulate */
     bool fits;           /* sim.valid && sim.peak <= budget */
-    char status[24];     /* optimal, feasible, time_limit, infeasible, no_solution */
+    char status[24];     /* optimal, feasible, time_limit, infeasible, no_solution, too_large */
     double objective;    /* the solver's objective (total compute); NAN if none */
     double bound;        /* proven lower bound on total compute; NAN if none */
     double gap;          /* (compute - bound) / compute; NAN if no bound */

@@ -13,11 +13,6 @@
 
 #define FAIL(...) (fprintf(err, "plan check: " __VA_ARGS__), fputc('\n', err), false)
 
-static int cmp_off(const void *a, const void *b) {
-    const int64_t *x = a, *y = b;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
 bool plan_check(const Schedule *s, FILE *err) {
     int nb = s->bufs.n;
     bool *written = acc_xrealloc(NULL, (size_t)nb * sizeof(bool) + 1);
@@ -74,26 +69,74 @@ bool plan_check(const Schedule *s, FILE *err) {
             written[gb] = true;
         }
     }
-    /* overlap: at each step, the live buffers sorted by offset must not intersect */
+    /* overlap: a sweep over the steps keeps the live buffers sorted by offset
+     * (they never intersect); a buffer that becomes live must not reach into
+     * the one below it nor the one above it. Linear in steps and buffers but
+     * for the sorted insertions (was a sort of every live buffer per step). */
     if (ok) {
-        int64_t (*live)[3] = acc_xrealloc(NULL, (size_t)(nb + 1) * sizeof *live);
-        for (int t = 0; t < s->steps.n && ok; t++) {
-            int n = 0;
-            for (int i = 0; i < nb; i++) {
-                const Buffer *b = &s->bufs.v[i];
-                if (b->first >= 0 && b->first <= t && t <= b->last) {
-                    live[n][0] = b->offset;
-                    live[n][1] = b->offset + b->size_bytes;
-                    live[n][2] = i;
-                    n++;
-                }
-            }
-            qsort(live, (size_t)n, sizeof *live, cmp_off);
-            for (int i = 1; i < n && ok; i++)
-                if (live[i][0] < live[i - 1][1])
-                    ok = FAIL("step %d: buffers %d and %d overlap in the arena", t, (int)live[i - 1][2], (int)live[i][2]);
+        int n_steps = s->steps.n;
+        int *start_at = acc_xrealloc(NULL, (size_t)(n_steps + 2) * sizeof(int));
+        int *end_at = acc_xrealloc(NULL, (size_t)(n_steps + 2) * sizeof(int));
+        int *by_first = acc_xrealloc(NULL, (size_t)(nb + 1) * sizeof(int));
+        int *by_last = acc_xrealloc(NULL, (size_t)(nb + 1) * sizeof(int));
+        int *live = acc_xrealloc(NULL, (size_t)(nb + 1) * sizeof(int)); /* buffer ids by offset */
+        memset(start_at, 0, (size_t)(n_steps + 2) * sizeof(int));
+        memset(end_at, 0, (size_t)(n_steps + 2) * sizeof(int));
+        for (int i = 0; i < nb; i++) {
+            const Buffer *b = &s->bufs.v[i];
+            if (b->first < 0 || b->size_bytes <= 0 || b->first > b->last || b->first >= n_steps) continue;
+            start_at[b->first + 1]++;
+            end_at[(b->last < n_steps ? b->last : n_steps - 1) + 1]++;
         }
-        free(live);
+        for (int t = 0; t <= n_steps; t++) start_at[t + 1] += start_at[t], end_at[t + 1] += end_at[t];
+        for (int i = 0; i < nb; i++) {
+            const Buffer *b = &s->bufs.v[i];
+            if (b->first < 0 || b->size_bytes <= 0 || b->first > b->last || b->first >= n_steps) continue;
+            by_first[start_at[b->first]++] = i;
+            by_last[end_at[b->last < n_steps ? b->last : n_steps - 1]++] = i;
+        }
+        /* start_at[t]/end_at[t] now end the lists of step t: step t's are
+         * [start_at[t - 1], start_at[t]) */
+        int n_live = 0, fi = 0, li = 0;
+        for (int t = 0; t < n_steps && ok; t++) {
+            for (; li < end_at[t] && t > 0; li++) { /* buffers whose last step was t - 1 */
+                int i = by_last[li];
+                if (s->bufs.v[i].last >= t) break;
+                int64_t off = s->bufs.v[i].offset;
+                int lo = 0, hi = n_live;
+                while (lo < hi) {
+                    int mid = (lo + hi) / 2;
+                    int64_t mo = s->bufs.v[live[mid]].offset;
+                    if (mo < off || (mo == off && live[mid] < i)) lo = mid + 1;
+                    else hi = mid;
+                }
+                ACC_ASSERT(lo < n_live && live[lo] == i);
+                memmove(live + lo, live + lo + 1, (size_t)(n_live - lo - 1) * sizeof(int));
+                n_live--;
+            }
+            for (; fi < start_at[t] && ok; fi++) {
+                int i = by_first[fi];
+                const Buffer *b = &s->bufs.v[i];
+                int lo = 0, hi = n_live;
+                while (lo < hi) {
+                    int mid = (lo + hi) / 2;
+                    int64_t mo = s->bufs.v[live[mid]].offset;
+                    if (mo < b->offset || (mo == b->offset && live[mid] < i)) lo = mid + 1;
+                    else hi = mid;
+                }
+                if (lo > 0) {
+                    const Buffer *p = &s->bufs.v[live[lo - 1]];
+                    if (p->offset + p->size_bytes > b->offset)
+                        ok = FAIL("step %d: buffers %d and %d overlap in the arena", t, live[lo - 1], i);
+                }
+                if (ok && lo < n_live && s->bufs.v[live[lo]].offset < b->offset + b->size_bytes)
+                    ok = FAIL("step %d: buffers %d and %d overlap in the arena", t, i, live[lo]);
+                memmove(live + lo + 1, live + lo, (size_t)(n_live - lo) * sizeof(int));
+                live[lo] = i;
+                n_live++;
+            }
+        }
+        free(start_at), free(end_at), free(by_first), free(by_last), free(live);
     }
 done:
     free(written);

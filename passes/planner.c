@@ -276,16 +276,17 @@ bool plan_policy_valid(const char *p, char *err, size_t err_len) {
     if (!strncmp(p, "every:", 6) || !strncmp(p, "uniform:", 8)) {
         const char *num = strchr(p, ':') + 1;
         char *end;
-        long k = strtol(num, &end, 10);
-        if (*num && !*end && k >= 1 && k <= 100000) return true;
-        snprintf(err, err_len, "policy '%s': expected a positive integer after ':'", p);
+        long k = *num >= '0' && *num <= '9' ? strtol(num, &end, 10) : 0;
+        if (k && !*end && k >= 1 && k <= 100000) return true;
+        snprintf(err, err_len, "policy '%s': expected a whole number from 1 to 100000 after ':'", p);
         return false;
     }
     if (!strncmp(p, "ops:", 4)) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", p + 4);
-        if (!*buf) {
-            snprintf(err, err_len, "policy 'ops:' needs a comma-separated list of op names");
+        size_t len = strlen(buf);
+        if (!*buf || buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,")) {
+            snprintf(err, err_len, "policy '%s': expected a comma-separated list of op names (none empty)", p);
             return false;
         }
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))

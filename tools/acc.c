@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <time.h>
 
 #include "calibrate.h"
 #include "codegen.h"
@@ -22,183 +24,78 @@
 #include "dag_cmd.h"
 #include "plandiff.h"
 #include "memviz.h"
+#include "options.h"
 #include "report.h"
 
-enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+/* ---- where the runtime, the profiles and run_main.c are --------------------
+ * An installed acc (cmake --install) finds them relative to its own
+ * executable: BINDIR/ACC_REL_DATADIR/acc/{runtime,hw,models,run_main.c} and
+ * BINDIR/ACC_REL_LIBDIR/libaccrt*.a, the relative paths fixed when acc was
+ * configured. It says so to the passes and code generation through the
+ * environment variables they already read (ACC_HW_DIR, ACC_RUNTIME_DIR,
+ * ACC_RUNTIME_LIB, ...), which a user's own settings override. Outside an
+ * install layout (the build tree) the build's defaults apply. */
+#ifndef ACC_REL_DATADIR
+#define ACC_REL_DATADIR "../share"
+#endif
+#ifndef ACC_REL_LIBDIR
+#define ACC_REL_LIBDIR "../lib"
+#endif
 
-static const char usage[] =
-    "usage: acc <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  check FILE [-D NAME=VALUE]...      parse and elaborate a model, print a summary\n"
-    "  compile FILE --budget SIZE -o DIR  compile a model into DIR/lib<model>.a,\n"
-    "        [--emit=ir] [-D NAME=VALUE]...  DIR/<model>.h, libaccrt.a and accrt.h\n"
-    "  explain FILE --budget SIZE [plan options]   per tensor: bytes, decision and\n"
-    "                                     recompute cost; the peak; every policy\n"
-    "  pareto FILE [--points N] [-o FILE.svg]   the optimal plan over a sweep of\n"
-    "                                     budgets and every policy: peak and overhead\n"
-    "  calibrate [-o FILE.hw]             measure this CPU for the cost model (--hw FILE.hw)\n"
-    "  diff A.json B.json                 what changed between two plans (exit 1 if any)\n"
-    "  alloc FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]   place the\n"
-    "                                     buffers of a MiniMalloc CSV instance\n"
-    "                                     (id,lower,upper,size); print the arena\n"
-    "                                     against max-live (exit 1: over capacity)\n"
-    "  plan --graph FILE.json (--budget SIZE | --budget-frac F) [--method M]\n"
-    "        [--time-limit S] [--emit=lp PATH]  plan a published graph (Checkmate's\n"
-    "                                     and MOCCASIN's node-link JSON); acc plan -h\n"
-    "  run FILE [--budget SIZE] [--steps N] [--seed S] [--lr LR] [--dump-grads PATH]\n"
-    "        [-D NAME=VALUE]...            compile for the CPU, train N steps on\n"
-    "                                     synthetic data, print JSON lines\n"
-    "\n"
-    "options:\n"
-    "  -D NAME=VALUE   override a hyperparameter (also -DNAME=VALUE)\n"
-    "  --budget SIZE   memory budget of the whole training step: 8G, 512M, 1.5GiB,\n"
-    "                  8000MB or a number of bytes; K/M/G/T and KiB/MiB/GiB/TiB are\n"
-    "                  powers of 1024, kB/MB/GB/TB powers of 1000\n"
-    "  -o DIR          output directory (created if missing)\n"
-    "  --emit=ir       only write the elaborated IR (DIR/<model>.ir)\n"
-    "  --target T      cpu, cuda (NVRTC kernels + cuBLAS; the default of compile\n"
-    "                  when acc was built with the CUDA Toolkit) or cuda-emu (the\n"
-    "                  cuda target's kernels and schedule run by the CPU emulator);\n"
-    "                  acc run defaults to cpu\n"
-    "  --arch LIST     cuda: GPU architectures to embed (default sm_80,sm_90; PTX\n"
-    "                  for the newest is added for later GPUs)\n"
-    "  --tf32          cuda: let cuBLAS use TF32 tensor cores for the GEMMs\n"
-    "  --no-fuse       emit every forward step as its own kernel (no elementwise chains)\n"
-    "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
-    "                  optimal (default): what to recompute\n"
-    "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
-    "  --recompute GLOB  must-recompute tensors (repeatable)\n"
-    "  --hw NAME       hardware profile for the cost model (hw/NAME.hw; default cpu,\n"
-    "                  h100-sxm for the cuda targets)\n"
-    "  --time-limit S  stop the optimal planner after S seconds with its best plan\n"
-    "  --steps N       training steps of acc run (default 10)\n"
-    "  --seed S        parameter and data seed of acc run (default 1)\n"
-    "  --lr LR         AdamW learning rate of acc run (default 0.001)\n"
-    "  --dump-grads P  acc run: write every parameter gradient of the first step\n"
-    "  --keep          acc run: keep the build directory\n"
-    "  --params FILE   acc run: start from these parameters (libaccrt tensor file)\n"
-    "  --inputs FILE   acc run: train on these inputs instead of synthetic data\n"
-    "  -h, --help      this text\n"
-    "  --version       acc's version and GLPK's\n"
-    "\n"
-    "exit status: 0 success, 1 error in the input (acc diff: the plans differ),\n"
-    "2 usage error\n";
+static char tools_dir[4200] = ACC_TOOLS_DIR;
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "acc: error: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(run 'acc --help' for usage)\n");
-    va_end(ap);
-    return EXIT_USAGE;
+static bool file_exists(const char *path) {
+    struct stat st;
+    return !stat(path, &st);
 }
 
-typedef struct {
-    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
-    const char *policy, *hw, *arch;
-    double time_limit_s;
-    int64_t budget_bytes;
-    bool has_budget, keep, tf32, no_fuse;
-    int points;
-    VEC(Define) defs;
-    VEC(const char *) save_globs;
-    VEC(const char *) recompute_globs;
-} Options;
-
-/* Parse the options after the command word; returns 0 or EXIT_USAGE. */
-static int parse_options(int argc, char **argv, Options *o) {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strncmp(a, "-D", 2)) {
-            const char *kv = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
-            const char *eq = kv ? strchr(kv, '=') : NULL;
-            if (!kv || !eq || eq == kv || !eq[1]) return usage_error("-D needs NAME=VALUE, got '%s'", kv ? kv : "");
-            Define d = {strndup(kv, (size_t)(eq - kv)), eq + 1};
-            VEC_PUSH(o->defs, d);
-        } else if (!strcmp(a, "--budget") || !strncmp(a, "--budget=", 9)) {
-            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v) return usage_error("%s needs a size", a);
-            if (!parse_size(v, &o->budget_bytes))
-                return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824)", v);
-            o->has_budget = true;
-        } else if (!strcmp(a, "-o")) {
-            if (i + 1 >= argc) return usage_error("%s needs a directory", a);
-            o->out_dir = argv[++i];
-        } else if (!strcmp(a, "--arch")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            o->arch = argv[++i];
-        } else if (!strcmp(a, "--points")) {
-            char *end;
-            o->points = i + 1 < argc ? (int)strtol(argv[++i], &end, 10) : 0;
-            if (o->points < 2 || o->points > 1000 || *end) return usage_error("--points needs a count from 2 to 1000");
-        } else if (!strcmp(a, "--no-fuse")) {
-            o->no_fuse = true;
-        } else if (!strcmp(a, "--tf32")) {
-            o->tf32 = true;
-        } else if (!strcmp(a, "--target") || !strcmp(a, "--steps") || !strcmp(a, "--seed") || !strcmp(a, "--lr") ||
-                   !strcmp(a, "--dump-grads") || !strcmp(a, "--params") || !strcmp(a, "--inputs")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            if (!strcmp(a, "--params") || !strcmp(a, "--inputs")) {
-                *(a[2] == 'p' ? &o->params : &o->inputs) = v;
-                continue;
-            }
-            if (a[2] == 't' && a[3] == 'a') o->target = v;
-            else if (a[2] == 's' && a[3] == 't') o->steps = v;
-            else if (a[2] == 's') o->seed = v;
-            else if (a[2] == 'l') o->lr = v;
-            else o->dump_grads = v;
-            if (a[2] != 't' && a[2] != 'd') {
-                char *end;
-                double x = strtod(v, &end);
-                if (!*v || *end || !(x >= 0) || x > 1e12) return usage_error("%s needs a non-negative number, got '%s'", a, v);
-            }
-        } else if (!strcmp(a, "--policy") || !strcmp(a, "--hw") || !strcmp(a, "--save") || !strcmp(a, "--recompute") ||
-                   !strcmp(a, "--time-limit")) {
-            if (i + 1 >= argc) return usage_error("%s needs a value", a);
-            const char *v = argv[++i];
-            char err[256];
-            if (!strcmp(a, "--policy")) {
-                if (!plan_policy_valid(v, err, sizeof err)) return usage_error("%s", err);
-                o->policy = v;
-            } else if (!strcmp(a, "--hw")) {
-                o->hw = v;
-            } else if (!strcmp(a, "--save")) {
-                VEC_PUSH(o->save_globs, v);
-            } else if (!strcmp(a, "--recompute")) {
-                VEC_PUSH(o->recompute_globs, v);
-            } else {
-                char *end;
-                o->time_limit_s = strtod(v, &end);
-                if (!*v || *end || !(o->time_limit_s > 0)) return usage_error("--time-limit needs seconds, got '%s'", v);
-            }
-        } else if (!strcmp(a, "--keep")) {
-            o->keep = true;
-        } else if (!strncmp(a, "--emit=", 7)) {
-            o->emit = a + 7;
-            if (strcmp(o->emit, "ir")) return usage_error("unknown --emit kind '%s' (known: ir)", o->emit);
-        } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s'", a);
-        } else if (!o->file) {
-            o->file = a;
-        } else {
-            return usage_error("more than one input file ('%s')", a);
-        }
-    }
-    if (!o->file) return usage_error("no input file");
-    if (o->target && strcmp(o->target, "cpu") && !cg_is_device_target(o->target))
-        return usage_error("unknown --target '%s' (known: cpu, cuda, cuda-emu)", o->target);
-    return 0;
+static void locate_install(void) {
+    char exe[4096], data[4096 + 64], lib[4096 + 64], path[4096 + 128];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = 0;
+    snprintf(data, sizeof data, "%s/%s/acc", exe, ACC_REL_DATADIR);
+    snprintf(lib, sizeof lib, "%s/%s", exe, ACC_REL_LIBDIR);
+    snprintf(path, sizeof path, "%s/hw/cpu.hw", data);
+    if (!file_exists(path)) return; /* not installed: the build tree's defaults */
+    snprintf(path, sizeof path, "%s/hw", data);
+    setenv("ACC_HW_DIR", path, 0);
+    snprintf(path, sizeof path, "%s/runtime", data);
+    setenv("ACC_RUNTIME_DIR", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt.a", lib);
+    setenv("ACC_RUNTIME_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt_emu.a", lib);
+    setenv("ACC_RUNTIME_EMU_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/libaccrt_cuda.a", lib);
+    if (file_exists(path)) setenv("ACC_RUNTIME_CUDA_LIB", path, 0);
+    snprintf(tools_dir, sizeof tools_dir, "%s", data);
 }
 
-static void free_options(Options *o) {
-    for (int i = 0; i < o->defs.n; i++) free((char *)(uintptr_t)o->defs.v[i].name);
-    VEC_FREE(o->defs);
-    VEC_FREE(o->save_globs);
-    VEC_FREE(o->recompute_globs);
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* -v: a line when a phase that may take long starts, and its time when it
+ * ends (parse, plan, cuda, emit, cc, link, train) */
+static void phase_start(const Options *o, const char *what, const char *detail) {
+    if (o->verbose && detail) fprintf(stderr, "acc: %s: %s ...\n", what, detail);
+}
+
+static void phase_end(const Options *o, const char *what, double t0) {
+    if (o->verbose) fprintf(stderr, "acc: %s: %.2f s\n", what, now_s() - t0);
+}
+
+/* fe_load_file with the parse phase timed */
+static int load_model(const Options *o, Graph *g) {
+    double t0 = now_s();
+    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr) ? EXIT_INPUT : 0;
+    if (!rc) phase_end(o, "parse", t0);
+    return rc;
 }
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
@@ -227,20 +124,30 @@ static void print_summary(const Graph *g, FILE *out) {
     VEC(const char *) groups = {0};
     VEC(int64_t) bytes = {0};
     int64_t total = 0;
+    /* group name -> index + 1, open addressing: linear in the nodes (a scan
+     * of the groups per node was quadratic in a repeat's iterations) */
+    size_t cap = 16;
+    while (cap < 2 * (size_t)g->nodes.n) cap *= 2;
+    int *slot = calloc(cap, sizeof *slot);
+    if (!slot) acc_panic(__FILE__, __LINE__, "out of memory");
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);
         if (op_table[n->op].flags & OPF_LEAF) continue;
         const char *grp = *n->group ? n->group : "(top level)";
-        int k = groups.n - 1;
-        while (k >= 0 && strcmp(groups.v[k], grp)) k--;
-        if (k < 0) {
+        uint64_t h = 1469598103934665603u;
+        for (const char *c = grp; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211u;
+        size_t at = (size_t)h & (cap - 1);
+        while (slot[at] && strcmp(groups.v[slot[at] - 1], grp)) at = (at + 1) & (cap - 1);
+        if (!slot[at]) {
             VEC_PUSH(groups, grp);
             VEC_PUSH(bytes, 0);
-            k = groups.n - 1;
+            slot[at] = groups.n;
         }
+        int k = slot[at] - 1;
         bytes.v[k] += node_bytes(n);
         total += node_bytes(n);
     }
+    free(slot);
     fprintf(out, "activations: %" PRId64 " bytes (%s) if every tensor were kept\n", total,
             format_bytes(total, b1, sizeof b1));
     for (int k = 0; k < groups.n; k++)
@@ -273,7 +180,7 @@ static int make_dir(const char *dir) {
 static int cmd_check(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     if (!rc) print_summary(&g, stdout);
     graph_free(&g);
     return rc;
@@ -406,7 +313,12 @@ typedef struct {
 
 static void memory_svg_fn(const void *arg, FILE *f) {
     const ReportArgs *r = arg;
-    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, f);
+    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, false, f);
+}
+
+static void memory_zoom_svg_fn(const void *arg, FILE *f) {
+    const ReportArgs *r = arg;
+    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, true, f);
 }
 
 static void snapshot_fn(const void *arg, FILE *f) {
@@ -427,15 +339,22 @@ static void explain_fn(const void *arg, FILE *f) {
 /* The pipeline from a graph to DIR/lib<model>.a, plan.json and report.txt. */
 static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbose) {
     Planned pl;
+    char b1[32], detail[128];
+    snprintf(detail, sizeof detail, "%d nodes, policy %s", g->nodes.n, o->policy ? o->policy : "optimal");
+    phase_start(o, "plan", detail);
+    double t0 = now_s();
     int rc = plan_graph(g, o, &pl);
-    char b1[32];
+    if (!rc) phase_end(o, "plan", t0);
     if (!rc) rc = make_dir(dir);
     /* the cuda target's kernels: compiled by NVRTC before plan.json is
      * written, which records how */
     int n_images = 0;
     if (!rc && !strcmp(pl.info.target, "cuda")) {
+        phase_start(o, "nvrtc", "the cuda target's kernels");
+        t0 = now_s();
         n_images = cg_cuda_images(g, dir, o->arch ? o->arch : "sm_80,sm_90", &pl.info.codegen_json, stderr);
         if (n_images < 0) rc = EXIT_INPUT;
+        else phase_end(o, "nvrtc", t0);
     }
     if (!rc) {
         char c_path[4200], h_path[4200], json_path[4200], report_path[4200];
@@ -444,10 +363,13 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         snprintf(json_path, sizeof json_path, "%s/plan.json", dir);
         snprintf(report_path, sizeof report_path, "%s/report.txt", dir);
         ReportArgs ra = {g, &pl};
+        t0 = now_s();
         rc = write_text(json_path, plan_json_fn, &ra);
         if (!rc) rc = write_text(report_path, explain_fn, &ra);
         snprintf(report_path, sizeof report_path, "%s/memory.svg", dir);
         if (!rc) rc = write_text(report_path, memory_svg_fn, &ra);
+        snprintf(report_path, sizeof report_path, "%s/memory_activations.svg", dir);
+        if (!rc) rc = write_text(report_path, memory_zoom_svg_fn, &ra);
         snprintf(report_path, sizeof report_path, "%s/memory_snapshot.pickle", dir);
         if (!rc) rc = write_text(report_path, snapshot_fn, &ra);
         FILE *c = rc ? NULL : fopen(c_path, "w"), *h = rc ? NULL : fopen(h_path, "w");
@@ -465,7 +387,12 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
         }
         if (c && fclose(c)) rc = EXIT_INPUT;
         if (h && fclose(h)) rc = EXIT_INPUT;
+        if (!rc) phase_end(o, "emit", t0);
+        snprintf(detail, sizeof detail, "cc -O2 %s/%s.c (%d steps)", dir, g->model, pl.sched.steps.n);
+        if (!rc) phase_start(o, "cc", detail);
+        t0 = now_s();
         if (!rc && cg_build_library(dir, g->model, pl.info.target, stderr)) rc = EXIT_INPUT;
+        if (!rc) phase_end(o, "cc", t0);
         if (!rc && verbose) {
             double gap = pl.plan.recompute_time > 0 ? (pl.plan.recompute_time - pl.plan.bound) / pl.plan.recompute_time : 0;
             fprintf(stderr,
@@ -476,7 +403,8 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
                     pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
                     pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
                     100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
-            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg, "
+            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
+                            "memory_activations.svg), "
                             "%s/memory_snapshot.pickle (target %s)\n",
                     dir, g->model, dir, g->model, dir, dir, dir, dir, pl.info.target);
         }
@@ -485,10 +413,22 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
     return rc;
 }
 
+/* compile's target when --target is not given: cuda where acc was built with
+ * the CUDA Toolkit, else cpu; explain and pareto plan for the same target
+ * (and so the same cost model) */
+static void default_target(Options *o) {
+#ifdef ACC_HAVE_NVRTC
+    if (!o->target) o->target = "cuda";
+#else
+    if (!o->target) o->target = "cpu";
+#endif
+}
+
 static int cmd_explain(Options *o) {
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     Planned pl;
     memset(&pl, 0, sizeof pl); /* freed on every path (an impossible budget fills it too) */
     if (!rc) rc = plan_graph(&g, o, &pl);
@@ -502,11 +442,15 @@ static int cmd_explain(Options *o) {
             PlanOptions po = pl.po;
             po.policy = policies[k];
             Plan p;
-            plan_make(&g, &pl.ad, &po, &p);
-            printf("%-22s %14" PRId64 " %9.2f%%  %s\n", policies[k], p.peak_bytes,
-                   100 * p.recompute_time / (p.fwd_time + p.bwd_time),
-                   p.status == PLAN_INFEASIBLE ? "no" : "yes");
-            plan_free(&p);
+            /* the plan above is this row's when the policies agree (the
+             * optimal planner runs once within --time-limit) */
+            bool same = !strcmp(policies[k], pl.po.policy);
+            if (!same) plan_make(&g, &pl.ad, &po, &p);
+            const Plan *q = same ? &pl.plan : &p;
+            printf("%-22s %14" PRId64 " %9.2f%%  %s\n", policies[k], q->peak_bytes,
+                   100 * q->recompute_time / (q->fwd_time + q->bwd_time),
+                   q->status == PLAN_INFEASIBLE ? "no" : "yes");
+            if (!same) plan_free(&p);
         }
     }
     planned_free(&pl);
@@ -514,12 +458,24 @@ static int cmd_explain(Options *o) {
     return rc;
 }
 
+/* pareto's --time-limit: false when the next optimal solve, as long as the
+ * last, would end after it; else that solve's share of what is left. */
+static bool pareto_share(PlanOptions *po, double t0, double limit, int *left, double *last_s) {
+    if (limit <= 0) return true;
+    double used = now_s() - t0;
+    if (used + *last_s > limit) return false;
+    po->time_limit_s = (limit - used) / (*left > 0 ? *left : 1);
+    --*left;
+    return true;
+}
+
 /* acc pareto: the optimal planner over a sweep of budgets from the smallest
  * feasible peak to save-all, and every policy, as (peak, overhead) points. */
 static int cmd_pareto(Options *o) {
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     o->has_budget = false;
     Planned pl;
     memset(&pl, 0, sizeof pl);
@@ -532,23 +488,38 @@ static int cmd_pareto(Options *o) {
     static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
                                            "sqrt"};
     int n_pol = (int)(sizeof policies / sizeof *policies), n = o->points ? o->points : 12;
-    MemvizPoint *pts = calloc((size_t)(n + n_pol), sizeof *pts);
+    MemvizPoint *pts = calloc((size_t)(n + 2 * n_pol), sizeof *pts);
     int k = 0;
     PlanOptions po = pl.po;
     po.policy = "none";
     po.budget_bytes = 0;
+    /* --time-limit bounds the optimal solves together (the minimum, the
+     * sweep, one at each policy's peak): each gets an equal share of what
+     * is left, and none starts that the last one's time says would end late */
+    double t0 = now_s(), limit = o->time_limit_s, last_s = 0;
+    int left = n + n_pol + 1, skipped = 0;
+    if (limit > 0) po.time_limit_s = limit / left;
     Plan p;
     plan_make(&g, &pl.ad, &po, &p);
     int64_t none = p.peak_bytes;
     plan_free(&p);
-    plan_min_peak(&g, &pl.ad, &pl.po, &p);
+    PlanOptions mpo = pl.po;
+    mpo.time_limit_s = po.time_limit_s;
+    plan_min_peak(&g, &pl.ad, &mpo, &p);
     int64_t min = p.min_peak_bytes;
     plan_free(&p);
+    last_s = now_s() - t0, left--;
     printf("%-22s %14s %14s %10s  %s\n", "plan", "budget", "peak bytes", "overhead", "status");
     for (int i = 0; pts && i < n + n_pol; i++) {
         po.policy = i < n ? "optimal" : policies[i - n];
         po.budget_bytes = i < n ? min + (none - min) * i / (n - 1) : 0;
+        if (i < n && !pareto_share(&po, t0, limit, &left, &last_s)) {
+            skipped++;
+            continue;
+        }
+        double ts = now_s();
         plan_make(&g, &pl.ad, &po, &p);
+        if (i < n) last_s = now_s() - ts;
         double over = p.recompute_time / (p.fwd_time + p.bwd_time);
         printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy, po.budget_bytes, p.peak_bytes, 100 * over,
                p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
@@ -561,7 +532,33 @@ static int cmd_pareto(Options *o) {
             pts[k++] = (MemvizPoint){p.peak_bytes, over, i < n ? NULL : policies[i - n]};
         plan_free(&p);
     }
+    /* the optimal planner at each policy's peak too, so that the curve is
+     * sampled wherever a policy could fall below it */
+    int n_before = k;
+    for (int j = 0; pts && j < n_before; j++) {
+        if (!pts[j].label) continue;
+        po.policy = "optimal";
+        po.budget_bytes = pts[j].peak_bytes;
+        if (!pareto_share(&po, t0, limit, &left, &last_s)) {
+            skipped++;
+            continue;
+        }
+        double ts = now_s();
+        plan_make(&g, &pl.ad, &po, &p);
+        last_s = now_s() - ts;
+        double over = p.recompute_time / (p.fwd_time + p.bwd_time);
+        const char *first = pts[j].label;
+        size_t len = strcspn(first, ",");
+        printf("optimal@%-14.*s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", (int)(len < 14 ? len : 14), first,
+               po.budget_bytes, p.peak_bytes, 100 * over,
+               p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
+        if (p.status != PLAN_INFEASIBLE) pts[k++] = (MemvizPoint){p.peak_bytes, over, NULL};
+        plan_free(&p);
+    }
     fflush(stdout);
+    if (skipped)
+        fprintf(stderr, "acc: note: --time-limit %g s: %d optimal plan%s of the sweep skipped\n", limit, skipped,
+                skipped == 1 ? "" : "s");
     if (o->out_dir && pts) {
         FILE *f = fopen(o->out_dir, "w");
         if (!f || (memviz_pareto_svg(g.model, pts, k, f), fclose(f))) {
@@ -583,12 +580,10 @@ static int cmd_compile(Options *o) {
     char b1[32];
     fprintf(stderr, "acc: budget %" PRId64 " bytes (%s)\n", o->budget_bytes,
             format_bytes(o->budget_bytes, b1, sizeof b1));
-#ifdef ACC_HAVE_NVRTC
-    if (!o->target) o->target = "cuda";
-#endif
+    default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     if (!rc && o->emit) {
         rc = make_dir(o->out_dir);
         char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
@@ -609,7 +604,7 @@ static void remove_tree(const char *dir) {
 static int cmd_run(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_model(o, &g);
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -620,11 +615,11 @@ static int cmd_run(Options *o) {
     bool made = !rc;
     if (!rc) rc = compile_graph(&g, o, dir, false);
     if (!rc) {
-        char main_src[4200], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
+        char main_src[4400], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
         char blas_l[4200], blas_rpath[4200];
         snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
         snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
-        snprintf(main_src, sizeof main_src, "%s/run_main.c", ACC_TOOLS_DIR);
+        snprintf(main_src, sizeof main_src, "%s/run_main.c", tools_dir);
         snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
         snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
         snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g.model);
@@ -643,7 +638,10 @@ static int cmd_run(Options *o) {
         link[nl++] = "-o", link[nl++] = exe;
         if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
         link[nl] = NULL;
+        double t0 = now_s();
+        phase_start(o, "link", "the trainer");
         if (cg_run(link, stderr)) rc = EXIT_INPUT;
+        else phase_end(o, "link", t0);
         if (!rc) {
             const char *argv[16] = {exe};
             int k = 1;
@@ -654,7 +652,9 @@ static int cmd_run(Options *o) {
             if (o->params) argv[k++] = "--params", argv[k++] = o->params;
             if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
             argv[k] = NULL;
+            t0 = now_s();
             if (cg_run(argv, stderr)) rc = EXIT_INPUT;
+            else phase_end(o, "train", t0);
         }
     }
     if (made && !o->keep) remove_tree(dir);
@@ -676,14 +676,12 @@ static int cmd_alloc(int argc, char **argv) {
             if (!parse_size(argv[++i], &capacity) || capacity <= 0)
                 return usage_error("invalid size '%s' (examples: 1048576, 1M, 1.5GiB)", argv[i]);
         } else if (!strcmp(a, "--time-limit")) {
-            char *end;
-            time_limit = strtod(argv[++i], &end);
-            if (!*argv[i] || *end || !(time_limit >= 0) || time_limit > 1e6)
-                return usage_error("--time-limit needs seconds, got '%s'", argv[i]);
+            if (!opt_seconds(argv[++i], true, &time_limit))
+                return usage_error("--time-limit needs seconds, a number from 0 to 1e6, got '%s'", argv[i]);
         } else if (!strcmp(a, "-o")) {
             out = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            return usage_error("unknown option '%s' for alloc", a);
+            return usage_error("acc alloc does not take '%s' (acc alloc --help lists its options)", a);
         } else if (file) {
             return usage_error("more than one input file ('%s')", a);
         } else {
@@ -731,48 +729,89 @@ static int cmd_alloc(int argc, char **argv) {
     return rc;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 2) {
-        fputs(usage, stderr);
-        return EXIT_USAGE;
+/* acc calibrate [-o FILE.hw] */
+static int cmd_calibrate(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc && !path) path = argv[++i];
+        else if (!strcmp(argv[i], "-o")) return usage_error("-o needs a file (once)");
+        else return usage_error("acc calibrate does not take '%s' (usage: acc calibrate [-o FILE.hw])", argv[i]);
     }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(usage, stdout);
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    int rc = calibrate("cpu-local", f);
+    if (path && fclose(f)) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        rc = EXIT_INPUT;
+    }
+    return rc ? EXIT_INPUT : 0;
+}
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+    return false;
+}
+
+static int run_command(const char *cmd, int argc, char **argv) {
+    if (strcmp(cmd, "plan") && wants_help(argc, argv)) {
+        opt_print_command_help(cmd, stdout);
         return 0;
     }
-    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("acc %s (GLPK %s)\n", ACC_VERSION, glp_version());
-        return 0;
-    }
-    if (!strcmp(cmd, "calibrate")) {
-        const char *path = argc == 4 && !strcmp(argv[2], "-o") ? argv[3] : NULL;
-        if (argc != 2 && !path) return usage_error("usage: acc calibrate [-o FILE.hw]");
-        FILE *f = path ? fopen(path, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
-            return EXIT_INPUT;
-        }
-        int rc = calibrate("cpu-local", f);
-        if (path && fclose(f)) rc = EXIT_INPUT;
-        return rc ? EXIT_INPUT : 0;
-    }
+    if (!strcmp(cmd, "calibrate")) return cmd_calibrate(argc, argv);
     if (!strcmp(cmd, "diff")) {
-        if (argc != 4) return usage_error("diff needs two plan files: acc diff A.json B.json");
-        return plan_diff(argv[2], argv[3], stdout);
+        if (argc != 2 || argv[0][0] == '-' || argv[1][0] == '-')
+            return usage_error("diff needs two plan files: acc diff A.json B.json");
+        return plan_diff(argv[0], argv[1], stdout);
     }
-    if (!strcmp(cmd, "alloc")) return cmd_alloc(argc - 2, argv + 2);
-    if (!strcmp(cmd, "plan")) return acc_plan_main(argc - 2, argv + 2);
+    if (!strcmp(cmd, "alloc")) return cmd_alloc(argc, argv);
+    if (!strcmp(cmd, "plan")) return acc_plan_main(argc, argv);
     Options o = {0};
-    int rc = parse_options(argc - 2, argv + 2, &o);
+    int rc = opt_parse(cmd, argc, argv, &o);
     if (!rc) {
         if (!strcmp(cmd, "check")) rc = cmd_check(&o);
         else if (!strcmp(cmd, "compile")) rc = cmd_compile(&o);
         else if (!strcmp(cmd, "run")) rc = cmd_run(&o);
         else if (!strcmp(cmd, "explain")) rc = cmd_explain(&o);
-        else if (!strcmp(cmd, "pareto")) rc = cmd_pareto(&o);
-        else rc = usage_error("unknown command '%s'", cmd);
+        else rc = cmd_pareto(&o);
     }
-    free_options(&o);
+    opt_free(&o);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    int rc;
+    locate_install();
+    const char *cmd = argc < 2 ? NULL : argv[1];
+    if (!cmd) {
+        opt_print_usage(stderr);
+        return EXIT_USAGE;
+    } else if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        if (argc > 2 && opt_is_command(argv[2])) opt_print_command_help(argv[2], stdout);
+        else if (argc > 2) return usage_error("unknown command '%s'", argv[2]);
+        else opt_print_usage(stdout);
+        rc = 0;
+    } else if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        const char *hw = getenv("ACC_HW_DIR");
+        printf("acc %s (GLPK %s)\nruntime: %s\nruntime library: %s\nhardware profiles: %s\n", ACC_VERSION,
+               glp_version(), cg_runtime_include(), cg_runtime_lib(), hw && *hw ? hw : ACC_HW_DIR);
+        rc = 0;
+    } else if (!opt_is_command(cmd)) {
+        return usage_error(cmd[0] == '-' ? "'%s' is an option; a command comes first (check, compile, explain, pareto, "
+                                           "run, calibrate, diff, alloc, plan)"
+                                         : "unknown command '%s' (commands: check, compile, explain, pareto, run, "
+                                           "calibrate, diff, alloc, plan)",
+                           cmd);
+    } else {
+        rc = run_command(cmd, argc - 2, argv + 2);
+    }
+    /* output that could not be written is a failure, not a silent success */
+    if (fflush(stdout) == EOF || ferror(stdout)) {
+        fprintf(stderr, "acc: error: cannot write to standard output: %s\n", strerror(errno));
+        if (!rc) rc = EXIT_INPUT;
+    }
     return rc;
 }

@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dag_cmd.h"
+#include "options.h"
 #include "passes.h"
 
 static const char plan_usage[] =
@@ -33,7 +35,7 @@ static const char plan_usage[] =
     "  -v                  progress on stderr\n";
 
 static int plan_usage_error(const char *msg, const char *arg) {
-    fprintf(stderr, "acc: error: %s%s%s\n%s", msg, arg ? " " : "", arg ? arg : "", plan_usage);
+    fprintf(stderr, "acc: error: %s%s%s%s\n%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", plan_usage);
     return 2;
 }
 
@@ -50,6 +52,12 @@ static void json_str(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int acc_plan_main(int argc, char **argv) {
@@ -70,18 +78,17 @@ int acc_plan_main(int argc, char **argv) {
             if (!v || !parse_size(v, &budget)) return plan_usage_error("--budget needs a size, got", v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--budget-frac")) {
-            char *end;
-            frac = v ? strtod(v, &end) : NAN;
-            if (!v || *end || !(frac > 0) || frac > 1e6) return plan_usage_error("--budget-frac needs F > 0, got", v ? v : "nothing");
+            if (!v || !opt_decimal(v, false, &frac) || !(frac > 0) || frac > 1e6)
+                return plan_usage_error("--budget-frac needs a number F, 0 < F <= 1e6, got", v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--method")) {
             if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp")))
                 return plan_usage_error("--method is acc, checkmate-milp or checkmate-lp, got", v ? v : "nothing");
             method = v, i++;
         } else if (!strcmp(a, "--time-limit")) {
-            char *end;
-            limit = v ? strtod(v, &end) : NAN;
-            if (!v || *end || !(limit > 0) || limit > 1e7) return plan_usage_error("--time-limit needs seconds, got", v ? v : "nothing");
+            if (!v || !opt_seconds(v, false, &limit))
+                return plan_usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got",
+                                        v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--emit=lp") || !strncmp(a, "--emit=lp=", 10)) {
             emit_lp = a[9] == '=' ? a + 10 : v;
@@ -97,6 +104,7 @@ int acc_plan_main(int argc, char **argv) {
     }
     if (!graph) return plan_usage_error("plan needs --graph FILE.json", NULL);
     if ((budget >= 0) == isfinite(frac)) return plan_usage_error("plan needs one of --budget and --budget-frac", NULL);
+    double t0 = now_s();
     Dag d;
     char err[1024];
     if (!dag_load(graph, &d, err, sizeof err)) {
@@ -106,6 +114,9 @@ int acc_plan_main(int argc, char **argv) {
     int64_t base_peak = dag_baseline_peak(&d);
     double base_compute = dag_baseline_compute(&d);
     if (isfinite(frac)) budget = (int64_t)ceil(frac * (double)base_peak - 1e-9);
+    /* --time-limit bounds the whole command: what reading the graph took
+     * comes out of the planner's share */
+    if (limit > 0) limit = fmax(limit - (now_s() - t0), 0.05 * limit);
     DagPlanOptions o = {!strcmp(method, "acc") ? DAG_ACC : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
                                                                                             : DAG_CHECKMATE_LP,
                         budget, limit, emit_lp, verbose};
@@ -115,6 +126,10 @@ int acc_plan_main(int argc, char **argv) {
         dag_free(&d);
         return 1;
     }
+    if (!strcmp(p.status, "too_large"))
+        fprintf(stderr, "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
+                        "tables grow with the square of the size); the JSON reports the topological order\n",
+                d.n, DAG_DENSE_MAX_NODES);
     FILE *f = stdout;
     fprintf(f, "{\"graph\": ");
     json_str(f, d.title);

@@ -55,11 +55,13 @@ static double tick_step(double range) {
     return raw >= 5 * p ? 5 * p : raw >= 2 * p ? 2 * p : p;
 }
 
-/* y axis in MiB from 0 to ymax bytes; returns the pixels per byte. */
-static double y_axis(FILE *o, double ymax) {
-    double sy = (H - MT - MB) / ymax, mib = ymax / 1048576.0, step = tick_step(mib);
-    for (double v = 0; v <= mib * 1.0001; v += step) {
-        double y = H - MB - v * 1048576.0 * sy;
+/* y axis in MiB from ymin to ymax bytes (labels absolute); returns the
+ * pixels per byte. */
+static double y_axis(FILE *o, double ymin, double ymax) {
+    double sy = (H - MT - MB) / (ymax - ymin), step = tick_step((ymax - ymin) / 1048576.0);
+    for (double v = step * (double)(int64_t)(ymin / 1048576.0 / step + 0.999999); v <= ymax / 1048576.0 * 1.0001;
+         v += step) {
+        double y = H - MB - (v * 1048576.0 - ymin) * sy;
         fprintf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e0e0e0\"/>\n", ML, y, W - MR, y);
         fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", ML - 6, y + 4, v);
     }
@@ -68,41 +70,62 @@ static double y_axis(FILE *o, double ymax) {
     return sy;
 }
 
-void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t extra_bytes, FILE *o) {
+void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t extra_bytes, bool zoom, FILE *o) {
     int n = s->steps.n;
-    /* bytes live per step and kind: persistent buffers at every step */
+    /* bytes live per step and kind: persistent buffers at every step (left
+     * out when zoomed: they and the device's workspace are the floor) */
     int64_t *live = calloc((size_t)n * BUF_KIND_COUNT, sizeof *live);
     if (!live) return;
+    int64_t floor_bytes = zoom ? extra_bytes : 0;
+    /* a difference array per kind: + at the first step, - after the last */
     for (int i = 0; i < s->bufs.n; i++) {
         const Buffer *b = &s->bufs.v[i];
+        if (zoom && b->persistent) {
+            floor_bytes += b->size_bytes;
+            continue;
+        }
         int lo = b->persistent ? 0 : b->first, hi = b->persistent ? n - 1 : b->last;
-        for (int t = lo >= 0 ? lo : 0; t <= hi && t < n; t++) live[(size_t)t * BUF_KIND_COUNT + b->kind] += b->size_bytes;
+        if (lo < 0) lo = 0;
+        if (hi > n - 1) hi = n - 1;
+        if (lo > hi) continue;
+        live[(size_t)lo * BUF_KIND_COUNT + b->kind] += b->size_bytes;
+        if (hi + 1 < n) live[(size_t)(hi + 1) * BUF_KIND_COUNT + b->kind] -= b->size_bytes;
     }
+    for (int t = 1; t < n; t++)
+        for (int c = 0; c < BUF_KIND_COUNT; c++)
+            live[(size_t)t * BUF_KIND_COUNT + c] += live[(size_t)(t - 1) * BUF_KIND_COUNT + c];
     int64_t top = s->arena_bytes + extra_bytes;
-    double ymax = (double)(budget_bytes > top ? budget_bytes : top) * 1.08;
-    char title[300], b1[32], b2[32];
-    snprintf(title, sizeof title, "%s: memory over the training step (peak %s at step %d, budget %s)", g->model,
-             format_bytes(top, b1, sizeof b1), s->peak_step,
-             budget_bytes > 0 ? format_bytes(budget_bytes, b2, sizeof b2) : "none");
+    double ymax = (double)(budget_bytes > top ? budget_bytes : top), ymin = (double)floor_bytes;
+    ymax += (ymax - ymin) * 0.08;
+    char title[300], b1[32], b2[32], b3[32];
+    if (zoom)
+        snprintf(title, sizeof title, "%s: memory over the step above the %s held throughout (peak %s at step %d)",
+                 g->model, format_bytes(floor_bytes, b3, sizeof b3), format_bytes(top, b1, sizeof b1), s->peak_step);
+    else
+        snprintf(title, sizeof title, "%s: memory over the training step (peak %s at step %d, budget %s)", g->model,
+                 format_bytes(top, b1, sizeof b1), s->peak_step,
+                 budget_bytes > 0 ? format_bytes(budget_bytes, b2, sizeof b2) : "none");
     svg_begin(o, title);
-    double sy = y_axis(o, ymax), sx = (W - ML - MR) / (n > 0 ? n : 1);
+    double sy = y_axis(o, ymin, ymax), sx = (W - ML - MR) / (n > 0 ? n : 1);
+#define Y(bytes) (H - MB - ((double)(bytes) - ymin) * sy)
     /* the device's workspace at the bottom, then the categories in order */
     double base = (double)extra_bytes;
-    if (extra_bytes)
+    if (extra_bytes && !zoom)
         fprintf(o, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"#bbbbbb\"/>\n", ML,
                 H - MB - base * sy, W - ML - MR, base * sy);
+    if (zoom) base = (double)floor_bytes;
     int64_t *below = calloc((size_t)n, sizeof *below);
     for (int c = 0; below && c < BUF_KIND_COUNT; c++) {
         int64_t any = 0;
         for (int t = 0; t < n; t++) any |= live[(size_t)t * BUF_KIND_COUNT + c];
         if (!any) continue;
-        fprintf(o, "<path fill=\"%s\" d=\"M%.1f %.2f", kind_colour[c], ML, H - MB - (base + (double)below[0]) * sy);
+        fprintf(o, "<path fill=\"%s\" d=\"M%.1f %.2f", kind_colour[c], ML, Y(base + (double)below[0]));
         for (int t = 0; t < n; t++) { /* the upper edge, a step function */
-            double y = H - MB - (base + (double)(below[t] + live[(size_t)t * BUF_KIND_COUNT + c])) * sy;
+            double y = Y(base + (double)(below[t] + live[(size_t)t * BUF_KIND_COUNT + c]));
             fprintf(o, " L%.1f %.2f L%.1f %.2f", ML + t * sx, y, ML + (t + 1) * sx, y);
         }
         for (int t = n - 1; t >= 0; t--) { /* back along the lower edge */
-            double y = H - MB - (base + (double)below[t]) * sy;
+            double y = Y(base + (double)below[t]);
             fprintf(o, " L%.1f %.2f L%.1f %.2f", ML + (t + 1) * sx, y, ML + t * sx, y);
         }
         fprintf(o, " Z\"/>\n");
@@ -114,21 +137,35 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t
             xb, H - MB);
     fprintf(o, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"end\">forward</text><text x=\"%.1f\" y=\"%.0f\">backward</text>\n",
             xb - 4, MT + 12, xb + 4, MT + 12);
-    if (budget_bytes > 0) {
-        double y = H - MB - (double)budget_bytes * sy;
+    if (budget_bytes > 0 && (double)budget_bytes <= ymax) {
+        double y = Y(budget_bytes);
         fprintf(o, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#d62728\" stroke-width=\"1.5\" "
                    "stroke-dasharray=\"6 4\"/>\n<text x=\"%.1f\" y=\"%.2f\" fill=\"#d62728\">budget</text>\n",
                 ML, y, W - MR, y, W - MR + 4, y + 4);
     }
-    double px = ML + (s->peak_step + 0.5) * sx, py = H - MB - (double)(s->peak_live_bytes + extra_bytes) * sy;
+    double px = ML + (s->peak_step + 0.5) * sx, py = Y(s->peak_live_bytes + extra_bytes);
     const Step *pk = &s->steps.v[s->peak_step];
     fprintf(o, "<circle cx=\"%.1f\" cy=\"%.2f\" r=\"4\" fill=\"black\"/>\n<text x=\"%.1f\" y=\"%.2f\">peak: %s of %s"
                "</text>\n",
             px, py, px + 6, py - 6, step_kind[pk->kind], graph_node(g, pk->node)->name);
-    /* x axis and legend */
+    /* x axis: ticks at round step numbers, the recompute steps marked under it */
     fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", ML, H - MB, W - MR, H - MB);
-    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed)</text>\n",
-            (ML + W - MR) / 2, H - 15, n - 1, s->n_recompute);
+    double xstep = n > 1 ? tick_step((double)n) : 1;
+    if (xstep < 1) xstep = 1;
+    for (double v = 0; v <= (double)n; v += xstep) {
+        double x = ML + v * sx;
+        fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>"
+                   "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+                x, H - MB, x, H - MB + 4, x, H - MB + 22, v);
+    }
+    for (int t = 0; t < n; t++)
+        if (s->steps.v[t].kind == ST_RECOMPUTE)
+            fprintf(o, "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"6\" fill=\"#c44e52\"/>\n", ML + t * sx,
+                    H - MB + 1, sx > 1 ? sx : 1);
+    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, marked "
+               "under the axis)</text>\n",
+            (ML + W - MR) / 2, H - 10, n - 1, s->n_recompute);
+#undef Y
     double ly = MT + 10;
     for (int c = BUF_KIND_COUNT - 1; c >= 0; c--) {
         int64_t any = 0;
@@ -139,10 +176,15 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t
                 W - MR + 50, ly, kind_colour[c], W - MR + 68, ly + 10, buf_kind_name((BufKind)c));
         ly += 18;
     }
-    if (extra_bytes)
+    if (extra_bytes && !zoom) {
         fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"#bbbbbb\"/><text x=\"%.0f\" "
                    "y=\"%.0f\">GEMM workspace</text>\n",
                 W - MR + 50, ly, W - MR + 68, ly + 10);
+        ly += 18;
+    }
+    fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" fill=\"#c44e52\"/><text x=\"%.0f\" y=\"%.0f\">"
+               "recompute step</text>\n",
+            W - MR + 50, ly + 3, W - MR + 68, ly + 10);
     fputs("</svg>\n", o);
     free(below);
     free(live);
@@ -210,6 +252,7 @@ static void pk_event(FILE *o, const Graph *g, const Buffer *b, const char *actio
     pk_key_int(o, "size", b->size_bytes);
     pk_key_int(o, "stream", 0);
     pk_key_int(o, "time_us", t);
+    pk_key_str(o, "category", buf_kind_name(b->kind)); /* memory_viz colours by it */
     pk_frames(o, g, b, when);
     pk_dict_end(o);
 }
@@ -264,15 +307,54 @@ void memviz_snapshot(const Graph *g, const Schedule *s, FILE *o) {
     pk_str(o, "device_traces");
     pk_list(o);
     pk_list(o);
-    for (int t = 0; t < s->steps.n; t++) {
-        for (int i = 0; i < s->bufs.n; i++)
-            if (!s->bufs.v[i].persistent && s->bufs.v[i].first == t) pk_event(o, g, &s->bufs.v[i], "alloc", t);
-        for (int i = 0; i < s->bufs.n; i++)
-            if (!s->bufs.v[i].persistent && s->bufs.v[i].last == t) {
-                pk_event(o, g, &s->bufs.v[i], "free_requested", t);
-                pk_event(o, g, &s->bufs.v[i], "free_completed", t);
-            }
+    /* memory_viz colours the blocks allocated before the trace (here the
+     * persistent buffers) as category "unknown", and some versions fail
+     * unless an event names it: a zero-byte allocation that does */
+    static const char *const actions[] = {"alloc", "free_requested", "free_completed"};
+    for (int k = 0; k < 3; k++) {
+        pk_dict(o);
+        pk_key_str(o, "action", actions[k]);
+        pk_key_int(o, "addr", MEMVIZ_BASE);
+        pk_key_int(o, "size", 0);
+        pk_key_int(o, "stream", 0);
+        pk_key_int(o, "time_us", 0);
+        pk_key_str(o, "category", "unknown");
+        pk_str(o, "frames");
+        pk_list(o);
+        pk_dict(o);
+        pk_key_str(o, "filename", g->source);
+        pk_key_int(o, "line", 0);
+        pk_key_str(o, "name", "category 'unknown': the persistent buffers (parameters, gradients, optimizer state)");
+        pk_dict_end(o);
+        pk_list_end(o);
+        pk_dict_end(o);
     }
+    /* the buffers by first and by last step, in index order (counting sort) */
+    int n_steps = s->steps.n, nb = s->bufs.n;
+    int *first_at = calloc((size_t)n_steps + 2, sizeof(int)), *last_at = calloc((size_t)n_steps + 2, sizeof(int));
+    int *by_first = malloc(((size_t)nb + 1) * sizeof(int)), *by_last = malloc(((size_t)nb + 1) * sizeof(int));
+    if (!first_at || !last_at || !by_first || !by_last) acc_panic(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent) continue;
+        if (b->first >= 0 && b->first < n_steps) first_at[b->first + 1]++;
+        if (b->last >= 0 && b->last < n_steps) last_at[b->last + 1]++;
+    }
+    for (int t = 0; t < n_steps; t++) first_at[t + 1] += first_at[t], last_at[t + 1] += last_at[t];
+    for (int i = 0; i < nb; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent) continue;
+        if (b->first >= 0 && b->first < n_steps) by_first[first_at[b->first]++] = i;
+        if (b->last >= 0 && b->last < n_steps) by_last[last_at[b->last]++] = i;
+    }
+    for (int t = 0, fi = 0, li = 0; t < n_steps; t++) {
+        for (; fi < first_at[t]; fi++) pk_event(o, g, &s->bufs.v[by_first[fi]], "alloc", t);
+        for (; li < last_at[t]; li++) {
+            pk_event(o, g, &s->bufs.v[by_last[li]], "free_requested", t);
+            pk_event(o, g, &s->bufs.v[by_last[li]], "free_completed", t);
+        }
+    }
+    free(first_at), free(last_at), free(by_first), free(by_last);
     pk_list_end(o);
     pk_list_end(o);
     pk_dict_end(o);
@@ -311,12 +393,27 @@ void memviz_pareto_svg(const char *model, const MemvizPoint *pts, int n, FILE *o
     fprintf(o, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">recompute overhead"
                "</text>\n",
             (H - MB + MT) / 2, (H - MB + MT) / 2);
-    /* the optimal planner's points joined in order of memory */
+    /* the optimal planner's points as steps in order of memory: between two
+     * sampled peaks the best known plan is the one at the lower peak, so the
+     * curve stays level until the next point (a straight line between them
+     * would claim plans nobody found) */
+    int *ord = malloc(((size_t)n + 1) * sizeof *ord), n_opt = 0;
+    for (int i = 0; ord && i < n; i++)
+        if (!pts[i].label) {
+            int k = n_opt++;
+            for (; k > 0 && pts[ord[k - 1]].peak_bytes > pts[i].peak_bytes; k--) ord[k] = ord[k - 1];
+            ord[k] = i;
+        }
     fprintf(o, "<polyline fill=\"none\" stroke=\"#4c72b0\" stroke-width=\"2\" points=\"");
-    for (int i = 0; i < n; i++)
-        if (!pts[i].label)
-            fprintf(o, "%.1f,%.1f ", ML + ((double)pts[i].peak_bytes - xmin) * sx, H - MB - pts[i].overhead * 100 * sy);
+    for (int k = 0; k < n_opt; k++) {
+        const MemvizPoint *p = &pts[ord[k]];
+        double x = ML + ((double)p->peak_bytes - xmin) * sx, y = H - MB - p->overhead * 100 * sy;
+        if (k) fprintf(o, "%.1f,%.1f ", x, H - MB - pts[ord[k - 1]].overhead * 100 * sy);
+        fprintf(o, "%.1f,%.1f ", x, y);
+    }
+    if (n_opt) fprintf(o, "%.1f,%.1f", W - MR, H - MB - pts[ord[n_opt - 1]].overhead * 100 * sy);
     fprintf(o, "\"/>\n");
+    free(ord);
     for (int i = 0; i < n; i++) {
         double x = ML + ((double)pts[i].peak_bytes - xmin) * sx, y = H - MB - pts[i].overhead * 100 * sy;
         if (!pts[i].label) {

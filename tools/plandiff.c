@@ -61,11 +61,18 @@ static bool load(const char *path, PlanFile *pf) {
         fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile\n", path);
         return false;
     }
-    bool in_tensors = false;
+    /* the whole layout report.c writes: top-level fields one per line, the
+     * tensor list closed, the object closed, nothing after it */
+    bool in_tensors = false, tensors_done = false, closed = false;
     for (char *line = strtok(pf->text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (closed) {
+            fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile: text after its end\n", path);
+            return false;
+        }
         if (in_tensors) {
-            if (!strncmp(line, "  ]", 3)) {
+            if (!strcmp(line, "  ]")) {
                 in_tensors = false;
+                tensors_done = true;
                 continue;
             }
             Tensor t = {str_field(line, "name"), str_field(line, "decision"), str_field(line, "bytes"),
@@ -75,16 +82,25 @@ static bool load(const char *path, PlanFile *pf) {
                 return false;
             }
             VEC_PUSH(pf->tensors, t);
-        } else if (!strncmp(line, "  \"tensors\": [", 14)) {
+        } else if (!strcmp(line, "  \"tensors\": [") && !tensors_done) {
             in_tensors = true;
-        } else if (!strncmp(line, "  \"", 3)) {
+        } else if (!strcmp(line, "}") && tensors_done) {
+            closed = true;
+        } else if (!strncmp(line, "  \"", 3) && strstr(line, "\": ")) {
             char *colon = strstr(line, "\": ");
-            if (!colon) continue;
             size_t vlen = strlen(colon + 3);
             if (vlen && colon[3 + vlen - 1] == ',') vlen--;
             Field fl = {strndup(line + 3, (size_t)(colon - line - 3)), strndup(colon + 3, vlen)};
             VEC_PUSH(pf->fields, fl);
+        } else if (strcmp(line, "{")) {
+            fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile: unexpected line: %.80s\n", path, line);
+            return false;
         }
+    }
+    if (!closed) {
+        fprintf(stderr, "acc: error: '%s' is not a complete plan written by acc compile (%s)\n", path,
+                in_tensors ? "its tensor list is not closed" : tensors_done ? "its object is not closed" : "no tensor list");
+        return false;
     }
     return true;
 }

@@ -116,6 +116,26 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, "\n  ]\n}\n");
 }
 
+/* The name of x after its block's prefix ("layers.3.attn.q" -> "attn.q"). */
+static const char *local_name(const Node *x) {
+    size_t n = strlen(x->group);
+    return n && !strncmp(x->name, x->group, n) && x->name[n] == '.' ? x->name + n + 1 : x->name;
+}
+
+/* Whether candidates [a0, a1) and [b0, b1) are the same block: the same
+ * tensors in the same order, by local name, op and size. */
+static bool same_block(const Autodiff *ad, const Graph *g, int a0, int a1, int b0, int b1) {
+    int i = a0, j = b0;
+    for (;;) {
+        while (i < a1 && !is_candidate(ad, g, i)) i++;
+        while (j < b1 && !is_candidate(ad, g, j)) j++;
+        if (i >= a1 || j >= b1) return i >= a1 && j >= b1;
+        const Node *x = graph_node(g, i), *y = graph_node(g, j);
+        if (x->op != y->op || node_bytes(x) != node_bytes(y) || strcmp(local_name(x), local_name(y))) return false;
+        i++, j++;
+    }
+}
+
 void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
@@ -132,15 +152,46 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     fprintf(out, "memory at the peak:\n");
     report_breakdown(s, out);
     fprintf(out, "\n%-40s %-14s %12s  %-9s %12s\n", "tensor", "op", "bytes", "decision", "recompute");
-    const char *group = NULL;
-    for (int i = 0; i < g->nodes.n; i++) {
-        if (!is_candidate(ad, g, i)) continue;
-        const Node *x = graph_node(g, i);
-        if (!group || strcmp(group, x->group)) {
-            group = x->group;
-            fprintf(out, "[%s]\n", *group ? group : "top level");
+    /* block instances in order; an instance with the same tensors (names
+     * after the block's prefix, ops, sizes) as the last one printed in full
+     * is folded into one line: its totals and what it recomputes */
+    int n = g->nodes.n, start = 0, full = -1, full_end = -1;
+    while (start < n) {
+        while (start < n && !is_candidate(ad, g, start)) start++;
+        if (start >= n) break;
+        const char *group = graph_node(g, start)->group;
+        int end = start + 1; /* one past the group's last candidate */
+        for (int i = start + 1; i < n; i++) {
+            if (!is_candidate(ad, g, i)) continue;
+            if (strcmp(graph_node(g, i)->group, group)) break;
+            end = i + 1;
         }
-        fprintf(out, "  %-38s %-14s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name, node_bytes(x),
-                p->dec[i] == DEC_SAVE ? "save" : "recompute", cost_fwd_time(g, x, hw) * 1e6);
+        if (*group && full >= 0 && same_block(ad, g, full, full_end, start, end)) {
+            int n_t = 0, n_rc = 0;
+            int64_t bytes = 0;
+            for (int i = start; i < end; i++)
+                if (is_candidate(ad, g, i)) n_t++, n_rc += p->dec[i] != DEC_SAVE, bytes += node_bytes(graph_node(g, i));
+            fprintf(out, "[%s] as [%s]: %d tensors, %" PRId64 " bytes, %d recomputed", group,
+                    graph_node(g, full)->group, n_t, bytes, n_rc);
+            const char *sep = ": ";
+            size_t glen = strlen(group);
+            for (int i = start; i < end; i++)
+                if (is_candidate(ad, g, i) && p->dec[i] != DEC_SAVE) {
+                    const char *nm = graph_node(g, i)->name;
+                    fprintf(out, "%s%s", sep, strncmp(nm, group, glen) || nm[glen] != '.' ? nm : nm + glen + 1);
+                    sep = ", ";
+                }
+            fputc('\n', out);
+        } else {
+            fprintf(out, "[%s]\n", *group ? group : "top level");
+            for (int i = start; i < end; i++) {
+                if (!is_candidate(ad, g, i)) continue;
+                const Node *x = graph_node(g, i);
+                fprintf(out, "  %-38s %-14s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name,
+                        node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute", cost_fwd_time(g, x, hw) * 1e6);
+            }
+            if (*group) full = start, full_end = end;
+        }
+        start = end;
     }
 }

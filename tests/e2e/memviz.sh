@@ -16,4 +16,13 @@ n=$(grep -c '^optimal ' "$dir/pareto.txt")
 python3 -c "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); \
 n = len(r.findall('{http://www.w3.org/2000/svg}circle')); sys.exit(0 if n >= 4 else 1)" "$dir/pareto.svg" ||
     { echo "FAIL: pareto.svg is not an SVG with the sweep's points"; exit 1; }
-echo "ok   acc pareto: $n optimal points and $(grep -vc '^optimal \|^plan ' "$dir/pareto.txt") policies, pareto.svg"
+# no policy below the optimal curve: each policy's point has an optimal one
+# (the sweep's or the one at its peak) at no more memory and no more overhead
+awk '$1 == "plan" { next } $NF == "infeasible" { next }
+     $1 ~ /^optimal/ { op[++k] = $3; oo[k] = $4 + 0; next }
+     { pp[++m] = $3; po[m] = $4 + 0; name[m] = $1 }
+     END { for (i = 1; i <= m; i++) { ok = 0
+             for (j = 1; j <= k; j++) if (op[j] + 0 <= pp[i] + 0 && oo[j] <= po[i] + 1e-6) ok = 1
+             if (!ok) { print "FAIL: policy " name[i] " lies below the optimal curve"; bad = 1 } }
+           exit bad }' "$dir/pareto.txt" || { cat "$dir/pareto.txt"; exit 1; }
+echo "ok   acc pareto: $n optimal points and $(grep -vc '^optimal\|^plan ' "$dir/pareto.txt") policies, none below the curve, pareto.svg"

@@ -5,8 +5,10 @@
   dict with "segments" and "device_traces"); replaying its trace, every
   allocation is freed once, never overlaps a live one, and the most bytes
   live at once (persistent blocks included) equal plan.json's max_live_bytes;
-- DIR/memory.svg is well-formed XML with one path per memory category and a
-  budget line when the plan has a budget.
+- DIR/memory.svg is well-formed XML with one path per memory category, a
+  budget line when the plan has a budget, x-axis ticks and one mark per
+  recompute step; every trace event has a category; memory_activations.svg
+  (the zoomed picture) is well-formed with its areas.
 Exit 0 ok, 1 a mismatch (printed). Needs only the Python standard library.
 """
 import json
@@ -48,8 +50,19 @@ def main(d):
         return "memory.svg has %d category areas, the plan %d categories" % (len(paths), len(cats))
     if plan["budget_bytes"] > 0 and not any(t.text == "budget" for t in svg.iter(ns + "text")):
         return "memory.svg has no budget line"
-    print("ok   %s: snapshot of %d events, peak %d = max_live; memory.svg with %d areas"
-          % (plan["model"], len(snap["device_traces"][0]), peak, len(paths)))
+    marks = [r for r in svg.iter(ns + "rect") if r.get("fill") == "#c44e52" and r.get("height") == "6"]
+    if len(marks) != plan["recompute_steps"] + 1:  # one per recompute step, one in the legend
+        return "memory.svg marks %d recompute steps, the plan has %d" % (len(marks) - 1, plan["recompute_steps"])
+    if len([t for t in svg.iter(ns + "text") if (t.text or "").isdigit()]) < 3:
+        return "memory.svg has no x-axis ticks"
+    cats_seen = {ev.get("category") for ev in snap["device_traces"][0]}
+    if None in cats_seen or "activations" not in cats_seen or "unknown" not in cats_seen:
+        return "the snapshot's events lack categories: %s" % sorted(map(str, cats_seen))
+    zoom = ET.parse(d + "/memory_activations.svg").getroot()
+    if not zoom.findall(ns + "path"):
+        return "memory_activations.svg has no areas"
+    print("ok   %s: snapshot of %d events, peak %d = max_live; memory.svg with %d areas, %d recompute marks; "
+          "memory_activations.svg" % (plan["model"], len(snap["device_traces"][0]), peak, len(paths), len(marks) - 1))
     return None
 
 

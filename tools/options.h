@@ -1,0 +1,60 @@
+/* options.h - the driver's command line: one table of commands and options,
+ * strict number parsing, the general and per-command help. */
+#ifndef ACC_OPTIONS_H
+#define ACC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "frontend.h"
+#include "ir.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
+
+/* Limits stated in the usage messages. */
+#define OPT_TIME_LIMIT_MAX 1e6     /* seconds */
+#define OPT_STEPS_MAX 1000000000LL
+#define OPT_LR_MAX 1000.0
+#define OPT_POINTS_MIN 2
+#define OPT_POINTS_MAX 1000
+
+typedef struct {
+    const char *cmd; /* the command word */
+    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
+    const char *policy, *hw, *arch;
+    double time_limit_s;
+    int64_t budget_bytes;
+    bool has_budget, keep, tf32, no_fuse, verbose, help;
+    int points;
+    VEC(Define) defs;
+    VEC(const char *) save_globs;
+    VEC(const char *) recompute_globs;
+} Options;
+
+/* Prints "acc: error: ..." and a pointer to the help; returns EXIT_USAGE. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Whether cmd is a command acc knows. */
+bool opt_is_command(const char *cmd);
+/* Whether command cmd takes option name ("--budget", "-o", "-D"). */
+bool opt_takes(const char *cmd, const char *name);
+
+/* The options after the command word of check, compile, explain, pareto and
+ * run. Returns 0 (o->help set when -h/--help was given) or EXIT_USAGE. */
+int opt_parse(const char *cmd, int argc, char **argv, Options *o);
+void opt_free(Options *o);
+
+/* The whole help (no command) or one command's. */
+void opt_print_usage(FILE *out);
+void opt_print_command_help(const char *cmd, FILE *out);
+
+/* Strict numbers: decimal digits with an optional fraction and exponent, no
+ * sign, space, hex, inf or nan (a leading '-' only where neg allows). */
+bool opt_decimal(const char *s, bool neg, double *x);
+/* A whole number from lo to hi (decimal digits only). */
+bool opt_whole(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *x);
+/* Seconds for --time-limit: 0 < S <= OPT_TIME_LIMIT_MAX (0 allowed with zero_ok). */
+bool opt_seconds(const char *s, bool zero_ok, double *x);
+
+#endif
