@@ -29,7 +29,7 @@ expect 2 "error: --save 'nothing\*': the pattern matches no computed tensor" $m 
 expect 2 "error: 'h' is both saved (--save 'h') and recomputed (--recompute '\*')" $m --save h --recompute '*'
 expect 2 "error: 'y' is both saved (the model's annotation @save (tests/hostile/hint_save.acdsl:5)) and recomputed (--recompute 'y')" $h --recompute y
 expect 2 "error: 'y' is both saved (the model's annotation @save" $h --recompute '*'
-expect 0 "optimal" $m --save h --recompute e --budget 1K
-expect 0 "optimal" $h --save '*' --budget 1K
+expect 0 "optimal" $m --save h --recompute e --budget 1K --target cpu
+expect 0 "optimal" $h --save '*' --budget 1K --target cpu
 [ $fail -eq 0 ] && echo "constraints: all passed"
 exit $fail
