@@ -27,7 +27,7 @@
 #include "options.h"
 #include "report.h"
 
-/* ---- where the runtime, the profiles and run_main.c are --------------------
+/* ---- where the runtime, the profiles, run_main.c and calibrate_main.c are ----
  * An installed acc (cmake --install) finds them relative to its own
  * executable: BINDIR/ACC_REL_DATADIR/acc/{runtime,hw,models,run_main.c} and
  * BINDIR/ACC_REL_LIBDIR/libaccrt*.a, the relative paths fixed when acc was
@@ -601,6 +601,42 @@ static void remove_tree(const char *dir) {
     cg_run(argv, stderr);
 }
 
+/* Link DIR/<exe_name> from the tool program main_name (run_main.c,
+ * calibrate_main.c) and the library compile_graph wrote into dir for g. */
+static int link_program(const Options *o, const Graph *g, const char *dir, const char *main_name, char *exe,
+                        size_t exe_len) {
+    char main_src[4400], inc_dir[4200], inc_rt[4200], inc_dev[4200], def[256], lib[4200], rt[4200], dev_rt[4200];
+    char blas_l[4200], blas_rpath[4200];
+    snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
+    snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
+    snprintf(main_src, sizeof main_src, "%s/%s", tools_dir, main_name);
+    snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
+    snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
+    snprintf(inc_dev, sizeof inc_dev, "-I%s/cuda", cg_runtime_include()); /* the device layer's headers */
+    snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g->model);
+    snprintf(lib, sizeof lib, "%s/lib%s.a", dir, g->model);
+    snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
+    const char *target = o->target ? o->target : "cpu";
+    bool dev = cg_is_device_target(target);
+    snprintf(dev_rt, sizeof dev_rt, "%s/libaccrt_%s.a", dir, !strcmp(target, "cuda") ? "cuda" : "emu");
+    snprintf(exe, exe_len, "%s/%.*s", dir, (int)(strcspn(main_name, "_.")), main_name);
+    const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+    const char *link[24] = {cc, "-std=c11", "-O2", "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt, inc_dev,
+                            def, main_src, lib};
+    int nl = 11;
+    if (dev) link[nl++] = dev_rt;
+    link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath, link[nl++] = "-lopenblas", link[nl++] = "-lm";
+    if (!strcmp(target, "cuda")) link[nl++] = "-ldl";
+    link[nl++] = "-o", link[nl++] = exe;
+    if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
+    link[nl] = NULL;
+    double t0 = now_s();
+    phase_start(o, "link", main_name);
+    if (cg_run(link, stderr)) return EXIT_INPUT;
+    phase_end(o, "link", t0);
+    return 0;
+}
+
 static int cmd_run(Options *o) {
     Graph g;
     graph_init(&g, "model");
@@ -614,48 +650,21 @@ static int cmd_run(Options *o) {
     }
     bool made = !rc;
     if (!rc) rc = compile_graph(&g, o, dir, false);
+    char exe[4200];
+    if (!rc) rc = link_program(o, &g, dir, "run_main.c", exe, sizeof exe);
     if (!rc) {
-        char main_src[4400], inc_dir[4200], inc_rt[4200], def[256], lib[4200], rt[4200], exe[4200], dev_rt[4200];
-        char blas_l[4200], blas_rpath[4200];
-        snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
-        snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
-        snprintf(main_src, sizeof main_src, "%s/run_main.c", tools_dir);
-        snprintf(inc_dir, sizeof inc_dir, "-I%s", dir);
-        snprintf(inc_rt, sizeof inc_rt, "-I%s", cg_runtime_include());
-        snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g.model);
-        snprintf(lib, sizeof lib, "%s/lib%s.a", dir, g.model);
-        snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
-        const char *target = o->target ? o->target : "cpu";
-        bool dev = cg_is_device_target(target);
-        snprintf(dev_rt, sizeof dev_rt, "%s/libaccrt_%s.a", dir, !strcmp(target, "cuda") ? "cuda" : "emu");
-        snprintf(exe, sizeof exe, "%s/run", dir);
-        const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-        const char *link[20] = {cc, "-std=c11", "-O2", "-fopenmp", inc_dir, inc_rt, def, main_src, lib};
-        int nl = 9;
-        if (dev) link[nl++] = dev_rt;
-        link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath, link[nl++] = "-lopenblas", link[nl++] = "-lm";
-        if (!strcmp(target, "cuda")) link[nl++] = "-ldl";
-        link[nl++] = "-o", link[nl++] = exe;
-        if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
-        link[nl] = NULL;
+        const char *argv[16] = {exe};
+        int k = 1;
+        if (o->steps) argv[k++] = "--steps", argv[k++] = o->steps;
+        if (o->seed) argv[k++] = "--seed", argv[k++] = o->seed;
+        if (o->lr) argv[k++] = "--lr", argv[k++] = o->lr;
+        if (o->dump_grads) argv[k++] = "--dump-grads", argv[k++] = o->dump_grads;
+        if (o->params) argv[k++] = "--params", argv[k++] = o->params;
+        if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
+        argv[k] = NULL;
         double t0 = now_s();
-        phase_start(o, "link", "the trainer");
-        if (cg_run(link, stderr)) rc = EXIT_INPUT;
-        else phase_end(o, "link", t0);
-        if (!rc) {
-            const char *argv[16] = {exe};
-            int k = 1;
-            if (o->steps) argv[k++] = "--steps", argv[k++] = o->steps;
-            if (o->seed) argv[k++] = "--seed", argv[k++] = o->seed;
-            if (o->lr) argv[k++] = "--lr", argv[k++] = o->lr;
-            if (o->dump_grads) argv[k++] = "--dump-grads", argv[k++] = o->dump_grads;
-            if (o->params) argv[k++] = "--params", argv[k++] = o->params;
-            if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
-            argv[k] = NULL;
-            t0 = now_s();
-            if (cg_run(argv, stderr)) rc = EXIT_INPUT;
-            else phase_end(o, "train", t0);
-        }
+        if (cg_run(argv, stderr)) rc = EXIT_INPUT;
+        else phase_end(o, "train", t0);
     }
     if (made && !o->keep) remove_tree(dir);
     if (made && o->keep) fprintf(stderr, "acc: kept %s\n", dir);
@@ -729,14 +738,54 @@ static int cmd_alloc(int argc, char **argv) {
     return rc;
 }
 
-/* acc calibrate [-o FILE.hw] */
+/* acc calibrate --target cuda|cuda-emu: a model of one GEMM compiled for
+ * the target gives tools/calibrate_main.c the device and its kernels; that
+ * program measures them and writes the profile (path, or standard output). */
+static int calibrate_device(const char *target, bool tf32, const char *path) {
+    char dir[4096], model[4200], exe[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/acc-calibrate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "acc: error: cannot create a temporary directory: %s\n", strerror(errno));
+        return EXIT_INPUT;
+    }
+    snprintf(model, sizeof model, "%s/calib.acdsl", dir);
+    FILE *f = fopen(model, "w");
+    int rc = !f || fputs("model calib;\ninput x: f32[4, 8];\nparam w: f32[8, 8] = normal(0.02);\n"
+                         "loss mean(matmul(x, w));\n", f) < 0;
+    if (f && fclose(f)) rc = 1;
+    if (rc) fprintf(stderr, "acc: error: cannot write '%s'\n", model);
+    Options o = {.cmd = "calibrate", .file = model, .target = target, .tf32 = tf32};
+    Graph g;
+    graph_init(&g, "model");
+    if (!rc) rc = load_model(&o, &g);
+    if (!rc) rc = compile_graph(&g, &o, dir, false);
+    if (!rc) rc = link_program(&o, &g, dir, "calibrate_main.c", exe, sizeof exe);
+    if (!rc) {
+        const char *argv[] = {exe, strcmp(target, "cuda") ? "emu-local" : "gpu-local", path ? path : "-",
+                              strcmp(target, "cuda") ? "--small" : tf32 ? "--tf32" : NULL, tf32 ? "--tf32" : NULL, NULL};
+        if (cg_run(argv, stderr)) rc = EXIT_INPUT;
+    }
+    remove_tree(dir);
+    graph_free(&g);
+    return rc ? EXIT_INPUT : 0;
+}
+
+/* acc calibrate [--target T] [--tf32] [-o FILE.hw] */
 static int cmd_calibrate(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *target = "cpu";
+    bool tf32 = false;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc && !path) path = argv[++i];
         else if (!strcmp(argv[i], "-o")) return usage_error("-o needs a file (once)");
-        else return usage_error("acc calibrate does not take '%s' (usage: acc calibrate [-o FILE.hw])", argv[i]);
+        else if (!strcmp(argv[i], "--target") && i + 1 < argc) target = argv[++i];
+        else if (!strcmp(argv[i], "--tf32")) tf32 = true;
+        else return usage_error("acc calibrate does not take '%s' (acc calibrate --help lists its options)", argv[i]);
     }
+    if (strcmp(target, "cpu") && strcmp(target, "cuda") && strcmp(target, "cuda-emu"))
+        return usage_error("unknown target '%s' (cpu, cuda or cuda-emu)", target);
+    if (!strcmp(target, "cpu") && tf32) return usage_error("--tf32 measures a GPU: it needs --target cuda");
+    if (strcmp(target, "cpu")) return calibrate_device(target, tf32, path);
     FILE *f = path ? fopen(path, "w") : stdout;
     if (!f) {
         fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));

@@ -31,7 +31,8 @@ static const Command commands[] = {
      "the optimal plan over a sweep of budgets and every policy: peak and overhead"},
     {"run", "FILE [--budget SIZE] [--steps N] [options]",
      "compile for the CPU, train N steps on synthetic data, print JSON lines"},
-    {"calibrate", "[-o FILE.hw]", "measure this CPU for the cost model (--hw FILE.hw)"},
+    {"calibrate", "[--target T] [--tf32] [-o FILE.hw]",
+     "measure this CPU, or the GPU (--target cuda), for the cost model (--hw FILE.hw)"},
     {"diff", "A.json B.json", "what changed between two plans (exit 1 if any)"},
     {"alloc", "FILE.csv [--capacity SIZE] [--time-limit S] [-o OUT.csv]",
      "place the buffers of a MiniMalloc CSV instance (id,lower,upper,size); print the arena against max-live "
@@ -60,9 +61,12 @@ static const OptionRow option_rows[] = {
     {"--target", "T", "cpu, cuda (NVRTC kernels + cuBLAS; the default of compile and explain when acc was built "
                       "with the CUDA Toolkit) or cuda-emu (the cuda target's kernels and schedule run by the CPU "
                       "emulator); acc run defaults to cpu", PLANNING},
+    {"--target", "T", "cpu (default), cuda (this machine's GPU, through the generated library's launch layer) or "
+                      "cuda-emu (the same program on the emulator: a check, not a measurement)", "calibrate"},
     {"--arch", "LIST", "cuda: GPU architectures to embed (default sm_80,sm_90; PTX for the newest is added for "
                        "later GPUs)", "compile run"},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
+    {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
     {"--no-fuse", NULL, "emit every forward step as its own kernel (no elementwise chains)", "compile run"},
     {"--policy", "P", "none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal (default): what to "
                       "recompute", "compile explain run"},

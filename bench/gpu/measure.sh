@@ -1,7 +1,7 @@
 #!/bin/sh
 # measure.sh [OUTDIR] - the whole GPU measurement of the CUDA target in one
 # command, for a session on a GPU machine (see docs/gpu.md): the gpu test
-# label, the kernel benchmark (float32 and TF32), the step benchmark
+# label, acc calibrate (FP32 and TF32 profiles), the kernel benchmark (float32 and TF32), the step benchmark
 # (float32 and TF32, the default budgets and torch policies) and a
 # per-kernel Nsight Compute profile of one GPT-2 small step. Every result
 # and log goes to OUTDIR (default $OUT, else out/gpu-measure), one file
@@ -27,6 +27,8 @@ run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || { log "no GPU: nvidia-smi failed"; exit 0; }
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)"
 run gpu_tests sh -c "cd build && ctest -L gpu --output-on-failure"
+run calibrate "$acc" calibrate --target cuda -o "$out/gpu-local.hw"
+run calibrate_tf32 "$acc" calibrate --target cuda --tf32 -o "$out/gpu-local-tf32.hw"
 run ops_fp32 sh bench/gpu/ops.sh --acc "$acc" --json "$out/ops_fp32.json"
 run ops_tf32 sh bench/gpu/ops.sh --acc "$acc" --tf32 --json "$out/ops_tf32.json"
 run step_fp32 sh bench/gpu/run.sh --acc "$acc" --json "$out/step_fp32.json"

@@ -17,20 +17,15 @@
  *   --small: shapes divided down for the emulator (a check of the harness,
  *   not a measurement).
  */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cuda_ops.h"
-#include "device.h"
+#include "devbench.h"
 
-const acc_model_desc *ACC_BENCH_DESC(void); /* the generated library's descriptor (its kernel images) */
-extern const acc_device ACC_BENCH_DEVICE;
-
-#define WS_BYTES ((int64_t)32 << 20)
+const acc_model_desc *ACC_BENCH_DESC(void); /* the generated library's descriptor: its device and kernel images */
 
 typedef struct Case Case;
 typedef struct {
@@ -118,71 +113,19 @@ static int run_reps(void *arg) {
     return x->d->status;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Fill n floats at dst with values in [-1, 1) (or token ids below bound)
- * through the device's upload, 1 Mi floats at a time. */
-static int fill(const acc_device *dv, acc_dev *d, float *dst, int64_t n, int bound, unsigned seed) {
-    enum { CHUNK = 1 << 20 };
-    static float buf[CHUNK];
-    for (int64_t at = 0; at < n; at += CHUNK) {
-        int64_t k = n - at < CHUNK ? n - at : CHUNK;
-        for (int64_t i = 0; i < k; i++) {
-            seed = seed * 1664525u + 1013904223u;
-            if (bound > 0)
-                ((int32_t *)(void *)buf)[i] = (int32_t)((seed >> 8) % (unsigned)bound);
-            else
-                buf[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-        }
-        int rc = dv->upload(d, (unsigned char *)(dst + at), buf, (size_t)k * 4);
-        if (rc) return rc;
-    }
-    return ACC_OK;
-}
-
 static int bench(const Case *c, int iters, int64_t reps, int tf32) {
-    const acc_device *dv = &ACC_BENCH_DEVICE;
-    acc_model_desc desc = *ACC_BENCH_DESC();
-    int64_t off[8], total = 0;
-    for (int i = 0; i < 8; i++) {
-        off[i] = total;
-        total += (c->sizes[i] * 4 + 255) / 256 * 256;
-    }
-    desc.workspace_offset = total;
-    desc.workspace_bytes = WS_BYTES;
-    desc.arena_bytes = total + WS_BYTES;
-    desc.tf32 = tf32;
+    const acc_model_desc *base = ACC_BENCH_DESC();
+    const acc_device *dv = base->device;
     acc_dev *d = NULL;
-    unsigned char *arena = NULL;
-    int64_t extra = 0;
-    int rc = dv->open(&desc, &d, &arena, &extra);
-    Ctx x = {c, d, {0}, reps};
+    Ctx x = {c, NULL, {0}, reps};
+    int rc = devbench_open(base, 8, c->sizes, tf32, &d, x.t);
+    x.d = d;
     for (int i = 0; rc == ACC_OK && i < 8; i++) {
-        x.t[i] = c->sizes[i] ? (float *)(void *)(arena + off[i]) : NULL;
-        if (c->sizes[i]) rc = fill(dv, d, x.t[i], c->sizes[i], i == c->index_tensor ? c->index_bound : 0, 17u + (unsigned)i);
+        if (!c->sizes[i]) x.t[i] = NULL;
+        else rc = devbench_fill(dv, d, x.t[i], c->sizes[i], i == c->index_tensor ? c->index_bound : 0, 17u + (unsigned)i);
     }
-    acc_scalars s = {.seed = 1, .lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .bc1 = 0.1f, .bc2 = 0.001f};
-    double ms[ACC_PHASE_COUNT], *t = calloc((size_t)iters, sizeof *t);
-    /* a direct run and the captured run first (not timed) */
-    for (int i = 0; rc == ACC_OK && i < 2; i++)
-        if (!(rc = dv->run(d, ACC_GRAPH_STEP, run_reps, &x, &s))) rc = dv->finish(d, ms);
-    for (int i = 0; rc == ACC_OK && t && i < iters; i++) {
-        double t0 = now_ms();
-        if (!(rc = dv->run(d, ACC_GRAPH_STEP, run_reps, &x, &s))) rc = dv->finish(d, ms);
-        t[i] = (now_ms() - t0) / (double)reps;
-    }
-    if (rc == ACC_OK && t) {
-        qsort(t, (size_t)iters, sizeof *t, cmp_double);
-        double med = t[iters / 2];
+    double med = rc == ACC_OK ? devbench_time(dv, d, run_reps, &x, iters, (double)reps) : -1;
+    if (med >= 0) {
         printf("{\"case\": \"%s\", \"model\": \"%s\", \"B\": %lld, \"T\": %lld, \"C\": %lld, \"H\": %lld, \"KVH\": %lld, "
                "\"D\": %lld, \"V\": %lld, \"F\": %lld, \"ms\": %.6f, \"bytes\": %.0f, \"flops\": %.0f, \"gbps\": %.1f, "
                "\"tflops\": %.2f}\n",
@@ -192,9 +135,8 @@ static int bench(const Case *c, int iters, int64_t reps, int tf32) {
         fflush(stdout);
     } else {
         fprintf(stderr, "ops: %s: %s\n", c->name, d ? dv->error(d) : "cannot open the device");
-        rc = rc ? rc : ACC_ERR_NOMEM;
+        rc = rc ? rc : ACC_ERR_DEVICE;
     }
-    free(t);
     if (d) dv->close(d);
     return rc;
 }

@@ -36,10 +36,10 @@ fi
 [ -x "$acc" ] || { echo "ops.sh: no acc binary at $acc (build first, or --acc PATH)" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-if [ "$emu" = 1 ]; then target=cuda-emu dev=acc_device_cuda_emu lib=libaccrt_emu.a; else target=cuda dev=acc_device_cuda lib=libaccrt_cuda.a; fi
+if [ "$emu" = 1 ]; then target=cuda-emu lib=libaccrt_emu.a; else target=cuda lib=libaccrt_cuda.a; fi
 "$acc" compile "$root/models/mlp.acdsl" --target "$target" --budget 1G -o "$dir/k" >/dev/null
 blas=$(sed -n 's/^ACC_OPENBLAS_LIBRARY:FILEPATH=//p' "$(dirname "$acc")/CMakeCache.txt" 2>/dev/null | xargs -r dirname)
-${CC:-cc} -std=c11 -O2 -fopenmp -D_POSIX_C_SOURCE=200809L -DACC_BENCH_DESC=mlp_desc -DACC_BENCH_DEVICE="$dev" \
+${CC:-cc} -std=c11 -O2 -fopenmp -D_POSIX_C_SOURCE=200809L -DACC_BENCH_DESC=mlp_desc \
     -I"$root/runtime" -I"$root/runtime/cuda" "$here/ops.c" "$dir/k/libmlp.a" "$dir/k/$lib" "$dir/k/libaccrt.a" \
     ${blas:+-L"$blas" -Wl,-rpath,"$blas"} -lopenblas -ldl -lm -o "$dir/ops"
 if [ "$emu" = 1 ]; then
