@@ -183,20 +183,6 @@ static void warp_barrier(Emu *e, int kind) {
     to_scheduler(e);
 }
 
-float emu_shfl_xor(unsigned mask, float v, int lane_mask) {
-    Emu *e = emu_now;
-    if (!e->sync) {
-        fail_sync("a warp shuffle in a kernel that abi.h lists as not synchronizing");
-        return v;
-    }
-    if (mask != 0xffffffffu && !e->error) e->error = "a warp shuffle with a partial mask (not emulated)";
-    EmuThread *t = self();
-    t->shfl_in = v;
-    t->shfl_lane = ((e->cur % 32) ^ lane_mask) & 31;
-    warp_barrier(e, WB_SHFL);
-    return t->shfl_out;
-}
-
 float emu_shfl(unsigned mask, float v, int src_lane) {
     Emu *e = emu_now;
     if (!e->sync) {
@@ -210,6 +196,8 @@ float emu_shfl(unsigned mask, float v, int src_lane) {
     warp_barrier(e, WB_SHFL);
     return t->shfl_out;
 }
+
+float emu_shfl_xor(unsigned mask, float v, int lane_mask) { return emu_shfl(mask, v, (emu_now->cur % 32) ^ lane_mask); }
 
 void emu_syncwarp(void) {
     Emu *e = emu_now;

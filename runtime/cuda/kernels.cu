@@ -840,6 +840,29 @@ DEVFN void att_tile_delta(float *delta, int rows, const float *pre, long long pr
     for (int j = (int)threadIdx.x; j < rows; j += (int)blockDim.x) delta[j] = j < n ? pre[pre0 + j] : 0.0f;
 }
 
+/* Query tile `tile` of a grid over (b, h, tiles of `rows` query rows), the
+ * last tiles of a head first (under a causal mask they see the most keys):
+ * its batch b, head h, first row t0, valid rows qn, the offset kv0 of its kv
+ * head in K and V, the offset row0 of its first row in q, and the keys it
+ * sees, [0, send). */
+typedef struct {
+    long long b, h, t0, kv0, row0, send;
+    int qn;
+} AttTile;
+
+DEVFN AttTile att_query_tile(const acc_kargs *a, long long tile, long long nqt, int rows) {
+    long long T = a->i[1], S = a->i[2], H = a->i[3], KVH = a->i[4], D = a->i[5], bh = tile / nqt;
+    AttTile q;
+    q.h = bh % H;
+    q.b = bh / H;
+    q.t0 = (nqt - 1 - tile % nqt) * rows;
+    q.kv0 = q.b * S * KVH * D + q.h / (H / KVH) * D;
+    q.row0 = (q.b * T + q.t0) * H * D + q.h * D;
+    q.qn = (int)(T - q.t0 < rows ? T - q.t0 : rows);
+    q.send = a->i[6] && q.t0 + q.qn < S ? q.t0 + q.qn : S;
+    return q;
+}
+
 /* -- register-tiled forward (D <= KA_ATT_RT_D) -----------------------------------
  * The forward for the common head sizes (64 and below: GPT-2, Llama) with
  * the work of each thread held in registers, as in a GEMM's micro-tile. A
@@ -877,16 +900,15 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
     __shared__ KALIGN16 float qs[RT_ROWS * RT_LD];
     __shared__ KALIGN16 float kv[RT_KEYS * RT_LD];
     __shared__ KALIGN16 float ps[RT_ROWS * RT_PL];
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + RT_ROWS - 1) / RT_ROWS;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * RT_ROWS;
-        long long kv0 = b * S * kld + h / (H / KVH) * D;
-        int qn = (int)(T - t0 < RT_ROWS ? T - t0 : RT_ROWS);
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        AttTile at = att_query_tile(&a, tile, nqt, RT_ROWS);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
+        int qn = at.qn;
         float m[4], l[4], o[4][8];
         UNROLL for (int i = 0; i < 4; i++) {
             m[i] = NEG_INF;
@@ -1045,17 +1067,16 @@ DEVFN void tc_load(float *dst, int ls, int rows, const float *src, long long ld,
 KERNEL ck_attention_fwd_tc(acc_kargs a) {
     __shared__ KALIGN16 float ks[64 * TC_KLD];
     __shared__ KALIGN16 float vs[64 * TC_VLD];
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * 64;
-        long long kv0 = b * S * kld + h / (H / KVH) * D;
-        int qn = (int)(T - t0 < 64 ? T - t0 : 64), r0 = 16 * w + gid; /* this lane's rows r0, r0 + 8 */
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
-        const float *qg = a.p[2] + (b * T + t0) * qld + h * D;
+        AttTile at = att_query_tile(&a, tile, nqt, 64);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
+        int qn = at.qn, r0 = 16 * w + gid; /* this lane's rows r0, r0 + 8 */
+        const float *qg = a.p[2] + at.row0;
         float qa[8][4], o[8][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
         UNROLL for (int kk = 0; kk < 8; kk++) UNROLL for (int i = 0; i < 4; i++) {
             int r = r0 + 8 * (i & 1), d = 8 * kk + tig + 4 * (i >> 1);
@@ -1183,16 +1204,15 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
     __shared__ KALIGN16 float ks[32 * TC_QLD], vs[32 * TC_QLD];
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * 64;
-        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
-        int qn = (int)(T - t0 < 64 ? T - t0 : 64), r0 = 16 * w, wn = qn - r0; /* the warp's valid rows */
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        AttTile at = att_query_tile(&a, tile, nqt, 64);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
+        int qn = at.qn, r0 = 16 * w, wn = qn - r0; /* the warp's valid rows */
         float qa[8][4], ga[8][4], acc[8][4], lse[2], delta[2];
         tc_load_a(qa, a.p[2] + row0 + r0 * qld, qld, wn, D, scale);
         tc_load_a(ga, a.p[1] + row0 + r0 * qld, qld, wn, D, 1.0f);
@@ -1335,16 +1355,15 @@ DEVFN int rb_col(int x, int c) { return (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3); 
 KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
     __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
     __shared__ KALIGN16 float dss[RB * RB_PL]; /* ds, (row, key) */
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + RB - 1) / RB;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * RB;
-        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
-        int qn = (int)(T - t0 < RB ? T - t0 : RB);
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        AttTile at = att_query_tile(&a, tile, nqt, RB);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
+        int qn = at.qn;
         float lse[2], delta[2], acc[2][8];
         UNROLL for (int i = 0; i < 2; i++) {
             int r = 2 * g + i;
@@ -1465,17 +1484,16 @@ KERNEL ck_attention_fwd(acc_kargs a) {
     __shared__ KALIGN16 float qs[KA_ATT_FWD_ROWS * KA_ATT_TILE_D]; /* the query rows */
     __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                 /* K tile, then V tile */
     __shared__ KALIGN16 float ps[KA_ATT_FWD_ROWS * ATT_TK];        /* probabilities, (row, key) */
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + KA_ATT_FWD_ROWS - 1) / KA_ATT_FWD_ROWS;
     const float *qw = qs + w * ATT_FR * KA_ATT_TILE_D;
     float *pw = ps + w * ATT_FR * ATT_TK;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * KA_ATT_FWD_ROWS;
-        long long kv0 = b * S * kld + h / (H / KVH) * D;
-        int qn = (int)(T - t0 < KA_ATT_FWD_ROWS ? T - t0 : KA_ATT_FWD_ROWS);
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        AttTile at = att_query_tile(&a, tile, nqt, KA_ATT_FWD_ROWS);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
+        int qn = at.qn;
         float m[ATT_FR], l[ATT_FR], o[ATT_FR][ATT_NC];
         UNROLL for (int r = 0; r < ATT_FR; r++) {
             m[r] = NEG_INF;
@@ -1543,17 +1561,16 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
     __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                /* V tile, then K tile */
     __shared__ KALIGN16 float dss[KA_ATT_DQ_ROWS * ATT_TK];       /* ds, (row, key) */
     __shared__ float rowd[KA_ATT_DQ_ROWS];                        /* delta */
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + KA_ATT_DQ_ROWS - 1) / KA_ATT_DQ_ROWS;
     const float *qw = qs + w * ATT_QR * KA_ATT_TILE_D, *gw = gs + w * ATT_QR * KA_ATT_TILE_D;
     float *dw = dss + w * ATT_QR * ATT_TK;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
-        long long bh = tile / nqt, h = bh % H, b = bh / H, t0 = (nqt - 1 - tile % nqt) * KA_ATT_DQ_ROWS;
-        long long kv0 = b * S * kld + h / (H / KVH) * D, row0 = (b * T + t0) * qld + h * D;
-        int qn = (int)(T - t0 < KA_ATT_DQ_ROWS ? T - t0 : KA_ATT_DQ_ROWS);
-        long long send = causal && t0 + qn < S ? t0 + qn : S;
+        AttTile at = att_query_tile(&a, tile, nqt, KA_ATT_DQ_ROWS);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
+        int qn = at.qn;
         __syncthreads(); /* the previous tile is done with qs, gs, rowd */
         att_load(qs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[2] + row0, qld, qn, D, D4);
         att_load(gs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[1] + row0, qld, qn, D, D4);
