@@ -64,7 +64,8 @@ static const char usage[] =
     "  --arch LIST     cuda: GPU architectures to embed (default sm_80,sm_90; PTX\n"
     "                  for the newest is added for later GPUs)\n"
     "  --tf32          cuda: let cuBLAS use TF32 tensor cores for the GEMMs\n"
-    "  --no-fuse       emit every forward step as its own kernel (no elementwise chains)\n"
+    "  --no-fuse       no fusion: every forward step its own kernel (no elementwise\n"
+    "                  chains), and a matmul and its bias add stay two ops (no linear)\n"
     "  --policy P      none, full, every:K, uniform:N, selective, ops:LIST, sqrt,\n"
     "                  optimal (default): what to recompute\n"
     "  --save GLOB     must-save tensors (fnmatch pattern on names; repeatable)\n"
@@ -266,6 +267,18 @@ static int make_dir(const char *dir) {
         }
         if (end) break;
         *p = '/';
+    }
+    return 0;
+}
+
+/* The graph every planning command works on: the model elaborated and
+ * verified (fe_load_file), then the bias GEMMs fused into linear nodes
+ * unless --no-fuse. Returns 0 or EXIT_INPUT. */
+static int load_graph(const Options *o, Graph *g) {
+    if (fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr)) return EXIT_INPUT;
+    if (!o->no_fuse) {
+        FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
+        fuse_linear(g, &fo);
     }
     return 0;
 }
@@ -480,7 +493,7 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
 static int cmd_explain(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_graph(o, &g);
     Planned pl;
     if (!rc) rc = plan_graph(&g, o, &pl);
     if (!rc) {
@@ -510,7 +523,7 @@ static int cmd_explain(Options *o) {
 static int cmd_pareto(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_graph(o, &g);
     o->has_budget = false;
     Planned pl;
     if (!rc) rc = plan_graph(&g, o, &pl);
@@ -577,7 +590,7 @@ static int cmd_compile(Options *o) {
 #endif
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_graph(o, &g);
     if (!rc && o->emit) {
         rc = make_dir(o->out_dir);
         char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
@@ -598,7 +611,7 @@ static void remove_tree(const char *dir) {
 static int cmd_run(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+    int rc = load_graph(o, &g);
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
