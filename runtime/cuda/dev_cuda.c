@@ -180,6 +180,15 @@ static int cuda_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long 
                                                           (int)batch));
 }
 
+/* The alignment of a device address, for cuBLASLt's preferences: a power of
+ * two from 4 to 256 (cuBLASLt's default assumption, which the arena's
+ * 64-byte offsets need not meet). */
+static uint32_t lt_align(const void *p) {
+    uint32_t a = 256;
+    while (a > 4 && (uintptr_t)p % a) a /= 2;
+    return a;
+}
+
 /* cublasLtMatmul with one epilogue (DevOps.gemm_ep, device.h): descriptors
  * for this call, compute type FP32 (TF32 tensor cores with --tf32), the first
  * algorithm of the heuristic (the same one for the same shape on the same
@@ -215,6 +224,13 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
     if (!rc)
         rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
                                                                    sizeof wsb));
+    /* only algorithms that work with these pointers' alignment (C is D) */
+    const cublasLtMatmulPreferenceAttributes_t align_attr[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t align[] = {lt_align(A), lt_align(B), lt_align(D), lt_align(D)};
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]));
     cublasLtMatmulHeuristicResult_t res;
     int found = 0;
     if (!rc) {
