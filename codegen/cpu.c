@@ -70,6 +70,12 @@ static MatmulDims matmul_dims(const Emit *e, const Node *n) {
     return d;
 }
 
+/* linear's inner dimension: the last of x */
+static int64_t linear_k(const Emit *e, const Node *n) {
+    const Node *x = in_node(e, n, 0);
+    return x->shape.dim[x->shape.ndim - 1];
+}
+
 typedef struct {
     int64_t B, T, S, H, KVH, D;
 } AttnDims;
@@ -157,6 +163,13 @@ static void emit_fwd(Emit *e, const Step *st) {
         fprintf(o, "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
                 ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K, d.trans_a,
                 d.trans_b, d.b_batched);
+        return;
+    }
+    case OP_LINEAR: {
+        int64_t N = n->shape.dim[rank - 1];
+        fprintf(o, "    k_linear_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N, N,
+                linear_k(e, n), n->attr.transpose_b);
         return;
     }
     case OP_ADD:
@@ -267,6 +280,13 @@ static void emit_bwd(Emit *e, const Step *st) {
                    ", %d, %d, %d);\n",
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p3),
                 ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
+        return;
+    }
+    case OP_LINEAR: {
+        int64_t N = n->shape.dim[rank - 1];
+        fprintf(o, "    k_linear_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
+                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N, linear_k(e, n), n->attr.transpose_b);
         return;
     }
     case OP_ADD:

@@ -27,6 +27,12 @@ double cost_matmul(const Graph *g, const Node *n) {
     return 2 * elems(n) * k;
 }
 
+/* the matmul's 2 M N K, plus one add per output element for the bias */
+double cost_linear(const Graph *g, const Node *n) {
+    const Node *x = graph_node(g, n->in[0]);
+    return (2 * (double)x->shape.dim[x->shape.ndim - 1] + 1) * elems(n);
+}
+
 /* scores and weighted sum (4 B H T S D), halved when causal, plus the softmax */
 double cost_attention(const Graph *g, const Node *n) {
     const Node *q = graph_node(g, n->in[0]), *k = graph_node(g, n->in[1]);

@@ -200,6 +200,9 @@ static inline Node *graph_node(const Graph *g, int id) { return &g->nodes.v[id];
 int graph_find(const Graph *g, const char *name); /* -1 if none */
 
 int64_t node_bytes(const Node *n); /* tensor plus aux tail */
+/* Whether b is a bias of width n for an output of rank r: [n], or [n] with
+ * leading ones and rank at most r (the third input of linear). */
+bool shape_is_bias(const Shape *b, int64_t n, int r);
 
 /* ---- save/recompute name patterns ----------------------------------------- */
 

@@ -126,6 +126,35 @@ bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
     return set_out(n, &out, DT_F32, 0, err, err_len);
 }
 
+/* Whether b is a bias of width nb for an output of rank r: [nb], or [nb] with
+ * leading ones and rank at most r. */
+bool shape_is_bias(const Shape *b, int64_t nb, int r) {
+    if (b->ndim < 1 || b->ndim > r || b->dim[b->ndim - 1] != nb) return false;
+    for (int i = 0; i < b->ndim - 1; i++)
+        if (b->dim[i] != 1) return false;
+    return true;
+}
+
+/* linear(x, w, b): x[..., K] @ w[K, N] (w[N, K] with transpose_b) + b[N] */
+bool shape_linear(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len) ||
+        !want_dtype(g, n, 1, "w", DT_F32, err, err_len) || !want_dtype(g, n, 2, "b", DT_F32, err, err_len))
+        return false;
+    const Shape *x = &IN(0)->shape, *w = &IN(1)->shape, *b = &IN(2)->shape;
+    bool tb = n->attr.transpose_b;
+    const char *tr = tb ? " (transpose_b)" : "";
+    int r = x->ndim;
+    if (r < 2) return FAIL("x must have rank >= 2: %s x %s", SHP(x), SHP(w));
+    if (w->ndim != 2) return FAIL("w must have rank 2: %s x %s", SHP(x), SHP(w));
+    int64_t k = w->dim[tb ? 1 : 0], nb = w->dim[tb ? 0 : 1];
+    if (x->dim[r - 1] != k) return FAIL("inner dimensions differ: %s x %s%s", SHP(x), SHP(w), tr);
+    if (!shape_is_bias(b, nb, r))
+        return FAIL("b must be [%" PRId64 "] (or with leading ones): %s x %s%s + %s", nb, SHP(x), SHP(w), tr, SHP(b));
+    Shape out = *x;
+    out.dim[r - 1] = nb;
+    return set_out(n, &out, DT_F32, 0, err, err_len);
+}
+
 bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0), *y = IN(1);

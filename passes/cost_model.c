@@ -2,7 +2,7 @@
  *
  * requires: the op table's FLOP rules. provides: a node's forward time on a
  * profile: max(FLOPs / rate, bytes / bandwidth) + launch latency, where GEMM-like
- * ops (matmul, attention) use the matmul rate. This is what the planner
+ * ops (matmul, linear, attention) use the matmul rate. This is what the planner
  * minimises: recompute time, not FLOPs, so a memory-bound op over a large
  * tensor weighs what it costs.
  */
@@ -81,7 +81,7 @@ double cost_bytes(const Graph *g, const Node *n) {
 double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw) {
     if (op_table[n->op].flags & OPF_LEAF) return 0;
     double flops = op_table[n->op].flops(g, n);
-    double rate = n->op == OP_MATMUL || n->op == OP_ATTENTION ? hw->matmul_flops : hw->vector_flops;
+    double rate = n->op == OP_MATMUL || n->op == OP_LINEAR || n->op == OP_ATTENTION ? hw->matmul_flops : hw->vector_flops;
     double t_compute = flops / rate, t_mem = cost_bytes(g, n) / hw->mem_bw;
     return (t_compute > t_mem ? t_compute : t_mem) + hw->launch_latency;
 }

@@ -2,6 +2,8 @@
  * inserted, liveness, static arena allocation and the plan checker.
  *
  * Pipeline (tools/acc.c calls them in this order):
+ *   fuse_linear     Graph -> the same graph with bias GEMMs as linear nodes
+ *                   (not with --no-fuse)
  *   ad_build        Graph -> which nodes get gradients, backward order, what
  *                   each backward reads (the planner's candidates)
  *   sched_build     + a SAVE/RECOMPUTE decision per node -> steps and buffers
@@ -15,6 +17,22 @@
 #define ACC_PASSES_H
 
 #include "ir.h"
+
+/* ---- fusion of bias GEMMs (passes/fuse_linear.c) ------------------------- */
+
+typedef struct {
+    /* must-save / must-recompute globs from the command line: a matmul they
+     * name is not fused away (the DSL's globs are in the graph) */
+    const char *const *save_globs;
+    int n_save_globs;
+    const char *const *recompute_globs;
+    int n_recompute_globs;
+} FuseOptions;
+
+/* requires: a verified graph. provides: add(matmul(x, w), b) rewritten into
+ * linear(x, w, b) where it applies (see fuse_linear.c), the matmul removed,
+ * ids dense again, the graph verified. Returns the number fused. */
+int fuse_linear(Graph *g, const FuseOptions *o);
 
 /* ---- autodiff ------------------------------------------------------------ */
 

@@ -323,6 +323,7 @@ static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", p + 4);
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) keep[op_lookup(tok)] = true;
+        keep[OP_LINEAR] |= keep[OP_MATMUL]; /* a linear is a matmul with its bias (torch's addmm) */
         for (int i = 0; i < n; i++) dec[i] = keep[graph_node(g, i)->op] ? DEC_SAVE : DEC_RECOMPUTE;
     }
     free(pick);

@@ -471,6 +471,31 @@ void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t 
     binary_bwd(BIN_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
 }
 
+/* ---- linear: matmul with a bias ------------------------------------------ */
+
+// out (M, N) = x @ op(w) + b: the GEMM, then the bias add of k_add_fwd
+void k_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
+                  int64_t K, int trans_b)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    k_matmul_fwd(out, x, w, 1, M, N, K, 0, trans_b, 0);
+    const int64_t so[] = {M, N}, sb[] = {1, N};
+    binary_fwd(BIN_ADD, out, out, b, 2, so, so, sb);
+}
+
+// dx, dw, db += the gradients of out = x @ op(w) + b
+void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                  int64_t M, int64_t N, int64_t K, int trans_b)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    k_matmul_bwd(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
+    const int64_t so[] = {M, N}, sb[] = {1, N};
+    if (db)
+        binary_bwd(BIN_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
+}
+
 void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
                const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
 {

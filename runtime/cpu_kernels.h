@@ -57,6 +57,16 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
                   int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b,
                   int b_batched);
 
+/* out (M, N) = x (M, K) @ op(w) + b, w (K, N), or (N, K) if trans_b; b (N)
+ * added to every row. Bit for bit k_matmul_fwd followed by k_add_fwd of the
+ * bias: the fused op changes the schedule's memory, not the CPU's numbers. */
+void k_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
+                  int64_t K, int trans_b);
+/* dx += dout @ op(w)^T; dw += x^T @ dout (stored as w is); db += the column
+ * sums of dout (rows in order, as k_add_bwd sums a bias). reads: x, w. */
+void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                  int64_t M, int64_t N, int64_t K, int trans_b);
+
 /* ---- elementwise binary with numpy broadcasting ------------------------- */
 
 /* out = a OP b. ndim (0..K_MAX_DIMS) is the rank of out; a_shape and b_shape

@@ -177,6 +177,18 @@ static int make_dir(const char *dir) {
     return 0;
 }
 
+/* The graph every planning command works on: the model elaborated and
+ * verified (fe_load_file), then the bias GEMMs fused into linear nodes
+ * unless --no-fuse. Returns 0 or EXIT_INPUT. */
+static int load_graph(const Options *o, Graph *g) {
+    int rc = load_model(o, g);
+    if (!rc && !o->no_fuse) {
+        FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
+        fuse_linear(g, &fo);
+    }
+    return rc;
+}
+
 static int cmd_check(Options *o) {
     Graph g;
     graph_init(&g, "model");
@@ -428,7 +440,7 @@ static int cmd_explain(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = load_model(o, &g);
+    int rc = load_graph(o, &g);
     Planned pl;
     memset(&pl, 0, sizeof pl); /* freed on every path (an impossible budget fills it too) */
     if (!rc) rc = plan_graph(&g, o, &pl);
@@ -475,7 +487,7 @@ static int cmd_pareto(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = load_model(o, &g);
+    int rc = load_graph(o, &g);
     o->has_budget = false;
     Planned pl;
     memset(&pl, 0, sizeof pl);
@@ -583,7 +595,7 @@ static int cmd_compile(Options *o) {
     default_target(o);
     Graph g;
     graph_init(&g, "model");
-    int rc = load_model(o, &g);
+    int rc = load_graph(o, &g);
     if (!rc && o->emit) {
         rc = make_dir(o->out_dir);
         char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
@@ -640,7 +652,7 @@ static int link_program(const Options *o, const Graph *g, const char *dir, const
 static int cmd_run(Options *o) {
     Graph g;
     graph_init(&g, "model");
-    int rc = load_model(o, &g);
+    int rc = load_graph(o, &g);
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");

@@ -67,7 +67,8 @@ static const OptionRow option_rows[] = {
                        "later GPUs)", "compile run"},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
-    {"--no-fuse", NULL, "emit every forward step as its own kernel (no elementwise chains)", "compile run"},
+    {"--no-fuse", NULL, "no fusion: every forward step its own kernel (no elementwise chains), and a matmul and its "
+                        "bias add stay two ops (no linear)", "compile explain pareto run"},
     {"--policy", "P", "none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal (default): what to "
                       "recompute", "compile explain run"},
     {"--save", "GLOB", "must-save tensors (fnmatch pattern on names; repeatable)", PLANNING},

@@ -103,6 +103,12 @@ static void l_matmul_fwd(const Ctx *x) {
 static void l_matmul_bwd(const Ctx *x) {
     g_matmul_bwd(x->d, x->t[3], x->t[4], x->t[2], x->t[0], x->t[1], 1, N_, x->c->F, x->c->C, 0, 0, 0);
 }
+static void l_linear_fwd(const Ctx *x) {
+    g_linear_fwd(x->d, x->t[3], x->t[0], x->t[1], x->t[2], N_, x->c->F, x->c->C, 0);
+}
+static void l_linear_bwd(const Ctx *x) {
+    g_linear_bwd(x->d, x->t[4], x->t[5], x->t[6], x->t[3], x->t[0], x->t[1], N_, x->c->F, x->c->C, 0);
+}
 static void l_rope_fwd(const Ctx *x) {
     g_rope_fwd(x->d, x->t[1], x->t[0], x->c->B, x->c->T, x->c->H, x->c->D, 10000.0f);
 }
@@ -216,6 +222,10 @@ int main(int argc, char **argv) {
          f4 * (gN * gC + gC * gF + gN * gF), 2.0 * gN * gC * gF, l_matmul_fwd},
         {"matmul_bwd", "gpt2", gB, gT, gC, 0, 0, 0, 0, gF, {gN * gC, gC * gF, gN * gF, gN * gC, gC * gF}, -1, 0,
          f4 * 2 * (gN * gC + gC * gF + gN * gF), 4.0 * gN * gC * gF, l_matmul_bwd},
+        {"linear_fwd", "gpt2", gB, gT, gC, 0, 0, 0, 0, gF, {gN * gC, gC * gF, gF, gN * gF}, -1, 0,
+         f4 * (gN * gC + gC * gF + gF + gN * gF), 2.0 * gN * gC * gF, l_linear_fwd},
+        {"linear_bwd", "gpt2", gB, gT, gC, 0, 0, 0, 0, gF, {gN * gC, gC * gF, gF, gN * gF, gN * gC, gC * gF, gF}, -1,
+         0, f4 * 2 * (gN * gC + gC * gF + gF + gN * gF), 4.0 * gN * gC * gF, l_linear_bwd},
         {"rope_fwd", "llama", lB, lT, lC, lH, 0, lD, 0, 0, {lN * lC, lN * lC}, -1, 0, f4 * 2 * lN * lC, 0, l_rope_fwd},
     };
     int failed = 0, ran = 0;

@@ -110,6 +110,12 @@ def torch_case(torch, F, row, dev):
     if name == "matmul_bwd":
         x, w, dout = r(N, C), r(C, Fw), r(N, Fw)
         return lambda: (dout @ w.t(), x.t() @ dout)
+    if name == "linear_fwd":
+        x, w, b = r(N, C), r(C, Fw), r(Fw)
+        return lambda: torch.addmm(b, x, w)
+    if name == "linear_bwd":
+        x, w, dout = r(N, C), r(C, Fw), r(N, Fw)
+        return lambda: (dout @ w.t(), x.t() @ dout, dout.sum(0))
     if name == "rope_fwd":
         x = r(B, T, H, D)
         half = D // 2

@@ -24,6 +24,10 @@ void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_
     int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
 void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b,
     int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
+    int64_t K, int trans_b);
+void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+    int64_t M, int64_t N, int64_t K, int trans_b);
 void g_add_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
     const int64_t *a_shape, const int64_t *b_shape);
 void g_sub_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,

@@ -1,5 +1,5 @@
-/* dev_cuda.c - the GPU device: the CUDA driver API and cuBLAS, both loaded
- * with dlopen when an instance is created.
+/* dev_cuda.c - the GPU device: the CUDA driver API, cuBLAS and cuBLASLt, all
+ * loaded with dlopen when an instance is created.
  *
  * Loading at run time, rather than linking, is what lets a trainer built
  * against a CUDA library start on a machine without a driver or GPU and get
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 
@@ -37,12 +38,19 @@
     X(cuGraphExecDestroy)
 #define BLAS_FUNCS(X) \
     X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched)
+/* cuBLASLt: the GEMMs with a bias or bias-gradient epilogue (linear) */
+#define LT_FUNCS(X)                                                                                                  \
+    X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                  \
+    X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                 \
+    X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)   \
+    X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
 typedef struct {
-    void *cu_lib, *blas_lib;
+    void *cu_lib, *blas_lib, *lt_lib;
 #define FN_FIELD(f) __typeof__(&f) f;
     CU_FUNCS(FN_FIELD)
     BLAS_FUNCS(FN_FIELD)
+    LT_FUNCS(FN_FIELD)
 #undef FN_FIELD
 } Api;
 
@@ -58,6 +66,8 @@ typedef struct {
     CUevent ev[ACC_PHASE_COUNT + 1];
     int ev_used[ACC_PHASE_COUNT + 1];
     cublasHandle_t blas;
+    cublasLtHandle_t lt;
+    int tf32; /* the model was compiled with --tf32 */
     CUdeviceptr arena;
     /* a CUDA graph per ACC_GRAPH_*: captured on its second run, launched after */
     CUgraph graph[ACC_GRAPH_COUNT];
@@ -113,16 +123,24 @@ static int load_api(CudaDev *c) {
         return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
                         "cuBLAS (libcublas.so.%d) cannot be loaded: %s; install the CUDA %d runtime libraries",
                         CUBLAS_VER_MAJOR, dlerror(), CUBLAS_VER_MAJOR);
+    static const char *const lt_names[] = {"libcublasLt.so." STR(CUBLAS_VER_MAJOR), "libcublasLt.so"};
+    if (!(a->lt_lib = open_first(lt_names, 2)))
+        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+                        "cuBLASLt (libcublasLt.so.%d) cannot be loaded: %s; install the CUDA %d runtime libraries",
+                        CUBLAS_VER_MAJOR, dlerror(), CUBLAS_VER_MAJOR);
 #define FN_LOAD(f, lib)                                                                                           \
     if (!(*(void **)&a->f = dlsym(a->lib, STR(f))))                                                               \
         return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "%s has no %s: driver or cuBLAS too old", \
                         #lib, STR(f));
 #define CU_LOAD(f) FN_LOAD(f, cu_lib)
 #define BLAS_LOAD(f) FN_LOAD(f, blas_lib)
+#define LT_LOAD(f) FN_LOAD(f, lt_lib)
     CU_FUNCS(CU_LOAD)
     BLAS_FUNCS(BLAS_LOAD)
+    LT_FUNCS(LT_LOAD)
 #undef CU_LOAD
 #undef BLAS_LOAD
+#undef LT_LOAD
 #undef FN_LOAD
     return ACC_OK;
 }
@@ -162,7 +180,79 @@ static int cuda_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long 
                                                           (int)batch));
 }
 
-static const DevOps cuda_ops = {cuda_launch, cuda_gemm};
+/* The alignment of a device address, for cuBLASLt's preferences: a power of
+ * two from 4 to 256 (cuBLASLt's default assumption, which the arena's
+ * 64-byte offsets need not meet). */
+static uint32_t lt_align(const void *p) {
+    uint32_t a = 256;
+    while (a > 4 && (uintptr_t)p % a) a /= 2;
+    return a;
+}
+
+/* cublasLtMatmul with one epilogue (DevOps.gemm_ep, device.h): descriptors
+ * for this call, compute type FP32 (TF32 tensor cores with --tf32), the first
+ * algorithm of the heuristic (the same one for the same shape on the same
+ * GPU and library), the given fixed workspace. No algorithm for the
+ * epilogue (CUBLAS_STATUS_NOT_SUPPORTED or none returned) is DEV_NO_ALGO, not
+ * a failure: ops.c then runs the plain GEMM and the bias kernels. */
+static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long long n, long long k, const float *A,
+                        long long lda, const float *B, long long ldb, float beta, float *D, long long ldd, float *bias,
+                        void *ws, long long ws_bytes) {
+    CudaDev *c = (CudaDev *)d;
+    Api *a = &c->api;
+    if (m < 1 || n < 1 || k < 1 || lda < 1 || ldb < 1 || ldd < 1 || ws_bytes < 0)
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "GEMM with an epilogue: bad dimensions");
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtEpilogue_t e = epi == DEV_EPI_BIAS     ? CUBLASLT_EPILOGUE_BIAS
+                           : epi == DEV_EPI_BGRADA ? CUBLASLT_EPILOGUE_BGRADA
+                                                   : CUBLASLT_EPILOGUE_BGRADB;
+    uint64_t wsb = (uint64_t)ws_bytes;
+    const float one = 1.0f;
+    int rc = BLAS_CHECK(c, a->cublasLtMatmulDescCreate(&op, c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                                      CUDA_R_32F));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, (uint64_t)(ta ? k : m), (uint64_t)(ta ? m : k), lda));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, (uint64_t)(tb ? n : k), (uint64_t)(tb ? k : n), ldb));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldd));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceCreate(&pref));
+    if (!rc)
+        rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                                                   sizeof wsb));
+    /* only algorithms that work with these pointers' alignment (C is D) */
+    const cublasLtMatmulPreferenceAttributes_t align_attr[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t align[] = {lt_align(A), lt_align(B), lt_align(D), lt_align(D)};
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    if (!rc) {
+        memset(&res, 0, sizeof res);
+        cublasStatus_t st = a->cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &found);
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1))
+            rc = DEV_NO_ALGO;
+        else
+            rc = BLAS_CHECK(c, st);
+    }
+    if (!rc)
+        rc = BLAS_CHECK(c, a->cublasLtMatmul(c->lt, op, &one, A, la, B, lb, &beta, D, ld, D, ld, &res.algo, ws,
+                                             (size_t)wsb, (cudaStream_t)c->stream));
+    if (pref) a->cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) a->cublasLtMatrixLayoutDestroy(ld);
+    if (lb) a->cublasLtMatrixLayoutDestroy(lb);
+    if (la) a->cublasLtMatrixLayoutDestroy(la);
+    if (op) a->cublasLtMatmulDescDestroy(op);
+    return rc;
+}
+
+static const DevOps cuda_ops = {cuda_launch, cuda_gemm, cuda_gemm_ep};
 
 static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **arena, int64_t *extra) {
     CudaDev *c = calloc(1, sizeof *c);
@@ -212,6 +302,8 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
     dev_set_workspace(&c->head, *arena + desc->workspace_offset, desc->workspace_bytes);
     c->head.tf32 = desc->tf32;
     if ((rc = BLAS_CHECK(c, a->cublasCreate(&c->blas)))) return rc;
+    if ((rc = BLAS_CHECK(c, a->cublasLtCreate(&c->lt)))) return rc;
+    c->tf32 = desc->tf32;
     if ((rc = BLAS_CHECK(c, a->cublasSetStream(c->blas, c->stream)))) return rc;
     /* a fixed workspace inside the planned arena: no hidden allocation, and
      * cuBLAS picks the same algorithms every run (and can be captured) */
@@ -229,12 +321,14 @@ static void cuda_close(acc_dev *d) {
         if (c->graph[g]) a->cuGraphDestroy(c->graph[g]);
     }
     if (c->blas) a->cublasDestroy(c->blas);
+    if (c->lt) a->cublasLtDestroy(c->lt);
     if (c->arena) a->cuMemFree(c->arena);
     for (int p = 0; p <= ACC_PHASE_COUNT; p++)
         if (c->ev[p]) a->cuEventDestroy(c->ev[p]);
     if (c->stream) a->cuStreamDestroy(c->stream);
     if (c->module) a->cuModuleUnload(c->module);
     if (c->ctx_retained) a->cuDevicePrimaryCtxRelease(c->dev);
+    if (a->lt_lib) dlclose(a->lt_lib);
     if (a->blas_lib) dlclose(a->blas_lib);
     if (a->cu_lib) dlclose(a->cu_lib);
     free(c);

@@ -1,7 +1,7 @@
 /* dev_emu.c - the emulated device: the CUDA target's kernels (kernels.cu
  * compiled by the host compiler) and launch layer run on the CPU, with a
  * reference GEMM that follows cublasSgemmStridedBatched's contract to the
- * letter. Device memory is host memory (one allocation, the arena), so the
+ * letter, and one with cuBLASLt's bias and bias-gradient epilogues. Device memory is host memory (one allocation, the arena), so the
  * generated schedule, ops.c and the kernels are exercised exactly as on the
  * GPU, and AddressSanitizer sees every access.
  *
@@ -30,16 +30,18 @@ static const struct {
 #undef KA_ROW
 };
 
-/* One recorded call of a run: a launch, a GEMM or a phase mark. */
+/* One recorded call of a run: a launch, a GEMM (with an epilogue or not) or
+ * a phase mark. */
 typedef struct {
-    enum { REC_LAUNCH, REC_GEMM, REC_MARK } kind;
+    enum { REC_LAUNCH, REC_GEMM, REC_GEMM_EP, REC_MARK } kind;
     acc_kernel_id k;
     unsigned grid, block;
     acc_kargs a;
-    int ta, tb, phase;
-    long long m, n, kk, lda, sa, ldb, sb, ldc, sc, batch;
+    int ta, tb, phase, epi;
+    long long m, n, kk, lda, sa, ldb, sb, ldc, sc, batch, ws_bytes;
     const float *A, *B;
-    float beta, *C;
+    float beta, *C, *bias;
+    void *ws;
 } Rec;
 
 typedef struct {
@@ -57,6 +59,7 @@ typedef struct {
     Recording graph[ACC_GRAPH_COUNT];
     Recording *recording; /* the graph being recorded, or NULL */
     int no_graphs;        /* ACC_CUDA_GRAPHS=0: every run calls its function */
+    int no_epilogue;      /* ACC_EMU_NO_EPILOGUE=1: gemm_ep has no algorithm (the fallback's test) */
 } EmuDev;
 
 /* Append r to the recording in progress, if any. */
@@ -88,6 +91,23 @@ static int emu_kernel_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigne
     return ACC_OK;
 }
 
+/* C (m x n) = op(A) op(B) + beta C, column-major, summed in order of k;
+ * beta == 0 does not read C. */
+static void ref_gemm(int ta, int tb, long long m, long long n, long long k, const float *A, long long lda,
+                     const float *B, long long ldb, float beta, float *C, long long ldc) {
+#pragma omp parallel for if (m * n * k > 32768)
+    for (long long j = 0; j < n; j++)
+        for (long long i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (long long p = 0; p < k; p++) {
+                float x = ta ? A[p + i * lda] : A[i + p * lda];
+                float y = tb ? B[j + p * ldb] : B[p + j * ldb];
+                s += x * y;
+            }
+            C[i + j * ldc] = beta == 0.0f ? s : s + beta * C[i + j * ldc];
+        }
+}
+
 /* cublasSgemmStridedBatched(handle, ta, tb, m, n, k, 1, A, lda, sA, B, ldb,
  * sB, beta, C, ldc, sC, batch), column-major, checked like cuBLAS checks its
  * arguments; beta == 0 does not read C. Sums in order of k. */
@@ -101,25 +121,50 @@ static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long l
     record((EmuDev *)d, &(Rec){.kind = REC_GEMM, .ta = ta, .tb = tb, .m = m, .n = n, .kk = k, .A = A, .lda = lda,
                                .sa = sA, .B = B, .ldb = ldb, .sb = sB, .beta = beta, .C = C, .ldc = ldc, .sc = sC,
                                .batch = batch});
-    for (long long b = 0; b < batch; b++) {
-        const float *Ab = A + b * sA, *Bb = B + b * sB;
-        float *Cb = C + b * sC;
-#pragma omp parallel for if (m * n * k > 32768)
+    for (long long b = 0; b < batch; b++) ref_gemm(ta, tb, m, n, k, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+    return ACC_OK;
+}
+
+/* cublasLtMatmul with one epilogue (DevOps.gemm_ep in device.h), checked
+ * like cuBLASLt checks its descriptors: the GEMM of emu_gemm, then the bias
+ * added to each row of D, or the bias gradient, the sums over k of op(A)'s
+ * rows (BGRADA) or op(B)'s columns (BGRADB) in order of k. The workspace is
+ * not used. With ACC_EMU_NO_EPILOGUE=1 it has no algorithm (DEV_NO_ALGO). */
+static int emu_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long long n, long long k, const float *A,
+                       long long lda, const float *B, long long ldb, float beta, float *D, long long ldd, float *bias,
+                       void *ws, long long ws_bytes) {
+    if (epi != DEV_EPI_BIAS && epi != DEV_EPI_BGRADA && epi != DEV_EPI_BGRADB)
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "gemm_ep: unknown epilogue %d", epi);
+    if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D || !bias ||
+        ws_bytes < 0 || (ws_bytes && !ws))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
+                        "gemm_ep: invalid value (epilogue %d m %lld n %lld k %lld lda %lld ldb %lld ldd %lld, bias %s, "
+                        "workspace %lld)", epi, m, n, k, lda, ldb, ldd, bias ? "set" : "NULL", ws_bytes);
+    if (((EmuDev *)d)->no_epilogue) return DEV_NO_ALGO;
+    record((EmuDev *)d, &(Rec){.kind = REC_GEMM_EP, .epi = epi, .ta = ta, .tb = tb, .m = m, .n = n, .kk = k, .A = A,
+                               .lda = lda, .B = B, .ldb = ldb, .beta = beta, .C = D, .ldc = ldd, .bias = bias, .ws = ws,
+                               .ws_bytes = ws_bytes});
+    ref_gemm(ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd);
+    if (epi == DEV_EPI_BIAS) {
         for (long long j = 0; j < n; j++)
-            for (long long i = 0; i < m; i++) {
-                float s = 0.0f;
-                for (long long p = 0; p < k; p++) {
-                    float x = ta ? Ab[p + i * lda] : Ab[i + p * lda];
-                    float y = tb ? Bb[j + p * ldb] : Bb[p + j * ldb];
-                    s += x * y;
-                }
-                Cb[i + j * ldc] = beta == 0.0f ? s : s + beta * Cb[i + j * ldc];
-            }
+            for (long long i = 0; i < m; i++) D[i + j * ldd] += bias[i];
+    } else if (epi == DEV_EPI_BGRADA) {
+        for (long long i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (long long p = 0; p < k; p++) s += ta ? A[p + i * lda] : A[i + p * lda];
+            bias[i] = s;
+        }
+    } else {
+        for (long long j = 0; j < n; j++) {
+            float s = 0.0f;
+            for (long long p = 0; p < k; p++) s += tb ? B[j + p * ldb] : B[p + j * ldb];
+            bias[j] = s;
+        }
     }
     return ACC_OK;
 }
 
-static const DevOps emu_ops = {emu_kernel_launch, emu_gemm};
+static const DevOps emu_ops = {emu_kernel_launch, emu_gemm, emu_gemm_ep};
 
 static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **arena, int64_t *extra) {
     EmuDev *e = calloc(1, sizeof *e);
@@ -127,6 +172,8 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
     e->head.ops = &emu_ops;
     const char *g = getenv("ACC_CUDA_GRAPHS");
     e->no_graphs = g && !strcmp(g, "0");
+    const char *ne = getenv("ACC_EMU_NO_EPILOGUE");
+    e->no_epilogue = ne && !strcmp(ne, "1");
     *out = &e->head;
     e->arena_bytes = (size_t)desc->arena_bytes;
     e->arena = aligned_alloc(256, (e->arena_bytes + 255) / 256 * 256);
@@ -214,6 +261,9 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
         else if (r->kind == REC_GEMM)
             emu_gemm(d, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta, r->C, r->ldc,
                      r->sc, r->batch);
+        else if (r->kind == REC_GEMM_EP)
+            emu_gemm_ep(d, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C, r->ldc,
+                        r->bias, r->ws, r->ws_bytes);
         else
             emu_mark(d, r->phase);
     }

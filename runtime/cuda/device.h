@@ -23,7 +23,25 @@ typedef struct {
     int (*gemm)(acc_dev *d, int trans_a, int trans_b, long long m, long long n, long long k, const float *A,
                 long long lda, long long stride_a, const float *B, long long ldb, long long stride_b, float beta,
                 float *C, long long ldc, long long stride_c, long long batch);
+    /* cublasLtMatmul's contract with one epilogue, for one column-major
+     * matrix, alpha 1: D (m x n) = op(A) op(B) + beta D (beta 0: D is not
+     * read), op(A) m x k, op(B) k x n, then
+     *   DEV_EPI_BIAS:   D[i, j] += bias[i]                (bias: m floats, read)
+     *   DEV_EPI_BGRADA: bias[i] = sum over p of op(A)[i, p] (m floats, written)
+     *   DEV_EPI_BGRADB: bias[j] = sum over p of op(B)[p, j] (n floats, written)
+     * with at most ws_bytes of workspace at ws. Returns ACC_OK; DEV_NO_ALGO
+     * when the library has no algorithm for this epilogue and shape (nothing
+     * is written and no failure recorded: the caller does the same math
+     * another way); or the recorded failure. */
+    int (*gemm_ep)(acc_dev *d, int epilogue, int trans_a, int trans_b, long long m, long long n, long long k,
+                   const float *A, long long lda, const float *B, long long ldb, float beta, float *D, long long ldd,
+                   float *bias, void *ws, long long ws_bytes);
 } DevOps;
+
+/* The epilogues of DevOps.gemm_ep (cuBLASLt's CUBLASLT_EPILOGUE_BIAS,
+ * _BGRADA, _BGRADB). */
+enum { DEV_EPI_BIAS = 1, DEV_EPI_BGRADA, DEV_EPI_BGRADB };
+#define DEV_NO_ALGO (-1)
 
 /* The head of every backend's instance. */
 struct acc_dev {

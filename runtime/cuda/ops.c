@@ -209,6 +209,74 @@ void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const flo
     }
 }
 
+static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const float *y, int ndim, const int64_t *so,
+                       const int64_t *sa, const int64_t *sb);
+static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x,
+                           const float *y, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb);
+
+/* ---- linear: a GEMM with a bias epilogue ----------------------------------------- */
+
+/* Bytes of the scratch region the bias gradient of a linear backward takes
+ * (n floats, rounded to 256 so cuBLASLt's workspace after it stays aligned). */
+static long long bias_room(int64_t n) { return (n * 4 + 255) / 256 * 256; }
+
+/* The backend's GEMM with an epilogue (device.h), skipped after a failure;
+ * DEV_NO_ALGO when the backend has none for it. The bias gradient is written
+ * at the start of the scratch region and the workspace is what follows. */
+static int gemm_ep(acc_dev *d, int epi, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float beta, float *D, int64_t ldd, float *bias) {
+    if (d->status != ACC_OK) return d->status;
+    long long skip = epi == DEV_EPI_BIAS ? 0 : bias_room(epi == DEV_EPI_BGRADA ? m : n);
+    if (!d->ops->gemm_ep || (skip && (!d->scratch || skip > d->scratch_bytes))) return DEV_NO_ALGO;
+    unsigned char *ws = d->scratch ? d->scratch + skip : NULL;
+    return d->ops->gemm_ep(d, epi, ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd, bias, ws,
+                           d->scratch ? d->scratch_bytes - skip : 0);
+}
+
+/* out (M, N) = x (M, K) op(w) + b. Column-major this is out^T (N x M) =
+ * op(w)^T x^T, so the bias is per row of the column-major result: cuBLASLt's
+ * BIAS epilogue. Without an algorithm for it: the GEMM, then the bias add. */
+void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
+                  int64_t K, int trans_b) {
+    if (d->status != ACC_OK || M < 1 || N < 1) return;
+    if (gemm_ep(d, DEV_EPI_BIAS, trans_b, 0, N, M, K, w, trans_b ? K : N, x, K, 0.0f, out, N, DP(b)) != DEV_NO_ALGO)
+        return;
+    rm_gemm(d, out, x, w, M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
+    const int64_t so[] = {M, N}, sb[] = {1, N};
+    binary_fwd(d, KB_ADD, out, out, b, 2, so, so, sb);
+}
+
+/* dx += dout op(w)^T (the matmul's); dw += x^T dout (w (K, N)) or dout^T x
+ * (w (N, K)), with the bias-gradient epilogue summing dout over the M rows.
+ * Column-major, dout (M, N) is stored as N x M: for w (K, N) the GEMM is
+ * dw^T (N x K) += dout^T x with dout as A (BGRADA: N sums over k = M); for
+ * w (N, K) it is dw^T (K x N) += x^T dout with dout as op(B) (BGRADB). The
+ * epilogue writes the sums into the scratch region, and ck_strided adds them
+ * into db (gradients accumulate). Without an algorithm: the plain GEMM, then
+ * the column reduction of a bias add's gradient. */
+void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
+                  int64_t M, int64_t N, int64_t K, int trans_b) {
+    if (d->status != ACC_OK || M < 1 || N < 1) return;
+    if (dx) rm_gemm(d, dx, dout, w, M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
+    if (dw && db) {
+        float *sums = (float *)d->scratch;
+        int rc = !trans_b ? gemm_ep(d, DEV_EPI_BGRADA, 0, 1, N, K, M, dout, N, x, K, 1.0f, dw, N, sums)
+                          : gemm_ep(d, DEV_EPI_BGRADB, 0, 1, K, N, M, x, K, dout, N, 1.0f, dw, K, sums);
+        if (rc != DEV_NO_ALGO) {
+            if (rc == ACC_OK) copy_flat(d, db, sums, N, 1);
+            return;
+        }
+    }
+    if (dw) {
+        if (!trans_b)
+            rm_gemm(d, dw, x, dout, K, N, M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else
+            rm_gemm(d, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
+    }
+    const int64_t so[] = {M, N}, sb[] = {1, N};
+    binary_bwd_one(d, KB_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb);
+}
+
 /* ---- elementwise ------------------------------------------------------------ */
 
 /* The six padded dims of out and each operand's strides over them (0 where

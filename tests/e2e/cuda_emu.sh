@@ -5,8 +5,11 @@
 # One training step at save-all and under the policies full and optimal at
 # three budgets between the smallest policy peak and save-all:
 #  - every plan's gradients byte-identical to the emulated save-all plan's
-#    (recomputation on the device reproduces the forward exactly), and so
-#    are those of the save-all plan without elementwise chains (--no-fuse);
+#    (recomputation on the device reproduces the forward exactly);
+#  - the save-all plan without fusion (--no-fuse: no elementwise chains, no
+#    linear ops) byte-identical to the fused plan whose linear ops take the
+#    fallback without cuBLASLt epilogues (ACC_EMU_NO_EPILOGUE=1), and that
+#    within tolerance of the CPU target;
 #  - the emulated save-all gradients equal to the CPU target's within
 #    rtol 1e-4, atol 1e-6 (the kernels differ in summation order and in
 #    their tanh/exp; tests/ref/README.md states the same tolerance against
@@ -115,8 +118,19 @@ check() { # check NAME BUDGET
 }
 run full cuda-emu "$@" --policy full
 check full 0
+# --no-fuse also keeps matmul and bias add apart: the same math as the
+# linear op's fallback (no cuBLASLt epilogue: the plain GEMM, the bias add,
+# the column reduction), which ACC_EMU_NO_EPILOGUE=1 forces
+ACC_EMU_NO_EPILOGUE=1 run noepi cuda-emu "$@" --policy none
+peaks noepi 0
 run nofuse cuda-emu "$@" --policy none --no-fuse
-check nofuse 0
+peaks nofuse 0
+cmp -s "$dir/noepi.bin" "$dir/nofuse.bin" || { echo "FAIL nofuse: gradients differ from the linear fallback's"; exit 1; }
+"$compare" "$dir/cpu.bin" "$dir/noepi.bin" --rtol 1e-4 --atol 1e-6 --quiet || {
+    echo "FAIL noepi: the linear fallback's gradients differ from the CPU target's"
+    exit 1
+}
+echo "ok   nofuse: gradients identical to the linear op's fallback (no epilogue), which match the CPU's"
 for frac in 1 5 9; do
     budget=$(awk -v a="$min" -v b="$none" -v f="$frac" -v w="$ws" 'BEGIN { printf "%.0f", a + (b - a) * f / 10 + w }')
     run "optimal_$frac" cuda-emu "$@" --policy optimal --budget "$budget"

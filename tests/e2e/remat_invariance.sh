@@ -4,8 +4,9 @@
 # optimal planner at three budgets between the smallest peak any policy reaches
 # and the save-all peak, one training step's parameter gradients must be
 # byte-identical to the save-all plan's, and the runtime's measured peak must
-# equal the planned peak and fit the budget. Also without elementwise-chain
-# fusion (--no-fuse): the same bytes.
+# equal the planned peak and fit the budget. Also without fusion (--no-fuse:
+# no elementwise chains, and matmul and bias add as two ops instead of one
+# linear op, whose CPU kernels are those two bit for bit): the same bytes.
 set -eu
 acc=$1
 model=$2

@@ -6,7 +6,9 @@
  *   synchronizing call in a kernel launched as plain must be reported;
  * - the launch layer's matmul (cuBLAS conventions, run by the emulator's
  *   reference GEMM) against the CPU kernel k_matmul_fwd/bwd for every
- *   combination of transposes and batching;
+ *   combination of transposes and batching; linear (the GEMM with the
+ *   bias and bias-gradient epilogues, and without them) against
+ *   k_linear_fwd/bwd and the emulated matmul and bias add;
  * - __syncwarp: a warp exchange through shared memory, and lanes meeting at
  *   a shuffle and a __syncwarp reported;
  * - the launch layer's attention (the tiled kernels, and the one-warp-per-row
@@ -506,9 +508,72 @@ static void test_softmax_xent(void) {
     acc_device_cuda_emu.close(d);
 }
 
+/* The launch layer's linear (a GEMM with cuBLASLt's bias and bias-gradient
+ * epilogues, emulated) against the CPU's k_linear_fwd/bwd, and bit for bit
+ * against the emulated matmul and bias add where the math is the same (the
+ * output, dx, dw); the bias gradient, summed by the epilogue in order of the
+ * rows, within tolerance of the column reduction's. Three ways: the
+ * epilogues (a workspace for the bias gradient), no workspace (the forward
+ * keeps its epilogue, the backward falls back), and no epilogue at all
+ * (ACC_EMU_NO_EPILOGUE=1: the plain GEMM and the bias kernels). */
+static void test_linear(void) {
+    static const int64_t shapes[][3] = {{1, 5, 3}, {37, 20, 11}, {130, 70, 50}};
+    for (int way = 0; way < 3; way++)
+        for (int t = 0; t < 6; t++) {
+            int tb = t & 1;
+            int64_t M = shapes[t / 2][0], N = shapes[t / 2][1], K = shapes[t / 2][2];
+            int64_t nx = M * K, nw = K * N, no = M * N;
+            long long ws = way == 1 ? 0 : 1 << 20;
+            if (way == 2) setenv("ACC_EMU_NO_EPILOGUE", "1", 1);
+            float *dev;
+            acc_dev *d = open_emu(3 * nx + 3 * nw + 3 * N + 4 * no, ws, &dev);
+            if (way == 2) unsetenv("ACC_EMU_NO_EPILOGUE");
+            if (!d) return;
+            float *X = dev, *W = X + nx, *B = W + nw, *O = B + N, *dO = O + no, *dX = dO + no, *dW = dX + nx;
+            float *dB = dW + nw, *O2 = dB + N, *dX2 = O2 + no, *dW2 = dX2 + nx, *dB2 = dW2 + nw, *dMM = dB2 + N;
+            float *h = malloc((size_t)(3 * nx + 3 * nw + 3 * N + 2 * no) * sizeof *h);
+            float *x = h, *w = x + nx, *b = w + nw, *o = b + N, *dout = o + no, *dx = dout + no, *dw = dx + nx;
+            float *db = dw + nw, *dx0 = db + N, *dw0 = dx0 + nx, *db0 = dw0 + nw;
+            fill(x, nx, 3u + (unsigned)t), fill(w, nw, 17u), fill(b, N, 29u), fill(dout, no, 31u);
+            fill(dx0, nx, 41u), fill(dw0, nw, 43u), fill(db0, N, 47u);
+            memcpy(X, x, (size_t)nx * 4), memcpy(W, w, (size_t)nw * 4), memcpy(B, b, (size_t)N * 4);
+            memcpy(dO, dout, (size_t)no * 4);
+            memcpy(dX, dx0, (size_t)nx * 4), memcpy(dW, dw0, (size_t)nw * 4), memcpy(dB, db0, (size_t)N * 4);
+            memcpy(dX2, dx0, (size_t)nx * 4), memcpy(dW2, dw0, (size_t)nw * 4), memcpy(dB2, db0, (size_t)N * 4);
+            memset(dMM, 0, (size_t)no * 4);
+            memcpy(dx, dx0, (size_t)nx * 4), memcpy(dw, dw0, (size_t)nw * 4), memcpy(db, db0, (size_t)N * 4);
+            char what[96];
+            snprintf(what, sizeof what, "linear %lldx%lldx%lld tb %d way %d", (long long)M, (long long)N,
+                     (long long)K, tb, way);
+            k_linear_fwd(o, x, w, b, M, N, K, tb);
+            g_linear_fwd(d, O, X, W, B, M, N, K, tb);
+            expect_close(what, o, O, no, ws);
+            const int64_t so[] = {M, N}, sb[] = {1, N};
+            g_matmul_fwd(d, O2, X, W, 1, M, N, K, 0, tb, 0);
+            g_add_fwd(d, O2, O2, B, 2, so, so, sb);
+            EXPECT(!memcmp(O, O2, (size_t)no * 4), "%s: forward not bit-identical to matmul + bias add", what);
+            k_linear_bwd(dx, dw, db, dout, x, w, M, N, K, tb);
+            g_linear_bwd(d, dX, dW, dB, dO, X, W, M, N, K, tb);
+            expect_close(what, dx, dX, nx, ws);
+            expect_close(what, dw, dW, nw, ws);
+            expect_close(what, db, dB, N, ws);
+            g_add_bwd(d, dMM, dB2, dO, 2, so, so, sb);
+            g_matmul_bwd(d, dX2, dW2, dMM, X, W, 1, M, N, K, 0, tb, 0);
+            EXPECT(!memcmp(dX, dX2, (size_t)nx * 4) && !memcmp(dW, dW2, (size_t)nw * 4),
+                   "%s: dx, dw not bit-identical to matmul + bias add", what);
+            expect_close(what, dB2, dB, N, ws);
+            if (way == 2)
+                EXPECT(!memcmp(dB, dB2, (size_t)N * 4), "%s: the fallback's db is not the bias add's", what);
+            EXPECT(d->status == ACC_OK, "%s: device error: %s", what, dev_error(d));
+            free(h);
+            acc_device_cuda_emu.close(d);
+        }
+}
+
 int main(void) {
     test_executor();
     test_matmul();
+    test_linear();
     test_attention();
     test_reductions();
     test_attention_delta();

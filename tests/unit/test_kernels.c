@@ -6,8 +6,9 @@
  * backward and those are subtracted afterwards, which also checks that
  * backwards accumulate (+=) instead of overwriting. Forwards of matmul,
  * attention and the other non-trivial ops are checked against naive
- * reference implementations in double precision. Philox is checked against
- * the Random123 known-answer vectors.
+ * reference implementations in double precision; linear bit for bit against
+ * the matmul and bias add it fuses. Philox is checked against the Random123
+ * known-answer vectors.
  */
 #include <math.h>
 #include <stdint.h>
@@ -337,6 +338,71 @@ static void test_matmul(void)
     c.h = 1e-2f; /* bilinear: no truncation error, and less rounding noise */
     gradcheck(&c, 20);
     case_free(&c);
+}
+
+/* ---- linear ------------------------------------------------------------- */
+
+static void lin_fwd(Case *c)
+{
+    k_linear_fwd(c->out, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->i1);
+}
+
+static void lin_bwd(Case *c)
+{
+    k_linear_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->d[0], c->d[1],
+                 c->d[2], c->i1);
+}
+
+static float *copy_buf(const float *x, int64_t n)
+{
+    float *y = xmalloc((size_t)n * sizeof *y);
+    memcpy(y, x, (size_t)n * sizeof *y);
+    return y;
+}
+
+/* linear is matmul, then the bias add: the finite-difference check, and bit
+ * for bit the two kernels it fuses (k_matmul + k_add, forward and backward,
+ * the gradients accumulating into the same starting values). */
+static void test_linear(void)
+{
+    static const int64_t shapes[][3] = {{1, 5, 3}, {12, 7, 9}, {300, 70, 50}};
+    static char names[6][48];
+    for (int t = 0; t < 6; t++) {
+        int tb = t & 1;
+        int64_t M = shapes[t / 2][0], N = shapes[t / 2][1], K = shapes[t / 2][2];
+        snprintf(names[t], sizeof names[t], "linear %lldx%lldx%lld tb=%d", (long long)M,
+                 (long long)N, (long long)K, tb);
+        Case c = case_new(names[t], lin_fwd, lin_bwd, M * N, 0);
+        c.d[0] = M, c.d[1] = N, c.d[2] = K, c.i1 = tb;
+        case_in(&c, rnd_buf(M * K, -1, 1), M * K, 1);
+        case_in(&c, rnd_buf(K * N, -1, 1), K * N, 1);
+        case_in(&c, rnd_buf(N, -1, 1), N, 1);
+        c.fwd(&c);
+        float *mm = zero_buf(M * N), *want = zero_buf(M * N);
+        const int64_t so[] = {M, N}, sb[] = {1, N};
+        k_matmul_fwd(mm, c.x[0], c.x[1], 1, M, N, K, 0, tb, 0);
+        k_add_fwd(want, mm, c.x[2], 2, so, so, sb);
+        ASSERT(0, memcmp(want, c.out, (size_t)(M * N) * sizeof *want));
+        float *dx = rnd_buf(M * K, -1, 1), *dw = rnd_buf(K * N, -1, 1), *db = rnd_buf(N, -1, 1);
+        float *dx2 = copy_buf(dx, M * K), *dw2 = copy_buf(dw, K * N), *db2 = copy_buf(db, N);
+        float *dmm = zero_buf(M * N);
+        k_linear_bwd(dx, dw, db, c.dout, c.x[0], c.x[1], M, N, K, tb);
+        k_add_bwd(dmm, db2, c.dout, 2, so, so, sb);
+        k_matmul_bwd(dx2, dw2, dmm, c.x[0], c.x[1], 1, M, N, K, 0, tb, 0);
+        ASSERT(0, memcmp(dx, dx2, (size_t)(M * K) * sizeof *dx));
+        ASSERT(0, memcmp(dw, dw2, (size_t)(K * N) * sizeof *dw));
+        ASSERT(0, memcmp(db, db2, (size_t)N * sizeof *db));
+        /* NULL gradients are skipped */
+        k_linear_bwd(NULL, NULL, db, c.dout, c.x[0], c.x[1], M, N, K, tb);
+        k_add_bwd(NULL, db2, c.dout, 2, so, so, sb);
+        ASSERT(0, memcmp(db, db2, (size_t)N * sizeof *db));
+        free(mm), free(want), free(dx), free(dw), free(db), free(dx2), free(dw2), free(db2);
+        free(dmm);
+        if (M * N * K > 100000)
+            c.h = 1e-2f; /* bilinear in x and w, linear in b */
+        gradcheck(&c, 100);
+        case_free(&c);
+    }
 }
 
 /* ---- broadcasting binary ops -------------------------------------------- */
@@ -1315,6 +1381,7 @@ int main(void)
 {
     test_philox();
     test_matmul();
+    test_linear();
     test_binary();
     test_unary();
     test_norms();

@@ -1,10 +1,18 @@
-/* test_sched.c - sched_measure against the schedule it stands for.
+/* test_sched.c - sched_measure against the schedule it stands for, and the
+ * linear fusion pass.
  *
  * The planner scores most candidate plans with sched_measure, which replays
  * sched_build's walk without building the schedule. For the shipped models
- * at small shapes and random plans (a fixed seed), with and without the
+ * at small shapes (as elaborated, and with their bias GEMMs fused into
+ * linear nodes) and random plans (a fixed seed), with and without the
  * optimizer state, its peak, peak step, recompute steps and recompute time
  * must equal what sched_build + sched_max_live give.
+ *
+ * fuse_linear: which adds of a matmul become linear nodes (either operand
+ * order, a [1, N] bias), which do not (transpose_a, a batched or shared
+ * matmul output, a hint, a DSL or command-line glob naming the matmul, a
+ * bias that is not the last dim), that the fused node keeps the add's name
+ * and location, and that no node is left that only the removed matmul read.
  */
 #include "frontend.h"
 #include "passes.h"
@@ -38,10 +46,12 @@ static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, bool o
 }
 
 /* Random plans of one model at several drop rates. */
-static void check_model(const char *path, const Define *defs, int n_defs) {
+static void check_model(const char *path, const Define *defs, int n_defs, bool fuse) {
     Graph g;
     graph_init(&g, "test");
     if (!ASSERT(0, fe_load_file(path, defs, n_defs, &g, stdout))) return;
+    FuseOptions fo = {0};
+    if (fuse) fuse_linear(&g, &fo);
     Autodiff ad;
     ad_build(&g, &ad);
     int n = g.nodes.n;
@@ -60,14 +70,84 @@ static void check_model(const char *path, const Define *defs, int n_defs) {
     graph_free(&g);
 }
 
+static const char fuse_src[] =
+    "model m;\n"
+    "input x: f32[2, 3, 4];\n"
+    "param w: f32[4, 5] = normal(0.1);\n"
+    "param wt: f32[5, 4] = normal(0.1);\n"
+    "param b: f32[5] = zeros;\n"
+    "param b1: f32[1, 5] = zeros;\n"
+    "param b2: f32[3, 5] = zeros;\n"
+    "param w4: f32[3, 4] = normal(0.1);\n"
+    "a1 = matmul(x, w) + b;\n"                    /* fused */
+    "a2 = b1 + matmul(x, wt, transpose_b=true);\n" /* fused: bias on the left, [1, 5] */
+    "a3 = matmul(x, w) + b2;\n"                    /* not: the bias is not the last dim's */
+    "m4 = matmul(x, w);\n"
+    "a4 = m4 + b;\n"                               /* not: m4 is read twice */
+    "a5 = matmul(x, w4, transpose_a=true);\n"
+    "@save s6 = matmul(x, w);\n"
+    "a6 = s6 + b;\n"                               /* not: a hint on the matmul */
+    "a7 = matmul(x, w) + b;\n"                     /* not: the glob below names it */
+    "a8 = matmul(x, w) + b;\n"                     /* not: --save names it */
+    "save \"matmul_3\";\n"
+    "loss sum(a1 + a2 + a3 + m4 + a4 + a6 + a7 + a8) + sum(a5);\n";
+
+static void test_fuse_linear(void) {
+    Graph g;
+    graph_init(&g, "test");
+    if (!ASSERT(0, fe_load_source("fuse.acdsl", fuse_src, sizeof fuse_src - 1, NULL, 0, &g, stdout))) {
+        graph_free(&g);
+        return;
+    }
+    int n0 = g.nodes.n;
+    const char *cli[] = {"matmul_4"};
+    FuseOptions fo = {cli, 1, NULL, 0};
+    ASSERT(2, fuse_linear(&g, &fo));
+    ASSERT(n0 - 2, g.nodes.n);
+    ASSERT_TRUE(ir_verify(&g, stdout));
+    int a1 = graph_find(&g, "a1"), a2 = graph_find(&g, "a2");
+    if (ASSERT_TRUE(a1 >= 0 && a2 >= 0)) {
+        const Node *x = graph_node(&g, a1), *y = graph_node(&g, a2);
+        ASSERT(OP_LINEAR, x->op);
+        ASSERT(OP_LINEAR, y->op);
+        ASSERT(false, x->attr.transpose_b);
+        ASSERT(true, y->attr.transpose_b);
+        ASSERT_STR("b", graph_node(&g, x->in[2])->name);
+        ASSERT_STR("b1", graph_node(&g, y->in[2])->name);
+        ASSERT_STR("x", graph_node(&g, x->in[0])->name);
+        ASSERT(9, x->loc.line);
+    }
+    static const char *const kept[] = {"a3", "a4", "a6", "a7", "a8"};
+    for (int k = 0; k < 5; k++) {
+        int i = graph_find(&g, kept[k]);
+        if (ASSERT_TRUE(i >= 0)) ASSERT(OP_ADD, graph_node(&g, i)->op);
+    }
+    ASSERT(-1, graph_find(&g, "matmul"));
+    ASSERT(-1, graph_find(&g, "matmul_1"));
+    ASSERT_TRUE(graph_find(&g, "matmul_3") >= 0);
+    ASSERT_TRUE(graph_find(&g, "matmul_4") >= 0);
+    /* nothing dead: every node but the loss is read */
+    bool *read = calloc((size_t)g.nodes.n, sizeof *read);
+    for (int i = 0; i < g.nodes.n; i++)
+        for (int j = 0; j < graph_node(&g, i)->n_in; j++) read[graph_node(&g, i)->in[j]] = true;
+    int unread = 0;
+    for (int i = 0; i < g.nodes.n; i++) unread += !read[i] && i != g.loss;
+    ASSERT(0, unread);
+    free(read);
+    graph_free(&g);
+}
+
 int main(void) {
     Define gpt2[] = {{"L", "3"}, {"C", "32"}, {"H", "4"}, {"T", "16"}, {"B", "2"}, {"V", "64"}};
     Define llama[] = {{"B", "2"}, {"T", "16"}, {"V", "64"}, {"C", "32"}, {"L", "2"}, {"H", "4"}, {"KVH", "2"}, {"F", "64"}};
     Define mlp[] = {{"B", "4"}, {"D_in", "16"}, {"hidden", "8"}, {"classes", "3"}};
     Define unet[] = {{"B", "2"}, {"N", "16"}, {"C0", "4"}, {"E", "2"}};
-    check_model("models/gpt2.acdsl", gpt2, 6);
-    check_model("models/llama.acdsl", llama, 8);
-    check_model("models/mlp.acdsl", mlp, 4);
-    check_model("models/unet.acdsl", unet, 4);
+    for (int fuse = 0; fuse < 2; fuse++) {
+        check_model("models/gpt2.acdsl", gpt2, 6, fuse);
+        check_model("models/llama.acdsl", llama, 8, fuse);
+        check_model("models/mlp.acdsl", mlp, 4, fuse);
+        check_model("models/unet.acdsl", unet, 4, fuse);
+    }
+    test_fuse_linear();
     TEST_DONE();
 }

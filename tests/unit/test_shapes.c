@@ -123,6 +123,29 @@ static void test_matmul(void) {
     graph_free(&g);
 }
 
+static void test_linear(void) {
+    Graph g;
+    graph_init(&g, "t");
+    Attrs a = defaults(OP_LINEAR), tb = a;
+    tb.transpose_b = true;
+    int x = F32(4, 64, 768), w = F32(768, 2304), wt = F32(2304, 768), b = F32(2304), b1 = F32(1, 1, 2304);
+    int m = F32(3, 5), k = F32(5, 7), bk = F32(7), bad = F32(2303), b2 = F32(2, 2304), bw = F32(2, 768, 2304);
+    int i = I32(2304), s = F32(768), big = F32(1, 1, 1, 2304);
+    EXPECT_OK(OP_LINEAR, &a, "[4,64,2304]", DT_F32, 0, x, w, b);
+    EXPECT_OK(OP_LINEAR, &tb, "[4,64,2304]", DT_F32, 0, x, wt, b);
+    EXPECT_OK(OP_LINEAR, &a, "[4,64,2304]", DT_F32, 0, x, w, b1);
+    EXPECT_OK(OP_LINEAR, &a, "[3,7]", DT_F32, 0, m, k, bk);
+    EXPECT_ERR(OP_LINEAR, &tb, "inner dimensions differ: [4,64,768] x [768,2304] (transpose_b)", x, w, b);
+    EXPECT_ERR(OP_LINEAR, &a, "b must be [2304] (or with leading ones)", x, w, bad);
+    EXPECT_ERR(OP_LINEAR, &a, "b must be [2304]", x, w, b2);
+    EXPECT_ERR(OP_LINEAR, &a, "b must be [2304]", x, w, big);
+    EXPECT_ERR(OP_LINEAR, &a, "w must have rank 2", x, bw, b);
+    EXPECT_ERR(OP_LINEAR, &a, "x must have rank >= 2: [768]", s, w, b);
+    EXPECT_ERR(OP_LINEAR, &a, "b must be f32, got i32[2304]", x, w, i);
+    EXPECT_ERR(OP_LINEAR, &a, "takes 3 inputs, got 2", x, w);
+    graph_free(&g);
+}
+
 static void test_broadcast(void) {
     Graph g;
     graph_init(&g, "t");
@@ -601,6 +624,7 @@ int main(void) {
     verbose = getenv("VERBOSE") != NULL;
     test_leaf();
     test_matmul();
+    test_linear();
     test_broadcast();
     test_same();
     test_norms();
