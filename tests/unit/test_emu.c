@@ -526,7 +526,7 @@ static void test_linear(void) {
             long long ws = way == 1 ? 0 : 1 << 20;
             if (way == 2) setenv("ACC_EMU_NO_EPILOGUE", "1", 1);
             float *dev;
-            acc_dev *d = open_emu(3 * nx + 3 * nw + 3 * N + 4 * no, ws, &dev);
+            acc_dev *d = open_emu(3 * nx + 3 * nw + 3 * N + 4 * no, ws, 0, &dev);
             if (way == 2) unsetenv("ACC_EMU_NO_EPILOGUE");
             if (!d) return;
             float *X = dev, *W = X + nx, *B = W + nw, *O = B + N, *dO = O + no, *dX = dO + no, *dW = dX + nx;
