@@ -401,7 +401,7 @@ static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbo
                     g->model, pl.po.policy, pl.sched.arena_bytes + pl.info.workspace_bytes,
                     format_bytes(pl.sched.arena_bytes + pl.info.workspace_bytes, b1, sizeof b1),
                     pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
-                    pl.plan.status == PLAN_OPTIMAL ? "optimal" : pl.plan.status == PLAN_POLICY ? "policy" : "heuristic",
+                    plan_status_name(&pl.plan),
                     100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
             fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
                             "memory_activations.svg), "
