@@ -805,8 +805,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         pl_apply_forced(c, dec);
         if (!pl_cut_to(c, dec, target)) break;
         memcpy(trial, dec, (size_t)n * sizeof(Decision));
-        pl_restore(c, dec, target);
-        exchange(c, dec, target);
+        bool improve = !pl_out_of_time(c); /* else the cut as it is */
+        if (improve) pl_restore(c, dec, target), exchange(c, dec, target);
         pl_evaluate(c, dec, true, &e, NULL);
         if (e.arena <= budget) {
             best = e.cost;
@@ -814,8 +814,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
             break;
         }
         target -= e.arena - budget;
-        Eval ec;
-        pl_evaluate(c, trial, true, &ec, NULL);
+        Eval ec = e;
+        if (improve) pl_evaluate(c, trial, true, &ec, NULL);
         if (ec.arena <= budget && ec.cost < cut_cost)
             cut_cost = ec.cost, memcpy(cut, trial, (size_t)n * sizeof(Decision));
         if (cut_cost < INFINITY && pl_out_of_time(c)) break; /* a plan that fits: the best so far */
@@ -830,9 +830,11 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         evaluate_within(c, dec, budget, &e);
         if (e.arena > budget || e.cost >= best) continue;
         double seed_cost = e.cost;
-        pl_restore(c, dec, budget - (e.arena - e.max_live));
-        exchange(c, dec, budget - (e.arena - e.max_live));
-        pl_evaluate(c, dec, true, &e, NULL);
+        if (!pl_out_of_time(c)) { /* else the policy's plan as it is */
+            pl_restore(c, dec, budget - (e.arena - e.max_live));
+            exchange(c, dec, budget - (e.arena - e.max_live));
+            pl_evaluate(c, dec, true, &e, NULL);
+        }
         if (e.arena > budget) { /* the improvement did not allocate within the budget: the policy's plan */
             policy_decisions(c, seeds[k], dec);
             e.cost = seed_cost;
@@ -997,7 +999,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     for (int i = 0; i < n; i++) p->dec[i] = DEC_SAVE;
     pl_apply_forced(&c, p->dec);
     Eval e;
-    pl_evaluate(&c, p->dec, true, &e, NULL);
+    evaluate_within(&c, p->dec, budget, &e);
     if (e.arena <= budget) { /* saving everything that may be saved fits */
         p->bound = e.cost;
         finish(&c, p, PLAN_OPTIMAL);
