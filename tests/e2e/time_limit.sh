@@ -15,8 +15,15 @@
 #   acc explain --time-limit T: the whole command within 1.1 T + 0.5 s (the
 #     policy rows it has no time for are not scored), the plan fits and its
 #     solver line says that the limit ended the search (time_limit, the gap).
+#
+# ACC_TIMING=0 (the sanitizer build, where an allocation is ten times slower
+# and the first plan alone takes longer than T) runs the same commands and
+# checks everything but the times.
 set -eu
 acc=$1 n=${2:-1000} t=${3:-2}
+within() { # within SECONDS LIMIT: true when SECONDS <= LIMIT, or times are not checked
+    [ "${ACC_TIMING:-1}" = 0 ] || awk -v s="$1" -v l="$2" 'BEGIN { exit !(s <= l) }'
+}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cat >"$dir/mat.acdsl" <<'SRC'
@@ -43,7 +50,7 @@ budget=$((n * 4718592 / 1000)) # 4.5M at N = 1000, 9M at N = 2000
     -o "$dir/file/out" 2>"$dir/compile.err" && { cat "$dir/compile.err"; echo "FAIL: compiled into a file"; exit 1; }
 plan=$(sed -n 's/^acc: plan: \([0-9.]*\) s$/\1/p' "$dir/compile.err")
 [ -n "$plan" ] || { cat "$dir/compile.err"; echo "FAIL: no plan phase time"; exit 1; }
-awk -v p="$plan" -v t="$t" 'BEGIN { exit !(p <= 1.1 * t + 0.2) }' ||
+within "$plan" "$(awk -v t="$t" 'BEGIN { print 1.1 * t + 0.2 }')" ||
     { cat "$dir/compile.err"; echo "FAIL: N=$n --time-limit $t: the plan phase took $plan s (over 1.1 T + 0.2 s)"; exit 1; }
 echo "ok   N=$n --budget $budget --time-limit $t: plan phase $plan s"
 
@@ -51,7 +58,7 @@ t0=$(date +%s.%N)
 "$acc" explain "$dir/mat.acdsl" -D N="$n" --budget "$budget" --target cpu --time-limit "$t" >"$dir/explain.txt" \
     2>"$dir/explain.err" || { cat "$dir/explain.err"; echo "FAIL: acc explain"; exit 1; }
 wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-awk -v w="$wall" -v t="$t" 'BEGIN { exit !(w <= 1.1 * t + 0.5) }' ||
+within "$wall" "$(awk -v t="$t" 'BEGIN { print 1.1 * t + 0.5 }')" ||
     { cat "$dir/explain.err"; echo "FAIL: acc explain --time-limit $t took $wall s (over 1.1 T + 0.5 s)"; exit 1; }
 grep -q "solver time_limit (--time-limit ended the search; gap [0-9.]*%)" "$dir/explain.txt" ||
     { head -5 "$dir/explain.txt"; echo "FAIL: the solver line does not say that the limit ended the search"; exit 1; }
