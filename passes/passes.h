@@ -290,6 +290,8 @@ typedef struct {
      * the planner reaches (dec holds that plan); 0 when not searched */
     int64_t min_peak_bytes;
     bool min_peak_exact;        /* false: --time-limit ended that search (the minimum is at most this) */
+    bool timed_out;             /* --time-limit ended a search: the best plan found by then, and the bound
+                                   the time allowed (0 when none was computed) */
     char solver_error[200];     /* GLPK's first failure ("": none): the search went on without that
                                    solve, so the plan is checked but may cost more than the optimum */
 } Plan;
@@ -310,6 +312,9 @@ bool plan_policy_valid(const char *policy, char *err, size_t err_len);
  * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */
 void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out);
 void plan_free(Plan *p);
+/* The solver status of plan.json and explain: optimal, heuristic, policy,
+ * infeasible, or time_limit (a heuristic plan, --time-limit ended a search). */
+const char *plan_status_name(const Plan *p);
 /* The smallest peak acc's planner reaches for g (out->min_peak_bytes, its
  * plan in out), for the infeasible-budget error: plan_make (optimal) at
  * exactly this budget fits, one allocation unit (64 bytes) below it does not,

@@ -39,7 +39,7 @@ typedef struct {
 } Charge;
 
 typedef struct {
-    const Ctx *c;
+    Ctx *c;
     glp_prob *lp;
     const bool *read;       /* [n] read by the backward */
     int *p_last;            /* [n] last forward step reading node's tensor in P0, -1 if none */
@@ -226,26 +226,31 @@ static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_
 
 /* The optimum of the LP in seconds (warm: from the basis of the last solve);
  * INFINITY if infeasible, 0 if the simplex stops at its iteration limit (a
- * count, so the answer does not depend on the machine's load). */
-static double lp_value(glp_prob *lp, bool warm) {
+ * count, so without --time-limit the answer does not depend on the machine's
+ * load) or at the deadline (--time-limit; recorded in c->timed_out). */
+static double lp_value(Ctx *c, glp_prob *lp, bool warm) {
     glp_smcp sm;
     glp_init_smcp(&sm);
     sm.msg_lev = GLP_MSG_OFF;
     sm.it_lim = 100 * (glp_get_num_rows(lp) + glp_get_num_cols(lp));
+    sm.tm_lim = pl_ms_left(c);
     sm.presolve = warm ? GLP_OFF : GLP_ON;
     if (warm) sm.meth = GLP_DUALP;
     int rc = glp_simplex(lp, &sm);
     if (rc == 0 && glp_get_status(lp) == GLP_OPT) return glp_get_obj_val(lp) / 1e6;
     if (rc == GLP_ENOPFS || (rc == 0 && glp_get_status(lp) == GLP_NOFEAS)) return INFINITY;
-    return warm ? lp_value(lp, false) : 0;
+    if (rc == GLP_ETMLIM) return c->timed_out = true, 0;
+    return warm ? lp_value(c, lp, false) : 0;
 }
 
 /* The rows of the covering program: at each step of P0 (schedule s) where
  * more than the budget is live, the tensors whose dropping frees room there
  * (entries ent_node/ent_size; a step with the same entries as the last row
  * and no more need adds nothing). Returns the number of rows, -1 if at some
- * step nothing can make room (no plan fits). */
-int pl_bound_rows(const Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
+ * step nothing can make room (no plan fits), -2 if the deadline
+ * (--time-limit) passed first: each row scans every buffer, and deep models
+ * have tens of thousands of rows. */
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
                       Rows *rows) {
     int n = c->g->nodes.n, nb = s->bufs.n, ns = s->steps.n, fbs = s->first_bwd_step;
     int64_t live = 0;
@@ -262,6 +267,10 @@ int pl_bound_rows(const Ctx *c, const Schedule *s, const int *last_fwd, const in
         live += delta[t];
         double need = (double)(live - budget);
         if (need <= 0) continue;
+        if (pl_out_of_time(c)) {
+            n_rows = -2;
+            break;
+        }
         for (int i = 0; i < n; i++) size[i] = 0;
         for (int k = 0; k < nb; k++) {
             const Buffer *x = &s->bufs.v[k];
@@ -307,7 +316,7 @@ typedef struct {
 static void bound_solve(void *arg) {
     BoundRun *run = arg;
     Bound *b = run->b;
-    const Ctx *c = b->c;
+    Ctx *c = b->c;
     const Rows *rows = run->rows;
     b->lp = glp_create_prob();
     glp_set_obj_dir(b->lp, GLP_MIN);
@@ -319,21 +328,23 @@ static void bound_solve(void *arg) {
     int w = n_f > 0 && b->charges.n ? b->col[f[0]] : 0;
     if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
         glp_set_col_bnds(b->lp, w, GLP_FX, 0, 0);
-        run->bound = lp_value(b->lp, false);
+        run->bound = lp_value(c, b->lp, false);
         if (c->time[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
             glp_set_col_bnds(b->lp, w, GLP_FX, 1, 1);
-            double v1 = lp_value(b->lp, true);
+            double v1 = lp_value(c, b->lp, true);
             run->bound = v1 < run->bound ? v1 : run->bound;
         }
     } else {
-        run->bound = lp_value(b->lp, false);
+        run->bound = lp_value(c, b->lp, false);
     }
     glp_delete_prob(b->lp);
 }
 
 /* The bound for budget (INFINITY: no plan fits; 0 when there is nothing to
- * free, or when GLPK failed: a bound that proves nothing). */
+ * free, when GLPK failed, or when the deadline came first: a bound that
+ * proves nothing). */
 double pl_covering_bound(Ctx *c, int64_t budget) {
+    if (pl_out_of_time(c)) return 0;
     int n = c->g->nodes.n;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
@@ -347,7 +358,7 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
-    double bound = n_rows < 0 ? INFINITY : 0;
+    double bound = n_rows == -1 ? INFINITY : 0;
     if (n_rows > 0) {
         Bound b = {c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}};
         int **cols[] = {&b.p_last, &b.fb, &b.col, &b.ycol, &b.kcol};

@@ -246,7 +246,7 @@ static void flip_rounds(void *arg) {
         }
         if (work >= FLIP_WORK || (double)(n_flips + n_pairs) * na > FLIP_MAX_ENTRIES) break;
         delta = F->delta = acc_xrealloc(F->delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
-        for (int f = 0; f < n_flips + n_pairs; f++) {
+        for (int f = 0; f < n_flips + n_pairs && !pl_out_of_time(c); f++) {
             int one[1] = {f};
             apply_flips(c, dec, flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, tmp);
             anchor_profile(c, tmp, prof, &e);
@@ -257,6 +257,7 @@ static void flip_rounds(void *arg) {
             const double *d2 = &delta[(size_t)pair[2 * (f - n_flips) + 1] * na];
             for (int k = 0; k < na; k++) d[k] -= d1[k] + d2[k]; /* the interaction */
         }
+        if (c->timed_out) break; /* the flips were not all simulated */
         double constant;
         glp_prob *lp = flip_program(c, dec, flip, n_flips, &constant, rcol_of);
         sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
@@ -292,7 +293,7 @@ static void flip_rounds(void *arg) {
             if (in_lp[k]) flip_row(lp, delta, na, k, n_flips, n_pairs, pcol, (double)(target - base_prof[k]), ind, val);
         }
         bool improved = false;
-        for (int solve = 0; solve < FLIP_SOLVES && !improved; solve++) {
+        for (int solve = 0; solve < FLIP_SOLVES && !improved && !pl_out_of_time(c); solve++) {
             double nnz = glp_get_num_nz(lp) + 1;
             if (work + nnz >= FLIP_WORK) break;
             glp_iocp io;
@@ -300,6 +301,7 @@ static void flip_rounds(void *arg) {
             io.msg_lev = GLP_MSG_OFF;
             io.presolve = GLP_ON;
             io.mir_cuts = io.cov_cuts = GLP_ON;
+            io.tm_lim = pl_ms_left(c);
             int nodes_given = (FLIP_WORK - work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - work) / nnz) : FLIP_NODE_LIMIT;
             int nc = glp_get_num_cols(lp);
             start = F->start = acc_xrealloc(F->start, (size_t)(nc + 1) * sizeof(double));
@@ -312,6 +314,7 @@ static void flip_rounds(void *arg) {
             int rc = glp_intopt(lp, &io);
             int nodes_left = cb.nodes_left;
             work += nnz * (nodes_given - nodes_left + 1);
+            if (rc == GLP_ETMLIM) c->timed_out = true;
             if (!((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)))
                 break;
             if (constant + glp_mip_obj_val(lp) / 1e6 > base.cost * (1 - 1e-9) - 1e-15) break; /* nothing cheaper */
@@ -409,6 +412,7 @@ typedef struct {
     double fixed, best;
     Decision *best_dec;
     long long nodes;
+    bool stopped; /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
 } Bnb;
 
@@ -430,7 +434,11 @@ static double bnb_bound(const Bnb *b) {
 
 static void bnb_visit(Bnb *b, int d) {
     Ctx *c = b->c;
-    if (++b->nodes > BNB_NODE_LIMIT) return;
+    if (b->stopped) return;
+    if (++b->nodes > BNB_NODE_LIMIT || (b->best < INFINITY && b->nodes % 1024 == 0 && pl_out_of_time(c))) {
+        b->stopped = true;
+        return;
+    }
     if (b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return;
     if (d == b->k) {
         Eval e;
@@ -571,7 +579,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         }
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
         bnb_visit(&b, 0);
-        done = b.nodes <= BNB_NODE_LIMIT;
+        done = !b.stopped;
         free(ratio), free(perm);
         free(b.need), free(b.covered), free(b.avail), free(b.row_first), free(b.row_len), free(b.ent_var);
         free(b.ent_size), free(b.vr_first), free(b.vr_len), free(b.vr_row), free(b.vr_size);

@@ -30,6 +30,7 @@
  */
 #include <fnmatch.h>
 #include <glpk.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,12 @@ double pl_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+int pl_ms_left(Ctx *c) {
+    if (c->deadline <= 0) return INT_MAX;
+    double ms = (c->deadline - pl_now() - 3 * c->alloc_s) * 1e3;
+    return ms < 1 ? 1 : ms > INT_MAX / 2 ? INT_MAX / 2 : (int)ms;
+}
+
 /* Score dec by its exact schedule: max-live and recompute time, the arena
  * too if alloc, the schedule itself into keep if given. Without either, the
  * schedule is measured (sched_measure), not built. */
@@ -73,6 +80,7 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
         return;
     }
     Schedule s;
+    double t0 = alloc ? pl_now() : 0;
     if (keep) {
         sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
     } else {
@@ -93,6 +101,21 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
         }
     if (keep) *keep = s;
     else c->scratch = s;
+    if (alloc) c->alloc_s = pl_now() - t0;
+}
+
+/* pl_evaluate with the allocation, unless the measured max-live is already
+ * over limit: then e->arena is that max-live, a lower bound of the arena (an
+ * allocation holds every buffer live at a step). One evaluation either way;
+ * on large models an allocation costs as much as hundreds of measures. */
+static void evaluate_within(Ctx *c, const Decision *dec, int64_t limit, Eval *e) {
+    pl_evaluate(c, dec, false, e, NULL);
+    if (e->max_live > limit) {
+        e->arena = e->max_live;
+        return;
+    }
+    c->n_evals--; /* the same plan, scored once more */
+    pl_evaluate(c, dec, true, e, NULL);
 }
 
 static bool matches(const char *const *globs, int n, const char *name) {
@@ -516,9 +539,11 @@ static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp,
  * that makes room at the peak but is live again (recomputed) at the next
  * step over the target loses to one that makes room at both. A step's
  * entries are the saved tensors whose forward copy is live there after its
- * last forward read and before its first backward read. Not bound by
- * --time-limit: the cut is how a first plan is found (at most 4n + 16 rounds),
- * so a time limit never turns a budget that fits into an error. */
+ * last forward read and before its first backward read. Past the deadline
+ * (--time-limit) each round solves the program of the peak step alone, but
+ * the rounds go on: the cut is how a first plan is found (at most 4n + 16
+ * rounds, each dropping at least one tensor), so a time limit never turns a
+ * budget that fits into an error. */
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     double *a = acc_xrealloc(NULL, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
@@ -587,7 +612,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             made = true;
             Eval et;
             pl_evaluate(c, tmp, false, &et, NULL);
-            if (et.max_live <= target || n_rows == CUT_ROWS) break;
+            if (et.max_live <= target || n_rows == CUT_ROWS || pl_out_of_time(c)) break;
             /* the step of the current plan where the cut's peak falls */
             sched_rebuild(c->g, c->ad, tmp, c->o->optimizer, &c->scratch);
             int u = et.peak_step;
@@ -672,7 +697,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         pl_evaluate(c, dec, false, &base, NULL);
         int nd = 0, nsv = 0;
         bool improved = false;
-        for (int i = 0; i < n && !improved; i++) {
+        for (int i = 0; i < n && !improved && !pl_out_of_time(c); i++) {
             if (!c->cand[i] || c->forced[i] >= 0 || !read[i]) continue;
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             if (dec[i] == DEC_SAVE) pl_drop_closure(c, tmp, i);
@@ -690,6 +715,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
             }
         }
         if (improved) continue;
+        if (c->timed_out) break; /* the moves were not all priced */
         size_t np = 0;
         for (int a = 0; a < nd; a++)
             for (int b = 0; b < nsv; b++) {
@@ -703,7 +729,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
                 np++;
             }
         if (np) qsort(pairs, np, sizeof *pairs, cmp_net);
-        for (size_t k = 0; k < np && k < 8 && !improved; k++) {
+        for (size_t k = 0; k < np && k < 8 && !improved && !pl_out_of_time(c); k++) {
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             pl_drop_closure(c, tmp, drops[(int)pairs[k][2]].node);
             tmp[saves[(int)pairs[k][3]].node] = DEC_SAVE;
@@ -780,8 +806,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         pl_apply_forced(c, dec);
         if (!pl_cut_to(c, dec, target)) break;
         memcpy(trial, dec, (size_t)n * sizeof(Decision));
-        pl_restore(c, dec, target);
-        exchange(c, dec, target);
+        bool improve = !pl_out_of_time(c); /* else the cut as it is */
+        if (improve) pl_restore(c, dec, target), exchange(c, dec, target);
         pl_evaluate(c, dec, true, &e, NULL);
         if (e.arena <= budget) {
             best = e.cost;
@@ -789,23 +815,27 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
             break;
         }
         target -= e.arena - budget;
-        Eval ec;
-        pl_evaluate(c, trial, true, &ec, NULL);
+        Eval ec = e;
+        if (improve) pl_evaluate(c, trial, true, &ec, NULL);
         if (ec.arena <= budget && ec.cost < cut_cost)
             cut_cost = ec.cost, memcpy(cut, trial, (size_t)n * sizeof(Decision));
+        if (cut_cost < INFINITY && pl_out_of_time(c)) break; /* a plan that fits: the best so far */
     }
     if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
     free(cut), free(trial);
     static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
                                         "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
+        if (best < INFINITY && pl_out_of_time(c)) break;
         policy_decisions(c, seeds[k], dec);
-        pl_evaluate(c, dec, true, &e, NULL);
+        evaluate_within(c, dec, budget, &e);
         if (e.arena > budget || e.cost >= best) continue;
         double seed_cost = e.cost;
-        pl_restore(c, dec, budget - (e.arena - e.max_live));
-        exchange(c, dec, budget - (e.arena - e.max_live));
-        pl_evaluate(c, dec, true, &e, NULL);
+        if (!pl_out_of_time(c)) { /* else the policy's plan as it is */
+            pl_restore(c, dec, budget - (e.arena - e.max_live));
+            exchange(c, dec, budget - (e.arena - e.max_live));
+            pl_evaluate(c, dec, true, &e, NULL);
+        }
         if (e.arena > budget) { /* the improvement did not allocate within the budget: the policy's plan */
             policy_decisions(c, seeds[k], dec);
             e.cost = seed_cost;
@@ -815,7 +845,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
             memcpy(out, dec, (size_t)n * sizeof(Decision));
         }
     }
-    if (best < INFINITY && polish) {
+    if (best < INFINITY && polish && !pl_out_of_time(c)) {
         pl_evaluate(c, out, true, &e, NULL);
         pl_flip_search(c, out, budget - (e.arena - e.max_live), budget);
     }
@@ -839,6 +869,7 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     if (c->o->budget_bytes > 0 && e.arena > c->o->budget_bytes) p->status = PLAN_INFEASIBLE;
     p->n_evals = c->n_evals;
     p->solve_s = pl_now() - c->t_start;
+    p->timed_out = c->timed_out;
     snprintf(p->solver_error, sizeof p->solver_error, "%s", c->solver_error);
     sched_free(&s);
 }
@@ -906,7 +937,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
             for (int i = 0; i < n; i++) dec[i] = c->cand[i] ? DEC_RECOMPUTE : DEC_SAVE;
             pl_apply_forced(c, dec);
         }
-        pl_evaluate(c, dec, true, &e, NULL);
+        evaluate_within(c, dec, best - 1, &e);
         if (e.arena < best) best = e.arena, memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
     for (int iter = 0; iter < 4 * n + 16; iter++) {
@@ -969,7 +1000,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     for (int i = 0; i < n; i++) p->dec[i] = DEC_SAVE;
     pl_apply_forced(&c, p->dec);
     Eval e;
-    pl_evaluate(&c, p->dec, true, &e, NULL);
+    evaluate_within(&c, p->dec, budget, &e);
     if (e.arena <= budget) { /* saving everything that may be saved fits */
         p->bound = e.cost;
         finish(&c, p, PLAN_OPTIMAL);
@@ -1009,6 +1040,11 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
 }
 
 void plan_free(Plan *p) { free(p->dec); }
+
+const char *plan_status_name(const Plan *p) {
+    static const char *const name[] = {"optimal", "heuristic", "policy", "infeasible"};
+    return p->status == PLAN_HEURISTIC && p->timed_out ? "time_limit" : name[p->status];
+}
 
 void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *out) {
     Ctx c;

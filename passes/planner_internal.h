@@ -23,6 +23,7 @@ typedef struct {
     int n_evals;
     double t_start;
     double deadline;  /* pl_now() past it: out of time (0: none; --time-limit) */
+    double alloc_s;   /* seconds of the last evaluation that allocated (the reserve below) */
     bool timed_out;   /* the deadline ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
     SchedIndex *index; /* for evaluations that need no allocation */
@@ -47,13 +48,18 @@ typedef struct {
 } Rows;
 
 double pl_now(void);
-/* Whether the deadline (--time-limit) has passed (recorded in c->timed_out).
- * The searches that improve a plan stop then; the cut that finds the first
- * plan does not. */
+/* Whether the deadline (--time-limit) has passed, less a reserve for what
+ * follows the searches (recorded in c->timed_out): scoring the final plan in
+ * finish() and the caller's schedule, allocation and plan check of it, three
+ * allocating evaluations timed as the last one. The searches that improve a
+ * plan stop then, with the best plan so far; the cut that finds the first
+ * plan only takes fewer rows. */
 static inline bool pl_out_of_time(Ctx *c) {
-    if (c->deadline > 0 && pl_now() > c->deadline) c->timed_out = true;
+    if (c->deadline > 0 && pl_now() + 3 * c->alloc_s > c->deadline) c->timed_out = true;
     return c->timed_out;
 }
+/* Milliseconds left before the deadline, for GLPK's tm_lim (INT_MAX: no deadline). */
+int pl_ms_left(Ctx *c);
 void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
 void pl_apply_forced(const Ctx *c, Decision *dec);
 /* Drop node i together with the intermediates that feed it (saved
@@ -70,7 +76,7 @@ void pl_sort_by_time(const Ctx *c, int *ids, int n);
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
 void pl_restore(Ctx *c, Decision *dec, int64_t target);
 
-int pl_bound_rows(const Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
                   Rows *rows);
 double pl_covering_bound(Ctx *c, int64_t budget);
 

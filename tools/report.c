@@ -12,7 +12,6 @@
 #include <string.h>
 
 static const char *const step_kind[] = {"forward", "recompute", "seed", "backward"};
-static const char *const status_name[] = {"optimal", "heuristic", "policy", "infeasible"};
 
 typedef struct {
     int64_t cat[BUF_KIND_COUNT];
@@ -99,7 +98,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
     fprintf(out, "  \"solver\": {\"status\": \"%s\", \"objective\": %.9g, \"bound\": %.9g, \"gap\": %.9g, "
                  "\"candidates\": %d, \"evaluations\": %d},\n",
-            status_name[p->status], p->recompute_time, p->bound, gap < 0 ? 0 : gap, p->n_candidates, p->n_evals);
+            plan_status_name(p), p->recompute_time, p->bound, gap < 0 ? 0 : gap, p->n_candidates, p->n_evals);
     fprintf(out, "  \"tensors\": [\n");
     bool first = true;
     for (int i = 0; i < g->nodes.n; i++) {
@@ -146,9 +145,14 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
             format_bytes(peak, b2, sizeof b2), peak, info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
     if (info->workspace_bytes)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, info->workspace_bytes);
-    fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s\n\n", p->recompute_time * 1e3,
+    fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", p->recompute_time * 1e3,
             (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
-            status_name[p->status]);
+            plan_status_name(p));
+    if (p->timed_out && p->status == PLAN_HEURISTIC) { /* the gap the time allowed to prove */
+        double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
+        fprintf(out, " (--time-limit ended the search; gap %.2f%%)", 100 * (gap < 0 ? 0 : gap));
+    }
+    fprintf(out, "\n\n");
     fprintf(out, "memory at the peak:\n");
     report_breakdown(s, out);
     fprintf(out, "\n%-40s %-14s %12s  %-9s %12s\n", "tensor", "op", "bytes", "decision", "recompute");
