@@ -43,26 +43,8 @@ SRC
     run "check, $((6 * n)) nodes" check "$dir/rep$n.acdsl"
 done
 
-cat >"$dir/mat.acdsl" <<'SRC'
-model m;
-hparam N = 1000;
-input x: f32[8, 16];
-h = x;
-repeat N as r {
-    param w: f32[16, 16] = normal(0.1);
-    param g: f32[16] = ones;
-    param b: f32[16] = zeros;
-    a = matmul(h, w);
-    n = layernorm(a, g, b);
-    s = softmax(n);
-    u = gelu(s);
-    d = matmul(u, w);
-    h = h + d;
-}
-loss mean(h);
-SRC
 for n in 250 500 1000 2000; do
-    run "compile, repeat $n" compile "$dir/mat.acdsl" -D N=$n --budget 1G --target cpu -o "$dir/m$n"
+    run "compile, repeat $n" compile "$root/tests/e2e/repeat_mat.acdsl" -D N=$n --budget 1G --target cpu -o "$dir/m$n"
 done
 run "compile, GPT-2 96 layers" compile "$root/models/gpt2.acdsl" -D L=96 --budget 16G --target cpu -o "$dir/gpt96"
 

@@ -21,32 +21,15 @@
 # checks everything but the times.
 set -eu
 acc=$1 n=${2:-1000} t=${3:-2}
+model=$(dirname "$0")/repeat_mat.acdsl
 within() { # within SECONDS LIMIT: true when SECONDS <= LIMIT, or times are not checked
     [ "${ACC_TIMING:-1}" = 0 ] || awk -v s="$1" -v l="$2" 'BEGIN { exit !(s <= l) }'
 }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-cat >"$dir/mat.acdsl" <<'SRC'
-model m;
-hparam N = 1000;
-input x: f32[8, 16];
-h = x;
-repeat N as r {
-    param w: f32[16, 16] = normal(0.1);
-    param g: f32[16] = ones;
-    param b: f32[16] = zeros;
-    a = matmul(h, w);
-    n = layernorm(a, g, b);
-    s = softmax(n);
-    u = gelu(s);
-    d = matmul(u, w);
-    h = h + d;
-}
-loss mean(h);
-SRC
 budget=$((n * 4718592 / 1000)) # 4.5M at N = 1000, 9M at N = 2000
 : >"$dir/file"
-"$acc" compile "$dir/mat.acdsl" -D N="$n" --budget "$budget" --target cpu --time-limit "$t" -v \
+"$acc" compile "$model" -D N="$n" --budget "$budget" --target cpu --time-limit "$t" -v \
     -o "$dir/file/out" 2>"$dir/compile.err" && { cat "$dir/compile.err"; echo "FAIL: compiled into a file"; exit 1; }
 plan=$(sed -n 's/^acc: plan: \([0-9.]*\) s$/\1/p' "$dir/compile.err")
 [ -n "$plan" ] || { cat "$dir/compile.err"; echo "FAIL: no plan phase time"; exit 1; }
@@ -55,7 +38,7 @@ within "$plan" "$(awk -v t="$t" 'BEGIN { print 1.1 * t + 0.2 }')" ||
 echo "ok   N=$n --budget $budget --time-limit $t: plan phase $plan s"
 
 t0=$(date +%s.%N)
-"$acc" explain "$dir/mat.acdsl" -D N="$n" --budget "$budget" --target cpu --time-limit "$t" >"$dir/explain.txt" \
+"$acc" explain "$model" -D N="$n" --budget "$budget" --target cpu --time-limit "$t" >"$dir/explain.txt" \
     2>"$dir/explain.err" || { cat "$dir/explain.err"; echo "FAIL: acc explain"; exit 1; }
 wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 within "$wall" "$(awk -v t="$t" 'BEGIN { print 1.1 * t + 0.5 }')" ||
