@@ -456,8 +456,8 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     int n_parts = 0;
     for (int t = 0; t < s->steps.n; t++) {
         if (t % CG_STEPS_PER_FN == 0) {
-            if (t) fprintf(o, "}\n\n");
-            fprintf(o, "static void run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
+            if (t) fprintf(o, "    return ACC_OK;\n}\n\n");
+            fprintf(o, "static int run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
                        "    (void)A;\n    (void)D;\n", n_parts++);
         }
         const Step *st = &s->steps.v[t];
@@ -487,10 +487,11 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             break;
         }
     }
-    if (n_parts) fprintf(o, "}\n\n");
-    fprintf(o, "static int run(acc_ctx *ctx) {\n");
-    for (int k = 0; k < n_parts; k++) fprintf(o, "    run_%d(ctx);\n", k);
-    fprintf(o, "    return ACC_OK;\n}\n\n");
+    if (n_parts) fprintf(o, "    return ACC_OK;\n}\n\n");
+    /* a part's failure (an index out of range: acc_fail) ends the step */
+    fprintf(o, "static int run(acc_ctx *ctx) {\n    int rc;\n");
+    for (int k = 0; k < n_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
+    fprintf(o, "    (void)rc;\n    return ACC_OK;\n}\n\n");
 
     fprintf(o, "static const acc_param_desc params[] = {\n");
     int n_params = 0, n_inputs = 0;
