@@ -8,21 +8,30 @@
 # each, so a lease that ends early still leaves what was done. Run it from
 # the repository root of a Release build (build/), e.g. on the GPU machine:
 #   . .devkit/setup.sh && sh bench/gpu/measure.sh "$OUT"
-# Each part is bounded by `timeout` (PART_S seconds, default 420).
+# Each part is bounded by `timeout` (PART_S seconds, default 420); PARTS
+# (default: all) names the parts to run, e.g. PARTS="gpu_tests ops_fp32", so
+# one lease can be spent in several calls. TARBALL, when set, is rewritten
+# after every part with the whole OUTDIR, for a machine that returns only a
+# few files.
 set -u
 out=${1:-${OUT:-out/gpu-measure}}
 mkdir -p "$out"
 part=${PART_S:-420}
 acc=${ACC:-build/acc}
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
+parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 ncu_step"}
+want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
+pack() { [ -n "${TARBALL:-}" ] && tar czf "$TARBALL" -C "$(dirname "$out")" "$(basename "$out")"; return 0; }
 run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
     name=$1
     shift
+    want "$name" || return 0
     t0=$(date +%s)
     timeout "$part" "$@" >"$out/$name.txt" 2>&1
     rc=$?
     log "$name: exit $rc in $(($(date +%s) - t0)) s: $*"
     tail -n 25 "$out/$name.txt" >>"$out/summary.txt"
+    pack
 }
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || { log "no GPU: nvidia-smi failed"; exit 0; }
 log "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null)"
@@ -34,7 +43,8 @@ run ops_tf32 sh bench/gpu/ops.sh --acc "$acc" --tf32 --json "$out/ops_tf32.json"
 run step_fp32 sh bench/gpu/run.sh --acc "$acc" --json "$out/step_fp32.json"
 run step_tf32 sh bench/gpu/run.sh --acc "$acc" --tf32 --json "$out/step_tf32.json"
 if command -v ncu >/dev/null 2>&1; then
-    run ncu_step ncu --target-processes all --metrics gpu__time_duration.sum --csv --page raw \
+    # --clock-control none: the GPU's own clocks, as the other parts run
+    run ncu_step ncu --clock-control none --target-processes all --metrics gpu__time_duration.sum --csv --page raw \
         --log-file "$out/ncu_step.csv" "$acc" run models/gpt2.acdsl -D B=8 -D T=1024 --target cuda --policy none \
         --steps 1
     # the kernel time by kernel name, largest first
@@ -58,5 +68,7 @@ for name, ns in tot.most_common():
 print(f"{all_ns / 1e6:10.3f} ms total, {sum(cnt.values())} launches")
 PY
     cat "$out/ncu_by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
+    rm -f "$out/ncu_step.csv.gz"; [ -s "$out/ncu_step.csv" ] && gzip -k "$out/ncu_step.csv"
 fi
 log "done: $out"
+pack

@@ -203,9 +203,10 @@ def acc_defs(cfg):
     return out + ["-D", "P=0.0"]
 
 
-def acc_common(cfg):
+def acc_common(cfg, run=True):
+    """acc's target arguments; run=False for acc explain, which plans and so takes no --tf32."""
     args = ["--target", cfg["acc_target"]]
-    if cfg["tf32"] and cfg["acc_target"] == "cuda":
+    if run and cfg["tf32"] and cfg["acc_target"] == "cuda":
         args += ["--tf32"]
     if cfg.get("hw"):
         args += ["--hw", cfg["hw"]]
@@ -228,7 +229,7 @@ def acc_budgets(cfg, specs):
     """Resolve --budgets into acc runs: [(label, [acc plan arguments], budget bytes or None)]."""
     saveall = pers = minimum = None
     if any(s.endswith("%") for s in specs):
-        cmd = [cfg["acc"], "explain", MODEL] + acc_defs(cfg) + acc_common(cfg) + ["--budget", "1T", "--policy", "none"]
+        cmd = [cfg["acc"], "explain", MODEL] + acc_defs(cfg) + acc_common(cfg, run=False) + ["--budget", "1T", "--policy", "none"]
         p = subprocess.run(cmd, capture_output=True, text=True, env=acc_env(cfg))
         m = re.search(r"planned peak .*\((\d+) bytes\)", p.stdout)
         if p.returncode or not m:
@@ -247,7 +248,7 @@ def acc_budgets(cfg, specs):
                     pers += int(n)
         cfg["saveall_planned"], cfg["persistent_bytes"] = saveall, pers
     if "min" in specs or any(s.endswith("%") for s in specs):
-        cmd = [cfg["acc"], "explain", MODEL] + acc_defs(cfg) + acc_common(cfg) + ["--budget", "1"]
+        cmd = [cfg["acc"], "explain", MODEL] + acc_defs(cfg) + acc_common(cfg, run=False) + ["--budget", "1"]
         p = subprocess.run(cmd, capture_output=True, text=True, env=acc_env(cfg))
         m = re.search(r"below the minimum of (\d+) bytes", p.stderr + p.stdout)
         if not m:
