@@ -12,6 +12,13 @@
  * shuffle and a __syncwarp). Blocks run one after another, so results do not
  * depend on any thread count.
  *
+ * A cp.async copy (emu_cp_async) fills its destination with NaN when it is
+ * issued and lands at the issuing thread's next wait (emu_cp_async_wait):
+ * on a GPU the destination is undefined in between, so a read before the
+ * wait (a missing wait or barrier) and a copy into data other threads still
+ * read both show as NaN; a thread that ends with copies it never waited for,
+ * or a copy not aligned to its size, is an error.
+ *
  * Not emulated: memory races between threads of a block without a barrier
  * (coroutines only switch at barriers, so such a race reads consistently
  * here), dynamic shared memory, clusters, atomics.
@@ -73,7 +80,15 @@ typedef struct {
     int warp_kind;           /* WB_*, while parked at a warp barrier */
     float shfl_in, shfl_out; /* a shuffle's deposited value and its result */
     int shfl_lane;           /* the lane to read from */
+    struct EmuCopy *pend;    /* cp.async copies not landed yet */
+    int n_pend, cap_pend;
 } EmuThread;
+
+typedef struct EmuCopy {
+    void *dst;
+    const void *src;
+    int size, bytes; /* copy `bytes` of `size`, zero-fill the rest */
+} EmuCopy;
 
 typedef struct {
     emu_kernel fn;
@@ -208,6 +223,45 @@ void emu_syncwarp(void) {
     warp_barrier(e, WB_SYNCWARP);
 }
 
+static void land(const EmuCopy *c) {
+    memcpy(c->dst, c->src, (size_t)c->bytes);
+    memset((char *)c->dst + c->bytes, 0, (size_t)(c->size - c->bytes));
+}
+
+void emu_cp_async(void *dst, const void *src, int size, int bytes) {
+    EmuCopy c = {dst, src, size, bytes};
+    Emu *e = emu_now;
+    if (!e->sync) {
+        land(&c);
+        return;
+    }
+    if (((uintptr_t)dst | (uintptr_t)src) % (uintptr_t)size) {
+        if (!e->error) e->error = "a cp.async copy not aligned to its size (the GPU faults)";
+        return;
+    }
+    EmuThread *th = self();
+    if (th->n_pend == th->cap_pend) {
+        int cap = th->cap_pend ? 2 * th->cap_pend : 16;
+        EmuCopy *p = realloc(th->pend, (size_t)cap * sizeof *p);
+        if (!p) {
+            land(&c);
+            if (!e->error) e->error = "out of memory for cp.async copies";
+            return;
+        }
+        th->pend = p;
+        th->cap_pend = cap;
+    }
+    th->pend[th->n_pend++] = c;
+    memset(dst, 0xff, (size_t)size); /* NaN until the copy lands */
+}
+
+void emu_cp_async_wait(void) {
+    if (!emu_now->sync) return;
+    EmuThread *th = self();
+    for (int i = 0; i < th->n_pend; i++) land(&th->pend[i]);
+    th->n_pend = 0;
+}
+
 static void thread_main(void) {
     Emu *e = emu_now;
 #ifdef EMU_ASAN
@@ -215,6 +269,8 @@ static void thread_main(void) {
 #endif
     e->fn(*e->args);
     e = emu_now;
+    if (e->th[e->cur].n_pend && !e->error) e->error = "a thread ended with cp.async copies it never waited for";
+    e->th[e->cur].n_pend = 0;
     e->th[e->cur].state = TH_DONE;
 #ifdef EMU_ASAN
     __sanitizer_start_switch_fiber(NULL, e->main_bottom, e->main_size);
@@ -259,6 +315,7 @@ static const char *run_block_sync(Emu *e) {
         th->idx = (emu_dim3){(unsigned)t % e->block.x, (unsigned)t / e->block.x % e->block.y,
                              (unsigned)t / (e->block.x * e->block.y)};
         th->state = TH_RUN;
+        th->n_pend = 0;
         start_context(&th->uc, e->stacks + (size_t)t * e->stack_bytes, e->stack_bytes);
     }
     e->block_waiting = 0;
@@ -317,6 +374,7 @@ const char *emu_launch(emu_kernel fn, int sync, emu_dim3 grid, emu_dim3 block, c
                 }
                 err = e.error;
             }
+    for (int t = 0; e.th && t < e.n_threads; t++) free(e.th[t].pend);
     free(e.th);
     free(e.stacks);
     emu_now = outer;

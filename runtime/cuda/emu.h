@@ -26,6 +26,10 @@ void emu_syncthreads(void);
 void emu_syncwarp(void);
 float emu_shfl_xor(unsigned mask, float v, int lane_mask);
 float emu_shfl(unsigned mask, float v, int src_lane);
+/* cp.async: copy `bytes` of `size` from src to shared dst, zero-fill the
+ * rest; lands by the thread's next emu_cp_async_wait (see emu.c). */
+void emu_cp_async(void *dst, const void *src, int size, int bytes);
+void emu_cp_async_wait(void);
 
 #define threadIdx (*emu_thread_idx())
 #define blockIdx (*emu_block_idx())

@@ -798,6 +798,51 @@ DEVFN void att_load(float *dst, int ls, int rows, const float *src, long long ld
         for (int d = lane; d < D4; d += 32) dst[j * ls + d] = j < n && d < D ? src[j * ld + d] : 0.0f;
 }
 
+/* Asynchronous staging (cp.async, sm_80 and later): att_stage starts the
+ * copy of rows [0, n) of a global (., D) matrix with row stride ld into a
+ * shared tile of `rows` rows, row stride ls, columns [0, D), zeros past row
+ * n, 16 bytes a copy, and returns at once: the copy lands while the block
+ * computes on other data. att_stage_wait() waits for every copy the thread
+ * started; a __syncthreads after it shows them to the block. Columns past D
+ * are not written (a kernel zeroes them once). Rows that are not 16-byte
+ * aligned (D or ld not a multiple of 4) are copied at once, as att_load
+ * does. The emulator fills a copy's destination with NaN until the wait
+ * (emu.c), so a missing wait or barrier shows there as a wrong result. */
+DEVFN void cp_async16(float *dst, const float *src, int bytes) {
+#ifdef __CUDACC__
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+    emu_cp_async(dst, src, 16, bytes);
+#endif
+}
+
+DEVFN void att_stage_wait(void) {
+#ifdef __CUDACC__
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#else
+    emu_cp_async_wait();
+#endif
+}
+
+DEVFN void att_stage(float *dst, int ls, int rows, const float *src, long long ld, int n, int D) {
+    if ((D & 3) || (ld & 3) || ((unsigned long long)src & 15)) {
+        att_load(dst, ls, rows, src, ld, n, D, D);
+        return;
+    }
+    int q = D >> 2;
+    for (int e = (int)threadIdx.x; e < rows * q; e += (int)blockDim.x) {
+        int j = e / q, c = 4 * (e - j * q);
+        cp_async16(dst + j * ls + c, j < n ? src + j * ld + c : src, j < n ? 16 : 0);
+    }
+}
+
+/* Zero columns [D, D4) of a shared tile of `rows` rows, row stride ls. */
+DEVFN void att_zero_cols(float *dst, int ls, int rows, int D, int D4) {
+    for (int e = (int)threadIdx.x; e < rows * (D4 - D); e += (int)blockDim.x)
+        dst[e / (D4 - D) * ls + D + e % (D4 - D)] = 0.0f;
+}
+
 /* delta[j] = dout_j . out_j for the rows [0, n) of a tile of `rows` rows (0
  * past n); global rows with stride ld. Warps take rows in turn. */
 DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, long long ld, int n, int D) {
@@ -867,8 +912,9 @@ DEVFN AttTile att_query_tile(const acc_kargs *a, long long tile, long long nqt, 
  * The forward for the common head sizes (64 and below: GPT-2, Llama) with
  * the work of each thread held in registers, as in a GEMM's micro-tile. A
  * block of KA_ATT_THREADS threads owns RT_ROWS query rows of one (b, h),
- * staged once, and walks RT_KEYS-key tiles of K, then V, through one shared
- * buffer. Thread (g = tid / 8, x = tid % 8) scores rows 4g..4g+3 against keys
+ * staged once, and walks RT_KEYS-key tiles of K and V in two shared
+ * buffers, each staged by cp.async while the block computes on the other (V
+ * during the scores, the next K during O += P V). Thread (g = tid / 8, x = tid % 8) scores rows 4g..4g+3 against keys
  * x, x+8, x+16, x+24 (16 dot products: 8 FMAs per float4 read of shared
  * memory; a quarter warp reads 8 consecutive key rows, conflict-free with
  * the padded row stride), the 8 lanes of a row group reduce the row's max by
@@ -876,7 +922,7 @@ DEVFN AttTile att_query_tile(const acc_kargs *a, long long tile, long long nqt, 
  * and the thread accumulates its 4 rows' output columns 4x..4x+3 and
  * 32+4x..32+4x+3 (again 8 FMAs per read). A row's sum stays split over its
  * 8 lanes until the end. No atomics: every sum in an order fixed by the
- * tile sizes. Shared memory: 35,328 bytes. */
+ * tile sizes. Shared memory: 44,032 bytes. */
 #define RT_ROWS KA_ATT_RT_ROWS
 #define RT_KEYS 32
 #define RT_LD (KA_ATT_RT_D + 4) /* row stride of the query and key/value tiles */
@@ -898,13 +944,16 @@ DEVFN float group8_sum(float v) {
 /* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
 KERNEL ck_attention_fwd_rt(acc_kargs a) {
     __shared__ KALIGN16 float qs[RT_ROWS * RT_LD];
-    __shared__ KALIGN16 float kv[RT_KEYS * RT_LD];
+    __shared__ KALIGN16 float ks[RT_KEYS * RT_LD], vs[RT_KEYS * RT_LD];
     __shared__ KALIGN16 float ps[RT_ROWS * RT_PL];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + RT_ROWS - 1) / RT_ROWS;
+    att_zero_cols(qs, RT_LD, RT_ROWS, D, D4);
+    att_zero_cols(ks, RT_LD, RT_KEYS, D, D4);
+    att_zero_cols(vs, RT_LD, RT_KEYS, D, D4);
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
         AttTile at = att_query_tile(&a, tile, nqt, RT_ROWS);
         long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
@@ -915,18 +964,19 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
             l[i] = 0.0f;
             UNROLL for (int c = 0; c < 8; c++) o[i][c] = 0.0f;
         }
-        __syncthreads(); /* the previous tile is done with qs */
-        att_load(qs, RT_LD, RT_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D, D4);
+        __syncthreads(); /* the previous tile is done with qs, ks and vs */
+        att_stage(qs, RT_LD, RT_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D);
+        att_stage(ks, RT_LD, RT_KEYS, a.p[3] + kv0, kld, (int)(send < RT_KEYS ? send : RT_KEYS), D);
         for (long long s0 = 0; s0 < send; s0 += RT_KEYS) {
             int kn = (int)(send - s0 < RT_KEYS ? send - s0 : RT_KEYS);
-            __syncthreads(); /* qs is staged; every thread is done with the last V */
-            att_load(kv, RT_LD, RT_KEYS, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
-            __syncthreads();
+            att_stage_wait();
+            __syncthreads(); /* qs and this K are staged; every thread is done with the last V */
+            att_stage(vs, RT_LD, RT_KEYS, a.p[4] + kv0 + s0 * kld, kld, kn, D); /* lands during the scores */
             float sc[4][4];
             UNROLL for (int i = 0; i < 4; i++) UNROLL for (int j = 0; j < 4; j++) sc[i][j] = 0.0f;
             for (int d = 0; d < D4; d += 4) {
                 kf4 k4[4];
-                UNROLL for (int j = 0; j < 4; j++) k4[j] = ld4(kv + (x + 8 * j) * RT_LD + d);
+                UNROLL for (int j = 0; j < 4; j++) k4[j] = ld4(ks + (x + 8 * j) * RT_LD + d);
                 UNROLL for (int i = 0; i < 4; i++) {
                     kf4 q4 = ld4(qs + (4 * g + i) * RT_LD + d);
                     UNROLL for (int j = 0; j < 4; j++) sc[i][j] = dot4(sc[i][j], q4, k4[j]);
@@ -950,14 +1000,18 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
                 l[i] = l[i] * corr + sum;
                 UNROLL for (int c = 0; c < 8; c++) o[i][c] *= corr;
             }
-            __syncthreads(); /* every thread is done with K; the probabilities are written */
-            att_load(kv, RT_LD, RT_KEYS, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
-            __syncthreads();
+            att_stage_wait();
+            __syncthreads(); /* V is staged; every thread is done with K; the probabilities are written */
+            if (s0 + RT_KEYS < send) { /* the next K lands during O += P V */
+                long long s1 = s0 + RT_KEYS;
+                att_stage(ks, RT_LD, RT_KEYS, a.p[3] + kv0 + s1 * kld, kld,
+                          (int)(send - s1 < RT_KEYS ? send - s1 : RT_KEYS), D);
+            }
             for (int j = 0; j < kn; j += 4) { /* rows past kn: zero in both tiles */
                 kf4 p4[4];
                 UNROLL for (int i = 0; i < 4; i++) p4[i] = ld4(ps + (4 * g + i) * RT_PL + j);
                 UNROLL for (int jj = 0; jj < 4; jj++) {
-                    kf4 v0 = ld4(kv + (j + jj) * RT_LD + 4 * x), v1 = ld4(kv + (j + jj) * RT_LD + 32 + 4 * x);
+                    kf4 v0 = ld4(vs + (j + jj) * RT_LD + 4 * x), v1 = ld4(vs + (j + jj) * RT_LD + 32 + 4 * x);
                     UNROLL for (int i = 0; i < 4; i++) {
                         float p = f4_get(p4[i], jj);
                         o[i][0] += p * v0.x, o[i][1] += p * v0.y, o[i][2] += p * v0.z, o[i][3] += p * v0.w;
@@ -1046,22 +1100,14 @@ DEVFN void tc_c_to_a(float pa[4], const float c[4], int lane) {
  * are a multiple of 8, under --tf32. A block of 4 warps owns 64 query rows
  * (warp w rows 16w..16w+15, its Q fragments scaled by 1/sqrt(D) and kept in
  * registers) and walks 64-key tiles of K and V staged in shared memory
- * (strides chosen so the fragment loads are conflict-free). Per tile: the
+ * by cp.async, V while the scores are computed and the next K during
+ * O += P V (strides chosen so the fragment loads are conflict-free). Per tile: the
  * warp's 16x64 scores by mma (the C layout tells each lane its rows gid and
  * gid+8), the online softmax on them in registers (a row's max over the 4
  * lanes of a quad), the output rescaled in registers, and O += P V by mma,
  * P's A fragments gathered from the score fragments by quad shuffles. */
 #define TC_KLD (KA_ATT_RT_D + 4) /* K tile row stride: B[d][key] reads hit 32 banks */
 #define TC_VLD (KA_ATT_RT_D + 8) /* V tile row stride: B[key][d] reads hit 32 banks */
-
-/* Stage rows [0, n) of a global (., D) matrix into a shared tile of `rows`
- * rows, stride ls, columns [0, D), zeros past row n. */
-DEVFN void tc_load(float *dst, int ls, int rows, const float *src, long long ld, int n, int D) {
-    for (int e = (int)threadIdx.x; e < rows * D; e += (int)blockDim.x) {
-        int j = e / D, d = e % D;
-        dst[j * ls + d] = j < n ? src[j * ld + d] : 0.0f;
-    }
-}
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
 KERNEL ck_attention_fwd_tc(acc_kargs a) {
@@ -1083,12 +1129,13 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             qa[kk][i] = r < qn && d < D ? tf32(qg[r * qld + d] * scale) : 0.0f;
             o[kk][i] = 0.0f;
         }
+        __syncthreads(); /* every warp of the previous tile is done with K and V */
+        att_stage(ks, TC_KLD, 64, a.p[3] + kv0, kld, (int)(send < 64 ? send : 64), D);
         for (long long s0 = 0; s0 < send; s0 += 64) {
             int kn = (int)(send - s0 < 64 ? send - s0 : 64);
-            __syncthreads(); /* every warp is done with the last K and V */
-            tc_load(ks, TC_KLD, 64, a.p[3] + kv0 + s0 * kld, kld, kn, D);
-            tc_load(vs, TC_VLD, 64, a.p[4] + kv0 + s0 * kld, kld, kn, D);
-            __syncthreads();
+            att_stage_wait();
+            __syncthreads(); /* this K is staged; every warp is done with the last V */
+            att_stage(vs, TC_VLD, 64, a.p[4] + kv0 + s0 * kld, kld, kn, D); /* lands during the scores */
             float s[8][4];
             UNROLL for (int nt = 0; nt < 8; nt++) {
                 UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
@@ -1120,6 +1167,11 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             }
             l[0] = l[0] * corr[0] + sum[0];
             l[1] = l[1] * corr[1] + sum[1];
+            att_stage_wait();
+            __syncthreads(); /* V is staged; every warp is done with K */
+            if (s0 + 64 < send) /* the next K lands during O += P V */
+                att_stage(ks, TC_KLD, 64, a.p[3] + kv0 + (s0 + 64) * kld, kld,
+                          (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64), D);
             UNROLL for (int kc = 0; kc < 8; kc++) { /* O += P V */
                 if (8 * kc >= kn) continue;
                 float pa[4];
@@ -1152,14 +1204,16 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
  * fragments between them.
  * ck_attention_bwd_dq_tc: a block of 4 warps owns 64 query rows (warp w rows
  * 16w.., their q (scaled) and dout fragments in registers) and walks 32-key
- * tiles of K and V in shared memory: S = q K^T and dP = dout V^T, ds = p (dP
+ * tiles of K and V in two shared buffers, the next tile staged by cp.async
+ * during this one: S = q K^T and dP = dout V^T, ds = p (dP
  * - delta) on the fragments, dq += ds K (ds's A fragments by quad shuffles),
  * scaled once at the end.
  * ck_attention_bwd_dkdv_tc: a block of 4 warps owns 64 keys of a kv head
  * (warp w keys 16w.., their k and v fragments in registers) and walks
- * 32-row tiles of q (scaled when staged) and dout of every query head that
- * shares the kv head: S^T = k q^T, dP^T = v dout^T, p^T and ds^T on the
- * fragments (lse and delta per column), dv += p^T dout, dk += ds^T q. */
+ * 32-row tiles of q and dout (with lse and delta; two buffers, the next
+ * tile staged by cp.async during this one) of every query head that shares
+ * the kv head: S^T = (scale k) q^T, dP^T = v dout^T, p^T and ds^T on the
+ * fragments (lse and delta per column), dv += p^T dout, dk += scale ds^T q. */
 #define TC_QLD (KA_ATT_RT_D + 4) /* the 32-row tiles: B[d][row] reads conflict-free */
 
 /* The warp's A fragments of a 16-row block of a (., D) global matrix with
@@ -1203,7 +1257,7 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
 
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
-    __shared__ KALIGN16 float ks[32 * TC_QLD], vs[32 * TC_QLD];
+    __shared__ KALIGN16 float ks[2][32 * TC_QLD], vs[2][32 * TC_QLD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
@@ -1222,22 +1276,28 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
             delta[hh] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
-        for (long long s0 = 0; s0 < send; s0 += 32) {
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        att_stage(ks[0], TC_QLD, 32, a.p[3] + kv0, kld, (int)(send < 32 ? send : 32), D);
+        att_stage(vs[0], TC_QLD, 32, a.p[4] + kv0, kld, (int)(send < 32 ? send : 32), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
             int kn = (int)(send - s0 < 32 ? send - s0 : 32), ntn = (kn + 7) / 8;
-            __syncthreads(); /* every warp is done with the last K and V */
-            tc_load(ks, TC_QLD, 32, a.p[3] + kv0 + s0 * kld, kld, kn, D);
-            tc_load(vs, TC_QLD, 32, a.p[4] + kv0 + s0 * kld, kld, kn, D);
-            __syncthreads();
+            att_stage_wait();
+            __syncthreads(); /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 32 < send) { /* the next K and V land during this tile */
+                int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
+                att_stage(ks[c ^ 1], TC_QLD, 32, a.p[3] + kv0 + (s0 + 32) * kld, kld, nn, D);
+                att_stage(vs[c ^ 1], TC_QLD, 32, a.p[4] + kv0 + (s0 + 32) * kld, kld, nn, D);
+            }
             float s[4][4], dp[4][4];
-            tc_abt(s, ntn, qa, ks, TC_QLD, D);
-            tc_abt(dp, ntn, ga, vs, TC_QLD, D);
+            tc_abt(s, ntn, qa, ks[c], TC_QLD, D);
+            tc_abt(dp, ntn, ga, vs[c], TC_QLD, D);
             UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
                 int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
                 int ok = nt < ntn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
                 float p = ok ? expf(s[nt][i] - lse[i >> 1]) : 0.0f;
                 s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f; /* ds */
             }
-            tc_acc_cb(acc, s, ntn, ks, TC_QLD, D);
+            tc_acc_cb(acc, s, ntn, ks[c], TC_QLD, D);
         }
         float *dq = a.p[0] + row0;
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
@@ -1247,12 +1307,36 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
     }
 }
 
+/* A 4-byte cp.async (zero-filled when bytes is 0), as cp_async16. */
+DEVFN void cp_async4(float *dst, const float *src, int bytes) {
+#ifdef __CUDACC__
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+#else
+    emu_cp_async(dst, src, 4, bytes);
+#endif
+}
+
+/* Start staging the 32-row tile of query head h from row t0 for dk/dv: q,
+ * dout, lse and delta (zeros past row T). */
+DEVFN void tc_stage_rows(float *qs, float *gs, float *rl, float *rd, const acc_kargs *a, long long b, long long h,
+                         long long t0, int D) {
+    long long T = a->i[1], H = a->i[3], qld = H * D, row0 = (b * T + t0) * qld + h * D, l0 = (b * H + h) * T + t0;
+    int n = (int)(T - t0 < 32 ? T - t0 : 32);
+    att_stage(qs, TC_QLD, 32, a->p[3] + row0, qld, n, D);
+    att_stage(gs, TC_QLD, 32, a->p[2] + row0, qld, n, D);
+    for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
+        cp_async4(rl + r, a->p[7] + (r < n ? l0 + r : l0), r < n ? 4 : 0);
+        cp_async4(rd + r, a->p[8] + (r < n ? l0 + r : l0), r < n ? 4 : 0);
+    }
+}
+
 /* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
  * (required); either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
-    __shared__ KALIGN16 float qs[32 * TC_QLD], gs[32 * TC_QLD];
-    __shared__ float rowl[32], rowd[32];
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
+    __shared__ KALIGN16 float qs[2][32 * TC_QLD], gs[2][32 * TC_QLD];
+    __shared__ float rowl[2][32], rowd[2][32];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     float scale = 1.0f / sqrtf((float)D);
@@ -1260,45 +1344,42 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
         long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
         long long krow0 = (b * S + s0) * kld + kvh * D;
+        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32; /* row tiles per query head */
         int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
         float ka[8][4], va[8][4], gk[8][4], gv[8][4];
-        tc_load_a(ka, a.p[4] + krow0 + k0 * kld, kld, wn, D, 1.0f);
+        tc_load_a(ka, a.p[4] + krow0 + k0 * kld, kld, wn, D, scale); /* S^T = (scale k) q^T */
         tc_load_a(va, a.p[5] + krow0 + k0 * kld, kld, wn, D, 1.0f);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) gk[nd][i] = gv[nd][i] = 0.0f;
-        for (long long h = kvh * G; h < (kvh + 1) * G; h++)
-            for (long long t0 = causal ? s0 : 0; t0 < T; t0 += 32) {
-                long long row0 = (b * T + t0) * qld + h * D;
-                int qn = (int)(T - t0 < 32 ? T - t0 : 32), ntn = (qn + 7) / 8;
-                __syncthreads(); /* every warp is done with the last rows */
-                for (int e = (int)threadIdx.x; e < 32 * D; e += (int)blockDim.x) {
-                    int j = e / D, d = e % D;
-                    qs[j * TC_QLD + d] = j < qn ? a.p[3][row0 + j * qld + d] * scale : 0.0f;
-                    gs[j * TC_QLD + d] = j < qn ? a.p[2][row0 + j * qld + d] : 0.0f;
-                }
-                for (int j = (int)threadIdx.x; j < 32; j += (int)blockDim.x) {
-                    rowl[j] = j < qn ? a.p[7][(b * H + h) * T + t0 + j] : 0.0f;
-                    rowd[j] = j < qn ? a.p[8][(b * H + h) * T + t0 + j] : 0.0f;
-                }
-                __syncthreads();
-                float s[4][4], dp[4][4];
-                tc_abt(s, ntn, ka, qs, TC_QLD, D);  /* S^T: keys x rows */
-                tc_abt(dp, ntn, va, gs, TC_QLD, D); /* dP^T */
-                UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                    int row = 8 * nt + 2 * tig + (i & 1), key = k0 + gid + 8 * (i >> 1);
-                    int ok = nt < ntn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
-                    float p = ok ? expf(s[nt][i] - rowl[row & 31]) : 0.0f;
-                    s[nt][i] = p;
-                    dp[nt][i] = ok ? p * (dp[nt][i] - rowd[row & 31]) : 0.0f; /* ds^T */
-                }
-                tc_acc_cb(gv, s, ntn, gs, TC_QLD, D);  /* dv += p^T dout */
-                tc_acc_cb(gk, dp, ntn, qs, TC_QLD, D); /* dk += ds^T (scale q) */
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        /* row tile i: query head kvh G + i / nrt, rows tfirst + 32 (i % nrt) */
+        if (nrt > 0) tc_stage_rows(qs[0], gs[0], rowl[0], rowd[0], &a, b, kvh * G, tfirst, D);
+        for (long long i = 0; i < G * nrt; i++) {
+            long long t0 = tfirst + i % nrt * 32;
+            int c = (int)(i & 1), qn = (int)(T - t0 < 32 ? T - t0 : 32), ntn = (qn + 7) / 8;
+            att_stage_wait();
+            __syncthreads(); /* tile i is staged; every warp is done with tile i - 1 and its buffers */
+            if (i + 1 < G * nrt) /* the next tile lands during this one */
+                tc_stage_rows(qs[c ^ 1], gs[c ^ 1], rowl[c ^ 1], rowd[c ^ 1], &a, b, kvh * G + (i + 1) / nrt,
+                              tfirst + (i + 1) % nrt * 32, D);
+            float s[4][4], dp[4][4];
+            tc_abt(s, ntn, ka, qs[c], TC_QLD, D);  /* S^T: keys x rows */
+            tc_abt(dp, ntn, va, gs[c], TC_QLD, D); /* dP^T */
+            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
+                int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
+                int ok = nt < ntn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
+                float p = ok ? expf(s[nt][e] - rowl[c][row & 31]) : 0.0f;
+                s[nt][e] = p;
+                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[c][row & 31]) : 0.0f; /* ds^T */
             }
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
-            int key = k0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+            tc_acc_cb(gv, s, ntn, gs[c], TC_QLD, D);  /* dv += p^T dout */
+            tc_acc_cb(gk, dp, ntn, qs[c], TC_QLD, D); /* dk += ds^T q, scaled at the end */
+        }
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
+            int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
             if (key >= kn || d >= D) continue;
             long long o = krow0 + (long long)key * kld + d;
-            if (a.p[0]) a.p[0][o] += gk[nd][i];
-            if (a.p[1]) a.p[1][o] += gv[nd][i];
+            if (a.p[0]) a.p[0][o] += scale * gk[nd][e];
+            if (a.p[1]) a.p[1][o] += gv[nd][e];
         }
     }
 }
@@ -1309,14 +1390,15 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
  * for rows 2g, 2g+1 and keys x, x+8, x+16, x+24 (float4 reads of four
  * staged tiles, conflict-free as in the forward), then p = exp(scale s -
  * lse) and ds = p (dout . v - delta). ck_attention_bwd_dq_rt (a block per 32
- * query rows, walking the key tiles) keeps ds in shared memory for the
- * group's own rows, so a warp barrier suffices, and accumulates
+ * query rows, walking the key tiles) keeps ds in shared memory and accumulates
  * dq += ds K for rows 2g, 2g+1 and columns 4x.., 32+4x..;
  * ck_attention_bwd_dkdv_rt (a block per 32 keys of a kv head, walking the
  * query rows of each head that shares it) keeps p and ds transposed and
  * accumulates dv += p^T dout and dk += ds^T q for keys 2g, 2g+1 and the same
  * columns. Every product reads 4 rows' float4s at a time: about 6 FMAs a
- * read. */
+ * read. Tiles are staged by cp.async while the block computes: in dq, the
+ * next K (two K buffers) during the whole tile and the next V during
+ * dq += ds K; in dk/dv, the next q during dv += p^T dout (dk's product first). */
 #define RB KA_ATT_RB
 #define RB_PL (RB + 4) /* row stride of p and ds */
 
@@ -1353,13 +1435,18 @@ DEVFN int rb_col(int x, int c) { return (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3); 
 
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
-    __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
-    __shared__ KALIGN16 float dss[RB * RB_PL]; /* ds, (row, key) */
+    __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[2][RB * RT_LD], vs[RB * RT_LD];
+    __shared__ KALIGN16 float dss[RB * RB_PL]; /* ds, (row, key); 48,128 bytes in all */
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + RB - 1) / RB;
+    att_zero_cols(qs, RT_LD, RB, D, D4);
+    att_zero_cols(gs, RT_LD, RB, D, D4);
+    att_zero_cols(ks[0], RT_LD, RB, D, D4);
+    att_zero_cols(ks[1], RT_LD, RB, D, D4);
+    att_zero_cols(vs, RT_LD, RB, D, D4);
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
         AttTile at = att_query_tile(&a, tile, nqt, RB);
         long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
@@ -1371,28 +1458,32 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
             delta[i] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
             UNROLL for (int c = 0; c < 8; c++) acc[i][c] = 0.0f;
         }
-        __syncthreads(); /* the previous tile is done with qs, gs */
-        att_load(qs, RT_LD, RB, a.p[2] + row0, qld, qn, D, D4);
-        att_load(gs, RT_LD, RB, a.p[1] + row0, qld, qn, D, D4);
-        for (long long s0 = 0; s0 < send; s0 += RB) {
-            int kn = (int)(send - s0 < RB ? send - s0 : RB);
-            __syncthreads(); /* every thread is done with the last K and V */
-            att_load(ks, RT_LD, RB, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
-            att_load(vs, RT_LD, RB, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
-            __syncthreads();
+        __syncthreads(); /* the previous tile is done with every buffer */
+        att_stage(qs, RT_LD, RB, a.p[2] + row0, qld, qn, D);
+        att_stage(gs, RT_LD, RB, a.p[1] + row0, qld, qn, D);
+        att_stage(ks[0], RT_LD, RB, a.p[3] + kv0, kld, (int)(send < RB ? send : RB), D);
+        att_stage(vs, RT_LD, RB, a.p[4] + kv0, kld, (int)(send < RB ? send : RB), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += RB, c ^= 1) {
+            int kn = (int)(send - s0 < RB ? send - s0 : RB), nn = (int)(send - s0 - RB < RB ? send - s0 - RB : RB);
+            att_stage_wait();
+            __syncthreads(); /* this K and V are staged; every thread is done with the other K */
+            if (nn > 0) /* the next K lands during this tile */
+                att_stage(ks[c ^ 1], RT_LD, RB, a.p[3] + kv0 + (s0 + RB) * kld, kld, nn, D);
             float sc[2][4], dp[2][4];
-            rb_scores(qs, gs, ks, vs, D4, g, x, sc, dp);
+            rb_scores(qs, gs, ks[c], vs, D4, g, x, sc, dp);
             UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
                 int r = 2 * g + i, key = x + 8 * j, ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
                 float p = ok ? expf(sc[i][j] * scale - lse[i]) : 0.0f;
                 dss[r * RB_PL + key] = p * (dp[i][j] - delta[i]);
             }
-            __syncwarp(); /* the group's rows are written (its 8 lanes share a warp) */
+            __syncthreads(); /* every thread is done with V; (the group's rows of ds are written) */
+            if (nn > 0) /* the next V lands during dq += ds K */
+                att_stage(vs, RT_LD, RB, a.p[4] + kv0 + (s0 + RB) * kld, kld, nn, D);
             for (int j = 0; j < kn; j += 4) { /* keys past kn: ds 0, K rows 0 */
                 kf4 d4[2];
                 UNROLL for (int i = 0; i < 2; i++) d4[i] = ld4(dss + (2 * g + i) * RB_PL + j);
                 UNROLL for (int jj = 0; jj < 4; jj++)
-                    UNROLL for (int i = 0; i < 2; i++) rb_axpy8(acc[i], f4_get(d4[i], jj), ks + (j + jj) * RT_LD, x);
+                    UNROLL for (int i = 0; i < 2; i++) rb_axpy8(acc[i], f4_get(d4[i], jj), ks[c] + (j + jj) * RT_LD, x);
             }
         }
         float *dq = a.p[0] + row0;
@@ -1416,49 +1507,63 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + RB - 1) / RB;
+    att_zero_cols(qs, RT_LD, RB, D, D4);
+    att_zero_cols(gs, RT_LD, RB, D, D4);
+    att_zero_cols(ks, RT_LD, RB, D, D4);
+    att_zero_cols(vs, RT_LD, RB, D, D4);
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
         long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * RB;
         long long krow0 = (b * S + s0) * kld + kvh * D;
         int kn = (int)(S - s0 < RB ? S - s0 : RB);
         float gk[2][8], gv[2][8];
         UNROLL for (int k = 0; k < 2; k++) UNROLL for (int c = 0; c < 8; c++) gk[k][c] = gv[k][c] = 0.0f;
-        __syncthreads(); /* the previous tile is done with ks, vs */
-        att_load(ks, RT_LD, RB, a.p[4] + krow0, kld, kn, D, D4);
-        att_load(vs, RT_LD, RB, a.p[5] + krow0, kld, kn, D, D4);
-        for (long long h = kvh * G; h < (kvh + 1) * G; h++)
-            for (long long t0 = causal ? s0 : 0; t0 < T; t0 += RB) {
-                long long row0 = (b * T + t0) * qld + h * D;
-                int qn = (int)(T - t0 < RB ? T - t0 : RB);
-                __syncthreads(); /* K and V are staged; every thread is done with the last rows */
-                att_load(qs, RT_LD, RB, a.p[3] + row0, qld, qn, D, D4);
-                att_load(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D, D4);
-                for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
-                    rowl[j] = j < qn ? a.p[7][(b * H + h) * T + t0 + j] : 0.0f;
-                    rowd[j] = j < qn ? a.p[8][(b * H + h) * T + t0 + j] : 0.0f;
-                }
-                __syncthreads();
-                float sc[2][4], dp[2][4];
-                rb_scores(qs, gs, ks, vs, D4, g, x, sc, dp);
-                UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
-                    int r = 2 * g + i, key = x + 8 * j, ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
-                    float p = ok ? expf(sc[i][j] * scale - rowl[r]) : 0.0f;
-                    pt[key * RB_PL + r] = p;
-                    dst[key * RB_PL + r] = p * (dp[i][j] - rowd[r]);
-                }
-                __syncthreads(); /* p and ds of every (key, row) are written */
-                for (int i = 0; i < qn; i += 4) { /* rows past qn: p, ds, q and dout 0 */
-                    kf4 p4[2], d4[2];
-                    UNROLL for (int k = 0; k < 2; k++) {
-                        p4[k] = ld4(pt + (2 * g + k) * RB_PL + i);
-                        d4[k] = ld4(dst + (2 * g + k) * RB_PL + i);
-                    }
-                    UNROLL for (int ii = 0; ii < 4; ii++)
-                        UNROLL for (int k = 0; k < 2; k++) {
-                            rb_axpy8(gv[k], f4_get(p4[k], ii), gs + (i + ii) * RT_LD, x);
-                            rb_axpy8(gk[k], f4_get(d4[k], ii), qs + (i + ii) * RT_LD, x);
-                        }
-                }
+        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + RB - 1) / RB; /* row tiles per query head */
+        __syncthreads(); /* the previous tile is done with every buffer */
+        att_stage(ks, RT_LD, RB, a.p[4] + krow0, kld, kn, D);
+        att_stage(vs, RT_LD, RB, a.p[5] + krow0, kld, kn, D);
+        if (nrt > 0) att_stage(qs, RT_LD, RB, a.p[3] + (b * T + tfirst) * qld + kvh * G * D, qld,
+                               (int)(T - tfirst < RB ? T - tfirst : RB), D);
+        /* row tile i: query head kvh G + i / nrt, rows tfirst + RB (i % nrt) */
+        for (long long it = 0; it < G * nrt; it++) {
+            long long h = kvh * G + it / nrt, t0 = tfirst + it % nrt * RB, row0 = (b * T + t0) * qld + h * D;
+            int qn = (int)(T - t0 < RB ? T - t0 : RB);
+            if (it > 0) __syncthreads(); /* every thread is done with the last dout, p and ds */
+            att_stage(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D); /* (q was staged during the last tile) */
+            for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
+                long long l0 = (b * H + h) * T + t0;
+                cp_async4(rowl + j, a.p[7] + (j < qn ? l0 + j : l0), j < qn ? 4 : 0);
+                cp_async4(rowd + j, a.p[8] + (j < qn ? l0 + j : l0), j < qn ? 4 : 0);
             }
+            att_stage_wait();
+            __syncthreads(); /* the rows (and K and V) are staged */
+            float sc[2][4], dp[2][4];
+            rb_scores(qs, gs, ks, vs, D4, g, x, sc, dp);
+            UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
+                int r = 2 * g + i, key = x + 8 * j, ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+                float p = ok ? expf(sc[i][j] * scale - rowl[r]) : 0.0f;
+                pt[key * RB_PL + r] = p;
+                dst[key * RB_PL + r] = p * (dp[i][j] - rowd[r]);
+            }
+            __syncthreads(); /* p and ds of every (key, row) are written */
+            for (int i = 0; i < qn; i += 4) { /* rows past qn: p, ds, q and dout 0 */
+                kf4 d4[2];
+                UNROLL for (int k = 0; k < 2; k++) d4[k] = ld4(dst + (2 * g + k) * RB_PL + i);
+                UNROLL for (int ii = 0; ii < 4; ii++)
+                    UNROLL for (int k = 0; k < 2; k++) rb_axpy8(gk[k], f4_get(d4[k], ii), qs + (i + ii) * RT_LD, x);
+            }
+            __syncthreads(); /* every thread is done with q */
+            if (it + 1 < G * nrt) { /* the next q lands during dv += p^T dout */
+                long long h1 = kvh * G + (it + 1) / nrt, t1 = tfirst + (it + 1) % nrt * RB;
+                att_stage(qs, RT_LD, RB, a.p[3] + (b * T + t1) * qld + h1 * D, qld, (int)(T - t1 < RB ? T - t1 : RB),
+                          D);
+            }
+            for (int i = 0; i < qn; i += 4) {
+                kf4 p4[2];
+                UNROLL for (int k = 0; k < 2; k++) p4[k] = ld4(pt + (2 * g + k) * RB_PL + i);
+                UNROLL for (int ii = 0; ii < 4; ii++)
+                    UNROLL for (int k = 0; k < 2; k++) rb_axpy8(gv[k], f4_get(p4[k], ii), gs + (i + ii) * RT_LD, x);
+            }
+        }
         UNROLL for (int k = 0; k < 2; k++) {
             int key = 2 * g + k;
             if (key >= kn) continue;

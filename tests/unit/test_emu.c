@@ -145,7 +145,11 @@ static void fill(float *x, int64_t n, unsigned seed) {
 
 static double max_diff(const float *a, const float *b, int64_t n) {
     double m = 0;
-    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - (double)b[i]));
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) return d; /* NaN: out, whatever follows */
+        m = fmax(m, d);
+    }
     return m;
 }
 
@@ -204,23 +208,25 @@ static double worst_ratio(const float *want, const float *got, int64_t n, double
 /* One attention shape through the launch layer and the emulator against the
  * CPU kernels: out and lse, a second forward bit-identical to the first, and
  * the gradients accumulated onto the same random values (dk left NULL when
- * no_dk, as a plan that needs only dv passes it). */
+ * no_dk, as a plan that needs only dv passes it). The device tensors are
+ * 16-byte aligned when `aligned` (the kernels stage tiles by cp.async, which
+ * the emulator leaves NaN until the wait) and at odd offsets otherwise (the
+ * kernels load tiles synchronously). */
 static double attention_worst; /* over every shape and tensor checked in FP32 */
 static double attention_rtol = 1e-4, attention_atol = 1e-5; /* TF32: looser */
 
 static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
-                            int64_t D, int causal, int no_dk) {
+                            int64_t D, int causal, int no_dk, int aligned) {
     int64_t nq = B * T * H * D, nk = B * S * KVH * D, nl = B * H * T;
-    /* host: q k v dout out lse dq dk dv; device: the same at odd offsets (no
-     * alignment beyond a float's), then out2 lse2 */
+    /* host: q k v dout out lse dq dk dv; device: the same, then out2 lse2 */
     int64_t sizes[11] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, nq, nl}, total = 0;
-    for (int i = 0; i < 11; i++) total += sizes[i] + 1;
+    for (int i = 0; i < 11; i++) total += sizes[i] + 4;
     float *host = malloc((size_t)total * sizeof *host), *h[11], *g[11];
     if (!host) return;
-    float *hp = host, *gp = dev + 1;
+    float *hp = host, *gp = dev + (aligned ? 0 : 1);
     for (int i = 0; i < 11; i++) {
         h[i] = hp, g[i] = gp;
-        hp += sizes[i] + 1, gp += sizes[i] + 1;
+        hp += sizes[i] + 4, gp += aligned ? (sizes[i] + 3) / 4 * 4 : sizes[i] + 1;
     }
     enum { Q, K, V, DO, O, L, DQ, DK, DV, O2, L2 };
     for (int i = Q; i <= DO; i++) fill(h[i], sizes[i], 3u + (unsigned)(i * 7 + D + T));
@@ -240,9 +246,9 @@ static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_
         if (i == DO || (i == DK && no_dk)) continue;
         double r = worst_ratio(h[i], g[i], sizes[i], attention_rtol, attention_atol);
         if (attention_rtol == 1e-4) attention_worst = r > attention_worst || r != r ? r : attention_worst;
-        EXPECT(r <= 1.0, "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d: %s off by %.3g of the "
-               "tolerance", (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH, (long long)D,
-               causal, names[i], r);
+        EXPECT(r <= 1.0, "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d aligned %d: %s off by %.3g "
+               "of the tolerance", (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH,
+               (long long)D, causal, aligned, names[i], r);
     }
     EXPECT(!memcmp(g[O], g[O2], (size_t)nq * sizeof(float)) && !memcmp(g[L], g[L2], (size_t)nl * sizeof(float)),
            "attention D %lld causal %d: a recomputed forward differs from the first", (long long)D, causal);
@@ -318,14 +324,15 @@ static void test_attention(void) {
         if (!dev) return;
         attention_rtol = run == 2 ? 3e-3 : 1e-4;
         attention_atol = run == 2 ? 1e-3 : 1e-5;
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            check_attention(d, dev, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH, cases[i].D,
-                            cases[i].causal, cases[i].no_dk);
+        for (int aligned = 0; aligned < 2; aligned++)
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+                check_attention(d, dev, cases[i].B, cases[i].T, cases[i].S, cases[i].H, cases[i].KVH, cases[i].D,
+                                cases[i].causal, cases[i].no_dk, aligned);
         acc_device_cuda_emu.close(d);
     }
     attention_rtol = 1e-4, attention_atol = 1e-5;
-    printf("attention: %zu shapes, with and without a workspace and with TF32, worst FP32 element at %.3g of the "
-           "tolerance (rtol 1e-4, atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
+    printf("attention: %zu shapes, aligned and not, with and without a workspace and with TF32, worst FP32 element "
+           "at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
 }
 
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
