@@ -339,9 +339,10 @@ StepMemory plan_step_memory(const PlanOptions *o, int64_t schedule_bytes);
  * both saved and recomputed by them together with the model's own
  * annotations and save/recompute statements (which the front end checked
  * among themselves). On failure err names the pattern, and for a conflict
- * both sources and the tensor. */
+ * both sources and the tensor, whose node *at is (-1: the error is the
+ * pattern's, not a tensor's) for a diagnostic at its DSL line. */
 bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
-                         char *err, size_t err_len);
+                         char *err, size_t err_len, int *at);
 /* requires: autodiff of g. provides: a decision per node by the policy, the
  * user's constraints applied, scored by the same schedule and allocation as
  * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */

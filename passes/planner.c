@@ -149,7 +149,8 @@ static const char *pattern_source(const Node *x, const Graph *g, const char *con
 }
 
 bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
-                         char *err, size_t err_len) {
+                         char *err, size_t err_len, int *at) {
+    *at = -1;
     for (int k = 0; k < n_save + n_rec; k++) {
         const char *p = k < n_save ? save[k] : rec[k - n_save], *opt = k < n_save ? "--save" : "--recompute";
         const char *bad = name_pattern_problem(p);
@@ -181,6 +182,7 @@ bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, co
         if (sv && rc && (cl_sv || cl_rc)) {
             snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
                      x->name, sv, rc);
+            *at = i;
             return false;
         }
     }

@@ -79,11 +79,26 @@ int acc_write_text(const char *path, void (*fn)(const void *, FILE *), const voi
 
 /* ---- the passes' failures ---- */
 
-/* The budget is too small for the plan: the error, with where the memory
- * goes at the smallest peak the planner reaches (or at the policy's plan). */
+/* The buffer that dominates the peak of s: the largest one live at the
+ * peak step that is not held throughout (NULL: none). */
+static const Buffer *peak_buffer(const Schedule *s) {
+    const Buffer *best = NULL;
+    int t = s->peak_step;
+    for (int i = 0; i < s->bufs.n; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent || b->first > t || b->last < t || (best && b->size_bytes <= best->size_bytes)) continue;
+        best = b;
+    }
+    return best;
+}
+
+/* The budget is too small for the plan: the error at the DSL line of the
+ * tensor that dominates the peak, with where the memory goes at the
+ * smallest peak the planner reaches (or at the policy's plan). */
 static int report_refusal(const Options *o, Compilation *c) {
     char b1[32], b2[32];
     const Graph *g = &c->g;
+    Diag d = diag_for_graph(g, stderr);
     /* the smallest peak the planner reaches, with its plan: the optimal
      * policy's plan is that plan already */
     Plan mp;
@@ -96,29 +111,41 @@ static int report_refusal(const Options *o, Compilation *c) {
     }
     const Plan *m = own ? &mp : &c->plan;
     int64_t min = plan_step_memory(&c->po, m->min_peak_bytes).total_bytes;
+    const Schedule *shown = o->budget_bytes < min && own ? &ms : &c->sched; /* the plan whose memory is shown */
+    const Step *pk = &shown->steps.v[shown->peak_step];
+    const Buffer *big = peak_buffer(shown);
+    const Node *x = graph_node(g, big ? big->node : pk->node); /* the error is at its DSL line */
     if (o->budget_bytes < min && m->min_peak_exact) {
-        fprintf(stderr,
-                "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
-                "for this model\nwhere the memory goes at that minimum:\n",
-                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
-        report_breakdown(own ? &ms : &c->sched, stderr);
+        diag_error(&d, x->loc,
+                   "the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) for this model",
+                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min,
+                   format_bytes(min, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes at that minimum:\n");
     } else if (o->budget_bytes < min) {
-        fprintf(stderr,
-                "acc: error: no plan within the budget of %" PRId64 " bytes (%s) was found; the search for the "
-                "minimum stopped after %g s (%s) at a smallest peak of %" PRId64 " bytes (%s): the minimum is at "
-                "most that\nwhere the memory goes at that peak:\n",
-                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
-                o->time_limit_s > 0 ? o->time_limit_s : (double)PLAN_MIN_PEAK_DEFAULT_S,
-                o->time_limit_s > 0 ? "--time-limit" : "its limit without --time-limit", min,
-                format_bytes(min, b2, sizeof b2));
-        report_breakdown(own ? &ms : &c->sched, stderr);
+        diag_error(&d, x->loc,
+                   "no plan within the budget of %" PRId64 " bytes (%s) was found; the search for the minimum "
+                   "stopped after %g s (%s) at a smallest peak of %" PRId64 " bytes (%s): the minimum is at most that",
+                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
+                   o->time_limit_s > 0 ? o->time_limit_s : (double)PLAN_MIN_PEAK_DEFAULT_S,
+                   o->time_limit_s > 0 ? "--time-limit" : "its limit without --time-limit", min,
+                   format_bytes(min, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes at that peak:\n");
     } else {
-        fprintf(stderr,
-                "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
-                "where the memory goes:\n",
-                c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
-                o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
-        report_breakdown(&c->sched, stderr);
+        diag_error(&d, x->loc,
+                   "policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)",
+                   c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
+                   o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes:\n");
+    }
+    report_breakdown(shown, stderr);
+    static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
+    fprintf(stderr, "note: the peak is at step %d (%s of '%s')", shown->peak_step, kind[pk->kind],
+            graph_node(g, pk->node)->name);
+    if (big)
+        fprintf(stderr, "; its largest buffer is %s'%s' (%" PRId64 " bytes)", big->kind == BUF_GRAD ? "the gradient of " : "",
+                x->name, big->size_bytes);
+    fputc('\n', stderr);
+    if (!(o->budget_bytes < min)) {
         fprintf(stderr, "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
                         "cheapest plan that fits\n", m->min_peak_exact ? "" : "at most ", min,
                 format_bytes(min, b1, sizeof b1));
@@ -228,9 +255,15 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
         fprintf(stderr, "acc: error: %s\n", err);
         return EXIT_USAGE;
     }
+    int at;
     if (!plan_check_patterns(g, o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n, err,
-                             sizeof err)) {
-        fprintf(stderr, "acc: error: %s\n", err);
+                             sizeof err, &at)) {
+        if (at >= 0) { /* a tensor both saved and recomputed: at its DSL line */
+            Diag d = diag_for_graph(g, stderr);
+            diag_error(&d, graph_node(g, at)->loc, "%s", err);
+        } else {
+            fprintf(stderr, "acc: error: %s\n", err);
+        }
         return EXIT_USAGE;
     }
 
