@@ -1,7 +1,7 @@
 /* passes.h - the compiler's middle: autodiff, the schedule with recompute
  * inserted, liveness, static arena allocation and the plan checker.
  *
- * Pipeline (tools/acc.c calls them in this order):
+ * Pipeline (tools/pipeline.c, acc_compile, calls them in this order):
  *   fuse_linear     Graph -> the same graph with bias GEMMs as linear nodes
  *                   (not with --no-fuse)
  *   ad_build        Graph -> which nodes get gradients, backward order, what

@@ -1,4 +1,5 @@
-/* acc.c - the command-line driver: a flat list of pipeline calls per command.
+/* acc.c - the command-line driver: each command parses its options once
+ * (options.c), runs acc_compile (pipeline.c) as far as it needs, and reports.
  *
  *   acc check FILE [-D k=v]...          parse, elaborate, summarise
  *   acc compile FILE --budget SIZE -o DIR [--emit=ir] [-D k=v]...
@@ -14,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "calibrate.h"
 #include "codegen.h"
@@ -387,13 +387,12 @@ static int cmd_run(Options *o) {
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int rc = 0;
     if (!mkdtemp(dir)) {
         fprintf(stderr, "acc: error: cannot create a temporary directory: %s\n", strerror(errno));
         return EXIT_INPUT;
     }
     Compilation c;
-    rc = acc_compile(o, ACC_UNTIL_LIBRARY, dir, &c);
+    int rc = acc_compile(o, ACC_UNTIL_LIBRARY, dir, &c);
     bool made = c.parsed; /* a model the front end refused leaves nothing to keep */
     if (!made) remove_tree(dir);
     char exe[4200];
