@@ -17,14 +17,6 @@
 #ifndef ACC_RUNTIME_LIB_DEFAULT
 #define ACC_RUNTIME_LIB_DEFAULT "libaccrt.a"
 #endif
-/* The device layers: the emulator (always built) and the GPU's (built with
- * the CUDA Toolkit); ACC_RUNTIME_EMU_LIB / ACC_RUNTIME_CUDA_LIB override. */
-#ifndef ACC_RUNTIME_EMU_LIB_DEFAULT
-#define ACC_RUNTIME_EMU_LIB_DEFAULT "libaccrt_emu.a"
-#endif
-#ifndef ACC_RUNTIME_CUDA_LIB_DEFAULT
-#define ACC_RUNTIME_CUDA_LIB_DEFAULT ""
-#endif
 /* Extra flags for compiling and linking generated code: a sanitizer build of
  * acc has a sanitized libaccrt, and what links it must be sanitized too. */
 #ifndef ACC_GEN_FLAGS_DEFAULT
@@ -91,16 +83,6 @@ static int copy_file(const char *from, const char *to, FILE *err) {
     return rc;
 }
 
-const char *cg_target_archives(const char *target) {
-    if (!strcmp(target, "cuda")) return "libaccrt_cuda.a libaccrt.a";
-    if (!strcmp(target, "cuda-emu")) return "libaccrt_emu.a libaccrt.a";
-    return "libaccrt.a";
-}
-
-const char *cg_target_libs(const char *target) {
-    return !strcmp(target, "cuda") ? "-lopenblas -fopenmp -ldl -lm" : "-lopenblas -fopenmp -lm";
-}
-
 /* cc -c DIR/<name>.c -o DIR/<name>.o */
 static int compile_c(const char *dir, const char *name, char *obj, size_t obj_size, FILE *err) {
     char src[4096], inc[4200], inc_dev[4200];
@@ -114,9 +96,9 @@ static int compile_c(const char *dir, const char *name, char *obj, size_t obj_si
     return cg_run(cc_argv, err);
 }
 
-int cg_build_library(const char *dir, const char *model, const char *target, FILE *err) {
+int cg_build_library(const char *dir, const char *model, const CgTarget *target, FILE *err) {
     char obj[4096], obj_img[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], name[300];
-    bool cuda = !strcmp(target, "cuda");
+    bool cuda = target->nvrtc; /* the kernel images are a second object */
     snprintf(lib, sizeof lib, "%s/lib%s.a", dir, model);
     if (compile_c(dir, model, obj, sizeof obj, err)) return -1;
     snprintf(name, sizeof name, "%s_images", model);
@@ -128,14 +110,14 @@ int cg_build_library(const char *dir, const char *model, const char *target, FIL
     if (cuda) unlink(obj_img);
     snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
     if (copy_file(cg_runtime_lib(), rt, err)) return -1;
-    if (cg_is_device_target(target)) {
-        const char *dev_lib = cuda ? env_or("ACC_RUNTIME_CUDA_LIB", ACC_RUNTIME_CUDA_LIB_DEFAULT)
-                                   : env_or("ACC_RUNTIME_EMU_LIB", ACC_RUNTIME_EMU_LIB_DEFAULT);
+    if (target->device_archive) {
+        const char *dev_lib = env_or(target->device_lib_env, target->device_lib_default);
         if (!*dev_lib) {
-            fprintf(err, "acc: error: this acc was built without the CUDA Toolkit, so it has no libaccrt_cuda.a\n");
+            fprintf(err, "acc: error: this acc was built without the CUDA Toolkit, so it has no %s\n",
+                    target->device_archive);
             return -1;
         }
-        snprintf(rt, sizeof rt, "%s/libaccrt_%s.a", dir, cuda ? "cuda" : "emu");
+        snprintf(rt, sizeof rt, "%s/%s", dir, target->device_archive);
         if (copy_file(dev_lib, rt, err)) return -1;
     }
     snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());

@@ -10,26 +10,40 @@
 
 #include "passes.h"
 
+/* ---- targets (codegen/target.c): one row each, looked up once ---- */
+
 typedef struct {
-    const char *target;  /* "cpu", "cuda" or "cuda-emu" */
+    const char *name;               /* --target NAME */
+    const char *device;             /* the runtime's device layer, acc_device_<device>; NULL: the CPU kernels */
+    const char *kernels_header;     /* what the host schedule includes to bind its k_* calls */
+    const char *device_archive;     /* the device layer's archive beside libaccrt.a, or NULL */
+    const char *device_lib_env;     /* the environment variable that says where it is */
+    const char *device_lib_default; /* else where the build put it ("": not built) */
+    const char *archives;           /* what a trainer links after lib<model>.a */
+    const char *libs;               /* and the libraries after them */
+    bool nvrtc;                     /* kernels compiled by NVRTC into <model>_images.c */
+    bool emulated;                  /* the device layer runs on the CPU: a check, not a measurement */
+    int64_t workspace_bytes;        /* the device library's workspace, reserved by every plan (in the budget) */
+    const char *hw;                 /* the default hardware profile of the cost model */
+    const char *calibrate;          /* tools/calibrate_main.c's mode */
+} CgTarget;
+
+/* The row of target name, NULL if none; the default target of compile,
+ * explain and pareto (run: true for acc run, always cpu). */
+const CgTarget *cg_target_find(const char *name);
+const CgTarget *cg_target_default(bool run);
+/* Every target's name, "cpu, cuda, cuda-emu", for messages. */
+const char *cg_target_names(void);
+
+typedef struct {
+    const CgTarget *target;
     int64_t budget_bytes;
+    StepMemory mem;           /* the plan's arena: the schedule's, then the target's workspace */
     const char *plan_summary; /* one line for the header banner */
-    int64_t workspace_bytes;  /* device targets: the GEMM workspace, placed after the schedule's arena */
     int tf32;                 /* device targets: GEMMs may use TF32 */
     int n_images;             /* cuda: kernel images in <model>_images.c */
     bool no_fuse;             /* emit every step alone (no elementwise chains) */
 } CgOptions;
-
-/* Device targets: the cuBLAS workspace every plan for them reserves (the
- * size cuBLAS recommends on Hopper; counted in the budget). */
-#define CG_DEVICE_WORKSPACE_BYTES ((int64_t)32 << 20)
-
-bool cg_is_device_target(const char *target);
-/* A device target's whole arena: the schedule's, then the workspace at the
- * next 256-byte boundary. A schedule fits a device budget B when its arena
- * is at most cg_device_schedule_budget(B). */
-int64_t cg_device_arena_bytes(int64_t schedule_arena, int64_t workspace_bytes);
-int64_t cg_device_schedule_budget(int64_t budget, int64_t workspace_bytes);
 
 /* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h:
  * the host schedule (the same text for every target: kernel calls k_* with
@@ -85,11 +99,7 @@ int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **js
 /* Compile DIR/<model>.c (and DIR/<model>_images.c for cuda) into
  * DIR/lib<model>.a and put the runtime archives and accrt.h beside it.
  * Returns 0 or prints why not to err and returns nonzero. */
-int cg_build_library(const char *dir, const char *model, const char *target, FILE *err);
-/* The runtime archives a trainer links after lib<model>.a, for target, as
- * file names inside DIR ("libaccrt_emu.a libaccrt.a"), and the extra libs. */
-const char *cg_target_archives(const char *target);
-const char *cg_target_libs(const char *target);
+int cg_build_library(const char *dir, const char *model, const CgTarget *target, FILE *err);
 
 /* Run a program (argv[0] searched in PATH); 0 if it exited 0. */
 int cg_run(const char *const argv[], FILE *err);

@@ -44,6 +44,10 @@ int fe_load_source(const char *display_name, const char *src, size_t len, const 
     fe_parse(&d, &ast, &prog);
     if (d.n_errors == 0) {
         fe_elaborate(&d, &prog, defs, n_defs, g);
+        /* the text, for the diagnostics of later passes (diag_for_graph) */
+        char *text = pool_alloc(&g->pool, len + 1);
+        memcpy(text, src, len);
+        g->source_text = text, g->source_len = len;
         if (d.n_errors == 0 && !ir_verify(g, err)) acc_panic(__FILE__, __LINE__, "front end built an invalid graph");
     }
     pool_free(&ast);

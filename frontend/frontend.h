@@ -3,7 +3,7 @@
  *
  * Pipeline: fe_parse (flex + bison, AST in a Pool) -> fe_elaborate (blocks
  * instantiated, repeats unrolled, hyperparameters bound, shapes inferred by the
- * op table's shape rules). Every user error is a Diag at a source span; the
+ * op table's shape rules). Every user error is a Diag (ir.h) at a source span; the
  * front end counts them, keeps going, and never builds a graph from a file
  * with errors.
  */
@@ -11,26 +11,6 @@
 #define ACC_FRONTEND_H
 
 #include "ir.h"
-
-/* ---- diagnostics ---------------------------------------------------------- */
-
-#define DIAG_MAX_ERRORS 50
-
-typedef struct {
-    const char *file; /* display name */
-    const char *src;  /* whole source text (may contain NULs) */
-    size_t src_len;
-    FILE *out;
-    int n_errors; /* found */
-    int n_shown;  /* printed (at most DIAG_MAX_ERRORS): the count the summary line states */
-    bool stopped; /* hit DIAG_MAX_ERRORS */
-} Diag;
-
-/* gcc-style "file:line:col: error: msg", then the source line and a caret. */
-void diag_error(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void diag_note(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* An error not tied to a source line: "file: error: msg". */
-void diag_error_file(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- AST ---------------------------------------------------------------------- */
 

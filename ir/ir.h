@@ -60,6 +60,29 @@ typedef struct {
     int line, col, len;
 } Loc;
 
+/* ---- diagnostics (ir/diag.c) ----------------------------------------------
+ * One path for every phase: the front end reports its errors through a Diag
+ * over the source text, and a later pass (the planner's refusal, a must-save
+ * conflict) through diag_for_graph, at the location its node carries. */
+
+#define DIAG_MAX_ERRORS 50
+
+typedef struct {
+    const char *file; /* display name */
+    const char *src;  /* whole source text (may contain NULs) */
+    size_t src_len;
+    FILE *out;
+    int n_errors; /* found */
+    int n_shown;  /* printed (at most DIAG_MAX_ERRORS): the count the summary line states */
+    bool stopped; /* hit DIAG_MAX_ERRORS */
+} Diag;
+
+/* gcc-style "file:line:col: error: msg", then the source line and a caret. */
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_note(Diag *d, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error not tied to a source line: "file: error: msg". */
+void diag_error_file(Diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- dtypes and shapes -------------------------------------------------- */
 
 typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16, DT_COUNT } DType;
@@ -189,6 +212,8 @@ struct Graph {
     VEC(const char *) recompute_globs;
     VEC(const char *) hparams; /* "B=4" as bound, in file order */
     const char *source;        /* the DSL file it came from */
+    const char *source_text;   /* its text, for diagnostics after the front end (NULL: none) */
+    size_t source_len;
 };
 
 void graph_init(Graph *g, const char *model);
@@ -198,6 +223,9 @@ void graph_free(Graph *g);
 int graph_add(Graph *g, const Node *proto);
 static inline Node *graph_node(const Graph *g, int id) { return &g->nodes.v[id]; }
 int graph_find(const Graph *g, const char *name); /* -1 if none */
+
+/* A Diag over g's source text: errors of later passes at a node's loc. */
+Diag diag_for_graph(const Graph *g, FILE *out);
 
 int64_t node_bytes(const Node *n); /* tensor plus aux tail */
 /* Whether b is a bias of width n for an output of rank r: [n], or [n] with

@@ -63,8 +63,11 @@ int fuse_linear(Graph *g, const FuseOptions *o) {
             fused.n_in = 3;
             fused.in[0] = m->in[0], fused.in[1] = m->in[1], fused.in[2] = b->id;
             char err[256];
-            if (!op_table[OP_LINEAR].shape(g, &fused, err, sizeof err) || !shape_eq(&fused.shape, &a->shape))
+            if (!op_table[OP_LINEAR].shape(g, &fused, err, sizeof err) || !shape_eq(&fused.shape, &a->shape)) {
+                Diag d = diag_for_graph(g, stderr); /* a shape error this late is a bug: where in the model */
+                diag_error(&d, a->loc, "internal error: fusing '%s' into a linear: %s", a->name, err);
                 acc_panic(__FILE__, __LINE__, "fusing %s into a linear: %s", a->name, err);
+            }
             dead[m->id] = true;
             *a = fused;
             n_fused++;

@@ -1,7 +1,7 @@
 /* passes.h - the compiler's middle: autodiff, the schedule with recompute
  * inserted, liveness, static arena allocation and the plan checker.
  *
- * Pipeline (tools/acc.c calls them in this order):
+ * Pipeline (tools/pipeline.c, acc_compile, calls them in this order):
  *   fuse_linear     Graph -> the same graph with bias GEMMs as linear nodes
  *                   (not with --no-fuse)
  *   ad_build        Graph -> which nodes get gradients, backward order, what
@@ -264,9 +264,25 @@ double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
 
 typedef enum { PLAN_OPTIMAL, PLAN_HEURISTIC, PLAN_POLICY, PLAN_INFEASIBLE } PlanStatus;
 
+typedef enum { POL_NONE, POL_FULL, POL_EVERY, POL_UNIFORM, POL_SELECTIVE, POL_OPS, POL_SQRT, POL_OPTIMAL } PolicyKind;
+
+/* A policy, parsed once (passes/policy.c). */
 typedef struct {
-    const char *policy;         /* none full every:K uniform:N selective ops:LIST sqrt optimal */
-    int64_t budget_bytes;       /* the whole step's peak; <= 0: unbounded */
+    PolicyKind kind;
+    int k;               /* every:K, uniform:N */
+    bool keep[OP_COUNT]; /* ops:LIST: the op kinds whose outputs are saved (linear with matmul) */
+    const char *text;    /* as written: none full every:K uniform:N selective ops:LIST sqrt optimal */
+} Policy;
+
+/* Parse a policy string; false with the reason in err (for a usage error). */
+bool plan_policy_parse(const char *text, Policy *out, char *err, size_t err_len);
+/* A built-in policy string (a bad one is a compiler bug). */
+Policy plan_policy(const char *text);
+
+typedef struct {
+    Policy policy;
+    int64_t budget_bytes;       /* the whole step's peak, the workspace included; <= 0: unbounded */
+    int64_t workspace_bytes;    /* the target's reservation after the schedule's arena (0: none) */
     double time_limit_s;
     const HwProfile *hw;
     bool optimizer;             /* AdamW state in the arena */
@@ -296,17 +312,37 @@ typedef struct {
                                    solve, so the plan is checked but may cost more than the optimum */
 } Plan;
 
+/* ---- the step's budget (passes/budget.c) ---- */
+
+/* The workspace starts at this boundary after the schedule's arena. */
+#define PLAN_WORKSPACE_ALIGN 256
+
+/* The memory of the whole step: the schedule's arena, then the target's
+ * workspace (if any) at the next PLAN_WORKSPACE_ALIGN boundary. */
+typedef struct {
+    int64_t schedule_bytes;   /* the schedule's arena */
+    int64_t workspace_offset; /* where the workspace starts */
+    int64_t workspace_bytes;
+    int64_t total_bytes;      /* the arena the runtime allocates: the planned peak */
+} StepMemory;
+
+/* What the schedule's arena may use of o's budget: the one place the planner
+ * reads the budget (0: unbounded; at least 1 when there is a budget). */
+int64_t plan_schedule_budget(const PlanOptions *o);
+/* The step's memory around a schedule arena of schedule_bytes: the one place
+ * where "arena plus workspace" is computed. */
+StepMemory plan_step_memory(const PlanOptions *o, int64_t schedule_bytes);
+
 /* Are the command line's --save/--recompute patterns (save[0..n_save),
  * rec[0..n_rec)) honest constraints on g? Each must be well formed and match
  * a computed tensor (not only inputs and parameters), and no tensor may be
  * both saved and recomputed by them together with the model's own
  * annotations and save/recompute statements (which the front end checked
  * among themselves). On failure err names the pattern, and for a conflict
- * both sources and the tensor. */
+ * both sources and the tensor, whose node *at is (-1: the error is the
+ * pattern's, not a tensor's) for a diagnostic at its DSL line. */
 bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
-                         char *err, size_t err_len);
-/* Is the policy string well formed? (for the command line) */
-bool plan_policy_valid(const char *policy, char *err, size_t err_len);
+                         char *err, size_t err_len, int *at);
 /* requires: autodiff of g. provides: a decision per node by the policy, the
  * user's constraints applied, scored by the same schedule and allocation as
  * code generation. status PLAN_INFEASIBLE when the policy's plan does not fit. */

@@ -149,7 +149,8 @@ static const char *pattern_source(const Node *x, const Graph *g, const char *con
 }
 
 bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, const char *const *rec, int n_rec,
-                         char *err, size_t err_len) {
+                         char *err, size_t err_len, int *at) {
+    *at = -1;
     for (int k = 0; k < n_save + n_rec; k++) {
         const char *p = k < n_save ? save[k] : rec[k - n_save], *opt = k < n_save ? "--save" : "--recompute";
         const char *bad = name_pattern_problem(p);
@@ -181,6 +182,7 @@ bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, co
         if (sv && rc && (cl_sv || cl_rc)) {
             snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
                      x->name, sv, rc);
+            *at = i;
             return false;
         }
     }
@@ -206,6 +208,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     int n = g->nodes.n;
     memset(c, 0, sizeof *c);
     c->g = g, c->ad = ad, c->o = o;
+    c->budget = plan_schedule_budget(o);
     c->time = acc_xrealloc(NULL, (size_t)n * sizeof(double));
     c->forced = acc_xrealloc(NULL, (size_t)n * sizeof(int));
     c->cand = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
@@ -292,62 +295,25 @@ static void checkpoint_chunks(const Ctx *c, Decision *dec, int chunk) {
     free(grp);
 }
 
-bool plan_policy_valid(const char *p, char *err, size_t err_len) {
-    static const char *const simple[] = {"none", "full", "selective", "sqrt", "optimal"};
-    for (size_t i = 0; i < sizeof simple / sizeof *simple; i++)
-        if (!strcmp(p, simple[i])) return true;
-    if (!strncmp(p, "every:", 6) || !strncmp(p, "uniform:", 8)) {
-        const char *num = strchr(p, ':') + 1;
-        char *end;
-        long k = *num >= '0' && *num <= '9' ? strtol(num, &end, 10) : 0;
-        if (k && !*end && k >= 1 && k <= 100000) return true;
-        snprintf(err, err_len, "policy '%s': expected a whole number from 1 to 100000 after ':'", p);
-        return false;
-    }
-    if (!strncmp(p, "ops:", 4)) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", p + 4);
-        size_t len = strlen(buf);
-        if (!*buf || buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,")) {
-            snprintf(err, err_len, "policy '%s': expected a comma-separated list of op names (none empty)", p);
-            return false;
-        }
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
-            if (op_lookup(tok) == OP_COUNT) {
-                snprintf(err, err_len, "policy '%s': unknown op '%s'", p, tok);
-                return false;
-            }
-        return true;
-    }
-    snprintf(err, err_len, "unknown policy '%s' (none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal)",
-             p);
-    return false;
-}
-
-static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
+static void policy_decisions(const Ctx *c, const Policy *p, Decision *dec) {
     const Graph *g = c->g;
     int n = g->nodes.n;
     bool *pick = acc_xrealloc(NULL, (size_t)(c->n_groups + 1) * sizeof(bool));
     for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
-    if (!strcmp(p, "full") || !strncmp(p, "every:", 6)) {
-        int k = p[0] == 'e' ? atoi(p + 6) : 1;
+    if (p->kind == POL_FULL || p->kind == POL_EVERY) {
+        int k = p->kind == POL_EVERY ? p->k : 1;
         for (int gi = 0; gi < c->n_groups; gi++) pick[gi] = gi % k == 0;
         checkpoint_groups(c, dec, pick);
-    } else if (!strncmp(p, "uniform:", 8)) {
-        checkpoint_chunks(c, dec, atoi(p + 8));
-    } else if (!strcmp(p, "sqrt")) {
+    } else if (p->kind == POL_UNIFORM) {
+        checkpoint_chunks(c, dec, p->k);
+    } else if (p->kind == POL_SQRT) {
         int k = (int)ceil(sqrt((double)(c->n_groups > 0 ? c->n_groups : 1)));
         checkpoint_chunks(c, dec, k);
-    } else if (!strcmp(p, "selective")) {
+    } else if (p->kind == POL_SELECTIVE) {
         for (int i = 0; i < n; i++)
             if (graph_node(g, i)->op == OP_ATTENTION) dec[i] = DEC_RECOMPUTE;
-    } else if (!strncmp(p, "ops:", 4)) {
-        bool keep[OP_COUNT] = {false};
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", p + 4);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) keep[op_lookup(tok)] = true;
-        keep[OP_LINEAR] |= keep[OP_MATMUL]; /* a linear is a matmul with its bias (torch's addmm) */
-        for (int i = 0; i < n; i++) dec[i] = keep[graph_node(g, i)->op] ? DEC_SAVE : DEC_RECOMPUTE;
+    } else if (p->kind == POL_OPS) {
+        for (int i = 0; i < n; i++) dec[i] = p->keep[graph_node(g, i)->op] ? DEC_SAVE : DEC_RECOMPUTE;
     }
     free(pick);
     pl_apply_forced(c, dec);
@@ -827,7 +793,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
                                         "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
         if (best < INFINITY && pl_out_of_time(c)) break;
-        policy_decisions(c, seeds[k], dec);
+        Policy pol = plan_policy(seeds[k]);
+        policy_decisions(c, &pol, dec);
         evaluate_within(c, dec, budget, &e);
         if (e.arena > budget || e.cost >= best) continue;
         double seed_cost = e.cost;
@@ -837,7 +804,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
             pl_evaluate(c, dec, true, &e, NULL);
         }
         if (e.arena > budget) { /* the improvement did not allocate within the budget: the policy's plan */
-            policy_decisions(c, seeds[k], dec);
+            policy_decisions(c, &pol, dec);
             e.cost = seed_cost;
         }
         if (e.cost < best) {
@@ -866,7 +833,7 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     for (int i = 0; i < c->g->nodes.n; i++)
         if (c->ad->live[i]) p->fwd_time += c->time[i];
     for (int k = 0; k < c->ad->bwd.n; k++) p->bwd_time += 2 * c->time[c->ad->bwd.v[k]];
-    if (c->o->budget_bytes > 0 && e.arena > c->o->budget_bytes) p->status = PLAN_INFEASIBLE;
+    if (c->budget > 0 && e.arena > c->budget) p->status = PLAN_INFEASIBLE;
     p->n_evals = c->n_evals;
     p->solve_s = pl_now() - c->t_start;
     p->timed_out = c->timed_out;
@@ -932,7 +899,8 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
     Eval e;
     for (size_t t = 0; t < sizeof seeds / sizeof *seeds; t++) {
         if (seeds[t]) {
-            policy_decisions(c, seeds[t], dec);
+            Policy pol = plan_policy(seeds[t]);
+            policy_decisions(c, &pol, dec);
         } else { /* drop everything that may be dropped */
             for (int i = 0; i < n; i++) dec[i] = c->cand[i] ? DEC_RECOMPUTE : DEC_SAVE;
             pl_apply_forced(c, dec);
@@ -990,9 +958,9 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     memset(p, 0, sizeof *p);
     p->dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) p->n_candidates += c.cand[i] && c.forced[i] < 0;
-    int64_t budget = o->budget_bytes > 0 ? o->budget_bytes : INT64_MAX;
-    if (strcmp(o->policy, "optimal")) {
-        policy_decisions(&c, o->policy, p->dec);
+    int64_t budget = c.budget > 0 ? c.budget : INT64_MAX;
+    if (o->policy.kind != POL_OPTIMAL) {
+        policy_decisions(&c, &o->policy, p->dec);
         finish(&c, p, PLAN_POLICY);
         ctx_free(&c);
         return;

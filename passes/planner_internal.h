@@ -14,6 +14,7 @@ typedef struct {
     const Graph *g;
     const Autodiff *ad;
     const PlanOptions *o;
+    int64_t budget;  /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
     double *time;  /* [n] forward time */
     int *forced;   /* [n] -1 free, else the Decision the user forces */
     bool *cand;    /* [n] may be dropped */

@@ -1,4 +1,5 @@
-/* acc.c - the command-line driver: a flat list of pipeline calls per command.
+/* acc.c - the command-line driver: each command parses its options once
+ * (options.c), runs acc_compile (pipeline.c) as far as it needs, and reports.
  *
  *   acc check FILE [-D k=v]...          parse, elaborate, summarise
  *   acc compile FILE --budget SIZE -o DIR [--emit=ir] [-D k=v]...
@@ -14,7 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "calibrate.h"
 #include "codegen.h"
@@ -25,6 +25,7 @@
 #include "plandiff.h"
 #include "memviz.h"
 #include "options.h"
+#include "pipeline.h"
 #include "report.h"
 
 /* ---- where the runtime, the profiles, run_main.c and calibrate_main.c are ----
@@ -72,30 +73,6 @@ static void locate_install(void) {
     snprintf(path, sizeof path, "%s/libaccrt_cuda.a", lib);
     if (file_exists(path)) setenv("ACC_RUNTIME_CUDA_LIB", path, 0);
     snprintf(tools_dir, sizeof tools_dir, "%s", data);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* -v: a line when a phase that may take long starts, and its time when it
- * ends (parse, plan, cuda, emit, cc, link, train) */
-static void phase_start(const Options *o, const char *what, const char *detail) {
-    if (o->verbose && detail) fprintf(stderr, "acc: %s: %s ...\n", what, detail);
-}
-
-static void phase_end(const Options *o, const char *what, double t0) {
-    if (o->verbose) fprintf(stderr, "acc: %s: %.2f s\n", what, now_s() - t0);
-}
-
-/* fe_load_file with the parse phase timed */
-static int load_model(const Options *o, Graph *g) {
-    double t0 = now_s();
-    int rc = fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr) ? EXIT_INPUT : 0;
-    if (!rc) phase_end(o, "parse", t0);
-    return rc;
 }
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
@@ -156,297 +133,23 @@ static void print_summary(const Graph *g, FILE *out) {
     VEC_FREE(bytes);
 }
 
-/* mkdir -p: the output directory and any missing parents. */
-static int make_dir(const char *dir) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-        fprintf(stderr, "acc: error: directory name too long: '%s'\n", dir);
-        return EXIT_INPUT;
-    }
-    for (char *p = path + 1;; p++) {
-        bool end = !*p;
-        if (*p != '/' && !end) continue;
-        *p = 0;
-        if (mkdir(path, 0777) && errno != EEXIST) {
-            fprintf(stderr, "acc: error: cannot create directory '%s': %s\n", path, strerror(errno));
-            return EXIT_INPUT;
-        }
-        if (end) break;
-        *p = '/';
-    }
-    return 0;
-}
-
-/* The graph every planning command works on: the model elaborated and
- * verified (fe_load_file), then the bias GEMMs fused into linear nodes
- * unless --no-fuse. Returns 0 or EXIT_INPUT. */
-static int load_graph(const Options *o, Graph *g) {
-    int rc = load_model(o, g);
-    if (!rc && !o->no_fuse) {
-        FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
-        fuse_linear(g, &fo);
-    }
-    return rc;
-}
-
 static int cmd_check(Options *o) {
-    Graph g;
-    graph_init(&g, "model");
-    int rc = load_model(o, &g);
-    if (!rc) print_summary(&g, stdout);
-    graph_free(&g);
+    Compilation c;
+    int rc = acc_compile(o, ACC_UNTIL_ELABORATED, NULL, &c);
+    if (!rc) print_summary(&c.g, stdout);
+    acc_compilation_free(&c);
     return rc;
-}
-
-static int write_text(const char *path, void (*fn)(const void *, FILE *), const void *arg) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
-        return EXIT_INPUT;
-    }
-    fn(arg, f);
-    if (fclose(f)) {
-        fprintf(stderr, "acc: error: cannot write '%s'\n", path);
-        return EXIT_INPUT;
-    }
-    return 0;
 }
 
 static void ir_print_fn(const void *g, FILE *f) { ir_print(g, f); }
 
-typedef struct {
-    const Graph *g;
-    const Autodiff *ad;
-    const Schedule *s;
-    const CgOptions *cg;
-    FILE *h;
-} EmitArgs;
-
-/* Plan the step: the policy's decisions under the budget, then the schedule
- * and allocation code generation will use, checked by the plan checker. */
-typedef struct {
-    HwProfile hw;
-    Autodiff ad;
-    Plan plan;
-    Schedule sched;
-    PlanOptions po;
-    ReportInfo info;
-} Planned;
-
-static int plan_graph(const Graph *g, const Options *o, Planned *pl) {
-    char err[512], b1[32], b2[32];
-    memset(pl, 0, sizeof *pl);
-    /* the cost model of the machine the target runs on, unless --hw says */
-    const char *hw = o->hw ? o->hw : o->target && cg_is_device_target(o->target) ? "h100-sxm" : "cpu";
-    if (!hw_load(hw, &pl->hw, err, sizeof err)) {
-        fprintf(stderr, "acc: error: %s\n", err);
-        return EXIT_USAGE;
-    }
-    if (!plan_check_patterns(g, o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n, err,
-                             sizeof err)) {
-        fprintf(stderr, "acc: error: %s\n", err);
-        return EXIT_USAGE;
-    }
-    ad_build(g, &pl->ad);
-    const char *target = o->target ? o->target : "cpu";
-    /* a device target's GEMM workspace is part of the budget: the schedule
-     * gets what is left */
-    int64_t ws = cg_is_device_target(target) ? CG_DEVICE_WORKSPACE_BYTES : 0;
-    int64_t sched_budget = !o->has_budget ? 0 : ws ? cg_device_schedule_budget(o->budget_bytes, ws) : o->budget_bytes;
-    if (o->has_budget && sched_budget < 1) sched_budget = 1; /* infeasible: reported below with the minimum */
-    pl->po = (PlanOptions){o->policy ? o->policy : "optimal", sched_budget, o->time_limit_s,
-                           &pl->hw, true, o->save_globs.v, o->save_globs.n, o->recompute_globs.v,
-                           o->recompute_globs.n};
-    pl->info = (ReportInfo){pl->po.policy, pl->hw.name, target, o->has_budget ? o->budget_bytes : 0, 0, NULL};
-    plan_make(g, &pl->ad, &pl->po, &pl->plan);
-    if (pl->plan.solver_error[0])
-        fprintf(stderr, "acc: warning: %s; the search went on without that solve: the plan is checked, "
-                        "but may cost more than the optimum\n", pl->plan.solver_error);
-    sched_build(g, &pl->ad, pl->plan.dec, true, &pl->sched);
-    alloc_assign(&pl->sched);
-    /* what the device adds to the schedule's arena: alignment and workspace */
-    if (ws) pl->info.workspace_bytes = cg_device_arena_bytes(pl->sched.arena_bytes, ws) - pl->sched.arena_bytes;
-    if (!plan_check(&pl->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
-    if (pl->plan.status != PLAN_INFEASIBLE) return 0;
-    /* the smallest peak the planner reaches, with its plan: the optimal
-     * policy's plan is that plan already */
-    Plan mp;
-    Schedule ms;
-    bool own = !pl->plan.min_peak_bytes;
-    if (own) {
-        plan_min_peak(g, &pl->ad, &pl->po, &mp);
-        sched_build(g, &pl->ad, mp.dec, true, &ms);
-        alloc_assign(&ms);
-    }
-    const Plan *m = own ? &mp : &pl->plan;
-    int64_t min_sched = m->min_peak_bytes, min = ws ? cg_device_arena_bytes(min_sched, ws) : min_sched;
-    if (o->budget_bytes < min && m->min_peak_exact) {
-        fprintf(stderr,
-                "acc: error: the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) "
-                "for this model\nwhere the memory goes at that minimum:\n",
-                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2));
-        report_breakdown(own ? &ms : &pl->sched, stderr);
-    } else if (o->budget_bytes < min) {
-        fprintf(stderr,
-                "acc: error: no plan within the budget of %" PRId64 " bytes (%s) was found; the search for the "
-                "minimum stopped after %g s (%s) at a smallest peak of %" PRId64 " bytes (%s): the minimum is at "
-                "most that\nwhere the memory goes at that peak:\n",
-                o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
-                o->time_limit_s > 0 ? o->time_limit_s : (double)PLAN_MIN_PEAK_DEFAULT_S,
-                o->time_limit_s > 0 ? "--time-limit" : "its limit without --time-limit", min,
-                format_bytes(min, b2, sizeof b2));
-        report_breakdown(own ? &ms : &pl->sched, stderr);
-    } else {
-        fprintf(stderr,
-                "acc: error: policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)\n"
-                "where the memory goes:\n",
-                pl->po.policy, pl->sched.arena_bytes + pl->info.workspace_bytes,
-                format_bytes(pl->sched.arena_bytes + pl->info.workspace_bytes, b1, sizeof b1),
-                o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
-        report_breakdown(&pl->sched, stderr);
-        fprintf(stderr, "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
-                        "cheapest plan that fits\n", m->min_peak_exact ? "" : "at most ", min,
-                format_bytes(min, b1, sizeof b1));
-    }
-    if (own) sched_free(&ms), plan_free(&mp);
-    return EXIT_INPUT;
-}
-
-static void planned_free(Planned *pl) {
-    sched_free(&pl->sched);
-    plan_free(&pl->plan);
-    ad_free(&pl->ad);
-}
-
-typedef struct {
-    const Graph *g;
-    const Planned *pl;
-} ReportArgs;
-
-static void memory_svg_fn(const void *arg, FILE *f) {
-    const ReportArgs *r = arg;
-    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, false, f);
-}
-
-static void memory_zoom_svg_fn(const void *arg, FILE *f) {
-    const ReportArgs *r = arg;
-    memviz_svg(r->g, &r->pl->sched, r->pl->info.budget_bytes, r->pl->info.workspace_bytes, true, f);
-}
-
-static void snapshot_fn(const void *arg, FILE *f) {
-    const ReportArgs *r = arg;
-    memviz_snapshot(r->g, &r->pl->sched, f);
-}
-
-static void plan_json_fn(const void *arg, FILE *f) {
-    const ReportArgs *r = arg;
-    report_plan_json(r->g, &r->pl->ad, &r->pl->sched, &r->pl->plan, &r->pl->hw, &r->pl->info, f);
-}
-
-static void explain_fn(const void *arg, FILE *f) {
-    const ReportArgs *r = arg;
-    report_explain(r->g, &r->pl->ad, &r->pl->sched, &r->pl->plan, &r->pl->hw, &r->pl->info, f);
-}
-
-/* The pipeline from a graph to DIR/lib<model>.a, plan.json and report.txt. */
-static int compile_graph(Graph *g, const Options *o, const char *dir, bool verbose) {
-    Planned pl;
-    char b1[32], detail[128];
-    snprintf(detail, sizeof detail, "%d nodes, policy %s", g->nodes.n, o->policy ? o->policy : "optimal");
-    phase_start(o, "plan", detail);
-    double t0 = now_s();
-    int rc = plan_graph(g, o, &pl);
-    if (!rc) phase_end(o, "plan", t0);
-    if (!rc) rc = make_dir(dir);
-    /* the cuda target's kernels: compiled by NVRTC before plan.json is
-     * written, which records how */
-    int n_images = 0;
-    if (!rc && !strcmp(pl.info.target, "cuda")) {
-        phase_start(o, "nvrtc", "the cuda target's kernels");
-        t0 = now_s();
-        n_images = cg_cuda_images(g, dir, o->arch ? o->arch : "sm_80,sm_90", &pl.info.codegen_json, stderr);
-        if (n_images < 0) rc = EXIT_INPUT;
-        else phase_end(o, "nvrtc", t0);
-    }
-    if (!rc) {
-        char c_path[4200], h_path[4200], json_path[4200], report_path[4200];
-        snprintf(c_path, sizeof c_path, "%s/%s.c", dir, g->model);
-        snprintf(h_path, sizeof h_path, "%s/%s.h", dir, g->model);
-        snprintf(json_path, sizeof json_path, "%s/plan.json", dir);
-        snprintf(report_path, sizeof report_path, "%s/report.txt", dir);
-        ReportArgs ra = {g, &pl};
-        t0 = now_s();
-        rc = write_text(json_path, plan_json_fn, &ra);
-        if (!rc) rc = write_text(report_path, explain_fn, &ra);
-        snprintf(report_path, sizeof report_path, "%s/memory.svg", dir);
-        if (!rc) rc = write_text(report_path, memory_svg_fn, &ra);
-        snprintf(report_path, sizeof report_path, "%s/memory_activations.svg", dir);
-        if (!rc) rc = write_text(report_path, memory_zoom_svg_fn, &ra);
-        snprintf(report_path, sizeof report_path, "%s/memory_snapshot.pickle", dir);
-        if (!rc) rc = write_text(report_path, snapshot_fn, &ra);
-        FILE *c = rc ? NULL : fopen(c_path, "w"), *h = rc ? NULL : fopen(h_path, "w");
-        char summary[256];
-        snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", pl.po.policy,
-                 pl.sched.n_recompute, pl.plan.recompute_time);
-        CgOptions cg = {pl.info.target, o->has_budget ? o->budget_bytes : pl.sched.arena_bytes + pl.info.workspace_bytes,
-                        summary, cg_is_device_target(pl.info.target) ? CG_DEVICE_WORKSPACE_BYTES : 0, o->tf32, n_images,
-                        o->no_fuse};
-        if (!rc && (!c || !h)) {
-            fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
-            rc = EXIT_INPUT;
-        } else if (!rc) {
-            cg_emit_host(g, &pl.ad, &pl.sched, &cg, c, h);
-        }
-        if (c && fclose(c)) rc = EXIT_INPUT;
-        if (h && fclose(h)) rc = EXIT_INPUT;
-        if (!rc) phase_end(o, "emit", t0);
-        snprintf(detail, sizeof detail, "cc -O2 %s/%s.c (%d steps)", dir, g->model, pl.sched.steps.n);
-        if (!rc) phase_start(o, "cc", detail);
-        t0 = now_s();
-        if (!rc && cg_build_library(dir, g->model, pl.info.target, stderr)) rc = EXIT_INPUT;
-        if (!rc) phase_end(o, "cc", t0);
-        if (!rc && verbose) {
-            double gap = pl.plan.recompute_time > 0 ? (pl.plan.recompute_time - pl.plan.bound) / pl.plan.recompute_time : 0;
-            fprintf(stderr,
-                    "acc: %s: policy %s: peak %" PRId64 " bytes (%s), %d tensors recomputed, +%.2f%% step time (est.), "
-                    "solver %s, gap %.2f%%, %.3f s\n",
-                    g->model, pl.po.policy, pl.sched.arena_bytes + pl.info.workspace_bytes,
-                    format_bytes(pl.sched.arena_bytes + pl.info.workspace_bytes, b1, sizeof b1),
-                    pl.sched.n_recompute, 100 * pl.plan.recompute_time / (pl.plan.fwd_time + pl.plan.bwd_time),
-                    plan_status_name(&pl.plan),
-                    100 * (gap < 0 ? 0 : gap), pl.plan.solve_s);
-            fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
-                            "memory_activations.svg), "
-                            "%s/memory_snapshot.pickle (target %s)\n",
-                    dir, g->model, dir, g->model, dir, dir, dir, dir, pl.info.target);
-        }
-    }
-    planned_free(&pl);
-    return rc;
-}
-
-/* compile's target when --target is not given: cuda where acc was built with
- * the CUDA Toolkit, else cpu; explain and pareto plan for the same target
- * (and so the same cost model) */
-static void default_target(Options *o) {
-#ifdef ACC_HAVE_NVRTC
-    if (!o->target) o->target = "cuda";
-#else
-    if (!o->target) o->target = "cpu";
-#endif
-}
-
 static int cmd_explain(Options *o) {
-    double t0 = now_s(), last_s = 0;
-    default_target(o);
-    Graph g;
-    graph_init(&g, "model");
-    int rc = load_graph(o, &g);
-    Planned pl;
-    memset(&pl, 0, sizeof pl); /* freed on every path (an impossible budget fills it too) */
-    if (!rc) rc = plan_graph(&g, o, &pl);
+    double t0 = acc_now_s(), last_s = 0;
+    Compilation pl;
+    int rc = acc_compile(o, ACC_UNTIL_PLAN, NULL, &pl);
+    const Graph *g = &pl.g;
     if (!rc) {
-        report_explain(&g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
+        report_explain(g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
         /* every policy at the same budget, scored by the same simulator */
         static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
                                                "sqrt", "optimal"};
@@ -454,21 +157,21 @@ static int cmd_explain(Options *o) {
         int skipped = 0;
         for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
             PlanOptions po = pl.po;
-            po.policy = policies[k];
+            po.policy = plan_policy(policies[k]);
             Plan p;
             /* the plan above is this row's when the policies agree (the
              * optimal planner runs once within --time-limit) */
-            bool same = !strcmp(policies[k], pl.po.policy);
+            bool same = !strcmp(policies[k], pl.po.policy.text);
             /* with --time-limit, a row that would end after it (as long as
              * the last row took) is not scored: on large models scoring one
              * policy's plan (schedule and allocation) takes a second */
-            double ts = now_s();
+            double ts = acc_now_s();
             if (!same && o->time_limit_s > 0 && ts - t0 + last_s > o->time_limit_s) {
                 printf("%-22s %14s %10s  %s\n", policies[k], "-", "-", "not scored (--time-limit)");
                 skipped++;
                 continue;
             }
-            if (!same) plan_make(&g, &pl.ad, &po, &p), last_s = now_s() - ts;
+            if (!same) plan_make(g, &pl.ad, &po, &p), last_s = acc_now_s() - ts;
             const Plan *q = same ? &pl.plan : &p;
             printf("%-22s %14" PRId64 " %9.2f%%  %s\n", policies[k], q->peak_bytes,
                    100 * q->recompute_time / (q->fwd_time + q->bwd_time),
@@ -480,8 +183,7 @@ static int cmd_explain(Options *o) {
             fprintf(stderr, "acc: note: --time-limit %g s: %d polic%s of the table not scored\n", o->time_limit_s,
                     skipped, skipped == 1 ? "y" : "ies");
     }
-    planned_free(&pl);
-    graph_free(&g);
+    acc_compilation_free(&pl);
     return rc;
 }
 
@@ -489,7 +191,7 @@ static int cmd_explain(Options *o) {
  * last, would end after it; else that solve's share of what is left. */
 static bool pareto_share(PlanOptions *po, double t0, double limit, int *left, double *last_s) {
     if (limit <= 0) return true;
-    double used = now_s() - t0;
+    double used = acc_now_s() - t0;
     if (used + *last_s > limit) return false;
     po->time_limit_s = (limit - used) / (*left > 0 ? *left : 1);
     --*left;
@@ -499,17 +201,12 @@ static bool pareto_share(PlanOptions *po, double t0, double limit, int *left, do
 /* acc pareto: the optimal planner over a sweep of budgets from the smallest
  * feasible peak to save-all, and every policy, as (peak, overhead) points. */
 static int cmd_pareto(Options *o) {
-    default_target(o);
-    Graph g;
-    graph_init(&g, "model");
-    int rc = load_graph(o, &g);
     o->has_budget = false;
-    Planned pl;
-    memset(&pl, 0, sizeof pl);
-    if (!rc) rc = plan_graph(&g, o, &pl);
+    Compilation pl;
+    int rc = acc_compile(o, ACC_UNTIL_PLAN, NULL, &pl);
+    Graph *g = &pl.g;
     if (rc) {
-        planned_free(&pl);
-        graph_free(&g);
+        acc_compilation_free(&pl);
         return rc;
     }
     static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
@@ -517,44 +214,47 @@ static int cmd_pareto(Options *o) {
     int n_pol = (int)(sizeof policies / sizeof *policies), n = o->points ? o->points : 12;
     MemvizPoint *pts = calloc((size_t)(n + 2 * n_pol), sizeof *pts);
     int k = 0;
+    /* the sweep is over the schedule's arena, the plans' peaks: the target's
+     * workspace is a constant beside it */
     PlanOptions po = pl.po;
-    po.policy = "none";
+    po.policy = plan_policy("none");
     po.budget_bytes = 0;
+    po.workspace_bytes = 0;
     /* --time-limit bounds the optimal solves together (the minimum, the
      * sweep, one at each policy's peak): each gets an equal share of what
      * is left, and none starts that the last one's time says would end late */
-    double t0 = now_s(), limit = o->time_limit_s, last_s = 0;
+    double t0 = acc_now_s(), limit = o->time_limit_s, last_s = 0;
     int left = n + n_pol + 1, skipped = 0;
     if (limit > 0) po.time_limit_s = limit / left;
     Plan p;
-    plan_make(&g, &pl.ad, &po, &p);
+    plan_make(g, &pl.ad, &po, &p);
     int64_t none = p.peak_bytes;
     plan_free(&p);
     PlanOptions mpo = pl.po;
     mpo.time_limit_s = po.time_limit_s;
-    plan_min_peak(&g, &pl.ad, &mpo, &p);
+    plan_min_peak(g, &pl.ad, &mpo, &p);
     int64_t min = p.min_peak_bytes;
     plan_free(&p);
-    last_s = now_s() - t0, left--;
+    last_s = acc_now_s() - t0, left--;
     printf("%-22s %14s %14s %10s  %s\n", "plan", "budget", "peak bytes", "overhead", "status");
     for (int i = 0; pts && i < n + n_pol; i++) {
-        po.policy = i < n ? "optimal" : policies[i - n];
+        po.policy = plan_policy(i < n ? "optimal" : policies[i - n]);
         po.budget_bytes = i < n ? min + (none - min) * i / (n - 1) : 0;
         if (i < n && !pareto_share(&po, t0, limit, &left, &last_s)) {
             skipped++;
             continue;
         }
-        double ts = now_s();
-        plan_make(&g, &pl.ad, &po, &p);
-        if (i < n) last_s = now_s() - ts;
+        double ts = acc_now_s();
+        plan_make(g, &pl.ad, &po, &p);
+        if (i < n) last_s = acc_now_s() - ts;
         double over = p.recompute_time / (p.fwd_time + p.bwd_time);
-        printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy, po.budget_bytes, p.peak_bytes, 100 * over,
+        printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy.text, po.budget_bytes, p.peak_bytes, 100 * over,
                p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
         int same = -1; /* policies that give the same plan share one point */
         for (int j = 0; i >= n && j < k; j++)
             if (pts[j].label && pts[j].peak_bytes == p.peak_bytes && pts[j].overhead == over) same = j;
         if (same >= 0)
-            pts[same].label = pool_printf(&g.pool, "%s, %s", pts[same].label, policies[i - n]);
+            pts[same].label = pool_printf(&g->pool, "%s, %s", pts[same].label, policies[i - n]);
         else if (p.status != PLAN_INFEASIBLE)
             pts[k++] = (MemvizPoint){p.peak_bytes, over, i < n ? NULL : policies[i - n]};
         plan_free(&p);
@@ -564,15 +264,15 @@ static int cmd_pareto(Options *o) {
     int n_before = k;
     for (int j = 0; pts && j < n_before; j++) {
         if (!pts[j].label) continue;
-        po.policy = "optimal";
+        po.policy = plan_policy("optimal");
         po.budget_bytes = pts[j].peak_bytes;
         if (!pareto_share(&po, t0, limit, &left, &last_s)) {
             skipped++;
             continue;
         }
-        double ts = now_s();
-        plan_make(&g, &pl.ad, &po, &p);
-        last_s = now_s() - ts;
+        double ts = acc_now_s();
+        plan_make(g, &pl.ad, &po, &p);
+        last_s = acc_now_s() - ts;
         double over = p.recompute_time / (p.fwd_time + p.bwd_time);
         const char *first = pts[j].label;
         size_t len = strcspn(first, ",");
@@ -588,7 +288,7 @@ static int cmd_pareto(Options *o) {
                 skipped == 1 ? "" : "s");
     if (o->out_dir && pts) {
         FILE *f = fopen(o->out_dir, "w");
-        if (!f || (memviz_pareto_svg(g.model, pts, k, f), fclose(f))) {
+        if (!f || (memviz_pareto_svg(g->model, pts, k, f), fclose(f))) {
             fprintf(stderr, "acc: error: cannot write '%s': %s\n", o->out_dir, strerror(errno));
             rc = EXIT_INPUT;
         } else {
@@ -596,9 +296,26 @@ static int cmd_pareto(Options *o) {
         }
     }
     free(pts);
-    planned_free(&pl);
-    graph_free(&g);
+    acc_compilation_free(&pl);
     return rc;
+}
+
+/* What acc compile made: the plan's figures and the files. */
+static void print_compiled(const Compilation *c, const char *dir) {
+    char b1[32];
+    const Graph *g = &c->g;
+    const Plan *p = &c->plan;
+    double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
+    fprintf(stderr,
+            "acc: %s: policy %s: peak %" PRId64 " bytes (%s), %d tensors recomputed, +%.2f%% step time (est.), "
+            "solver %s, gap %.2f%%, %.3f s\n",
+            g->model, c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
+            c->sched.n_recompute, 100 * p->recompute_time / (p->fwd_time + p->bwd_time), plan_status_name(p),
+            100 * (gap < 0 ? 0 : gap), p->solve_s);
+    fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
+                    "memory_activations.svg), "
+                    "%s/memory_snapshot.pickle (target %s)\n",
+            dir, g->model, dir, g->model, dir, dir, dir, dir, c->info.target);
 }
 
 static int cmd_compile(Options *o) {
@@ -607,19 +324,19 @@ static int cmd_compile(Options *o) {
     char b1[32];
     fprintf(stderr, "acc: budget %" PRId64 " bytes (%s)\n", o->budget_bytes,
             format_bytes(o->budget_bytes, b1, sizeof b1));
-    default_target(o);
-    Graph g;
-    graph_init(&g, "model");
-    int rc = load_graph(o, &g);
-    if (!rc && o->emit) {
-        rc = make_dir(o->out_dir);
-        char *path = pool_printf(&g.pool, "%s/%s.ir", o->out_dir, g.model);
-        if (!rc) rc = write_text(path, ir_print_fn, &g);
+    Compilation c;
+    int rc;
+    if (o->emit) {
+        rc = acc_compile(o, ACC_UNTIL_GRAPH, NULL, &c);
+        if (!rc) rc = acc_make_dir(o->out_dir);
+        char *path = rc ? NULL : pool_printf(&c.g.pool, "%s/%s.ir", o->out_dir, c.g.model);
+        if (!rc) rc = acc_write_text(path, ir_print_fn, &c.g);
         if (!rc) fprintf(stderr, "acc: wrote %s\n", path);
-    } else if (!rc) {
-        rc = compile_graph(&g, o, o->out_dir, true);
+    } else {
+        rc = acc_compile(o, ACC_UNTIL_LIBRARY, o->out_dir, &c);
+        if (!rc) print_compiled(&c, o->out_dir);
     }
-    graph_free(&g);
+    acc_compilation_free(&c);
     return rc;
 }
 
@@ -629,7 +346,7 @@ static void remove_tree(const char *dir) {
 }
 
 /* Link DIR/<exe_name> from the tool program main_name (run_main.c,
- * calibrate_main.c) and the library compile_graph wrote into dir for g. */
+ * calibrate_main.c) and the library acc_compile wrote into dir for g. */
 static int link_program(const Options *o, const Graph *g, const char *dir, const char *main_name, char *exe,
                         size_t exe_len) {
     char main_src[4400], inc_dir[4200], inc_rt[4200], inc_dev[4200], def[256], lib[4200], rt[4200], dev_rt[4200];
@@ -643,42 +360,43 @@ static int link_program(const Options *o, const Graph *g, const char *dir, const
     snprintf(def, sizeof def, "-DACC_MODEL_DESC=%s_desc", g->model);
     snprintf(lib, sizeof lib, "%s/lib%s.a", dir, g->model);
     snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
-    const char *target = o->target ? o->target : "cpu";
-    bool dev = cg_is_device_target(target);
-    snprintf(dev_rt, sizeof dev_rt, "%s/libaccrt_%s.a", dir, !strcmp(target, "cuda") ? "cuda" : "emu");
+    const CgTarget *tg = o->target;
+    snprintf(dev_rt, sizeof dev_rt, "%s/%s", dir, tg->device_archive ? tg->device_archive : "");
     snprintf(exe, exe_len, "%s/%.*s", dir, (int)(strcspn(main_name, "_.")), main_name);
     const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-    const char *link[24] = {cc, "-std=c11", "-O2", "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt, inc_dev,
+    const char *link[32] = {cc, "-std=c11", "-O2", "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt, inc_dev,
                             def, main_src, lib};
     int nl = 11;
-    if (dev) link[nl++] = dev_rt;
-    link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath, link[nl++] = "-lopenblas", link[nl++] = "-lm";
-    if (!strcmp(target, "cuda")) link[nl++] = "-ldl";
+    if (tg->device_archive) link[nl++] = dev_rt;
+    link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath;
+    /* the target's libraries, word by word */
+    char libs[256];
+    snprintf(libs, sizeof libs, "%s", tg->libs);
+    for (char *w = strtok(libs, " "); w && nl < 26; w = strtok(NULL, " ")) link[nl++] = w;
     link[nl++] = "-o", link[nl++] = exe;
     if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
     link[nl] = NULL;
-    double t0 = now_s();
-    phase_start(o, "link", main_name);
+    double t0 = acc_now_s();
+    acc_phase_start(o, "link", main_name);
     if (cg_run(link, stderr)) return EXIT_INPUT;
-    phase_end(o, "link", t0);
+    acc_phase_end(o, "link", t0);
     return 0;
 }
 
 static int cmd_run(Options *o) {
-    Graph g;
-    graph_init(&g, "model");
-    int rc = load_graph(o, &g);
     char dir[4096];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!rc && !mkdtemp(dir)) {
+    if (!mkdtemp(dir)) {
         fprintf(stderr, "acc: error: cannot create a temporary directory: %s\n", strerror(errno));
-        rc = EXIT_INPUT;
+        return EXIT_INPUT;
     }
-    bool made = !rc;
-    if (!rc) rc = compile_graph(&g, o, dir, false);
+    Compilation c;
+    int rc = acc_compile(o, ACC_UNTIL_LIBRARY, dir, &c);
+    bool made = c.parsed; /* a model the front end refused leaves nothing to keep */
+    if (!made) remove_tree(dir);
     char exe[4200];
-    if (!rc) rc = link_program(o, &g, dir, "run_main.c", exe, sizeof exe);
+    if (!rc) rc = link_program(o, &c.g, dir, "run_main.c", exe, sizeof exe);
     if (!rc) {
         const char *argv[16] = {exe};
         int k = 1;
@@ -689,13 +407,13 @@ static int cmd_run(Options *o) {
         if (o->params) argv[k++] = "--params", argv[k++] = o->params;
         if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
         argv[k] = NULL;
-        double t0 = now_s();
+        double t0 = acc_now_s();
         if (cg_run(argv, stderr)) rc = EXIT_INPUT;
-        else phase_end(o, "train", t0);
+        else acc_phase_end(o, "train", t0);
     }
     if (made && !o->keep) remove_tree(dir);
     if (made && o->keep) fprintf(stderr, "acc: kept %s\n", dir);
-    graph_free(&g);
+    acc_compilation_free(&c);
     return rc;
 }
 
@@ -768,7 +486,7 @@ static int cmd_alloc(int argc, char **argv) {
 /* acc calibrate --target cuda|cuda-emu: a model of one GEMM compiled for
  * the target gives tools/calibrate_main.c the device and its kernels; that
  * program measures them and writes the profile (path, or standard output). */
-static int calibrate_device(const char *target, bool tf32, const char *path) {
+static int calibrate_device(const CgTarget *target, bool tf32, const char *path) {
     char dir[4096], model[4200], exe[4200];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/acc-calibrate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -782,43 +500,43 @@ static int calibrate_device(const char *target, bool tf32, const char *path) {
                          "loss mean(matmul(x, w));\n", f) < 0;
     if (f && fclose(f)) rc = 1;
     if (rc) fprintf(stderr, "acc: error: cannot write '%s'\n", model);
-    Options o = {.cmd = "calibrate", .file = model, .target = target, .tf32 = tf32};
-    Graph g;
-    graph_init(&g, "model");
-    if (!rc) rc = load_model(&o, &g);
-    if (!rc) rc = compile_graph(&g, &o, dir, false);
-    if (!rc) rc = link_program(&o, &g, dir, "calibrate_main.c", exe, sizeof exe);
+    Options o = {.cmd = "calibrate", .file = model, .target = target, .tf32 = tf32, .policy = plan_policy("optimal")};
+    Compilation c;
+    memset(&c, 0, sizeof c); /* freed on every path */
+    if (!rc) rc = acc_compile(&o, ACC_UNTIL_LIBRARY, dir, &c);
+    if (!rc) rc = link_program(&o, &c.g, dir, "calibrate_main.c", exe, sizeof exe);
     if (!rc) {
-        const char *argv[] = {exe, strcmp(target, "cuda") ? "emu-local" : "gpu-local", path ? path : "-",
-                              strcmp(target, "cuda") ? "--small" : tf32 ? "--tf32" : NULL, tf32 ? "--tf32" : NULL, NULL};
+        /* the emulator measures a small problem: a check, not a measurement */
+        const char *argv[] = {exe, target->calibrate, path ? path : "-",
+                              target->emulated ? "--small" : tf32 ? "--tf32" : NULL, tf32 ? "--tf32" : NULL, NULL};
         if (cg_run(argv, stderr)) rc = EXIT_INPUT;
     }
     remove_tree(dir);
-    graph_free(&g);
+    acc_compilation_free(&c);
     return rc ? EXIT_INPUT : 0;
 }
 
 /* acc calibrate [--target T] [--tf32] [-o FILE.hw] */
 static int cmd_calibrate(int argc, char **argv) {
-    const char *path = NULL, *target = "cpu";
+    const char *path = NULL, *name = NULL;
     bool tf32 = false;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc && !path) path = argv[++i];
         else if (!strcmp(argv[i], "-o")) return usage_error("-o needs a file (once)");
-        else if (!strcmp(argv[i], "--target") && i + 1 < argc) target = argv[++i];
+        else if (!strcmp(argv[i], "--target") && i + 1 < argc) name = argv[++i];
         else if (!strcmp(argv[i], "--tf32")) tf32 = true;
         else return usage_error("acc calibrate does not take '%s' (acc calibrate --help lists its options)", argv[i]);
     }
-    if (strcmp(target, "cpu") && strcmp(target, "cuda") && strcmp(target, "cuda-emu"))
-        return usage_error("unknown target '%s' (cpu, cuda or cuda-emu)", target);
-    if (!strcmp(target, "cpu") && tf32) return usage_error("--tf32 measures a GPU: it needs --target cuda");
-    if (strcmp(target, "cpu")) return calibrate_device(target, tf32, path);
+    const CgTarget *target = name ? cg_target_find(name) : cg_target_default(true);
+    if (!target) return usage_error("unknown target '%s' (cpu, cuda or cuda-emu)", name);
+    if (!target->device && tf32) return usage_error("--tf32 measures a GPU: it needs --target cuda");
+    if (target->device) return calibrate_device(target, tf32, path);
     FILE *f = path ? fopen(path, "w") : stdout;
     if (!f) {
         fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
         return EXIT_INPUT;
     }
-    int rc = calibrate("cpu-local", f);
+    int rc = calibrate(target->calibrate, f);
     if (path && fclose(f)) {
         fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
         rc = EXIT_INPUT;

@@ -70,8 +70,9 @@ static double y_axis(FILE *o, double ymin, double ymax) {
     return sy;
 }
 
-void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t extra_bytes, bool zoom, FILE *o) {
+void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const StepMemory *mem, bool zoom, FILE *o) {
     int n = s->steps.n;
+    int64_t extra_bytes = mem->total_bytes - mem->schedule_bytes; /* the workspace with its alignment */
     /* bytes live per step and kind: persistent buffers at every step (left
      * out when zoomed: they and the device's workspace are the floor) */
     int64_t *live = calloc((size_t)n * BUF_KIND_COUNT, sizeof *live);
@@ -94,7 +95,7 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t
     for (int t = 1; t < n; t++)
         for (int c = 0; c < BUF_KIND_COUNT; c++)
             live[(size_t)t * BUF_KIND_COUNT + c] += live[(size_t)(t - 1) * BUF_KIND_COUNT + c];
-    int64_t top = s->arena_bytes + extra_bytes;
+    int64_t top = mem->total_bytes;
     double ymax = (double)(budget_bytes > top ? budget_bytes : top), ymin = (double)floor_bytes;
     ymax += (ymax - ymin) * 0.08;
     char title[300], b1[32], b2[32], b3[32];

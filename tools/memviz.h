@@ -10,11 +10,11 @@
 /* The arena's address in a snapshot (any value; viewers only show it). */
 #define MEMVIZ_BASE ((int64_t)0x7f0000000000)
 
-/* requires: an allocated schedule. extra_bytes: what a device adds (its
+/* requires: an allocated schedule. mem: the step around it (what a device adds, its
  * workspace), drawn at the bottom; budget_bytes <= 0: no budget line. zoom:
  * the y axis starts at what is held throughout (persistent buffers and the
  * workspace), so the activations fill the picture. */
-void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, int64_t extra_bytes, bool zoom, FILE *out);
+void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const StepMemory *mem, bool zoom, FILE *out);
 void memviz_snapshot(const Graph *g, const Schedule *s, FILE *out);
 
 typedef struct {

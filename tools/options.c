@@ -245,6 +245,7 @@ static const char *option_value(const char *a, size_t name_len, int argc, char *
 
 int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
     o->cmd = cmd;
+    o->policy = plan_policy("optimal");
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-' || !a[1]) {
@@ -293,14 +294,12 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
             o->emit = v;
             if (strcmp(v, "ir")) return usage_error("unknown --emit kind '%s' (known: ir)", v);
         } else if (!strcmp(name, "--target")) {
-            if (strcmp(v, "cpu") && !cg_is_device_target(v))
-                return usage_error("unknown --target '%s' (known: cpu, cuda, cuda-emu)", v);
-            o->target = v;
+            o->target = cg_target_find(v);
+            if (!o->target) return usage_error("unknown --target '%s' (known: %s)", v, cg_target_names());
         } else if (!strcmp(name, "--arch")) o->arch = v;
         else if (!strcmp(name, "--policy")) {
             char err[256];
-            if (!plan_policy_valid(v, err, sizeof err)) return usage_error("%s", err);
-            o->policy = v;
+            if (!plan_policy_parse(v, &o->policy, err, sizeof err)) return usage_error("%s", err);
         } else if (!strcmp(name, "--save")) VEC_PUSH(o->save_globs, v);
         else if (!strcmp(name, "--recompute")) VEC_PUSH(o->recompute_globs, v);
         else if (!strcmp(name, "--hw")) o->hw = v;
@@ -330,6 +329,10 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
     }
     if (o->help) return 0;
     if (!o->file) return usage_error("acc %s needs an input file", cmd);
+    /* compile's target when --target is not given: cuda where acc was built
+     * with the CUDA Toolkit, else cpu; explain and pareto plan for the same
+     * target (and so the same cost model); run trains on the CPU */
+    if (!o->target) o->target = cg_target_default(!strcmp(cmd, "run"));
     return 0;
 }
 

@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "codegen.h"
 #include "frontend.h"
 #include "ir.h"
+#include "passes.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
@@ -21,8 +23,10 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 typedef struct {
     const char *cmd; /* the command word */
-    const char *file, *out_dir, *emit, *target, *dump_grads, *steps, *seed, *lr, *params, *inputs;
-    const char *policy, *hw, *arch;
+    const char *file, *out_dir, *emit, *dump_grads, *steps, *seed, *lr, *params, *inputs;
+    const char *hw, *arch;
+    const CgTarget *target; /* --target, looked up once; else the command's default */
+    Policy policy; /* --policy, parsed once (default optimal) */
     double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep, tf32, no_fuse, verbose, help;

@@ -74,10 +74,11 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, hw->name);
     fprintf(out, ",\n  \"policy\": ");
     json_str(out, info->policy);
-    int64_t peak = s->arena_bytes + info->workspace_bytes;
+    /* the workspace after the schedule's arena, with its alignment */
+    int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out, ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
                  ",\n  \"fits\": %s,\n",
-            info->budget_bytes, peak, s->peak_live_bytes + info->workspace_bytes,
+            info->budget_bytes, peak, s->peak_live_bytes + workspace,
             info->budget_bytes <= 0 || peak <= info->budget_bytes ? "true" : "false");
     fprintf(out, "  \"memory\": {");
     const char *sep = "";
@@ -85,7 +86,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
         fprintf(out, "%s\"%s\": %" PRId64, sep, buf_kind_name((BufKind)c), b.cat[c]);
         sep = ", ";
     }
-    if (info->workspace_bytes) fprintf(out, ", \"workspace\": %" PRId64, info->workspace_bytes);
+    if (workspace) fprintf(out, ", \"workspace\": %" PRId64, workspace);
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
     if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
@@ -139,12 +140,12 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
     fprintf(out, "model %s (%s), policy %s, hardware %s\n", g->model, g->source, info->policy, hw->name);
-    int64_t peak = s->arena_bytes + info->workspace_bytes;
+    int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
             format_bytes(peak, b2, sizeof b2), peak, info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
-    if (info->workspace_bytes)
-        fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, info->workspace_bytes);
+    if (workspace)
+        fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
     fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", p->recompute_time * 1e3,
             (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
             plan_status_name(p));

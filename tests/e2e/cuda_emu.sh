@@ -33,7 +33,7 @@ model=$3
 shift 3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-ws=33554432 # the device targets' GEMM workspace (CG_DEVICE_WORKSPACE_BYTES)
+ws=33554432 # the device targets' GEMM workspace (codegen/target.c, workspace_bytes)
 
 range=$(sh "$(dirname "$0")/budget_range.sh" "$acc" "$model" "$@") || range=""
 none=${range%% *} min=${range#* }

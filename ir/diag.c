@@ -2,9 +2,11 @@
  * source line, and a caret with tildes under the span. Counts errors and stops
  * printing after DIAG_MAX_ERRORS. Bytes that are not printable ASCII, in the
  * source line or in a message quoting the source, are shown as '?' so binary
- * input cannot garble the terminal or the caret column.
+ * input cannot garble the terminal or the caret column. In the IR layer so
+ * that every phase reports through it: the front end over the text it
+ * parses, later passes over the text the graph keeps (diag_for_graph).
  */
-#include "frontend.h"
+#include "ir.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -114,4 +116,8 @@ void diag_error_file(Diag *d, const char *fmt, ...) {
     va_start(ap, fmt);
     vreport(d, none, "error", fmt, ap);
     va_end(ap);
+}
+
+Diag diag_for_graph(const Graph *g, FILE *out) {
+    return (Diag){.file = g->source ? g->source : "", .src = g->source_text, .src_len = g->source_len, .out = out};
 }

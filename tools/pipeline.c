@@ -1,0 +1,329 @@
+/* pipeline.c - acc_compile: the compiler's passes in order, QBE-style.
+ *
+ *   parse      .acdsl text -> AST; elaborate: blocks instantiated, repeats
+ *              unrolled, shapes inferred, the graph verified (frontend/)
+ *   fuse       bias GEMMs -> linear nodes (not with --no-fuse)
+ *   constrain  the target's cost model; --save/--recompute checked honest
+ *   autodiff   which nodes get gradients, what each backward reads
+ *   plan       SAVE/RECOMPUTE per node within the budget (the planner
+ *              reserves the target's workspace in it)
+ *   schedule   forward, then backward with the recomputations inserted
+ *   alloc      one arena, every buffer at a fixed offset; the step's memory
+ *   check      an independent simulation of the schedule
+ *   images     nvrtc targets: the kernels compiled to CUBIN and PTX
+ *   report     plan.json, report.txt and the memory pictures
+ *   emit       the host schedule and descriptor (<model>.c), the header
+ *   build      cc and ar: lib<model>.a beside the runtime's archives
+ *
+ * Each command stops where it needs to (AccUntil). Nothing here decides a
+ * plan or emits code: it only calls the passes and reports their failures.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "frontend.h"
+#include "memviz.h"
+#include "pipeline.h"
+
+double acc_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void acc_phase_start(const Options *o, const char *what, const char *detail) {
+    if (o->verbose && detail) fprintf(stderr, "acc: %s: %s ...\n", what, detail);
+}
+
+void acc_phase_end(const Options *o, const char *what, double t0) {
+    if (o->verbose) fprintf(stderr, "acc: %s: %.2f s\n", what, acc_now_s() - t0);
+}
+
+int acc_make_dir(const char *dir) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        fprintf(stderr, "acc: error: directory name too long: '%s'\n", dir);
+        return EXIT_INPUT;
+    }
+    for (char *p = path + 1;; p++) {
+        bool end = !*p;
+        if (*p != '/' && !end) continue;
+        *p = 0;
+        if (mkdir(path, 0777) && errno != EEXIST) {
+            fprintf(stderr, "acc: error: cannot create directory '%s': %s\n", path, strerror(errno));
+            return EXIT_INPUT;
+        }
+        if (end) break;
+        *p = '/';
+    }
+    return 0;
+}
+
+int acc_write_text(const char *path, void (*fn)(const void *, FILE *), const void *arg) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "acc: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    fn(arg, f);
+    if (fclose(f)) {
+        fprintf(stderr, "acc: error: cannot write '%s'\n", path);
+        return EXIT_INPUT;
+    }
+    return 0;
+}
+
+/* ---- the passes' failures ---- */
+
+/* The buffer that dominates the peak of s: the largest one live at the
+ * peak step that is not held throughout (NULL: none). */
+static const Buffer *peak_buffer(const Schedule *s) {
+    const Buffer *best = NULL;
+    int t = s->peak_step;
+    for (int i = 0; i < s->bufs.n; i++) {
+        const Buffer *b = &s->bufs.v[i];
+        if (b->persistent || b->first > t || b->last < t || (best && b->size_bytes <= best->size_bytes)) continue;
+        best = b;
+    }
+    return best;
+}
+
+/* The budget is too small for the plan: the error at the DSL line of the
+ * tensor that dominates the peak, with where the memory goes at the
+ * smallest peak the planner reaches (or at the policy's plan). */
+static int report_refusal(const Options *o, Compilation *c) {
+    char b1[32], b2[32];
+    const Graph *g = &c->g;
+    Diag d = diag_for_graph(g, stderr);
+    /* the smallest peak the planner reaches, with its plan: the optimal
+     * policy's plan is that plan already */
+    Plan mp;
+    Schedule ms;
+    bool own = !c->plan.min_peak_bytes;
+    if (own) {
+        plan_min_peak(g, &c->ad, &c->po, &mp);
+        sched_build(g, &c->ad, mp.dec, true, &ms);
+        alloc_assign(&ms);
+    }
+    const Plan *m = own ? &mp : &c->plan;
+    int64_t min = plan_step_memory(&c->po, m->min_peak_bytes).total_bytes;
+    const Schedule *shown = o->budget_bytes < min && own ? &ms : &c->sched; /* the plan whose memory is shown */
+    const Step *pk = &shown->steps.v[shown->peak_step];
+    const Buffer *big = peak_buffer(shown);
+    const Node *x = graph_node(g, big ? big->node : pk->node); /* the error is at its DSL line */
+    if (o->budget_bytes < min && m->min_peak_exact) {
+        diag_error(&d, x->loc,
+                   "the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) for this model",
+                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min,
+                   format_bytes(min, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes at that minimum:\n");
+    } else if (o->budget_bytes < min) {
+        diag_error(&d, x->loc,
+                   "no plan within the budget of %" PRId64 " bytes (%s) was found; the search for the minimum "
+                   "stopped after %g s (%s) at a smallest peak of %" PRId64 " bytes (%s): the minimum is at most that",
+                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1),
+                   o->time_limit_s > 0 ? o->time_limit_s : (double)PLAN_MIN_PEAK_DEFAULT_S,
+                   o->time_limit_s > 0 ? "--time-limit" : "its limit without --time-limit", min,
+                   format_bytes(min, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes at that peak:\n");
+    } else {
+        diag_error(&d, x->loc,
+                   "policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)",
+                   c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
+                   o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
+        fprintf(stderr, "where the memory goes:\n");
+    }
+    report_breakdown(shown, stderr);
+    static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
+    fprintf(stderr, "note: the peak is at step %d (%s of '%s')", shown->peak_step, kind[pk->kind],
+            graph_node(g, pk->node)->name);
+    if (big)
+        fprintf(stderr, "; its largest buffer is %s'%s' (%" PRId64 " bytes)", big->kind == BUF_GRAD ? "the gradient of " : "",
+                x->name, big->size_bytes);
+    fputc('\n', stderr);
+    if (!(o->budget_bytes < min)) {
+        fprintf(stderr, "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
+                        "cheapest plan that fits\n", m->min_peak_exact ? "" : "at most ", min,
+                format_bytes(min, b1, sizeof b1));
+    }
+    if (own) sched_free(&ms), plan_free(&mp);
+    return EXIT_INPUT;
+}
+
+/* ---- the reports and the library ---- */
+
+static void plan_json_fn(const void *arg, FILE *f) {
+    const Compilation *c = arg;
+    report_plan_json(&c->g, &c->ad, &c->sched, &c->plan, &c->hw, &c->info, f);
+}
+
+static void explain_fn(const void *arg, FILE *f) {
+    const Compilation *c = arg;
+    report_explain(&c->g, &c->ad, &c->sched, &c->plan, &c->hw, &c->info, f);
+}
+
+static void memory_svg_fn(const void *arg, FILE *f) {
+    const Compilation *c = arg;
+    memviz_svg(&c->g, &c->sched, c->info.budget_bytes, &c->mem, false, f);
+}
+
+static void memory_zoom_svg_fn(const void *arg, FILE *f) {
+    const Compilation *c = arg;
+    memviz_svg(&c->g, &c->sched, c->info.budget_bytes, &c->mem, true, f);
+}
+
+static void snapshot_fn(const void *arg, FILE *f) {
+    const Compilation *c = arg;
+    memviz_snapshot(&c->g, &c->sched, f);
+}
+
+/* plan.json, report.txt and the memory pictures into dir. */
+static int write_reports(const Compilation *c, const char *dir) {
+    static const struct {
+        const char *name;
+        void (*fn)(const void *, FILE *);
+    } files[] = {{"plan.json", plan_json_fn},
+                 {"report.txt", explain_fn},
+                 {"memory.svg", memory_svg_fn},
+                 {"memory_activations.svg", memory_zoom_svg_fn},
+                 {"memory_snapshot.pickle", snapshot_fn}};
+    char path[4200];
+    int rc = 0;
+    for (size_t i = 0; i < sizeof files / sizeof *files && !rc; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        rc = acc_write_text(path, files[i].fn, c);
+    }
+    return rc;
+}
+
+/* dir/<model>.c and dir/<model>.h from the checked schedule. */
+static int emit_host(const Options *o, const Compilation *c, const char *dir) {
+    const Graph *g = &c->g;
+    char c_path[4200], h_path[4200], summary[256];
+    snprintf(c_path, sizeof c_path, "%s/%s.c", dir, g->model);
+    snprintf(h_path, sizeof h_path, "%s/%s.h", dir, g->model);
+    FILE *cf = fopen(c_path, "w"), *hf = fopen(h_path, "w");
+    snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", c->po.policy.text,
+             c->sched.n_recompute, c->plan.recompute_time);
+    /* no budget: the planned peak is the library's budget */
+    CgOptions cg = {o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, o->tf32,
+                    c->n_images, o->no_fuse};
+    int rc = 0;
+    if (!cf || !hf) {
+        fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
+        rc = EXIT_INPUT;
+    } else {
+        cg_emit_host(g, &c->ad, &c->sched, &cg, cf, hf);
+    }
+    if (cf && fclose(cf)) rc = EXIT_INPUT;
+    if (hf && fclose(hf)) rc = EXIT_INPUT;
+    return rc;
+}
+
+/* ---- the pipeline ---- */
+
+int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *c) {
+    char err[512], detail[128];
+    memset(c, 0, sizeof *c);
+    graph_init(&c->g, "model");
+    Graph *g = &c->g;
+
+    /* parse + elaborate: the .acdsl file -> a verified graph */
+    double t0 = acc_now_s();
+    if (fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr)) return EXIT_INPUT;
+    c->parsed = true;
+    acc_phase_end(o, "parse", t0);
+    if (until == ACC_UNTIL_ELABORATED) return 0;
+
+    /* fuse: add(matmul(x, w), b) -> linear(x, w, b), unless --no-fuse */
+    if (!o->no_fuse) {
+        FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
+        fuse_linear(g, &fo);
+    }
+    if (until == ACC_UNTIL_GRAPH) return 0;
+
+    /* constrain: the cost model of the machine the target runs on (unless
+     * --hw says), the command line's --save/--recompute checked honest */
+    snprintf(detail, sizeof detail, "%d nodes, policy %s", g->nodes.n, o->policy.text);
+    acc_phase_start(o, "plan", detail);
+    t0 = acc_now_s();
+    if (!hw_load(o->hw ? o->hw : o->target->hw, &c->hw, err, sizeof err)) {
+        fprintf(stderr, "acc: error: %s\n", err);
+        return EXIT_USAGE;
+    }
+    int at;
+    if (!plan_check_patterns(g, o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n, err,
+                             sizeof err, &at)) {
+        if (at >= 0) { /* a tensor both saved and recomputed: at its DSL line */
+            Diag d = diag_for_graph(g, stderr);
+            diag_error(&d, graph_node(g, at)->loc, "%s", err);
+        } else {
+            fprintf(stderr, "acc: error: %s\n", err);
+        }
+        return EXIT_USAGE;
+    }
+
+    /* autodiff: which nodes get gradients, what each backward reads */
+    ad_build(g, &c->ad);
+
+    /* plan: a decision per node under the whole step's budget, of which the
+     * planner reserves the target's workspace (a budget of 0 fits nothing) */
+    int64_t budget = !o->has_budget ? 0 : o->budget_bytes > 0 ? o->budget_bytes : 1;
+    c->po = (PlanOptions){o->policy, budget, o->target->workspace_bytes, o->time_limit_s, &c->hw, true,
+                          o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
+    plan_make(g, &c->ad, &c->po, &c->plan);
+    if (c->plan.solver_error[0])
+        fprintf(stderr, "acc: warning: %s; the search went on without that solve: the plan is checked, "
+                        "but may cost more than the optimum\n", c->plan.solver_error);
+
+    /* schedule: forward, seed, backward with the recomputations inserted */
+    sched_build(g, &c->ad, c->plan.dec, true, &c->sched);
+
+    /* alloc: every buffer at an offset of one arena; the step's memory */
+    alloc_assign(&c->sched);
+    c->mem = plan_step_memory(&c->po, c->sched.arena_bytes);
+    c->info = (ReportInfo){c->po.policy.text, c->hw.name, o->target->name, o->has_budget ? o->budget_bytes : 0,
+                           c->mem, NULL};
+
+    /* check: an independent simulation of the schedule */
+    if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
+    if (c->plan.status == PLAN_INFEASIBLE) return report_refusal(o, c);
+    acc_phase_end(o, "plan", t0);
+    if (until == ACC_UNTIL_PLAN) return 0;
+
+    /* images: the nvrtc target's kernels, compiled before plan.json, which
+     * records how */
+    int rc = acc_make_dir(dir);
+    if (!rc && o->target->nvrtc) {
+        acc_phase_start(o, "nvrtc", "the cuda target's kernels");
+        t0 = acc_now_s();
+        c->n_images = cg_cuda_images(g, dir, o->arch ? o->arch : "sm_80,sm_90", &c->info.codegen_json, stderr);
+        if (c->n_images < 0) rc = EXIT_INPUT;
+        else acc_phase_end(o, "nvrtc", t0);
+    }
+
+    /* report + emit: plan.json, report.txt, the pictures; <model>.c and .h */
+    t0 = acc_now_s();
+    if (!rc) rc = write_reports(c, dir);
+    if (!rc) rc = emit_host(o, c, dir);
+    if (!rc) acc_phase_end(o, "emit", t0);
+
+    /* build: lib<model>.a, the runtime's archives and accrt.h in dir */
+    snprintf(detail, sizeof detail, "cc -O2 %s/%s.c (%d steps)", dir, g->model, c->sched.steps.n);
+    if (!rc) acc_phase_start(o, "cc", detail);
+    t0 = acc_now_s();
+    if (!rc && cg_build_library(dir, g->model, o->target, stderr)) rc = EXIT_INPUT;
+    if (!rc) acc_phase_end(o, "cc", t0);
+    return rc;
+}
+
+void acc_compilation_free(Compilation *c) {
+    sched_free(&c->sched);
+    plan_free(&c->plan);
+    ad_free(&c->ad);
+    graph_free(&c->g);
+}
