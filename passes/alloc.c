@@ -279,7 +279,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     AllocResult res_local;
     if (!r) r = &res_local;
     memset(r, 0, sizeof *r);
-    double t0 = alloc_now_s();
+    double t0 = acc_now_s();
     size_t nn = (size_t)(n > 0 ? n : 1);
     int64_t bound = alloc_max_live(items, n);
     r->lower_bound = bound;
@@ -296,7 +296,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
      * only if one more (as long as the last) ends before it */
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0, pass_s = 0;
     for (int pass = 0; pass < 2 * ORD_COUNT && best > stop_at; pass++) {
-        double tp = alloc_now_s();
+        double tp = acc_now_s();
         if (pass && deadline && tp + pass_s > deadline) break;
         GreedyOrder ord = (GreedyOrder)(pass % ORD_COUNT);
         bool best_fit = pass < ORD_COUNT;
@@ -306,7 +306,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         qsort(order, (size_t)n, sizeof(int), cmp_greedy);
         cmp_items = NULL;
         int64_t a = greedy(items, order, n, best_fit, off, scratch, by_off, cand, cand_tmp, &tix);
-        pass_s = alloc_now_s() - tp;
+        pass_s = acc_now_s() - tp;
         if (a < best) {
             best = a;
             memcpy(offsets, off, (size_t)n * sizeof(int64_t));
@@ -315,13 +315,13 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     }
     if (n == 0) best = 0, r->greedy_order = order_names[0];
     r->greedy_arena = best;
-    r->greedy_s = alloc_now_s() - t0;
+    r->greedy_s = acc_now_s() - t0;
 
     int64_t work = o->work_limit < 0 ? alloc_work_for_time(o->time_limit_s) : o->work_limit;
     int64_t proven = bound; /* no placement below it */
     if (best > stop_at && work > 0 && (double)best > (double)stop_at * (1 + o->search_above) &&
-        !(deadline && alloc_now_s() > deadline)) {
-        double t1 = alloc_now_s();
+        !(deadline && acc_now_s() > deadline)) {
+        double t1 = acc_now_s();
         r->searched = true;
         /* the search sees only the buffers that conflict with something */
         int m = 0;
@@ -354,7 +354,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         r->time_out = b.time_out;
         alloc_search_free(s);
         free(sub);
-        r->search_s = alloc_now_s() - t1;
+        r->search_s = acc_now_s() - t1;
     }
     for (int i = 0; i < n; i++)
         if (!live(&items[i])) offsets[i] = 0;

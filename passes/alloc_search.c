@@ -42,7 +42,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc_search.h"
 
@@ -104,11 +103,6 @@ struct AllocSearch {
     int raises_n, raises_cap;
 };
 
-double alloc_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
     x += 0x9E3779B97F4A7C15ull;
@@ -469,7 +463,7 @@ static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b);
  * lowest segment (NODE_BRANCH). */
 static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
     /* a node over a large range costs milliseconds: the deadline first */
-    if (b->time_out || (b->deadline > 0 && alloc_now_s() > b->deadline)) {
+    if (b->time_out || (b->deadline > 0 && acc_now_s() > b->deadline)) {
         b->time_out = true;
         return SEARCH_LIMIT;
     }
@@ -571,7 +565,7 @@ static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *
 static bool out_of_budget(SearchBudget *b) {
     if (b->work >= b->work_limit) return true;
     /* the clock at every node: on large instances one node takes milliseconds */
-    if (b->deadline > 0 && alloc_now_s() > b->deadline) b->time_out = true;
+    if (b->deadline > 0 && acc_now_s() > b->deadline) b->time_out = true;
     return b->time_out;
 }
 

@@ -17,16 +17,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dag_impl.h"
 #include "glpk_guard.h"
 
-double dag_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void staged_clear(Staged *s) { s->ev.n = s->stage.n = 0; }
 void staged_free(Staged *s) { VEC_FREE(s->ev), VEC_FREE(s->stage); }
@@ -366,7 +360,7 @@ static bool greedy_cut(Heur *h) {
     bool ok = false;
     derive(h, &h->cur);
     Score cur = score(h, &h->cur);
-    for (int iter = 0; iter < 50 * n + 100 && dag_now_s() < h->deadline; iter++) {
+    for (int iter = 0; iter < 50 * n + 100 && acc_now_s() < h->deadline; iter++) {
         if (cur.peak <= h->budget) break;
         if (cand_cap < h->cur.ev.n) {
             cand_cap = 2 * h->cur.ev.n;
@@ -456,7 +450,7 @@ static void restore_cuts(Heur *h) {
         }
     /* most recompute saved first (selection sort: few runs) */
     Staged trial = {0};
-    for (int pass = 0; pass < runs.n && dag_now_s() < h->deadline; pass++) {
+    for (int pass = 0; pass < runs.n && acc_now_s() < h->deadline; pass++) {
         int b = -1;
         for (int k = 0; k < runs.n; k++)
             if (runs.v[k].node >= 0 && (b < 0 || val.v[k] > val.v[b])) b = k;
@@ -609,9 +603,9 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
     Heur *h = heur_new(d, budget, deadline);
     Staged ev = {0};
     double best = INFINITY;
-    for (int k = -1; k < 3 && dag_now_s() < deadline; k++) {
+    for (int k = -1; k < 3 && acc_now_s() < deadline; k++) {
         bool ok;
-        double t0 = dag_now_s();
+        double t0 = acc_now_s();
         if (k < 0) {
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
@@ -632,7 +626,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         if (verbose)
             fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
                     k < 0 ? "greedy" : k == 0 ? "evict/next-use" : k == 1 ? "evict/staleness" : "evict/cost",
-                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, dag_now_s() - t0);
+                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, acc_now_s() - t0);
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
             staged_clear(best_out);
@@ -652,7 +646,7 @@ static bool round_keep(const Dag *d, int64_t budget, const double *keep, double 
     int n = d->n;
     Heur *h = heur_new(d, budget, deadline);
     double best = INFINITY;
-    for (int th = 1; th <= 9 && dag_now_s() < deadline; th++) {
+    for (int th = 1; th <= 9 && acc_now_s() < deadline; th++) {
         for (int t = 0; t < n; t++)
             for (int i = 0; i < t; i++) h->cut[(size_t)t * n + i] = keep[(size_t)t * n + i] < 0.1 * th - 1e-9;
         bool ok = greedy_cut(h); /* derives, repairs if over */
@@ -689,7 +683,7 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
 }
 
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
-    double t0 = dag_now_s();
+    double t0 = acc_now_s();
     memset(p, 0, sizeof *p);
     p->objective = p->bound = p->gap = NAN;
     p->bound_scope = "";
@@ -780,7 +774,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         p->gap = p->sim.compute > 0 ? (p->sim.compute - b) / p->sim.compute : 0;
         if (p->gap < 0) p->gap = 0;
     }
-    p->solve_s = dag_now_s() - t0;
+    p->solve_s = acc_now_s() - t0;
     return true;
 }
 

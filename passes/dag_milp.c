@@ -241,7 +241,7 @@ static void child_callback(glp_tree *tree, void *info) {
         }
     }
     int best = glp_ios_best_node(tree);
-    double now = dag_now_s();
+    double now = acc_now_s();
     if (best) {
         double b = glp_ios_node_bound(tree, best);
         if (b > c->last_bound + 1e-9 && now - c->last_bound_t > 0.05) {
@@ -253,7 +253,7 @@ static void child_callback(glp_tree *tree, void *info) {
 }
 
 static int ms_left(double deadline) {
-    double s = deadline - dag_now_s();
+    double s = deadline - acc_now_s();
     return s <= 0.001 ? 1 : s > 1e6 ? 1000000000 : (int)(s * 1000);
 }
 
@@ -262,7 +262,7 @@ static void child_main(const Job *j, int fd) {
     glp_term_out(GLP_OFF);
     glp_error_hook(child_error_hook, NULL);
     Child c = {fd, j, INFINITY, -INFINITY, 0, false};
-    double c0 = dag_now_s();
+    double c0 = acc_now_s();
     glp_scale_prob(j->lp, GLP_SF_AUTO);
     glp_adv_basis(j->lp, 0); /* as glpsol does; the standard basis is far slower here */
     glp_smcp sm;
@@ -283,7 +283,7 @@ static void child_main(const Job *j, int fd) {
         ret = glp_simplex(j->lp, &sm);
         st = glp_get_status(j->lp);
     }
-    if (j->verbose) fprintf(stderr, "acc plan:   LP: status %d in %.2f s\n", st, dag_now_s() - c0);
+    if (j->verbose) fprintf(stderr, "acc plan:   LP: status %d in %.2f s\n", st, acc_now_s() - c0);
     /* the presolver reports an infeasible program as GLP_ENOPFS */
     double lp[3] = {ret == 0 && st == GLP_OPT, ret == GLP_ENOPFS || (ret == 0 && st == GLP_NOFEAS),
                     ret == 0 && st == GLP_OPT ? glp_get_obj_val(j->lp) : NAN};
@@ -310,7 +310,7 @@ static void child_main(const Job *j, int fd) {
     io.br_tech = GLP_BR_DTH;
     io.bt_tech = GLP_BT_BLB;
     ret = glp_intopt(j->lp, &io);
-    if (j->verbose) fprintf(stderr, "acc plan:   MILP: return %d in %.2f s\n", ret, dag_now_s() - c0);
+    if (j->verbose) fprintf(stderr, "acc plan:   MILP: return %d in %.2f s\n", ret, acc_now_s() - c0);
     int ms = glp_mip_status(j->lp);
     if (ms == GLP_FEAS || ms == GLP_OPT) {
         double obj = glp_mip_obj_val(j->lp);
@@ -346,7 +346,7 @@ static bool run_job(const Job *j, JobResult *r, char *err, size_t err_len) {
     VEC(char) buf = {0};
     bool done = false;
     for (;;) {
-        double left = j->deadline + WATCHDOG_GRACE_S - dag_now_s();
+        double left = j->deadline + WATCHDOG_GRACE_S - acc_now_s();
         if (left <= 0) break;
         struct pollfd pf = {fds[0], POLLIN, 0};
         int pr = poll(&pf, 1, (int)(left * 1000) + 1);
@@ -621,7 +621,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
     int n = d->n;
     Build b = {0};
     CmIndex x;
-    double t0 = dag_now_s();
+    double t0 = acc_now_s();
     p->bound_scope = "checkmate";
     if ((long)n * (n + 1) / 2 > MAX_STAGE_PAIRS) {
         snprintf(p->status, sizeof p->status, "too_large");
@@ -634,7 +634,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
     p->bound_scope = "checkmate";
     if (verbose)
         fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, built in %.2f s\n",
-                integral ? "MILP" : "LP", b.n_cols, b.n_bin, b.n_rows, dag_now_s() - t0);
+                integral ? "MILP" : "LP", b.n_cols, b.n_bin, b.n_rows, acc_now_s() - t0);
     if (!emit(b.lp, emit_lp, err, err_len)) {
         build_free(&b);
         return false;
@@ -708,7 +708,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
                             isfinite(best) ? "a rounding fits" : "no rounding fits");
             }
             free(r.vals);
-            if (r.lp_infeasible || dag_now_s() > deadline) break;
+            if (r.lp_infeasible || acc_now_s() > deadline) break;
         }
         if (s.ev.n) plan_from_staged(p, &s);
         else if (any_lp && !strcmp(p->status, "feasible")) snprintf(p->status, sizeof p->status, "no_solution");
@@ -1072,7 +1072,7 @@ typedef struct {
 static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, double deadline, bool relaxed,
                     bool verbose, AccRun *out, char *err, size_t err_len, const char *emit_lp) {
     int n = d->n;
-    double t0 = dag_now_s();
+    double t0 = acc_now_s();
     AccIndex x = {0};
     x.n = n;
     x.sup = xcalloc((size_t)n, sizeof(IntVec));
@@ -1150,7 +1150,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
             fprintf(stderr, "acc plan: acc %s: %s, LP %.8g, %s %.8g, incumbent %s, %.2f s\n",
                     relaxed ? "bound LP" : "MILP", out->status, r.lp_obj, relaxed ? "bound" : "objective",
                     relaxed ? r.lp_obj : r.obj, !heur ? "none" : r.heur_accepted ? "accepted" : "rejected",
-                    dag_now_s() - t0);
+                    acc_now_s() - t0);
     }
     free(r.vals);
     free(report), free(heur);
@@ -1197,11 +1197,11 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
     size_t ci = 0;
     bool proven = false, any = false;
     snprintf(p->status, sizeof p->status, "%s", inc ? "feasible" : "no_solution");
-    while (ci < sizeof caps / sizeof *caps && dag_now_s() < deadline - 0.05) {
-        double left = deadline - dag_now_s();
+    while (ci < sizeof caps / sizeof *caps && acc_now_s() < deadline - 0.05) {
+        double left = deadline - acc_now_s();
         double slice = ci + 1 < sizeof caps / sizeof *caps ? left / 2 : left;
         AccRun r;
-        if (!acc_run(d, budget, caps[ci], cur.ev.n ? &cur : NULL, dag_now_s() + slice, false, verbose, &r, err,
+        if (!acc_run(d, budget, caps[ci], cur.ev.n ? &cur : NULL, acc_now_s() + slice, false, verbose, &r, err,
                      err_len, NULL))
             return false;
         any = true;
@@ -1244,7 +1244,7 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
     }
     if (!any && !inc) snprintf(p->status, sizeof p->status, "no_solution");
     if (proven) snprintf(p->status, sizeof p->status, "optimal");
-    else if (cur.ev.n && dag_now_s() >= deadline - 0.05) snprintf(p->status, sizeof p->status, "time_limit");
+    else if (cur.ev.n && acc_now_s() >= deadline - 0.05) snprintf(p->status, sizeof p->status, "time_limit");
     if (isfinite(cur_obj) && isfinite(bound) && bound >= cur_obj - 1e-9 * (1 + fabs(cur_obj)))
         snprintf(p->status, sizeof p->status, "optimal");
     p->bound = bound;

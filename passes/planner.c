@@ -34,7 +34,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "planner_internal.h"
 
@@ -52,15 +51,10 @@ static int exhaustive_max(void) {
 }
 
 
-double pl_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int pl_ms_left(Ctx *c) {
     if (c->deadline <= 0) return INT_MAX;
-    double ms = (c->deadline - pl_now() - 3 * c->alloc_s) * 1e3;
+    double ms = (c->deadline - acc_now_s() - 3 * c->alloc_s) * 1e3;
     return ms < 1 ? 1 : ms > INT_MAX / 2 ? INT_MAX / 2 : (int)ms;
 }
 
@@ -80,7 +74,7 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
         return;
     }
     Schedule s;
-    double t0 = alloc ? pl_now() : 0;
+    double t0 = alloc ? acc_now_s() : 0;
     if (keep) {
         sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
     } else {
@@ -101,7 +95,7 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
         }
     if (keep) *keep = s;
     else c->scratch = s;
-    if (alloc) c->alloc_s = pl_now() - t0;
+    if (alloc) c->alloc_s = acc_now_s() - t0;
 }
 
 /* pl_evaluate with the allocation, unless the measured max-live is already
@@ -236,7 +230,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     VEC_FREE(names);
     read_by_backward(c, c->read);
     c->index = sched_index_new(g, ad, o->optimizer);
-    c->t_start = pl_now();
+    c->t_start = acc_now_s();
     c->deadline = o->time_limit_s > 0 ? c->t_start + o->time_limit_s : 0;
 }
 
@@ -868,7 +862,7 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     for (int k = 0; k < c->ad->bwd.n; k++) p->bwd_time += 2 * c->time[c->ad->bwd.v[k]];
     if (c->o->budget_bytes > 0 && e.arena > c->o->budget_bytes) p->status = PLAN_INFEASIBLE;
     p->n_evals = c->n_evals;
-    p->solve_s = pl_now() - c->t_start;
+    p->solve_s = acc_now_s() - c->t_start;
     p->timed_out = c->timed_out;
     snprintf(p->solver_error, sizeof p->solver_error, "%s", c->solver_error);
     sched_free(&s);
@@ -976,7 +970,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
  * the search ended by itself. */
 static int64_t min_peak(Ctx *c, Decision *out, bool *exact) {
     double deadline = c->deadline;
-    if (deadline <= 0) c->deadline = pl_now() + PLAN_MIN_PEAK_DEFAULT_S;
+    if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
     int64_t best = min_peak_search(c, out);
     *exact = !c->timed_out;
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;

@@ -22,7 +22,7 @@ typedef struct {
     int n_groups;
     int n_evals;
     double t_start;
-    double deadline;  /* pl_now() past it: out of time (0: none; --time-limit) */
+    double deadline;  /* acc_now_s() past it: out of time (0: none; --time-limit) */
     double alloc_s;   /* seconds of the last evaluation that allocated (the reserve below) */
     bool timed_out;   /* the deadline ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
@@ -47,7 +47,6 @@ typedef struct {
     VEC(double) ent_size;
 } Rows;
 
-double pl_now(void);
 /* Whether the deadline (--time-limit) has passed, less a reserve for what
  * follows the searches (recorded in c->timed_out): scoring the final plan in
  * finish() and the caller's schedule, allocation and plan check of it, three
@@ -55,7 +54,7 @@ double pl_now(void);
  * plan stop then, with the best plan so far; the cut that finds the first
  * plan only takes fewer rows. */
 static inline bool pl_out_of_time(Ctx *c) {
-    if (c->deadline > 0 && pl_now() + 3 * c->alloc_s > c->deadline) c->timed_out = true;
+    if (c->deadline > 0 && acc_now_s() + 3 * c->alloc_s > c->deadline) c->timed_out = true;
     return c->timed_out;
 }
 /* Milliseconds left before the deadline, for GLPK's tm_lim (INT_MAX: no deadline). */

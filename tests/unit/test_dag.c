@@ -361,7 +361,7 @@ static void test_vs_exhaustive(void) {
                        (long long)budget, c, status, best, path);
             }
             Staged h = {0};
-            if (dag_heuristic(&d, budget, dag_now_s() + 5, &h)) {
+            if (dag_heuristic(&d, budget, acc_now_s() + 5, &h)) {
                 DagSim s;
                 dag_simulate(&d, h.ev.v, h.ev.n, &s, NULL);
                 ASSERT_TRUE(s.valid && s.peak <= budget);
