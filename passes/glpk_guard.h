@@ -1,6 +1,6 @@
 /* glpk_guard.h - every use of GLPK runs under glpk_guarded (glpk_guard.c).
- * Shared by the planner (planner.c, plan_bound.c, plan_search.c) and the
- * planner of published graphs (dag.c). */
+ * Shared by the model planner (planner/) and the planner of published
+ * graphs (dag/). */
 #ifndef ACC_GLPK_GUARD_H
 #define ACC_GLPK_GUARD_H
 

@@ -1,6 +1,6 @@
 /* dag_cmd.c - `acc plan --graph FILE.json`: plan a published computation
  * graph (Checkmate's and MOCCASIN's node-link JSON) under a memory budget
- * and print one JSON object. The logic is in passes/dag*.c.
+ * and print one JSON object. The logic is in passes/dag/.
  *
  *   acc plan --graph FILE.json (--budget SIZE | --budget-frac F)
  *            [--method acc|checkmate-milp|checkmate-lp] [--time-limit S]

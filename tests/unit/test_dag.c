@@ -1,4 +1,4 @@
-/* test_dag.c - planning published graphs (passes/dag*.c): the JSON reader on
+/* test_dag.c - planning published graphs (passes/dag/): the JSON reader on
  * good and malformed input (clear errors with byte offsets, no crash, also
  * on thousands of random mutations), the simulator against the independent
  * baseline formula, a hand-made graph whose optimum is known, and acc's plans
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag_impl.h"
+#include "dag/dag_impl.h"
 #include "passes.h"
 #include "test.h"
 

@@ -1,7 +1,16 @@
-/* planner_internal.h - what the planner's files share (planner.c: the
- * context, scoring, policies, cuts and the search's driver; plan_bound.c: the
- * lower bound; plan_search.c: the flip search and the branch and bound).
- * Not part of the passes' interface (passes.h). */
+/* planner_internal.h - what the model planner's files share; not part of the
+ * passes' interface (passes.h). The files call each other in one direction,
+ * and this header declares each one's part in that order, bottom last:
+ *
+ *   planner.c      the context, the policies, the exchange search, plan_make
+ *     -> plan_search.c   the flip search and the branch and bound
+ *       -> plan_cut.c    cutting a plan until it fits, restoring
+ *       -> plan_bound.c  the lower bound
+ *         -> plan_core.c scoring a plan, closures, the time left
+ *
+ * A file calls only the files below it (plan_cut.c and plan_bound.c not
+ * each other). The Ctx is built by planner.c and read by all.
+ */
 #ifndef ACC_PLANNER_INTERNAL_H
 #define ACC_PLANNER_INTERNAL_H
 
@@ -47,6 +56,27 @@ typedef struct {
     VEC(double) ent_size;
 } Rows;
 
+/* ---- plan_search.c: the searches past the cut ---- */
+
+/* Improve dec (within budget; target: the max-live its cut aims at) by the
+ * flip search. */
+void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     bool *found);
+
+/* ---- plan_cut.c: a plan that fits ---- */
+
+bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
+void pl_restore(Ctx *c, Decision *dec, int64_t target);
+
+/* ---- plan_bound.c: the lower bound ---- */
+
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
+                  Rows *rows);
+double pl_covering_bound(Ctx *c, int64_t budget);
+
+/* ---- plan_core.c: what every file above uses ---- */
+
 /* Whether the deadline (--time-limit) has passed, less a reserve for what
  * follows the searches (recorded in c->timed_out): scoring the final plan in
  * finish() and the caller's schedule, allocation and plan check of it, three
@@ -72,15 +102,5 @@ int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int ma
 void pl_solver_failed(Ctx *c, const char *err);
 void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd);
 void pl_sort_by_time(const Ctx *c, int *ids, int n);
-bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
-void pl_restore(Ctx *c, Decision *dec, int64_t target);
-
-int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
-                  Rows *rows);
-double pl_covering_bound(Ctx *c, int64_t budget);
-
-void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     bool *found);
 
 #endif

@@ -22,7 +22,10 @@
  * charges: an integer program is slow on deep models, and a time-limited one
  * would make the bound depend on the machine's load). Steps are matched by
  * the node they compute, so the recompute steps of other plans do not shift
- * them. */
+ * them.
+ *
+ * Layering: called by planner.c and plan_search.c; calls only plan_core.c.
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,10 @@
  * which improves a plan that fits by an integer program over sets of flips,
  * and the branch and bound that proves the optimum of small graphs for
  * benchmarks (ACC_EXHAUSTIVE_MAX above 24).
+ *
+ * Layering: called by planner.c; calls plan_cut.c (a flip set's plan is cut
+ * and restored before it is scored), plan_bound.c (the rows over the budget)
+ * and plan_core.c, never planner.c.
  */
 #include <math.h>
 #include <stdlib.h>
