@@ -51,6 +51,8 @@ void pool_free(Pool *p);
     } while (0)
 #define VEC_FREE(vec) (free((vec).v), (vec).v = NULL, (vec).n = (vec).cap = 0)
 void *acc_xrealloc(void *p, size_t size_bytes);
+/* n zeroed elements of size_bytes each (at least one); panics when out of memory. */
+void *acc_xcalloc(size_t n, size_t size_bytes);
 
 /* ---- utilities shared by the compiler's layers (util.c) ----------------- */
 

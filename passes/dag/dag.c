@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "dag_impl.h"
-#include "glpk_guard.h"
+#include "lp.h"
 
 
 void staged_clear(Staged *s) { s->ev.n = s->stage.n = 0; }
@@ -29,21 +29,15 @@ void staged_push(Staged *s, int stage, int node) {
     VEC_PUSH(s->stage, stage);
 }
 
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) acc_panic(__FILE__, __LINE__, "out of memory");
-    return p;
-}
-
 /* ---- the simulator ------------------------------------------------------------ */
 
 void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *mem_at) {
     memset(out, 0, sizeof *out);
     out->valid = true;
     out->n_events = n_ev;
-    int *inst = xcalloc((size_t)d->n, sizeof(int)); /* node -> event of its latest copy, -1 */
-    int *last = xcalloc((size_t)n_ev, sizeof(int));  /* event -> last event reading its copy */
-    int64_t *delta = xcalloc((size_t)n_ev + 1, sizeof(int64_t));
+    int *inst = acc_xcalloc((size_t)d->n, sizeof(int)); /* node -> event of its latest copy, -1 */
+    int *last = acc_xcalloc((size_t)n_ev, sizeof(int));  /* event -> last event reading its copy */
+    int64_t *delta = acc_xcalloc((size_t)n_ev + 1, sizeof(int64_t));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     int distinct = 0;
     for (int e = 0; e < n_ev; e++) {
@@ -84,7 +78,7 @@ int64_t dag_baseline_peak(const Dag *d) {
     /* node i is held over steps [i, last use] (just step i without users);
      * the peak is the largest sum: a difference array, linear in the nodes
      * (users are sorted, so the last one is the last use) */
-    int64_t *delta = xcalloc((size_t)d->n + 1, sizeof(int64_t));
+    int64_t *delta = acc_xcalloc((size_t)d->n + 1, sizeof(int64_t));
     for (int i = 0; i < d->n; i++) {
         int deg = d->out_off[i + 1] - d->out_off[i];
         int last = deg ? d->out[d->out_off[i + 1] - 1] : i;
@@ -160,8 +154,8 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     uint32_t full = 1u << n;
     int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
     size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
-    double *dist = xcalloc(n_states, sizeof(double));
-    uint32_t *inmask = xcalloc((size_t)n, sizeof(uint32_t));
+    double *dist = acc_xcalloc(n_states, sizeof(double));
+    uint32_t *inmask = acc_xcalloc((size_t)n, sizeof(uint32_t));
     for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
@@ -301,9 +295,9 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
     for (int e = 1; e < n_ev; e++)
         if (h->mem_at[e] > h->mem_at[peak_e]) peak_e = e;
     int tp = s->stage.v[peak_e];
-    int *inst = xcalloc((size_t)h->n, sizeof(int));
-    int *before = xcalloc((size_t)n_ev, sizeof(int)), *after = xcalloc((size_t)n_ev, sizeof(int));
-    bool *read_at_peak = xcalloc((size_t)n_ev, sizeof(bool));
+    int *inst = acc_xcalloc((size_t)h->n, sizeof(int));
+    int *before = acc_xcalloc((size_t)n_ev, sizeof(int)), *after = acc_xcalloc((size_t)n_ev, sizeof(int));
+    bool *read_at_peak = acc_xcalloc((size_t)n_ev, sizeof(bool));
     for (int i = 0; i < h->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) before[e] = e, after[e] = -1;
     for (int e = 0; e < n_ev; e++) {
@@ -332,14 +326,14 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
 
 static Heur *heur_new(const Dag *d, int64_t budget, double deadline) {
     int n = d->n;
-    Heur *h = xcalloc(1, sizeof *h);
+    Heur *h = acc_xcalloc(1, sizeof *h);
     h->d = d, h->n = n, h->budget = budget, h->deadline = deadline;
-    h->cut = xcalloc((size_t)n * (size_t)n, 1);
-    h->present = xcalloc((size_t)n, sizeof(int));
-    h->plist = xcalloc((size_t)n, sizeof(int));
-    h->mark = xcalloc((size_t)n, sizeof(int));
-    h->stack = xcalloc((size_t)n, sizeof(int));
-    h->need = xcalloc((size_t)n, sizeof(int));
+    h->cut = acc_xcalloc((size_t)n * (size_t)n, 1);
+    h->present = acc_xcalloc((size_t)n, sizeof(int));
+    h->plist = acc_xcalloc((size_t)n, sizeof(int));
+    h->mark = acc_xcalloc((size_t)n, sizeof(int));
+    h->stack = acc_xcalloc((size_t)n, sizeof(int));
+    h->need = acc_xcalloc((size_t)n, sizeof(int));
     return h;
 }
 
@@ -397,7 +391,7 @@ static bool greedy_cut(Heur *h) {
  * it computes (the event itself when none does). */
 int *staged_last_reads(const Dag *d, const Staged *s) {
     int n_ev = s->ev.n;
-    int *inst = xcalloc((size_t)d->n, sizeof(int)), *last = xcalloc((size_t)n_ev + 1, sizeof(int));
+    int *inst = acc_xcalloc((size_t)d->n, sizeof(int)), *last = acc_xcalloc((size_t)n_ev + 1, sizeof(int));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) {
         int j = s->ev.v[e];
@@ -431,7 +425,7 @@ static void restore_cuts(Heur *h) {
     /* recomputations per (stage, node) in the current schedule */
     VEC(Cut) runs = {0};
     VEC(double) val = {0};
-    uint8_t *rec = xcalloc((size_t)n * (size_t)n, 1);
+    uint8_t *rec = acc_xcalloc((size_t)n * (size_t)n, 1);
     for (int e = 0; e < h->cur.ev.n; e++)
         if (h->cur.ev.v[e] != h->cur.stage.v[e]) rec[(size_t)h->cur.stage.v[e] * n + h->cur.ev.v[e]] = 1;
     for (int i = 0; i < n; i++)
@@ -457,7 +451,7 @@ static void restore_cuts(Heur *h) {
         if (b < 0) break;
         Cut c = runs.v[b];
         runs.v[b].node = -1;
-        uint8_t *saved = xcalloc((size_t)(c.hi - c.lo + 1), 1);
+        uint8_t *saved = acc_xcalloc((size_t)(c.hi - c.lo + 1), 1);
         for (int t = c.lo; t <= c.hi; t++) saved[t - c.lo] = h->cut[(size_t)t * n + c.node], h->cut[(size_t)t * n + c.node] = 0;
         derive(h, &trial);
         Score sc = score(h, &trial);
@@ -489,7 +483,7 @@ typedef struct {
 static long missing_cone(Evict *v, int p) {
     const Dag *d = v->d;
     int st = ++v->n_stamp, top = 0;
-    int *stack = xcalloc((size_t)d->n + 1, sizeof(int));
+    int *stack = acc_xcalloc((size_t)d->n + 1, sizeof(int));
     long bytes = 0;
     stack[top++] = p;
     v->stamp[p] = st;
@@ -529,8 +523,8 @@ static bool materialize(Evict *v, int x) {
     /* inputs at hand are locked first; the missing ones are rebuilt largest
      * missing cone first (what needs the most room runs while least is held) */
     int deg = d->in_off[x + 1] - d->in_off[x], n_locked = 0;
-    int *order = xcalloc((size_t)deg + 1, sizeof(int)), *locked = xcalloc((size_t)deg + 1, sizeof(int));
-    long *cone = xcalloc((size_t)deg + 1, sizeof(long));
+    int *order = acc_xcalloc((size_t)deg + 1, sizeof(int)), *locked = acc_xcalloc((size_t)deg + 1, sizeof(int));
+    long *cone = acc_xcalloc((size_t)deg + 1, sizeof(long));
     int n_miss = 0;
     for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) {
         int p = d->in[q];
@@ -581,11 +575,11 @@ static bool materialize(Evict *v, int x) {
 static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
     int n = d->n;
     Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
-    v.stamp = xcalloc((size_t)n, sizeof(int));
-    v.present = xcalloc((size_t)n, sizeof(int));
-    v.lock = xcalloc((size_t)n, sizeof(int));
-    v.ptr = xcalloc((size_t)n, sizeof(int));
-    v.touched = xcalloc((size_t)n, sizeof(int));
+    v.stamp = acc_xcalloc((size_t)n, sizeof(int));
+    v.present = acc_xcalloc((size_t)n, sizeof(int));
+    v.lock = acc_xcalloc((size_t)n, sizeof(int));
+    v.ptr = acc_xcalloc((size_t)n, sizeof(int));
+    v.touched = acc_xcalloc((size_t)n, sizeof(int));
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
     bool ok = true;
@@ -672,7 +666,7 @@ bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out) {
 
 static void set_plan_events(DagPlan *p, const int *ev, int n_ev) {
     free(p->ev);
-    p->ev = xcalloc((size_t)n_ev, sizeof(int));
+    p->ev = acc_xcalloc((size_t)n_ev, sizeof(int));
     memcpy(p->ev, ev, (size_t)n_ev * sizeof(int));
     p->n_ev = n_ev;
 }
@@ -690,7 +684,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     double limit = o->time_limit_s > 0 ? o->time_limit_s : o->method == DAG_ACC ? 20 : 60;
     double deadline = t0 + limit;
     int n = d->n;
-    int *topo = xcalloc((size_t)n, sizeof(int));
+    int *topo = acc_xcalloc((size_t)n, sizeof(int));
     for (int i = 0; i < n; i++) topo[i] = i;
     double base_compute = dag_baseline_compute(d);
     bool ok = true;
@@ -792,11 +786,11 @@ static void dag_plan_run(void *arg) {
     r->ok = plan_dag(r->d, r->o, r->p, r->err, r->err_len);
 }
 
-/* plan_dag under glpk_guarded: a failure of GLPK is an error, not abort(). */
+/* plan_dag under lp_guarded: a failure of GLPK is an error, not abort(). */
 bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     DagRun r = {d, o, p, err, err_len, false};
     char gerr[200];
-    if (glpk_guarded(dag_plan_run, &r, gerr, sizeof gerr)) return r.ok;
+    if (lp_guarded(dag_plan_run, &r, gerr, sizeof gerr)) return r.ok;
     snprintf(err, err_len, "%s", gerr);
     return false;
 }

@@ -308,7 +308,7 @@ int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *fir
     return n_rows;
 }
 
-/* The covering program's part of pl_covering_bound, run under glpk_guarded. */
+/* The covering program's part of pl_covering_bound, run under lp_guarded. */
 typedef struct {
     Bound *b;
     const Rows *rows;
@@ -377,7 +377,7 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
         }
         BoundRun run = {&b, &rows, n_rows, fbs, ns, 0};
         char err[200];
-        if (!glpk_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
+        if (!lp_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
         bound = run.bound;
         VEC_FREE(b.needs), VEC_FREE(b.charges);
         for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) free(*cols[k]);

@@ -114,7 +114,7 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
     Cover v = {cost, a, need, stride, n_rows, m, rep, count, acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int)),
                acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double)), -1};
     char err[200];
-    if (!glpk_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
+    if (!lp_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
     double best = v.best;
     if (best >= 0) {
         for (int i = 0; i < n; i++)

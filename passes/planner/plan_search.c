@@ -381,7 +381,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.rcol_of = acc_xrealloc(NULL, n * sizeof(int));
     F.recomputed = acc_xrealloc(NULL, n * sizeof(double));
     char err[200];
-    if (!glpk_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
+    if (!lp_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
     free(F.base_prof), free(F.prof), free(F.in_lp), free(F.tmp), free(F.flip), free(F.delta), free(F.ind);
     free(F.val), free(F.pick), free(F.picked), free(F.fcol), free(F.pair), free(F.pcol), free(F.rcol_of);
     free(F.recomputed), free(F.start);

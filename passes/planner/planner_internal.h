@@ -16,7 +16,7 @@
 
 #include <glpk.h>
 
-#include "glpk_guard.h"
+#include "lp.h"
 #include "passes.h"
 
 typedef struct {
