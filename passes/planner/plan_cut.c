@@ -95,9 +95,10 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
         any |= need[r] > 0;
     }
     if (!any || n == 0) return 0;
-    int *cls = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* item -> class */
-    int *rep = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
-    int *count = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
+    Pool mem = {0}; /* called for every row of every cut: returned when it ends */
+    int *cls = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* item -> class */
+    int *rep = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
+    int *count = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int));
     int m = 0;
     for (int i = 0; i < n; i++) {
         int k = 0;
@@ -111,8 +112,8 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
         cls[i] = k;
         count[k]++;
     }
-    Cover v = {cost, a, need, stride, n_rows, m, rep, count, acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int)),
-               acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double)), -1};
+    Cover v = {cost, a, need, stride, n_rows, m, rep, count, pool_alloc(&mem, (size_t)(m + 1) * sizeof(int)),
+               pool_alloc(&mem, (size_t)(m + 1) * sizeof(double)), -1};
     char err[200];
     if (!lp_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
     double best = v.best;
@@ -123,7 +124,7 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
         best = 0;
         for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
     }
-    free(v.ind), free(v.val), free(cls), free(rep), free(count);
+    pool_free(&mem);
     return best;
 }
 
@@ -157,15 +158,16 @@ static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp,
  * budget that fits into an error. */
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
-    double *a = acc_xrealloc(NULL, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
-    double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double)), need[CUT_ROWS];
-    int *id = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *item = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *clist = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *fwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *bwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
-    bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    int *last_fwd = NULL, *first_bwd = NULL;
+    Pool mem = {0}; /* called in loops: returned when it ends */
+    double *a = pool_alloc(&mem, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
+    double *cost = pool_alloc(&mem, (size_t)n * sizeof(double)), need[CUT_ROWS];
+    int *id = pool_alloc(&mem, (size_t)n * sizeof(int)), *item = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *clist = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *stamp = pool_alloc(&mem, (size_t)n * sizeof(int)), *fwd_at = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *bwd_at = pool_alloc(&mem, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
+    bool *x = pool_alloc(&mem, (size_t)n * sizeof(bool));
+    Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    int *last_fwd = NULL, *first_bwd = NULL; /* these grow with the schedule */
     int64_t *live = NULL;
     for (int i = 0; i < n; i++) stamp[i] = -1;
     int mark = 0;
@@ -239,8 +241,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
         if (!made) break;
         memcpy(dec, tmp, (size_t)n * sizeof(Decision));
     }
-    free(clist);
-    free(a), free(cost), free(id), free(item), free(stamp), free(fwd_at), free(bwd_at), free(x), free(tmp);
+    pool_free(&mem);
     free(last_fwd), free(first_bwd), free(live);
     return ok;
 }

@@ -66,10 +66,9 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
  * kept), or when a flip's closure drops it (r_j >= x_f) - so two flips that
  * share the intermediates their recomputation needs pay for them once. */
 static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant,
-                              int *rcol) {
+                              int *rcol, int *scratch /* [3n] */) {
     int n = c->g->nodes.n;
-    int *xcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *list = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *xcol = scratch, *stamp = scratch + n, *list = scratch + 2 * n;
     for (int i = 0; i < n; i++) xcol[i] = rcol[i] = 0, stamp[i] = -1;
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
@@ -133,7 +132,6 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
             glp_set_mat_row(lp, r, len, ind, val);
         }
     }
-    free(xcol), free(stamp), free(list);
     return lp;
 }
 
@@ -200,6 +198,7 @@ typedef struct {
     int *picked, *fcol;        /* [n] */
     int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
     int *rcol_of;              /* [n] */
+    int *program;              /* [3n] flip_program's scratch */
     double *recomputed;        /* [n] */
     double *start;             /* [1 + columns] */
 } Flip;
@@ -288,7 +287,7 @@ static void add_pair_columns(Flip *F, glp_prob *lp) {
 static glp_prob *round_program(Flip *F, double *constant) {
     Ctx *c = F->c;
     int n = c->g->nodes.n, n_flips = F->n_flips, na = F->na;
-    glp_prob *lp = flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of);
+    glp_prob *lp = flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program);
     sched_rebuild(c->g, c->ad, F->dec, c->o->optimizer, &c->scratch);
     for (int i = 0; i < n; i++) F->recomputed[i] = 0;
     for (int t = 0; t < c->scratch.steps.n; t++)
@@ -449,6 +448,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.pair = pool_alloc(&F.mem, n * 2 * ACC_MAX_IN * sizeof(int));
     F.pcol = pool_alloc(&F.mem, n * ACC_MAX_IN * sizeof(int));
     F.rcol_of = pool_alloc(&F.mem, n * sizeof(int));
+    F.program = pool_alloc(&F.mem, 3 * n * sizeof(int));
     F.recomputed = pool_alloc(&F.mem, n * sizeof(double));
     char err[200];
     if (!lp_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
@@ -563,9 +563,10 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     Bnb b;
     memset(&b, 0, sizeof b);
     b.c = c, b.budget = budget, b.k = k, b.best = incumbent;
-    b.var = acc_xrealloc(NULL, (size_t)k * sizeof(int));
-    b.var_of = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    b.dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Pool mem = {0}; /* the search's arrays, freed in one call at its end */
+    b.var = pool_alloc(&mem, (size_t)k * sizeof(int));
+    b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     b.best_dec = dec;
     /* order: read tensors by time (descending), then intermediates, last node first */
     int m = 0;
@@ -577,7 +578,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     for (int i = 0; i < n; i++) b.var_of[i] = -1;
     for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
     /* each variable's consumers, once (the search asks at every node) */
-    b.use_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
+    b.use_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
     VEC(int) use = {0};
     for (int v = 0; v < k; v++) {
         b.use_first[v] = use.n;
@@ -598,30 +599,29 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     Schedule s;
     Eval e;
     pl_evaluate(c, b.dec, false, &e, &s);
-    int *last_fwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
-    int *first_bwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
+    int *last_fwd = pool_alloc(&mem, (size_t)s.bufs.n * sizeof(int));
+    int *first_bwd = pool_alloc(&mem, (size_t)s.bufs.n * sizeof(int));
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
     sched_free(&s);
-    free(last_fwd), free(first_bwd);
     bool done = n_rows >= 0;
     if (done) {
         b.n_rows = n_rows;
         int ne = rows.ent_node.n;
-        b.need = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.covered = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.avail = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.row_first = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
-        b.row_len = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
-        b.ent_var = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
-        b.ent_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        b.vr_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
-        b.vr_len = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
-        b.vr_row = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
-        b.vr_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        double *ratio = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        int *perm = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
+        b.need = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.covered = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.avail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.row_first = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.row_len = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.ent_var = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
+        b.ent_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        b.vr_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
+        b.vr_len = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
+        b.vr_row = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
+        b.vr_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        double *ratio = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        int *perm = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
         for (int r = 0; r < n_rows; r++) {
             const Row *rw = &rows.v.v[r];
             b.need[r] = rw->need, b.covered[r] = b.avail[r] = 0;
@@ -653,12 +653,9 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
         bnb_visit(&b, 0);
         done = !b.stopped;
-        free(ratio), free(perm);
-        free(b.need), free(b.covered), free(b.avail), free(b.row_first), free(b.row_len), free(b.ent_var);
-        free(b.ent_size), free(b.vr_first), free(b.vr_len), free(b.vr_row), free(b.vr_size);
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    free(b.var), free(b.var_of), free(b.dec), free(b.use_first), free(b.use);
+    pool_free(&mem), free(b.use);
     return done;
 }

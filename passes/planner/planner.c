@@ -156,11 +156,11 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     int n = g->nodes.n;
     memset(c, 0, sizeof *c);
     c->g = g, c->ad = ad, c->o = o;
-    c->time = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    c->forced = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    c->cand = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    c->read = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    c->group = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    c->time = pool_alloc(&c->mem, (size_t)n * sizeof(double));
+    c->forced = pool_alloc(&c->mem, (size_t)n * sizeof(int));
+    c->cand = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
+    c->read = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
+    c->group = pool_alloc(&c->mem, (size_t)n * sizeof(int));
     VEC(const char *) names = {0};
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
@@ -193,11 +193,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
 static void ctx_free(Ctx *c) {
     sched_free(&c->scratch);
     sched_index_free(c->index);
-    free(c->time);
-    free(c->forced);
-    free(c->cand);
-    free(c->read);
-    free(c->group);
+    pool_free(&c->mem);
 }
 
 /* ---- policies -------------------------------------------------------------- */
@@ -316,9 +312,10 @@ static int cmp_net(const void *a, const void *b) {
 static void exchange(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     const bool *read = c->read;
-    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Move *drops = acc_xrealloc(NULL, (size_t)n * sizeof(Move)), *saves = acc_xrealloc(NULL, (size_t)n * sizeof(Move));
-    double (*pairs)[4] = NULL;
+    Pool mem = {0}; /* called in loops: returned when it ends */
+    Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Move *drops = pool_alloc(&mem, (size_t)n * sizeof(Move)), *saves = pool_alloc(&mem, (size_t)n * sizeof(Move));
+    double (*pairs)[4] = NULL; /* grows */
     size_t pairs_cap = 0;
     for (int iter = 0; iter < 4 * n; iter++) {
         if (pl_out_of_time(c)) break;
@@ -371,7 +368,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         }
         if (!improved) break;
     }
-    free(tmp), free(drops), free(saves), free(pairs);
+    pool_free(&mem), free(pairs);
 }
 
 /* Every assignment of the free candidates, scored by the exact schedule:
@@ -419,9 +416,10 @@ static void polish(Ctx *c, Decision *dec, int64_t budget) {
  * does not depend on polish. */
 static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polish) {
     int n = c->g->nodes.n;
-    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *trial = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Pool mem = {0}; /* min_peak_search calls this in a loop: returned when it ends */
+    Decision *dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Decision *cut = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Decision *trial = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     double best = INFINITY, cut_cost = INFINITY;
     Eval e;
     /* the allocation may need more than max-live: tighten the target and
@@ -451,7 +449,6 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         if (cut_cost < INFINITY && pl_out_of_time(c)) break; /* a plan that fits: the best so far */
     }
     if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
-    free(cut), free(trial);
     static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
                                         "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
@@ -478,7 +475,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         pl_evaluate(c, out, true, &e, NULL);
         pl_flip_search(c, out, budget - (e.arena - e.max_live), budget);
     }
-    free(dec);
+    pool_free(&mem);
     return best < INFINITY;
 }
 
@@ -541,20 +538,17 @@ static void shrink(Ctx *c, Decision *dec) {
  * peaks below M. */
 static int64_t min_peak_search(Ctx *c, Decision *out) {
     int n = c->g->nodes.n;
-    int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *free_ids = pool_alloc(&c->mem, (size_t)n * sizeof(int)); /* once per Ctx: its pool */
     int k = 0;
     for (int i = 0; i < n; i++)
         if (c->cand[i] && c->forced[i] < 0) free_ids[k++] = i;
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
     if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
-        int64_t best = (int64_t)enumerate(c, out, free_ids, k, 0, true);
-        free(free_ids);
-        return best;
+        return (int64_t)enumerate(c, out, free_ids, k, 0, true);
     }
-    free(free_ids);
-    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
+    Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     static const char *const seeds[] = {"none",      "full",      "every:2", "every:3", "uniform:2", "sqrt",
                                         "selective", "ops:matmul,attention", "ops:matmul", NULL};
     int64_t best = INT64_MAX, checked = -1;
@@ -596,7 +590,6 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
-    free(dec), free(cut);
     return best;
 }
 
@@ -636,7 +629,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         ctx_free(&c);
         return;
     }
-    int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *free_ids = pool_alloc(&c.mem, (size_t)n * sizeof(int));
     int k = 0;
     for (int i = 0; i < n; i++)
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
@@ -662,7 +655,6 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         }
     }
     p->bound = pl_covering_bound(&c, budget);
-    free(free_ids);
     finish(&c, p, status);
     if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
     ctx_free(&c);

@@ -23,6 +23,7 @@ typedef struct {
     const Graph *g;
     const Autodiff *ad;
     const PlanOptions *o;
+    Pool mem;      /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
     double *time;  /* [n] forward time */
     int *forced;   /* [n] -1 free, else the Decision the user forces */
     bool *cand;    /* [n] may be dropped */
