@@ -285,12 +285,13 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     r->lower_bound = bound;
     int64_t stop_at = o->capacity > bound ? o->capacity : bound;
 
-    int *order = acc_xrealloc(NULL, nn * sizeof(int));
-    int *scratch = acc_xrealloc(NULL, nn * sizeof(int)), *by_off = acc_xrealloc(NULL, nn * sizeof(int));
-    Placed *cand = acc_xrealloc(NULL, nn * sizeof(Placed)), *cand_tmp = acc_xrealloc(NULL, nn * sizeof(Placed));
+    Pool mem = {0}; /* the call's arrays, freed in one call at its end */
+    int *order = pool_alloc(&mem, nn * sizeof(int));
+    int *scratch = pool_alloc(&mem, nn * sizeof(int)), *by_off = pool_alloc(&mem, nn * sizeof(int));
+    Placed *cand = pool_alloc(&mem, nn * sizeof(Placed)), *cand_tmp = pool_alloc(&mem, nn * sizeof(Placed));
     TimeIndex tix;
     tindex_init(&tix, items, n);
-    int64_t *off = acc_xrealloc(NULL, nn * sizeof(int64_t));
+    int64_t *off = pool_alloc(&mem, nn * sizeof(int64_t));
     int64_t best = INT64_MAX;
     /* the time limit is a safety net: after the first pass, a pass starts
      * only if one more (as long as the last) ends before it */
@@ -325,7 +326,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         r->searched = true;
         /* the search sees only the buffers that conflict with something */
         int m = 0;
-        AllocItem *sub = acc_xrealloc(NULL, nn * sizeof(AllocItem));
+        AllocItem *sub = pool_alloc(&mem, nn * sizeof(AllocItem));
         for (int i = 0; i < n; i++)
             if (live(&items[i])) order[m] = i, sub[m++] = items[i];
         AllocSearch *s = alloc_search_new(sub, m);
@@ -353,18 +354,14 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         r->nodes = b.nodes;
         r->time_out = b.time_out;
         alloc_search_free(s);
-        free(sub);
         r->search_s = acc_now_s() - t1;
     }
     for (int i = 0; i < n; i++)
         if (!live(&items[i])) offsets[i] = 0;
     r->arena = best;
     r->optimal = best <= proven;
-    free(order);
-    free(scratch);
-    free(cand), free(cand_tmp), free(by_off);
     tindex_free(&tix);
-    free(off);
+    pool_free(&mem);
     return best;
 }
 

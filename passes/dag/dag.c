@@ -35,9 +35,10 @@ void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *m
     memset(out, 0, sizeof *out);
     out->valid = true;
     out->n_events = n_ev;
-    int *inst = acc_xcalloc((size_t)d->n, sizeof(int)); /* node -> event of its latest copy, -1 */
-    int *last = acc_xcalloc((size_t)n_ev, sizeof(int));  /* event -> last event reading its copy */
-    int64_t *delta = acc_xcalloc((size_t)n_ev + 1, sizeof(int64_t));
+    Pool mem = {0}; /* called for every plan scored: returned at the end */
+    int *inst = pool_alloc(&mem, (size_t)d->n * sizeof(int)); /* node -> event of its latest copy, -1 */
+    int *last = pool_alloc(&mem, (size_t)n_ev * sizeof(int));  /* event -> last event reading its copy */
+    int64_t *delta = pool_alloc(&mem, ((size_t)n_ev + 1) * sizeof(int64_t));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     int distinct = 0;
     for (int e = 0; e < n_ev; e++) {
@@ -71,7 +72,7 @@ void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *m
         if (out->peak_event < 0 || cur > out->peak) out->peak = cur, out->peak_event = e;
     }
     out->n_recompute = n_ev - distinct;
-    free(inst), free(last), free(delta);
+    pool_free(&mem);
 }
 
 int64_t dag_baseline_peak(const Dag *d) {
@@ -154,8 +155,9 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     uint32_t full = 1u << n;
     int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
     size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
-    double *dist = acc_xcalloc(n_states, sizeof(double));
-    uint32_t *inmask = acc_xcalloc((size_t)n, sizeof(uint32_t));
+    Pool mem = {0};
+    double *dist = pool_alloc(&mem, n_states * sizeof(double));
+    uint32_t *inmask = pool_alloc(&mem, (size_t)n * sizeof(uint32_t));
     for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
@@ -190,20 +192,21 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     }
 #undef STATE
     VEC_FREE(h);
-    free(dist), free(inmask);
+    pool_free(&mem);
     return best;
 }
 
 /* ---- acc's greedy incumbent ---------------------------------------------------- */
 
 typedef struct {
+    Pool mem; /* this struct and its arrays but mem_at (heur_free frees them in one call) */
     const Dag *d;
     int n;
     int64_t budget;
     uint8_t *cut;    /* [n*n] cut[t*n+i] > 0: i is not kept into stage t */
     int *present, *plist, *mark, *stack, *need;
     Staged cur;
-    int64_t *mem_at;
+    int64_t *mem_at; /* grows: from the heap */
     int mem_cap;
     double deadline;
 } Heur;
@@ -295,9 +298,10 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
     for (int e = 1; e < n_ev; e++)
         if (h->mem_at[e] > h->mem_at[peak_e]) peak_e = e;
     int tp = s->stage.v[peak_e];
-    int *inst = acc_xcalloc((size_t)h->n, sizeof(int));
-    int *before = acc_xcalloc((size_t)n_ev, sizeof(int)), *after = acc_xcalloc((size_t)n_ev, sizeof(int));
-    bool *read_at_peak = acc_xcalloc((size_t)n_ev, sizeof(bool));
+    Pool mem = {0}; /* called in the greedy's loop: returned at the end */
+    int *inst = pool_alloc(&mem, (size_t)h->n * sizeof(int));
+    int *before = pool_alloc(&mem, (size_t)n_ev * sizeof(int)), *after = pool_alloc(&mem, (size_t)n_ev * sizeof(int));
+    bool *read_at_peak = pool_alloc(&mem, (size_t)n_ev * sizeof(bool));
     for (int i = 0; i < h->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) before[e] = e, after[e] = -1;
     for (int e = 0; e < n_ev; e++) {
@@ -320,27 +324,30 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
         for (int k = 0; k < m && !dup; k++) dup = out[k].node == node;
         if (!dup) out[m++] = (Cut){node, lo, hi};
     }
-    free(inst), free(before), free(after), free(read_at_peak);
+    pool_free(&mem);
     return m;
 }
 
 static Heur *heur_new(const Dag *d, int64_t budget, double deadline) {
     int n = d->n;
-    Heur *h = acc_xcalloc(1, sizeof *h);
+    Pool mem = {0};
+    Heur *h = pool_alloc(&mem, sizeof *h); /* zeroed */
+    h->mem = mem;
     h->d = d, h->n = n, h->budget = budget, h->deadline = deadline;
-    h->cut = acc_xcalloc((size_t)n * (size_t)n, 1);
-    h->present = acc_xcalloc((size_t)n, sizeof(int));
-    h->plist = acc_xcalloc((size_t)n, sizeof(int));
-    h->mark = acc_xcalloc((size_t)n, sizeof(int));
-    h->stack = acc_xcalloc((size_t)n, sizeof(int));
-    h->need = acc_xcalloc((size_t)n, sizeof(int));
+    h->cut = pool_alloc(&h->mem, (size_t)n * (size_t)n);
+    h->present = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->plist = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->mark = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->stack = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->need = pool_alloc(&h->mem, (size_t)n * sizeof(int));
     return h;
 }
 
 static void heur_free(Heur *h) {
     staged_free(&h->cur);
-    free(h->cut), free(h->present), free(h->plist), free(h->mark), free(h->stack), free(h->need), free(h->mem_at);
-    free(h);
+    free(h->mem_at);
+    Pool mem = h->mem; /* h itself lies in it */
+    pool_free(&mem);
 }
 
 /* Greedy descent from h->cut to the budget: at the peak, the drop with the
@@ -575,11 +582,12 @@ static bool materialize(Evict *v, int x) {
 static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
     int n = d->n;
     Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
-    v.stamp = acc_xcalloc((size_t)n, sizeof(int));
-    v.present = acc_xcalloc((size_t)n, sizeof(int));
-    v.lock = acc_xcalloc((size_t)n, sizeof(int));
-    v.ptr = acc_xcalloc((size_t)n, sizeof(int));
-    v.touched = acc_xcalloc((size_t)n, sizeof(int));
+    Pool mem = {0};
+    v.stamp = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.present = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.lock = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.ptr = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
     bool ok = true;
@@ -587,7 +595,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
         v.t = t;
         ok = materialize(&v, t);
     }
-    free(v.present), free(v.lock), free(v.ptr), free(v.touched), free(v.stamp);
+    pool_free(&mem);
     return ok;
 }
 

@@ -390,6 +390,7 @@ typedef struct {
 typedef VEC(FreeCol) FreeVec;
 
 typedef struct {
+    Pool mem;       /* sup and the arrays of columns below (acc_index_free frees them in one call) */
     int n;
     IntVec *sup;    /* [n] nodes that may be recomputed in stage t, ascending */
     int **rcol;     /* [n][|sup[t]|] their R columns */
@@ -493,14 +494,9 @@ static long make_support(const Dag *d, int k, const Staged *inc, IntVec *sup) {
 }
 
 static void acc_index_free(AccIndex *x) {
-    for (int t = 0; t < x->n; t++) {
-        VEC_FREE(x->sup[t]);
-        if (x->rcol) free(x->rcol[t]);
-        if (x->ucol) free(x->ucol[t]);
-        if (x->free_off) free(x->free_off[t]);
-    }
-    free(x->sup), free(x->rcol), free(x->ucol), free(x->free_off), free(x->s_hi), free(x->s_col0);
+    for (int t = 0; t < x->n; t++) VEC_FREE(x->sup[t]);
     VEC_FREE(x->frees);
+    pool_free(&x->mem);
 }
 
 /* relaxed: memory only at each stage's own event, exactly (what is read
@@ -517,15 +513,15 @@ static void build_acc(const Dag *d, int64_t budget, AccIndex *x, LpBuild *b, boo
     double base = 0;
     for (int i = 0; i < n; i++) base += d->cost[i];
     glp_set_obj_coef(b->lp, 0, base); /* every node runs once */
-    x->rcol = acc_xcalloc((size_t)n, sizeof(int *));
-    x->ucol = acc_xcalloc((size_t)n, sizeof(int *));
-    x->free_off = acc_xcalloc((size_t)n, sizeof(int *));
-    x->s_hi = acc_xcalloc((size_t)n, sizeof(int));
-    x->s_col0 = acc_xcalloc((size_t)n, sizeof(int));
+    x->rcol = pool_alloc(&x->mem, (size_t)n * sizeof(int *));
+    x->ucol = pool_alloc(&x->mem, (size_t)n * sizeof(int *));
+    x->free_off = pool_alloc(&x->mem, (size_t)n * sizeof(int *));
+    x->s_hi = pool_alloc(&x->mem, (size_t)n * sizeof(int));
+    x->s_col0 = pool_alloc(&x->mem, (size_t)n * sizeof(int));
     /* R on the support; S over the stages where a node can still be read */
     for (int i = 0; i < n; i++) x->s_hi[i] = i;
     for (int t = 0; t < n; t++) {
-        x->rcol[t] = acc_xcalloc((size_t)x->sup[t].n + 1, sizeof(int));
+        x->rcol[t] = pool_alloc(&x->mem, ((size_t)x->sup[t].n + 1) * sizeof(int));
         for (int a = 0; a < x->sup[t].n; a++) {
             int i = x->sup[t].v[a];
             snprintf(nm, sizeof nm, "R_%d_%d", t, i);
@@ -589,8 +585,8 @@ static void build_acc(const Dag *d, int64_t budget, AccIndex *x, LpBuild *b, boo
     /* memory after each event of stage t: U = kept + computed so far - freed so far */
     for (int t = 0; t < n && !relaxed; t++) {
         int m = x->sup[t].n, prev_u = 0;
-        x->ucol[t] = acc_xcalloc((size_t)m + 1, sizeof(int));
-        x->free_off[t] = acc_xcalloc((size_t)m + 2, sizeof(int));
+        x->ucol[t] = pool_alloc(&x->mem, ((size_t)m + 1) * sizeof(int));
+        x->free_off[t] = pool_alloc(&x->mem, ((size_t)m + 2) * sizeof(int));
         for (int a = 0; a <= m; a++) {
             int k = a < m ? x->sup[t].v[a] : t;
             snprintf(nm, sizeof nm, "U_%d_%d", t, k);
@@ -735,7 +731,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     double t0 = acc_now_s();
     AccIndex x = {0};
     x.n = n;
-    x.sup = acc_xcalloc((size_t)n, sizeof(IntVec));
+    x.sup = pool_alloc(&x.mem, (size_t)n * sizeof(IntVec));
     long size;
     int k = choose_support(d, cap, inc, x.sup, &size);
     LpBuild b = {0};
