@@ -21,23 +21,10 @@
 #include <nvrtc.h>
 
 static char *read_all(const char *path, FILE *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(err, "acc: error: cannot read %s: %s (set ACC_RUNTIME_DIR)\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, k;
-    char *s = malloc(cap);
-    while (s && (k = fread(s + n, 1, cap - n - 1, f)) > 0) {
-        n += k;
-        if (n + 1 == cap) {
-            char *t = realloc(s, cap *= 2);
-            if (!t) free(s);
-            s = t;
-        }
-    }
-    fclose(f);
-    if (s) s[n] = 0;
+    char msg[512];
+    size_t len;
+    char *s = acc_read_file(path, SIZE_MAX, &len, NULL, msg, sizeof msg);
+    if (!s) fprintf(err, "acc: error: %s (set ACC_RUNTIME_DIR)\n", msg);
     return s;
 }
 

@@ -58,26 +58,15 @@ int fe_load_source(const char *display_name, const char *src, size_t len, const 
 }
 
 int fe_load_file(const char *path, const Define *defs, int n_defs, Graph *g, FILE *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(err, "acc: error: cannot open '%s': %s\n", path, strerror(errno));
+    char msg[512];
+    size_t len;
+    bool over; /* read on past the limit: fe_load_source reports the size */
+    char *text = acc_read_file(path, FE_MAX_SOURCE_BYTES, &len, &over, msg, sizeof msg);
+    if (!text) {
+        fprintf(err, "acc: error: %s\n", msg);
         return 1;
     }
-    VEC(char) buf = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        for (size_t i = 0; i < n; i++) VEC_PUSH(buf, chunk[i]);
-        if ((size_t)buf.n > FE_MAX_SOURCE_BYTES) break;
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (failed) {
-        fprintf(err, "acc: error: cannot read '%s'\n", path);
-        VEC_FREE(buf);
-        return 1;
-    }
-    int errs = fe_load_source(path, buf.v ? buf.v : "", (size_t)buf.n, defs, n_defs, g, err);
-    VEC_FREE(buf);
+    int errs = fe_load_source(path, text, len, defs, n_defs, g, err);
+    free(text);
     return errs;
 }

@@ -24,6 +24,12 @@ void *acc_xrealloc(void *p, size_t size_bytes) {
     return q;
 }
 
+void *acc_xcalloc(size_t n, size_t size_bytes) {
+    void *p = calloc(n ? n : 1, size_bytes);
+    if (!p) acc_panic(__FILE__, __LINE__, "out of memory");
+    return p;
+}
+
 /* ---- pool ---------------------------------------------------------------- */
 
 struct PoolChunk {

@@ -51,6 +51,20 @@ void pool_free(Pool *p);
     } while (0)
 #define VEC_FREE(vec) (free((vec).v), (vec).v = NULL, (vec).n = (vec).cap = 0)
 void *acc_xrealloc(void *p, size_t size_bytes);
+/* n zeroed elements of size_bytes each (at least one); panics when out of memory. */
+void *acc_xcalloc(size_t n, size_t size_bytes);
+
+/* ---- utilities shared by the compiler's layers (util.c) ----------------- */
+
+/* Seconds on the monotonic clock: deadlines and phase times. */
+double acc_now_s(void);
+/* The file at path, read whole, NUL-terminated, malloc'ed (caller frees);
+ * *len_bytes: its size without the NUL. Reading stops after the 64 KiB chunk
+ * that takes it past max_bytes: then, with over non-NULL, *over is set and
+ * the part read is returned; with over NULL it is an error ("'path' is larger
+ * than N bytes"). NULL with err ("cannot open 'path': reason", "cannot read
+ * 'path'") on a failure. */
+char *acc_read_file(const char *path, size_t max_bytes, size_t *len_bytes, bool *over, char *err, size_t err_len);
 
 /* ---- source locations --------------------------------------------------- */
 

@@ -279,24 +279,25 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     AllocResult res_local;
     if (!r) r = &res_local;
     memset(r, 0, sizeof *r);
-    double t0 = alloc_now_s();
+    double t0 = acc_now_s();
     size_t nn = (size_t)(n > 0 ? n : 1);
     int64_t bound = alloc_max_live(items, n);
     r->lower_bound = bound;
     int64_t stop_at = o->capacity > bound ? o->capacity : bound;
 
-    int *order = acc_xrealloc(NULL, nn * sizeof(int));
-    int *scratch = acc_xrealloc(NULL, nn * sizeof(int)), *by_off = acc_xrealloc(NULL, nn * sizeof(int));
-    Placed *cand = acc_xrealloc(NULL, nn * sizeof(Placed)), *cand_tmp = acc_xrealloc(NULL, nn * sizeof(Placed));
+    Pool mem = {0}; /* the call's arrays, freed in one call at its end */
+    int *order = pool_alloc(&mem, nn * sizeof(int));
+    int *scratch = pool_alloc(&mem, nn * sizeof(int)), *by_off = pool_alloc(&mem, nn * sizeof(int));
+    Placed *cand = pool_alloc(&mem, nn * sizeof(Placed)), *cand_tmp = pool_alloc(&mem, nn * sizeof(Placed));
     TimeIndex tix;
     tindex_init(&tix, items, n);
-    int64_t *off = acc_xrealloc(NULL, nn * sizeof(int64_t));
+    int64_t *off = pool_alloc(&mem, nn * sizeof(int64_t));
     int64_t best = INT64_MAX;
     /* the time limit is a safety net: after the first pass, a pass starts
      * only if one more (as long as the last) ends before it */
     double deadline = o->time_limit_s > 0 ? t0 + o->time_limit_s : 0, pass_s = 0;
     for (int pass = 0; pass < 2 * ORD_COUNT && best > stop_at; pass++) {
-        double tp = alloc_now_s();
+        double tp = acc_now_s();
         if (pass && deadline && tp + pass_s > deadline) break;
         GreedyOrder ord = (GreedyOrder)(pass % ORD_COUNT);
         bool best_fit = pass < ORD_COUNT;
@@ -306,7 +307,7 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         qsort(order, (size_t)n, sizeof(int), cmp_greedy);
         cmp_items = NULL;
         int64_t a = greedy(items, order, n, best_fit, off, scratch, by_off, cand, cand_tmp, &tix);
-        pass_s = alloc_now_s() - tp;
+        pass_s = acc_now_s() - tp;
         if (a < best) {
             best = a;
             memcpy(offsets, off, (size_t)n * sizeof(int64_t));
@@ -315,17 +316,17 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
     }
     if (n == 0) best = 0, r->greedy_order = order_names[0];
     r->greedy_arena = best;
-    r->greedy_s = alloc_now_s() - t0;
+    r->greedy_s = acc_now_s() - t0;
 
     int64_t work = o->work_limit < 0 ? alloc_work_for_time(o->time_limit_s) : o->work_limit;
     int64_t proven = bound; /* no placement below it */
     if (best > stop_at && work > 0 && (double)best > (double)stop_at * (1 + o->search_above) &&
-        !(deadline && alloc_now_s() > deadline)) {
-        double t1 = alloc_now_s();
+        !(deadline && acc_now_s() > deadline)) {
+        double t1 = acc_now_s();
         r->searched = true;
         /* the search sees only the buffers that conflict with something */
         int m = 0;
-        AllocItem *sub = acc_xrealloc(NULL, nn * sizeof(AllocItem));
+        AllocItem *sub = pool_alloc(&mem, nn * sizeof(AllocItem));
         for (int i = 0; i < n; i++)
             if (live(&items[i])) order[m] = i, sub[m++] = items[i];
         AllocSearch *s = alloc_search_new(sub, m);
@@ -353,18 +354,14 @@ int64_t alloc_intervals_ex(const AllocItem *items, int n, int64_t *offsets, cons
         r->nodes = b.nodes;
         r->time_out = b.time_out;
         alloc_search_free(s);
-        free(sub);
-        r->search_s = alloc_now_s() - t1;
+        r->search_s = acc_now_s() - t1;
     }
     for (int i = 0; i < n; i++)
         if (!live(&items[i])) offsets[i] = 0;
     r->arena = best;
     r->optimal = best <= proven;
-    free(order);
-    free(scratch);
-    free(cand), free(cand_tmp), free(by_off);
     tindex_free(&tix);
-    free(off);
+    pool_free(&mem);
     return best;
 }
 

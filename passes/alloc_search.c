@@ -42,7 +42,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc_search.h"
 
@@ -73,6 +72,7 @@ typedef struct {
 } Raise;
 
 struct AllocSearch {
+    Pool mem; /* this struct and every array of a fixed size (alloc_search_free frees them in one call) */
     int n, S;
     const AllocItem *items;
     int *s0, *s1;           /* [n] sections covered: s0..s1 */
@@ -95,7 +95,7 @@ struct AllocSearch {
     size_t memo_mask;
     int64_t cap_now;
     Frame *frames;
-    int depth, frames_cap, nesting;
+    int depth, frames_cap, nesting; /* frames and the three below grow: from the heap */
     int *cand;
     int cand_n, cand_cap;
     Ban *bans;
@@ -104,11 +104,6 @@ struct AllocSearch {
     int raises_n, raises_cap;
 };
 
-double alloc_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
     x += 0x9E3779B97F4A7C15ull;
@@ -163,12 +158,13 @@ static int find_endpoint(const int64_t *e, int k, int64_t v) {
 }
 
 AllocSearch *alloc_search_new(const AllocItem *items, int n) {
-    AllocSearch *s = acc_xrealloc(NULL, sizeof *s);
-    memset(s, 0, sizeof *s);
+    Pool mem = {0};
+    AllocSearch *s = pool_alloc(&mem, sizeof *s); /* zeroed */
+    s->mem = mem;
     s->n = n;
     s->items = items;
     size_t nn = (size_t)(n > 0 ? n : 1);
-    int64_t *e = acc_xrealloc(NULL, 2 * nn * sizeof(int64_t));
+    int64_t *e = pool_alloc(&s->mem, 2 * nn * sizeof(int64_t));
     for (int i = 0; i < n; i++) e[2 * i] = items[i].lower, e[2 * i + 1] = items[i].upper;
     qsort(e, 2 * (size_t)n, sizeof(int64_t), cmp_i64);
     int k = 0;
@@ -176,16 +172,15 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
         if (!k || e[i] != e[k - 1]) e[k++] = e[i];
     s->S = k > 1 ? k - 1 : 1;
     size_t S = (size_t)s->S;
-    s->s0 = acc_xrealloc(NULL, nn * sizeof(int));
-    s->s1 = acc_xrealloc(NULL, nn * sizeof(int));
+    s->s0 = pool_alloc(&s->mem, nn * sizeof(int));
+    s->s1 = pool_alloc(&s->mem, nn * sizeof(int));
     for (int i = 0; i < n; i++) {
         s->s0[i] = find_endpoint(e, k, items[i].lower);
         s->s1[i] = find_endpoint(e, k, items[i].upper) - 1;
     }
-    free(e);
 
-    int *ord = acc_xrealloc(NULL, nn * sizeof(int));
-    s->ranks = acc_xrealloc(NULL, (N_ORDERS + 1) * nn * sizeof(int));
+    int *ord = pool_alloc(&s->mem, nn * sizeof(int));
+    s->ranks = pool_alloc(&s->mem, (N_ORDERS + 1) * nn * sizeof(int));
     sort_items = items;
     for (int o = 0; o < N_ORDERS; o++) {
         for (int i = 0; i < n; i++) ord[i] = i;
@@ -197,7 +192,7 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
     for (int i = 0; i < n; i++) ord[i] = i;
     qsort(ord, (size_t)n, sizeof(int), cmp_identity);
     sort_items = NULL;
-    s->prev_same = acc_xrealloc(NULL, nn * sizeof(int));
+    s->prev_same = pool_alloc(&s->mem, nn * sizeof(int));
     for (int r = 0; r < n; r++) {
         int i = ord[r], p = r ? ord[r - 1] : -1;
         const AllocItem *x = &items[i];
@@ -205,22 +200,20 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
                     align_of(&items[p]) == align_of(x);
         s->prev_same[i] = same ? p : -1;
     }
-    free(ord);
 
-    s->start_beg = acc_xrealloc(NULL, (S + 1) * sizeof(int));
+    s->start_beg = pool_alloc(&s->mem, (S + 1) * sizeof(int));
     memset(s->start_beg, 0, (S + 1) * sizeof(int));
     for (int i = 0; i < n; i++) s->start_beg[s->s0[i] + 1]++;
     for (size_t t = 0; t < S; t++) s->start_beg[t + 1] += s->start_beg[t];
-    s->start = acc_xrealloc(NULL, nn * sizeof(int));
-    int *fill = acc_xrealloc(NULL, S * sizeof(int));
+    s->start = pool_alloc(&s->mem, nn * sizeof(int));
+    int *fill = pool_alloc(&s->mem, S * sizeof(int));
     memcpy(fill, s->start_beg, S * sizeof(int));
     for (int i = 0; i < n; i++) s->start[fill[s->s0[i]]++] = i;
-    free(fill);
 
-    s->rem0 = acc_xrealloc(NULL, S * sizeof(int64_t));
-    s->cross0 = acc_xrealloc(NULL, S * sizeof(int));
-    int64_t *drem = acc_xrealloc(NULL, (S + 1) * sizeof(int64_t));
-    int *dcross = acc_xrealloc(NULL, (S + 1) * sizeof(int));
+    s->rem0 = pool_alloc(&s->mem, S * sizeof(int64_t));
+    s->cross0 = pool_alloc(&s->mem, S * sizeof(int));
+    int64_t *drem = pool_alloc(&s->mem, (S + 1) * sizeof(int64_t));
+    int *dcross = pool_alloc(&s->mem, (S + 1) * sizeof(int));
     memset(drem, 0, (S + 1) * sizeof(int64_t));
     memset(dcross, 0, (S + 1) * sizeof(int));
     for (int i = 0; i < n; i++) {
@@ -234,38 +227,33 @@ AllocSearch *alloc_search_new(const AllocItem *items, int n) {
         s->rem0[t] = run;
         s->cross0[t] = runc;
     }
-    free(drem);
-    free(dcross);
 
-    s->floor = acc_xrealloc(NULL, S * sizeof(int64_t));
-    s->rem = acc_xrealloc(NULL, S * sizeof(int64_t));
-    s->cross = acc_xrealloc(NULL, S * sizeof(int));
-    s->off = acc_xrealloc(NULL, nn * sizeof(int64_t));
-    s->ban = acc_xrealloc(NULL, nn * sizeof(int64_t));
-    s->placed = acc_xrealloc(NULL, nn * sizeof(bool));
-    s->zob = acc_xrealloc(NULL, nn * sizeof(uint64_t));
+    s->floor = pool_alloc(&s->mem, S * sizeof(int64_t));
+    s->rem = pool_alloc(&s->mem, S * sizeof(int64_t));
+    s->cross = pool_alloc(&s->mem, S * sizeof(int));
+    s->off = pool_alloc(&s->mem, nn * sizeof(int64_t));
+    s->ban = pool_alloc(&s->mem, nn * sizeof(int64_t));
+    s->placed = pool_alloc(&s->mem, nn * sizeof(bool));
+    s->zob = pool_alloc(&s->mem, nn * sizeof(uint64_t));
     for (int i = 0; i < n; i++) s->zob[i] = mix64((uint64_t)i + 0x1234567);
     size_t want = 1;
     while (want < 64 * nn && want < ((size_t)1 << 20)) want *= 2;
-    s->memo = acc_xrealloc(NULL, want * sizeof(uint64_t));
+    s->memo = pool_alloc(&s->mem, want * sizeof(uint64_t));
     s->memo_mask = want - 1;
     size_t P = 1;
     while (P < S) P *= 2;
-    s->seg = acc_xrealloc(NULL, 4 * P * sizeof(int64_t));
-    s->tmp = acc_xrealloc(NULL, 2 * nn * sizeof(int64_t));
-    s->score = acc_xrealloc(NULL, nn * sizeof(int));
+    s->seg = pool_alloc(&s->mem, 4 * P * sizeof(int64_t));
+    s->tmp = pool_alloc(&s->mem, 2 * nn * sizeof(int64_t));
+    s->score = pool_alloc(&s->mem, nn * sizeof(int));
     memset(s->score, 0, nn * sizeof(int));
     return s;
 }
 
 void alloc_search_free(AllocSearch *s) {
     if (!s) return;
-    free(s->s0), free(s->s1), free(s->ranks), free(s->prev_same), free(s->start_beg), free(s->start);
-    free(s->rem0), free(s->cross0);
-    free(s->floor), free(s->rem), free(s->cross), free(s->off), free(s->ban), free(s->placed);
-    free(s->frames), free(s->cand), free(s->bans), free(s->raises), free(s->zob), free(s->memo), free(s->score);
-    free(s->seg), free(s->tmp);
-    free(s);
+    free(s->frames), free(s->cand), free(s->bans), free(s->raises);
+    Pool mem = s->mem; /* s itself lies in it */
+    pool_free(&mem);
 }
 
 /* ---- state changes, all undone in reverse order --------------------------- */
@@ -469,7 +457,7 @@ static int dfs(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b);
  * lowest segment (NODE_BRANCH). */
 static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *b) {
     /* a node over a large range costs milliseconds: the deadline first */
-    if (b->time_out || (b->deadline > 0 && alloc_now_s() > b->deadline)) {
+    if (b->time_out || (b->deadline > 0 && acc_now_s() > b->deadline)) {
         b->time_out = true;
         return SEARCH_LIMIT;
     }
@@ -571,7 +559,7 @@ static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *
 static bool out_of_budget(SearchBudget *b) {
     if (b->work >= b->work_limit) return true;
     /* the clock at every node: on large instances one node takes milliseconds */
-    if (b->deadline > 0 && alloc_now_s() > b->deadline) b->time_out = true;
+    if (b->deadline > 0 && acc_now_s() > b->deadline) b->time_out = true;
     return b->time_out;
 }
 

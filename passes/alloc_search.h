@@ -24,6 +24,5 @@ void alloc_search_free(AllocSearch *s);
 /* Is there a placement with every buffer below capacity? FOUND writes
  * offsets[i] for every item; INFEASIBLE is a proof; LIMIT: the budget ran out. */
 SearchStatus alloc_search_fit(AllocSearch *s, int64_t capacity, int64_t *offsets, SearchBudget *b);
-double alloc_now_s(void);
 
 #endif

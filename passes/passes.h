@@ -260,7 +260,7 @@ double cost_bytes(const Graph *g, const Node *n);
  * plus the launch latency. The backward is costed as twice the forward. */
 double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
 
-/* ---- the planner ----------------------------------------------------------- */
+/* ---- the planner (planner/) ------------------------------------------------ */
 
 typedef enum { PLAN_OPTIMAL, PLAN_HEURISTIC, PLAN_POLICY, PLAN_INFEASIBLE } PlanStatus;
 
@@ -362,7 +362,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
  * seconds (min_peak_exact false): graphs of several thousand nodes. */
 #define PLAN_MIN_PEAK_DEFAULT_S 60
 
-/* ==== published graphs (dag_json.c, dag.c, dag_milp.c) ======================
+/* ==== published graphs (dag/: dag_json.c, dag.c, dag_milp.c) ================
  * Planning a bare DAG given as data, in the format the Checkmate (MLSys 2020)
  * and MOCCASIN (ICML 2023) papers published (networkx node-link JSON): each
  * node has a compute cost and an output size. The model is the papers':

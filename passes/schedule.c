@@ -252,6 +252,7 @@ enum { SL_ACT, SL_AUX, SL_RACT, SL_RAUX, SL_GRAD, SL_COUNT };
 #define SL_PERSIST (-2)
 
 struct SchedIndex {
+    Pool mem; /* this struct and its arrays (sched_index_free frees them in one call) */
     const Graph *g;
     const Autodiff *ad;
     int n, n_steps_max;
@@ -272,18 +273,19 @@ struct SchedIndex {
 /* Sizes, reads and the persistent total, once per graph; scratch for sched_measure. */
 SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) {
     int n = g->nodes.n;
-    SchedIndex *x = acc_xrealloc(NULL, sizeof *x);
-    memset(x, 0, sizeof *x);
+    Pool mem = {0};
+    SchedIndex *x = pool_alloc(&mem, sizeof *x); /* zeroed */
+    x->mem = mem;
     x->g = g, x->ad = ad, x->n = n;
-    x->slot_bytes = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int64_t));
-    x->leaf_persist = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    x->fwd = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    x->reads = acc_xrealloc(NULL, (size_t)n * sizeof(GradReads));
-    x->first = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int));
-    x->last = acc_xrealloc(NULL, (size_t)n * SL_COUNT * sizeof(int));
-    x->cur = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    x->cur_aux = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    x->grad = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    x->slot_bytes = pool_alloc(&x->mem, (size_t)n * SL_COUNT * sizeof(int64_t));
+    x->leaf_persist = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
+    x->fwd = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
+    x->reads = pool_alloc(&x->mem, (size_t)n * sizeof(GradReads));
+    x->first = pool_alloc(&x->mem, (size_t)n * SL_COUNT * sizeof(int));
+    x->last = pool_alloc(&x->mem, (size_t)n * SL_COUNT * sizeof(int));
+    x->cur = pool_alloc(&x->mem, (size_t)n * sizeof(int));
+    x->cur_aux = pool_alloc(&x->mem, (size_t)n * sizeof(int));
+    x->grad = pool_alloc(&x->mem, (size_t)n * sizeof(int));
     int64_t loss_bytes = round_up(4);
     x->persistent = loss_bytes;
     int n_fwd = 0;
@@ -302,16 +304,15 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) 
         x->reads[i] = ad_reads(ad, i);
     }
     x->n_steps_max = 2 * n_fwd + 1 + ad->bwd.n; /* forward, seed, recompute at most once each, backward */
-    x->delta = acc_xrealloc(NULL, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));
+    x->delta = pool_alloc(&x->mem, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));
     return x;
 }
 
 /* Frees the index (NULL: nothing). */
 void sched_index_free(SchedIndex *x) {
     if (!x) return;
-    free(x->slot_bytes), free(x->leaf_persist), free(x->fwd), free(x->reads);
-    free(x->first), free(x->last), free(x->cur), free(x->cur_aux), free(x->grad), free(x->delta);
-    free(x);
+    Pool mem = x->mem; /* x itself lies in it */
+    pool_free(&mem);
 }
 
 /* A reference to a slot at the current step (persistent buffers: none). */

@@ -8,15 +8,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cpu_kernels.h"
+#include "ir.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -37,9 +32,9 @@ static double time_it(Bench f, float *a, float *b, float *c, int64_t n, int reps
     double t[32];
     f(a, b, c, n); /* warm up */
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = acc_now_s();
         f(a, b, c, n);
-        t[r] = now_s() - t0;
+        t[r] = acc_now_s() - t0;
     }
     qsort(t, (size_t)reps, sizeof(double), cmp_d);
     return t[reps / 2];

@@ -1,6 +1,6 @@
 /* dag_cmd.c - `acc plan --graph FILE.json`: plan a published computation
  * graph (Checkmate's and MOCCASIN's node-link JSON) under a memory budget
- * and print one JSON object. The logic is in passes/dag*.c.
+ * and print one JSON object. The logic is in passes/dag/.
  *
  *   acc plan --graph FILE.json (--budget SIZE | --budget-frac F)
  *            [--method acc|checkmate-milp|checkmate-lp] [--time-limit S]
@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dag_cmd.h"
 #include "options.h"
@@ -54,11 +53,6 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int acc_plan_main(int argc, char **argv) {
     const char *graph = NULL, *emit_lp = NULL, *method = "acc";
@@ -104,7 +98,7 @@ int acc_plan_main(int argc, char **argv) {
     }
     if (!graph) return plan_usage_error("plan needs --graph FILE.json", NULL);
     if ((budget >= 0) == isfinite(frac)) return plan_usage_error("plan needs one of --budget and --budget-frac", NULL);
-    double t0 = now_s();
+    double t0 = acc_now_s();
     Dag d;
     char err[1024];
     if (!dag_load(graph, &d, err, sizeof err)) {
@@ -116,7 +110,7 @@ int acc_plan_main(int argc, char **argv) {
     if (isfinite(frac)) budget = (int64_t)ceil(frac * (double)base_peak - 1e-9);
     /* --time-limit bounds the whole command: what reading the graph took
      * comes out of the planner's share */
-    if (limit > 0) limit = fmax(limit - (now_s() - t0), 0.05 * limit);
+    if (limit > 0) limit = fmax(limit - (acc_now_s() - t0), 0.05 * limit);
     DagPlanOptions o = {!strcmp(method, "acc") ? DAG_ACC : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
                                                                                             : DAG_CHECKMATE_LP,
                         budget, limit, emit_lp, verbose};

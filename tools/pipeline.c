@@ -23,17 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "frontend.h"
 #include "memviz.h"
 #include "pipeline.h"
-
-double acc_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void acc_phase_start(const Options *o, const char *what, const char *detail) {
     if (o->verbose && detail) fprintf(stderr, "acc: %s: %s ...\n", what, detail);

@@ -41,7 +41,6 @@ void acc_compilation_free(Compilation *c);
 
 /* ---- what the commands share with the pipeline ---- */
 
-double acc_now_s(void);
 /* -v: a line when a phase that may take long starts, and its time when it ends */
 void acc_phase_start(const Options *o, const char *what, const char *detail);
 void acc_phase_end(const Options *o, const char *what, double t0);

@@ -1,4 +1,4 @@
-/* test_dag.c - planning published graphs (passes/dag*.c): the JSON reader on
+/* test_dag.c - planning published graphs (passes/dag/): the JSON reader on
  * good and malformed input (clear errors with byte offsets, no crash, also
  * on thousands of random mutations), the simulator against the independent
  * baseline formula, a hand-made graph whose optimum is known, and acc's plans
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag_impl.h"
+#include "dag/dag_impl.h"
 #include "passes.h"
 #include "test.h"
 
@@ -361,7 +361,7 @@ static void test_vs_exhaustive(void) {
                        (long long)budget, c, status, best, path);
             }
             Staged h = {0};
-            if (dag_heuristic(&d, budget, dag_now_s() + 5, &h)) {
+            if (dag_heuristic(&d, budget, acc_now_s() + 5, &h)) {
                 DagSim s;
                 dag_simulate(&d, h.ev.v, h.ev.n, &s, NULL);
                 ASSERT_TRUE(s.valid && s.peak <= budget);

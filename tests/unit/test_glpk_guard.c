@@ -1,9 +1,9 @@
-/* test_glpk_guard.c - glpk_guarded turns GLPK's abort() into an error: a
+/* test_glpk_guard.c - lp_guarded turns GLPK's abort() into an error: a
  * misuse of GLPK's API comes back as false with GLPK's message, GLPK works
  * again afterwards, and an error inside a nested run ends the outer run. */
 #include <glpk.h>
 
-#include "glpk_guard.h"
+#include "lp.h"
 #include "test.h"
 
 /* glp_add_cols(lp, 0): GLPK prints "invalid number of columns" and aborts. */
@@ -34,29 +34,29 @@ static void nested(void *arg) {
     int *inner_returned = arg;
     char err[200];
     int reached = 0;
-    glpk_guarded(zero_columns, &reached, err, sizeof err);
+    lp_guarded(zero_columns, &reached, err, sizeof err);
     *inner_returned = 1; /* not reached: the error ends the outer run */
 }
 
 int main(void) {
     char err[200] = "";
     int reached = 0;
-    ASSERT_TRUE(!glpk_guarded(zero_columns, &reached, err, sizeof err));
+    ASSERT_TRUE(!lp_guarded(zero_columns, &reached, err, sizeof err));
     ASSERT(0, reached);
     ASSERT_TRUE(strstr(err, "glp_add_cols") != NULL);
     ASSERT_TRUE(strstr(err, "GLPK failed") == err);
 
     double value = 0;
-    ASSERT_TRUE(glpk_guarded(tiny_lp, &value, err, sizeof err));
+    ASSERT_TRUE(lp_guarded(tiny_lp, &value, err, sizeof err));
     ASSERT(2, (int)value);
 
     int inner_returned = 0;
-    ASSERT_TRUE(!glpk_guarded(nested, &inner_returned, err, sizeof err));
+    ASSERT_TRUE(!lp_guarded(nested, &inner_returned, err, sizeof err));
     ASSERT(0, inner_returned);
     ASSERT_TRUE(strstr(err, "glp_add_cols") != NULL);
 
     value = 0; /* and GLPK once more, after the failures */
-    ASSERT_TRUE(glpk_guarded(tiny_lp, &value, err, sizeof err));
+    ASSERT_TRUE(lp_guarded(tiny_lp, &value, err, sizeof err));
     ASSERT(2, (int)value);
     TEST_DONE();
 }

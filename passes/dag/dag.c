@@ -17,16 +17,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dag_impl.h"
-#include "glpk_guard.h"
+#include "lp.h"
 
-double dag_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void staged_clear(Staged *s) { s->ev.n = s->stage.n = 0; }
 void staged_free(Staged *s) { VEC_FREE(s->ev), VEC_FREE(s->stage); }
@@ -35,21 +29,16 @@ void staged_push(Staged *s, int stage, int node) {
     VEC_PUSH(s->stage, stage);
 }
 
-static void *xcalloc(size_t n, size_t size) {
-    void *p = calloc(n ? n : 1, size);
-    if (!p) acc_panic(__FILE__, __LINE__, "out of memory");
-    return p;
-}
-
 /* ---- the simulator ------------------------------------------------------------ */
 
 void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *mem_at) {
     memset(out, 0, sizeof *out);
     out->valid = true;
     out->n_events = n_ev;
-    int *inst = xcalloc((size_t)d->n, sizeof(int)); /* node -> event of its latest copy, -1 */
-    int *last = xcalloc((size_t)n_ev, sizeof(int));  /* event -> last event reading its copy */
-    int64_t *delta = xcalloc((size_t)n_ev + 1, sizeof(int64_t));
+    Pool mem = {0}; /* called for every plan scored: returned at the end */
+    int *inst = pool_alloc(&mem, (size_t)d->n * sizeof(int)); /* node -> event of its latest copy, -1 */
+    int *last = pool_alloc(&mem, (size_t)n_ev * sizeof(int));  /* event -> last event reading its copy */
+    int64_t *delta = pool_alloc(&mem, ((size_t)n_ev + 1) * sizeof(int64_t));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     int distinct = 0;
     for (int e = 0; e < n_ev; e++) {
@@ -83,14 +72,14 @@ void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *m
         if (out->peak_event < 0 || cur > out->peak) out->peak = cur, out->peak_event = e;
     }
     out->n_recompute = n_ev - distinct;
-    free(inst), free(last), free(delta);
+    pool_free(&mem);
 }
 
 int64_t dag_baseline_peak(const Dag *d) {
     /* node i is held over steps [i, last use] (just step i without users);
      * the peak is the largest sum: a difference array, linear in the nodes
      * (users are sorted, so the last one is the last use) */
-    int64_t *delta = xcalloc((size_t)d->n + 1, sizeof(int64_t));
+    int64_t *delta = acc_xcalloc((size_t)d->n + 1, sizeof(int64_t));
     for (int i = 0; i < d->n; i++) {
         int deg = d->out_off[i + 1] - d->out_off[i];
         int last = deg ? d->out[d->out_off[i + 1] - 1] : i;
@@ -166,8 +155,9 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     uint32_t full = 1u << n;
     int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
     size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
-    double *dist = xcalloc(n_states, sizeof(double));
-    uint32_t *inmask = xcalloc((size_t)n, sizeof(uint32_t));
+    Pool mem = {0};
+    double *dist = pool_alloc(&mem, n_states * sizeof(double));
+    uint32_t *inmask = pool_alloc(&mem, (size_t)n * sizeof(uint32_t));
     for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
@@ -202,20 +192,21 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
     }
 #undef STATE
     VEC_FREE(h);
-    free(dist), free(inmask);
+    pool_free(&mem);
     return best;
 }
 
 /* ---- acc's greedy incumbent ---------------------------------------------------- */
 
 typedef struct {
+    Pool mem; /* this struct and its arrays but mem_at (heur_free frees them in one call) */
     const Dag *d;
     int n;
     int64_t budget;
     uint8_t *cut;    /* [n*n] cut[t*n+i] > 0: i is not kept into stage t */
     int *present, *plist, *mark, *stack, *need;
     Staged cur;
-    int64_t *mem_at;
+    int64_t *mem_at; /* grows: from the heap */
     int mem_cap;
     double deadline;
 } Heur;
@@ -307,9 +298,10 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
     for (int e = 1; e < n_ev; e++)
         if (h->mem_at[e] > h->mem_at[peak_e]) peak_e = e;
     int tp = s->stage.v[peak_e];
-    int *inst = xcalloc((size_t)h->n, sizeof(int));
-    int *before = xcalloc((size_t)n_ev, sizeof(int)), *after = xcalloc((size_t)n_ev, sizeof(int));
-    bool *read_at_peak = xcalloc((size_t)n_ev, sizeof(bool));
+    Pool mem = {0}; /* called in the greedy's loop: returned at the end */
+    int *inst = pool_alloc(&mem, (size_t)h->n * sizeof(int));
+    int *before = pool_alloc(&mem, (size_t)n_ev * sizeof(int)), *after = pool_alloc(&mem, (size_t)n_ev * sizeof(int));
+    bool *read_at_peak = pool_alloc(&mem, (size_t)n_ev * sizeof(bool));
     for (int i = 0; i < h->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) before[e] = e, after[e] = -1;
     for (int e = 0; e < n_ev; e++) {
@@ -332,27 +324,30 @@ static int peak_candidates(Heur *h, const Staged *s, Cut *out) {
         for (int k = 0; k < m && !dup; k++) dup = out[k].node == node;
         if (!dup) out[m++] = (Cut){node, lo, hi};
     }
-    free(inst), free(before), free(after), free(read_at_peak);
+    pool_free(&mem);
     return m;
 }
 
 static Heur *heur_new(const Dag *d, int64_t budget, double deadline) {
     int n = d->n;
-    Heur *h = xcalloc(1, sizeof *h);
+    Pool mem = {0};
+    Heur *h = pool_alloc(&mem, sizeof *h); /* zeroed */
+    h->mem = mem;
     h->d = d, h->n = n, h->budget = budget, h->deadline = deadline;
-    h->cut = xcalloc((size_t)n * (size_t)n, 1);
-    h->present = xcalloc((size_t)n, sizeof(int));
-    h->plist = xcalloc((size_t)n, sizeof(int));
-    h->mark = xcalloc((size_t)n, sizeof(int));
-    h->stack = xcalloc((size_t)n, sizeof(int));
-    h->need = xcalloc((size_t)n, sizeof(int));
+    h->cut = pool_alloc(&h->mem, (size_t)n * (size_t)n);
+    h->present = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->plist = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->mark = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->stack = pool_alloc(&h->mem, (size_t)n * sizeof(int));
+    h->need = pool_alloc(&h->mem, (size_t)n * sizeof(int));
     return h;
 }
 
 static void heur_free(Heur *h) {
     staged_free(&h->cur);
-    free(h->cut), free(h->present), free(h->plist), free(h->mark), free(h->stack), free(h->need), free(h->mem_at);
-    free(h);
+    free(h->mem_at);
+    Pool mem = h->mem; /* h itself lies in it */
+    pool_free(&mem);
 }
 
 /* Greedy descent from h->cut to the budget: at the peak, the drop with the
@@ -366,7 +361,7 @@ static bool greedy_cut(Heur *h) {
     bool ok = false;
     derive(h, &h->cur);
     Score cur = score(h, &h->cur);
-    for (int iter = 0; iter < 50 * n + 100 && dag_now_s() < h->deadline; iter++) {
+    for (int iter = 0; iter < 50 * n + 100 && acc_now_s() < h->deadline; iter++) {
         if (cur.peak <= h->budget) break;
         if (cand_cap < h->cur.ev.n) {
             cand_cap = 2 * h->cur.ev.n;
@@ -403,7 +398,7 @@ static bool greedy_cut(Heur *h) {
  * it computes (the event itself when none does). */
 int *staged_last_reads(const Dag *d, const Staged *s) {
     int n_ev = s->ev.n;
-    int *inst = xcalloc((size_t)d->n, sizeof(int)), *last = xcalloc((size_t)n_ev + 1, sizeof(int));
+    int *inst = acc_xcalloc((size_t)d->n, sizeof(int)), *last = acc_xcalloc((size_t)n_ev + 1, sizeof(int));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     for (int e = 0; e < n_ev; e++) {
         int j = s->ev.v[e];
@@ -437,7 +432,7 @@ static void restore_cuts(Heur *h) {
     /* recomputations per (stage, node) in the current schedule */
     VEC(Cut) runs = {0};
     VEC(double) val = {0};
-    uint8_t *rec = xcalloc((size_t)n * (size_t)n, 1);
+    uint8_t *rec = acc_xcalloc((size_t)n * (size_t)n, 1);
     for (int e = 0; e < h->cur.ev.n; e++)
         if (h->cur.ev.v[e] != h->cur.stage.v[e]) rec[(size_t)h->cur.stage.v[e] * n + h->cur.ev.v[e]] = 1;
     for (int i = 0; i < n; i++)
@@ -456,14 +451,14 @@ static void restore_cuts(Heur *h) {
         }
     /* most recompute saved first (selection sort: few runs) */
     Staged trial = {0};
-    for (int pass = 0; pass < runs.n && dag_now_s() < h->deadline; pass++) {
+    for (int pass = 0; pass < runs.n && acc_now_s() < h->deadline; pass++) {
         int b = -1;
         for (int k = 0; k < runs.n; k++)
             if (runs.v[k].node >= 0 && (b < 0 || val.v[k] > val.v[b])) b = k;
         if (b < 0) break;
         Cut c = runs.v[b];
         runs.v[b].node = -1;
-        uint8_t *saved = xcalloc((size_t)(c.hi - c.lo + 1), 1);
+        uint8_t *saved = acc_xcalloc((size_t)(c.hi - c.lo + 1), 1);
         for (int t = c.lo; t <= c.hi; t++) saved[t - c.lo] = h->cut[(size_t)t * n + c.node], h->cut[(size_t)t * n + c.node] = 0;
         derive(h, &trial);
         Score sc = score(h, &trial);
@@ -495,7 +490,7 @@ typedef struct {
 static long missing_cone(Evict *v, int p) {
     const Dag *d = v->d;
     int st = ++v->n_stamp, top = 0;
-    int *stack = xcalloc((size_t)d->n + 1, sizeof(int));
+    int *stack = acc_xcalloc((size_t)d->n + 1, sizeof(int));
     long bytes = 0;
     stack[top++] = p;
     v->stamp[p] = st;
@@ -535,8 +530,8 @@ static bool materialize(Evict *v, int x) {
     /* inputs at hand are locked first; the missing ones are rebuilt largest
      * missing cone first (what needs the most room runs while least is held) */
     int deg = d->in_off[x + 1] - d->in_off[x], n_locked = 0;
-    int *order = xcalloc((size_t)deg + 1, sizeof(int)), *locked = xcalloc((size_t)deg + 1, sizeof(int));
-    long *cone = xcalloc((size_t)deg + 1, sizeof(long));
+    int *order = acc_xcalloc((size_t)deg + 1, sizeof(int)), *locked = acc_xcalloc((size_t)deg + 1, sizeof(int));
+    long *cone = acc_xcalloc((size_t)deg + 1, sizeof(long));
     int n_miss = 0;
     for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) {
         int p = d->in[q];
@@ -587,11 +582,12 @@ static bool materialize(Evict *v, int x) {
 static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
     int n = d->n;
     Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
-    v.stamp = xcalloc((size_t)n, sizeof(int));
-    v.present = xcalloc((size_t)n, sizeof(int));
-    v.lock = xcalloc((size_t)n, sizeof(int));
-    v.ptr = xcalloc((size_t)n, sizeof(int));
-    v.touched = xcalloc((size_t)n, sizeof(int));
+    Pool mem = {0};
+    v.stamp = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.present = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.lock = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.ptr = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
     bool ok = true;
@@ -599,7 +595,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
         v.t = t;
         ok = materialize(&v, t);
     }
-    free(v.present), free(v.lock), free(v.ptr), free(v.touched), free(v.stamp);
+    pool_free(&mem);
     return ok;
 }
 
@@ -609,9 +605,9 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
     Heur *h = heur_new(d, budget, deadline);
     Staged ev = {0};
     double best = INFINITY;
-    for (int k = -1; k < 3 && dag_now_s() < deadline; k++) {
+    for (int k = -1; k < 3 && acc_now_s() < deadline; k++) {
         bool ok;
-        double t0 = dag_now_s();
+        double t0 = acc_now_s();
         if (k < 0) {
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
@@ -632,7 +628,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         if (verbose)
             fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
                     k < 0 ? "greedy" : k == 0 ? "evict/next-use" : k == 1 ? "evict/staleness" : "evict/cost",
-                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, dag_now_s() - t0);
+                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, acc_now_s() - t0);
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
             staged_clear(best_out);
@@ -652,7 +648,7 @@ static bool round_keep(const Dag *d, int64_t budget, const double *keep, double 
     int n = d->n;
     Heur *h = heur_new(d, budget, deadline);
     double best = INFINITY;
-    for (int th = 1; th <= 9 && dag_now_s() < deadline; th++) {
+    for (int th = 1; th <= 9 && acc_now_s() < deadline; th++) {
         for (int t = 0; t < n; t++)
             for (int i = 0; i < t; i++) h->cut[(size_t)t * n + i] = keep[(size_t)t * n + i] < 0.1 * th - 1e-9;
         bool ok = greedy_cut(h); /* derives, repairs if over */
@@ -678,7 +674,7 @@ bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out) {
 
 static void set_plan_events(DagPlan *p, const int *ev, int n_ev) {
     free(p->ev);
-    p->ev = xcalloc((size_t)n_ev, sizeof(int));
+    p->ev = acc_xcalloc((size_t)n_ev, sizeof(int));
     memcpy(p->ev, ev, (size_t)n_ev * sizeof(int));
     p->n_ev = n_ev;
 }
@@ -689,14 +685,14 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
 }
 
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
-    double t0 = dag_now_s();
+    double t0 = acc_now_s();
     memset(p, 0, sizeof *p);
     p->objective = p->bound = p->gap = NAN;
     p->bound_scope = "";
     double limit = o->time_limit_s > 0 ? o->time_limit_s : o->method == DAG_ACC ? 20 : 60;
     double deadline = t0 + limit;
     int n = d->n;
-    int *topo = xcalloc((size_t)n, sizeof(int));
+    int *topo = acc_xcalloc((size_t)n, sizeof(int));
     for (int i = 0; i < n; i++) topo[i] = i;
     double base_compute = dag_baseline_compute(d);
     bool ok = true;
@@ -780,7 +776,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         p->gap = p->sim.compute > 0 ? (p->sim.compute - b) / p->sim.compute : 0;
         if (p->gap < 0) p->gap = 0;
     }
-    p->solve_s = dag_now_s() - t0;
+    p->solve_s = acc_now_s() - t0;
     return true;
 }
 
@@ -798,11 +794,11 @@ static void dag_plan_run(void *arg) {
     r->ok = plan_dag(r->d, r->o, r->p, r->err, r->err_len);
 }
 
-/* plan_dag under glpk_guarded: a failure of GLPK is an error, not abort(). */
+/* plan_dag under lp_guarded: a failure of GLPK is an error, not abort(). */
 bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     DagRun r = {d, o, p, err, err_len, false};
     char gerr[200];
-    if (glpk_guarded(dag_plan_run, &r, gerr, sizeof gerr)) return r.ok;
+    if (lp_guarded(dag_plan_run, &r, gerr, sizeof gerr)) return r.ok;
     snprintf(err, err_len, "%s", gerr);
     return false;
 }

@@ -2,6 +2,10 @@
  * which improves a plan that fits by an integer program over sets of flips,
  * and the branch and bound that proves the optimum of small graphs for
  * benchmarks (ACC_EXHAUSTIVE_MAX above 24).
+ *
+ * Layering: called by planner.c; calls plan_cut.c (a flip set's plan is cut
+ * and restored before it is scored), plan_bound.c (the rows over the budget)
+ * and plan_core.c, never planner.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,10 +66,9 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
  * kept), or when a flip's closure drops it (r_j >= x_f) - so two flips that
  * share the intermediates their recomputation needs pay for them once. */
 static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant,
-                              int *rcol) {
+                              int *rcol, int *scratch /* [3n] */) {
     int n = c->g->nodes.n;
-    int *xcol = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *list = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *xcol = scratch, *stamp = scratch + n, *list = scratch + 2 * n;
     for (int i = 0; i < n; i++) xcol[i] = rcol[i] = 0, stamp[i] = -1;
     glp_prob *lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
@@ -129,7 +132,6 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
             glp_set_mat_row(lp, r, len, ind, val);
         }
     }
-    free(xcol), free(stamp), free(list);
     return lp;
 }
 
@@ -173,13 +175,18 @@ static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_fli
     glp_set_mat_row(lp, r, len, ind, val);
 }
 
-/* The flip search's state: its arguments and its work arrays (owned by
- * pl_flip_search, so that a failure of GLPK, which leaves flip_rounds
- * midway, loses none of them; delta and start grow in flip_rounds). */
+/* The flip search's state: its arguments, the round's flips, pairs and
+ * counters, and its scratch arrays, taken once from mem by pl_flip_search
+ * (so that a failure of GLPK, which leaves flip_rounds midway, loses none of
+ * them; delta and start grow with the round, from the heap). */
 typedef struct {
     Ctx *c;
     Decision *dec;
     int64_t target, budget;
+    Pool mem;                  /* the fixed-size arrays below */
+    int n_flips, n_pairs, na;  /* this round's flips, interacting pairs, anchors */
+    double work;               /* spent so far (FLIP_WORK) */
+    Eval base;                 /* dec's score at the start of the round */
     int64_t *base_prof, *prof; /* [2n + 2] */
     bool *in_lp;               /* [2n + 2] */
     Decision *tmp;             /* [n] */
@@ -191,9 +198,204 @@ typedef struct {
     int *picked, *fcol;        /* [n] */
     int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
     int *rcol_of;              /* [n] */
+    int *program;              /* [3n] flip_program's scratch */
     double *recomputed;        /* [n] */
     double *start;             /* [1 + columns] */
 } Flip;
+
+/* This round's flips (every free tensor the backward reads, and every
+ * dropped intermediate) and the pairs of flips that interact (a flip of one
+ * of a flipped node's inputs). False when the round is past the search's
+ * bounds. */
+static bool collect_flips(Flip *F) {
+    Ctx *c = F->c;
+    const Decision *dec = F->dec;
+    int n = c->g->nodes.n, *flip = F->flip, *fcol = F->fcol, *pair = F->pair;
+    int n_flips = 0, n_pairs = 0;
+    for (int i = 0; i < n; i++)
+        if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE)) flip[n_flips++] = i;
+    F->n_flips = n_flips;
+    if (n_flips == 0 || F->work >= FLIP_WORK || (double)n_flips * F->na > FLIP_MAX_ENTRIES) return false;
+    for (int i = 0; i < n; i++) fcol[i] = -1;
+    for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
+    for (int f = 0; f < n_flips; f++) {
+        const Node *x = graph_node(c->g, flip[f]);
+        for (int q = 0; q < x->n_in; q++) {
+            int g2 = fcol[x->in[q]];
+            bool dup = g2 < 0;
+            for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
+            if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
+        }
+    }
+    F->n_pairs = n_pairs;
+    return !(F->work >= FLIP_WORK || (double)(n_flips + n_pairs) * F->na > FLIP_MAX_ENTRIES);
+}
+
+/* Price every flip and every pair by simulation: delta, its change of the
+ * live bytes at each anchor (a pair's: what it adds to its two flips' sum).
+ * Stops early past the deadline (c->timed_out). */
+static void price_flips(Flip *F) {
+    Ctx *c = F->c;
+    int n_flips = F->n_flips, n_pairs = F->n_pairs, na = F->na, *pair = F->pair;
+    double *delta = F->delta = acc_xrealloc(F->delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
+    for (int f = 0; f < n_flips + n_pairs && !pl_out_of_time(c); f++) {
+        int one[1] = {f};
+        Eval e;
+        apply_flips(c, F->dec, F->flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, F->tmp);
+        anchor_profile(c, F->tmp, F->prof, &e);
+        double *d = &delta[(size_t)f * na];
+        for (int k = 0; k < na; k++) d[k] = (double)(F->prof[k] - F->base_prof[k]);
+        if (f < n_flips) continue;
+        const double *d1 = &delta[(size_t)pair[2 * (f - n_flips)] * na];
+        const double *d2 = &delta[(size_t)pair[2 * (f - n_flips) + 1] * na];
+        for (int k = 0; k < na; k++) d[k] -= d1[k] + d2[k]; /* the interaction */
+    }
+}
+
+/* A column z_p = x_a x_b for each pair that interacts (pcol[p], 0 if it
+ * does not): linearised from below when the pair needs more memory than the
+ * sum of its flips, from above when it needs less. */
+static void add_pair_columns(Flip *F, glp_prob *lp) {
+    int n_flips = F->n_flips, na = F->na;
+    for (int p = 0; p < F->n_pairs; p++) {
+        const double *d = &F->delta[(size_t)(n_flips + p) * na];
+        bool more = false, less = false; /* the pair needs more / less memory than the sum */
+        for (int k = 0; k < na; k++) more |= d[k] > 0, less |= d[k] < 0;
+        F->pcol[p] = 0;
+        if (!more && !less) continue;
+        int z = F->pcol[p] = glp_add_cols(lp, 1), xa = F->pair[2 * p] + 1, xb = F->pair[2 * p + 1] + 1;
+        glp_set_col_bnds(lp, z, GLP_DB, 0, 1);
+        int li[4] = {0, z, xa, xb};
+        double lv[4] = {0, 1, -1, -1};
+        if (more) { /* z >= x_a + x_b - 1 */
+            int r = glp_add_rows(lp, 1);
+            glp_set_row_bnds(lp, r, GLP_LO, -1, 0);
+            glp_set_mat_row(lp, r, 3, li, lv);
+        }
+        for (int q = 0; q < 2 && less; q++) { /* z <= x_a, z <= x_b */
+            int r = glp_add_rows(lp, 1);
+            li[2] = q ? xb : xa;
+            glp_set_row_bnds(lp, r, GLP_UP, 0, 0);
+            glp_set_mat_row(lp, r, 2, li, lv);
+        }
+    }
+}
+
+/* The round's program: flip_program, the pairs' columns, and the memory rows
+ * of the steps one flip alone could push over the target (in_lp). Also
+ * records which nodes dec recomputes (the first incumbent's r columns). */
+static glp_prob *round_program(Flip *F, double *constant) {
+    Ctx *c = F->c;
+    int n = c->g->nodes.n, n_flips = F->n_flips, na = F->na;
+    glp_prob *lp = flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program);
+    sched_rebuild(c->g, c->ad, F->dec, c->o->optimizer, &c->scratch);
+    for (int i = 0; i < n; i++) F->recomputed[i] = 0;
+    for (int t = 0; t < c->scratch.steps.n; t++)
+        if (c->scratch.steps.v[t].kind == ST_RECOMPUTE) F->recomputed[c->scratch.steps.v[t].node] = 1;
+    add_pair_columns(F, lp);
+    for (int k = 0; k < na; k++) { /* the steps one flip alone pushes over the target */
+        double worst = 0;
+        for (int f = 0; f < n_flips; f++)
+            worst = F->delta[(size_t)f * na + k] > worst ? F->delta[(size_t)f * na + k] : worst;
+        F->in_lp[k] = (double)F->base_prof[k] + worst > (double)F->target;
+        if (F->in_lp[k])
+            flip_row(lp, F->delta, na, k, n_flips, F->n_pairs, F->pcol, (double)(F->target - F->base_prof[k]), F->ind,
+                     F->val);
+    }
+    return lp;
+}
+
+/* Branch and bound on the round's program within what is left of FLIP_WORK
+ * (nnz: its nonzeros + 1), from dec itself (no flip) as the incumbent.
+ * Whether it found a set of flips. */
+static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
+    Ctx *c = F->c;
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.presolve = GLP_ON;
+    io.mir_cuts = io.cov_cuts = GLP_ON;
+    io.tm_lim = pl_ms_left(c);
+    int nodes_given =
+        (FLIP_WORK - F->work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - F->work) / nnz) : FLIP_NODE_LIMIT;
+    int nc = glp_get_num_cols(lp);
+    double *start = F->start = acc_xrealloc(F->start, (size_t)(nc + 1) * sizeof(double));
+    for (int j = 0; j <= nc; j++) start[j] = 0;
+    for (int i = 0; i < c->g->nodes.n; i++) /* the intermediates the plan recomputes */
+        if (F->rcol_of[i] > 0) start[F->rcol_of[i]] = F->recomputed[i];
+    FlipCb cb = {nodes_given, start, false};
+    io.cb_func = flip_callback;
+    io.cb_info = &cb;
+    int rc = glp_intopt(lp, &io);
+    int nodes_left = cb.nodes_left;
+    F->work += nnz * (nodes_given - nodes_left + 1);
+    if (rc == GLP_ETMLIM) c->timed_out = true;
+    return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
+}
+
+/* The plan of the chosen set (F->tmp, scored into e; it may be over the
+ * target) is repaired by a cut if that keeps it cheaper than dec; if it then
+ * fits, within the budget once allocated, it becomes dec. Whether it did. */
+static bool take_if_better(Flip *F, Eval *e) {
+    Ctx *c = F->c;
+    if (e->max_live > F->target && e->cost < F->base.cost - 1e-12 && pl_cut_to(c, F->tmp, F->target)) { /* repair */
+        pl_restore(c, F->tmp, F->target);
+        pl_evaluate(c, F->tmp, false, e, NULL);
+    }
+    if (e->max_live <= F->target && e->cost < F->base.cost - 1e-12) {
+        Eval ea;
+        pl_evaluate(c, F->tmp, true, &ea, NULL);
+        if (ea.arena <= F->budget) {
+            memcpy(F->dec, F->tmp, (size_t)c->g->nodes.n * sizeof(Decision));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Exclude the chosen set (pick, m flips) from the program: sum over picked
+ * (1 - x) + sum over the others x >= 1. */
+static void exclude_set(Flip *F, glp_prob *lp, int m) {
+    int len = 0;
+    for (int f = 0; f < F->n_flips; f++) F->ind[++len] = f + 1, F->val[len] = F->pick[f] ? -1 : 1;
+    int r = glp_add_rows(lp, 1);
+    glp_set_row_bnds(lp, r, GLP_LO, 1 - m, 0);
+    glp_set_mat_row(lp, r, len, F->ind, F->val);
+}
+
+/* Solve the round's program up to FLIP_SOLVES times: a set that the
+ * simulation finds over the target at a step the program lacks adds that
+ * step's row; a set that is no better once simulated (and repaired) is
+ * excluded. Whether dec improved. */
+static bool improve_round(Flip *F, glp_prob *lp, double constant) {
+    Ctx *c = F->c;
+    int na = F->na;
+    for (int solve = 0; solve < FLIP_SOLVES && !pl_out_of_time(c); solve++) {
+        double nnz = glp_get_num_nz(lp) + 1;
+        if (F->work + nnz >= FLIP_WORK) break;
+        if (!solve_program(F, lp, nnz)) break;
+        if (constant + glp_mip_obj_val(lp) / 1e6 > F->base.cost * (1 - 1e-9) - 1e-15) break; /* nothing cheaper */
+        int m = 0;
+        for (int f = 0; f < F->n_flips; f++) {
+            F->pick[f] = glp_mip_col_val(lp, f + 1) > 0.5;
+            if (F->pick[f]) F->picked[m++] = f;
+        }
+        Eval e;
+        apply_flips(c, F->dec, F->flip, F->picked, m, F->tmp);
+        anchor_profile(c, F->tmp, F->prof, &e);
+        bool added = false; /* steps over the target that the program did not have */
+        for (int k = 0; k < na; k++)
+            if (F->prof[k] > F->target && !F->in_lp[k]) {
+                F->in_lp[k] = added = true;
+                flip_row(lp, F->delta, na, k, F->n_flips, F->n_pairs, F->pcol, (double)(F->target - F->base_prof[k]),
+                         F->ind, F->val);
+            }
+        if (added) continue;
+        if (take_if_better(F, &e)) return true;
+        exclude_set(F, lp, m);
+    }
+    return false;
+}
 
 /* Flip search: from a plan that fits, price every single flip by
  * simulation - its change of the live bytes at every anchor step - and let
@@ -214,144 +416,15 @@ typedef struct {
 static void flip_rounds(void *arg) {
     Flip *F = arg;
     Ctx *c = F->c;
-    Decision *dec = F->dec;
-    int64_t target = F->target, budget = F->budget;
-    int n = c->g->nodes.n;
-    int64_t *base_prof = F->base_prof, *prof = F->prof;
-    bool *in_lp = F->in_lp, *pick = F->pick;
-    Decision *tmp = F->tmp;
-    int *flip = F->flip, n_flips = 0, *ind = F->ind, *picked = F->picked, *fcol = F->fcol;
-    int *pair = F->pair, n_pairs = 0, *pcol = F->pcol, *rcol_of = F->rcol_of;
-    double *delta, *val = F->val, *recomputed = F->recomputed, *start;
-    double work = 0;
-    for (int round = 0; round < n; round++) {
+    for (int round = 0; round < c->g->nodes.n; round++) {
         if (pl_out_of_time(c)) break;
-        Eval base, e;
-        int na = anchor_profile(c, dec, base_prof, &base);
-        n_flips = 0;
-        for (int i = 0; i < n; i++)
-            if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE)) flip[n_flips++] = i;
-        if (n_flips == 0 || work >= FLIP_WORK || (double)n_flips * na > FLIP_MAX_ENTRIES) break;
-        for (int i = 0; i < n; i++) fcol[i] = -1;
-        for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
-        n_pairs = 0;
-        for (int f = 0; f < n_flips; f++) {
-            const Node *x = graph_node(c->g, flip[f]);
-            for (int q = 0; q < x->n_in; q++) {
-                int g2 = fcol[x->in[q]];
-                bool dup = g2 < 0;
-                for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
-                if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
-            }
-        }
-        if (work >= FLIP_WORK || (double)(n_flips + n_pairs) * na > FLIP_MAX_ENTRIES) break;
-        delta = F->delta = acc_xrealloc(F->delta, (size_t)(n_flips + n_pairs) * (size_t)na * sizeof(double));
-        for (int f = 0; f < n_flips + n_pairs && !pl_out_of_time(c); f++) {
-            int one[1] = {f};
-            apply_flips(c, dec, flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, tmp);
-            anchor_profile(c, tmp, prof, &e);
-            double *d = &delta[(size_t)f * na];
-            for (int k = 0; k < na; k++) d[k] = (double)(prof[k] - base_prof[k]);
-            if (f < n_flips) continue;
-            const double *d1 = &delta[(size_t)pair[2 * (f - n_flips)] * na];
-            const double *d2 = &delta[(size_t)pair[2 * (f - n_flips) + 1] * na];
-            for (int k = 0; k < na; k++) d[k] -= d1[k] + d2[k]; /* the interaction */
-        }
+        F->na = anchor_profile(c, F->dec, F->base_prof, &F->base);
+        if (!collect_flips(F)) break;
+        price_flips(F);
         if (c->timed_out) break; /* the flips were not all simulated */
         double constant;
-        glp_prob *lp = flip_program(c, dec, flip, n_flips, &constant, rcol_of);
-        sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
-        for (int i = 0; i < n; i++) recomputed[i] = 0;
-        for (int t = 0; t < c->scratch.steps.n; t++)
-            if (c->scratch.steps.v[t].kind == ST_RECOMPUTE) recomputed[c->scratch.steps.v[t].node] = 1;
-        for (int p = 0; p < n_pairs; p++) { /* z_p = x_a x_b for the pairs that interact */
-            const double *d = &delta[(size_t)(n_flips + p) * na];
-            bool more = false, less = false; /* the pair needs more / less memory than the sum */
-            for (int k = 0; k < na; k++) more |= d[k] > 0, less |= d[k] < 0;
-            pcol[p] = 0;
-            if (!more && !less) continue;
-            int z = pcol[p] = glp_add_cols(lp, 1), xa = pair[2 * p] + 1, xb = pair[2 * p + 1] + 1;
-            glp_set_col_bnds(lp, z, GLP_DB, 0, 1);
-            int li[4] = {0, z, xa, xb};
-            double lv[4] = {0, 1, -1, -1};
-            if (more) { /* z >= x_a + x_b - 1 */
-                int r = glp_add_rows(lp, 1);
-                glp_set_row_bnds(lp, r, GLP_LO, -1, 0);
-                glp_set_mat_row(lp, r, 3, li, lv);
-            }
-            for (int q = 0; q < 2 && less; q++) { /* z <= x_a, z <= x_b */
-                int r = glp_add_rows(lp, 1);
-                li[2] = q ? xb : xa;
-                glp_set_row_bnds(lp, r, GLP_UP, 0, 0);
-                glp_set_mat_row(lp, r, 2, li, lv);
-            }
-        }
-        for (int k = 0; k < na; k++) { /* the steps one flip alone pushes over the target */
-            double worst = 0;
-            for (int f = 0; f < n_flips; f++) worst = delta[(size_t)f * na + k] > worst ? delta[(size_t)f * na + k] : worst;
-            in_lp[k] = (double)base_prof[k] + worst > (double)target;
-            if (in_lp[k]) flip_row(lp, delta, na, k, n_flips, n_pairs, pcol, (double)(target - base_prof[k]), ind, val);
-        }
-        bool improved = false;
-        for (int solve = 0; solve < FLIP_SOLVES && !improved && !pl_out_of_time(c); solve++) {
-            double nnz = glp_get_num_nz(lp) + 1;
-            if (work + nnz >= FLIP_WORK) break;
-            glp_iocp io;
-            glp_init_iocp(&io);
-            io.msg_lev = GLP_MSG_OFF;
-            io.presolve = GLP_ON;
-            io.mir_cuts = io.cov_cuts = GLP_ON;
-            io.tm_lim = pl_ms_left(c);
-            int nodes_given = (FLIP_WORK - work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - work) / nnz) : FLIP_NODE_LIMIT;
-            int nc = glp_get_num_cols(lp);
-            start = F->start = acc_xrealloc(F->start, (size_t)(nc + 1) * sizeof(double));
-            for (int j = 0; j <= nc; j++) start[j] = 0;
-            for (int i = 0; i < n; i++) /* the intermediates the plan recomputes */
-                if (rcol_of[i] > 0) start[rcol_of[i]] = recomputed[i];
-            FlipCb cb = {nodes_given, start, false};
-            io.cb_func = flip_callback;
-            io.cb_info = &cb;
-            int rc = glp_intopt(lp, &io);
-            int nodes_left = cb.nodes_left;
-            work += nnz * (nodes_given - nodes_left + 1);
-            if (rc == GLP_ETMLIM) c->timed_out = true;
-            if (!((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)))
-                break;
-            if (constant + glp_mip_obj_val(lp) / 1e6 > base.cost * (1 - 1e-9) - 1e-15) break; /* nothing cheaper */
-            int m = 0;
-            for (int f = 0; f < n_flips; f++) {
-                pick[f] = glp_mip_col_val(lp, f + 1) > 0.5;
-                if (pick[f]) picked[m++] = f;
-            }
-            apply_flips(c, dec, flip, picked, m, tmp);
-            anchor_profile(c, tmp, prof, &e);
-            bool added = false; /* steps over the target that the program did not have */
-            for (int k = 0; k < na; k++)
-                if (prof[k] > target && !in_lp[k]) {
-                    in_lp[k] = added = true;
-                    flip_row(lp, delta, na, k, n_flips, n_pairs, pcol, (double)(target - base_prof[k]), ind, val);
-                }
-            if (added) continue;
-            if (e.max_live > target && e.cost < base.cost - 1e-12 && pl_cut_to(c, tmp, target)) { /* repair */
-                pl_restore(c, tmp, target);
-                pl_evaluate(c, tmp, false, &e, NULL);
-            }
-            if (e.max_live <= target && e.cost < base.cost - 1e-12) {
-                Eval ea;
-                pl_evaluate(c, tmp, true, &ea, NULL);
-                if (ea.arena <= budget) {
-                    memcpy(dec, tmp, (size_t)n * sizeof(Decision));
-                    improved = true;
-                    break;
-                }
-            }
-            /* exclude this set: sum over picked (1 - x) + sum over the others x >= 1 */
-            int len = 0;
-            for (int f = 0; f < n_flips; f++) ind[++len] = f + 1, val[len] = pick[f] ? -1 : 1;
-            int r = glp_add_rows(lp, 1);
-            glp_set_row_bnds(lp, r, GLP_LO, 1 - m, 0);
-            glp_set_mat_row(lp, r, len, ind, val);
-        }
+        glp_prob *lp = round_program(F, &constant);
+        bool improved = improve_round(F, lp, constant);
         glp_delete_prob(lp);
         if (!improved) break;
     }
@@ -362,25 +435,25 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     Flip F;
     memset(&F, 0, sizeof F);
     F.c = c, F.dec = dec, F.target = target, F.budget = budget;
-    F.base_prof = acc_xrealloc(NULL, ns_max * sizeof(int64_t));
-    F.prof = acc_xrealloc(NULL, ns_max * sizeof(int64_t));
-    F.in_lp = acc_xrealloc(NULL, ns_max * sizeof(bool));
-    F.tmp = acc_xrealloc(NULL, n * sizeof(Decision));
-    F.flip = acc_xrealloc(NULL, n * sizeof(int));
-    F.ind = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
-    F.val = acc_xrealloc(NULL, (n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
-    F.pick = acc_xrealloc(NULL, n * sizeof(bool));
-    F.picked = acc_xrealloc(NULL, n * sizeof(int));
-    F.fcol = acc_xrealloc(NULL, n * sizeof(int));
-    F.pair = acc_xrealloc(NULL, n * 2 * ACC_MAX_IN * sizeof(int));
-    F.pcol = acc_xrealloc(NULL, n * ACC_MAX_IN * sizeof(int));
-    F.rcol_of = acc_xrealloc(NULL, n * sizeof(int));
-    F.recomputed = acc_xrealloc(NULL, n * sizeof(double));
+    F.base_prof = pool_alloc(&F.mem, ns_max * sizeof(int64_t));
+    F.prof = pool_alloc(&F.mem, ns_max * sizeof(int64_t));
+    F.in_lp = pool_alloc(&F.mem, ns_max * sizeof(bool));
+    F.tmp = pool_alloc(&F.mem, n * sizeof(Decision));
+    F.flip = pool_alloc(&F.mem, n * sizeof(int));
+    F.ind = pool_alloc(&F.mem, (n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
+    F.val = pool_alloc(&F.mem, (n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
+    F.pick = pool_alloc(&F.mem, n * sizeof(bool));
+    F.picked = pool_alloc(&F.mem, n * sizeof(int));
+    F.fcol = pool_alloc(&F.mem, n * sizeof(int));
+    F.pair = pool_alloc(&F.mem, n * 2 * ACC_MAX_IN * sizeof(int));
+    F.pcol = pool_alloc(&F.mem, n * ACC_MAX_IN * sizeof(int));
+    F.rcol_of = pool_alloc(&F.mem, n * sizeof(int));
+    F.program = pool_alloc(&F.mem, 3 * n * sizeof(int));
+    F.recomputed = pool_alloc(&F.mem, n * sizeof(double));
     char err[200];
-    if (!glpk_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
-    free(F.base_prof), free(F.prof), free(F.in_lp), free(F.tmp), free(F.flip), free(F.delta), free(F.ind);
-    free(F.val), free(F.pick), free(F.picked), free(F.fcol), free(F.pair), free(F.pcol), free(F.rcol_of);
-    free(F.recomputed), free(F.start);
+    if (!lp_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
+    pool_free(&F.mem);
+    free(F.delta), free(F.start);
 }
 
 /* ---- exact search by branch and bound (benchmarks) ---------------------------
@@ -490,9 +563,10 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     Bnb b;
     memset(&b, 0, sizeof b);
     b.c = c, b.budget = budget, b.k = k, b.best = incumbent;
-    b.var = acc_xrealloc(NULL, (size_t)k * sizeof(int));
-    b.var_of = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    b.dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Pool mem = {0}; /* the search's arrays, freed in one call at its end */
+    b.var = pool_alloc(&mem, (size_t)k * sizeof(int));
+    b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     b.best_dec = dec;
     /* order: read tensors by time (descending), then intermediates, last node first */
     int m = 0;
@@ -504,7 +578,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     for (int i = 0; i < n; i++) b.var_of[i] = -1;
     for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
     /* each variable's consumers, once (the search asks at every node) */
-    b.use_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
+    b.use_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
     VEC(int) use = {0};
     for (int v = 0; v < k; v++) {
         b.use_first[v] = use.n;
@@ -525,30 +599,29 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     Schedule s;
     Eval e;
     pl_evaluate(c, b.dec, false, &e, &s);
-    int *last_fwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
-    int *first_bwd = acc_xrealloc(NULL, (size_t)s.bufs.n * sizeof(int));
+    int *last_fwd = pool_alloc(&mem, (size_t)s.bufs.n * sizeof(int));
+    int *first_bwd = pool_alloc(&mem, (size_t)s.bufs.n * sizeof(int));
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
     sched_free(&s);
-    free(last_fwd), free(first_bwd);
     bool done = n_rows >= 0;
     if (done) {
         b.n_rows = n_rows;
         int ne = rows.ent_node.n;
-        b.need = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.covered = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.avail = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(double));
-        b.row_first = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
-        b.row_len = acc_xrealloc(NULL, (size_t)(n_rows + 1) * sizeof(int));
-        b.ent_var = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
-        b.ent_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        b.vr_first = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
-        b.vr_len = acc_xrealloc(NULL, (size_t)(k + 1) * sizeof(int));
-        b.vr_row = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
-        b.vr_size = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        double *ratio = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(double));
-        int *perm = acc_xrealloc(NULL, (size_t)(ne + 1) * sizeof(int));
+        b.need = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.covered = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.avail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.row_first = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.row_len = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.ent_var = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
+        b.ent_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        b.vr_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
+        b.vr_len = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
+        b.vr_row = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
+        b.vr_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        double *ratio = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
+        int *perm = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
         for (int r = 0; r < n_rows; r++) {
             const Row *rw = &rows.v.v[r];
             b.need[r] = rw->need, b.covered[r] = b.avail[r] = 0;
@@ -580,12 +653,9 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
         bnb_visit(&b, 0);
         done = !b.stopped;
-        free(ratio), free(perm);
-        free(b.need), free(b.covered), free(b.avail), free(b.row_first), free(b.row_len), free(b.ent_var);
-        free(b.ent_size), free(b.vr_first), free(b.vr_len), free(b.vr_row), free(b.vr_size);
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    free(b.var), free(b.var_of), free(b.dec), free(b.use_first), free(b.use);
+    pool_free(&mem), free(b.use);
     return done;
 }

@@ -27,14 +27,17 @@
  * impossible budget reports, is the boundary of what this search reaches.
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
+ *
+ * Layering (calls go one way, down): planner.c (the context, the policies,
+ * the exchange search and the driver, plan_make) -> plan_search.c (the flip
+ * search, the branch and bound) -> plan_cut.c (the cut, restoring) and
+ * plan_bound.c (the lower bound) -> plan_core.c (scoring, closures, the
+ * time left). planner_internal.h declares each file's part in that order.
  */
 #include <fnmatch.h>
-#include <glpk.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "planner_internal.h"
 
@@ -49,59 +52,6 @@ static int exhaustive_max(void) {
     const char *e = getenv("ACC_EXHAUSTIVE_MAX");
     int k = e && *e ? atoi(e) : EXHAUSTIVE_MAX;
     return k < 0 ? 0 : k > 64 ? 64 : k;
-}
-
-
-double pl_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int pl_ms_left(Ctx *c) {
-    if (c->deadline <= 0) return INT_MAX;
-    double ms = (c->deadline - pl_now() - 3 * c->alloc_s) * 1e3;
-    return ms < 1 ? 1 : ms > INT_MAX / 2 ? INT_MAX / 2 : (int)ms;
-}
-
-/* Score dec by its exact schedule: max-live and recompute time, the arena
- * too if alloc, the schedule itself into keep if given. Without either, the
- * schedule is measured (sched_measure), not built. */
-void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep) {
-    c->n_evals++;
-    if (!alloc && !keep) {
-        SchedMeasure m;
-        sched_measure(c->index, dec, c->time, &m);
-        e->max_live = m.peak_live_bytes;
-        e->arena = -1;
-        e->peak_step = m.peak_step;
-        e->cost = m.recompute_time;
-        e->flops = -1;
-        return;
-    }
-    Schedule s;
-    double t0 = alloc ? pl_now() : 0;
-    if (keep) {
-        sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
-    } else {
-        sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
-        s = c->scratch;
-    }
-    if (alloc) alloc_assign(&s);
-    else sched_max_live(&s);
-    e->max_live = s.peak_live_bytes;
-    e->arena = alloc ? s.arena_bytes : -1;
-    e->peak_step = s.peak_step;
-    e->cost = e->flops = 0;
-    for (int t = 0; t < s.steps.n; t++)
-        if (s.steps.v[t].kind == ST_RECOMPUTE) {
-            const Node *n = graph_node(c->g, s.steps.v[t].node);
-            e->cost += c->time[n->id];
-            e->flops += op_table[n->op].flops(c->g, n);
-        }
-    if (keep) *keep = s;
-    else c->scratch = s;
-    if (alloc) c->alloc_s = pl_now() - t0;
 }
 
 /* pl_evaluate with the allocation, unless the measured max-live is already
@@ -209,11 +159,11 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     memset(c, 0, sizeof *c);
     c->g = g, c->ad = ad, c->o = o;
     c->budget = plan_schedule_budget(o);
-    c->time = acc_xrealloc(NULL, (size_t)n * sizeof(double));
-    c->forced = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    c->cand = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    c->read = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    c->group = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    c->time = pool_alloc(&c->mem, (size_t)n * sizeof(double));
+    c->forced = pool_alloc(&c->mem, (size_t)n * sizeof(int));
+    c->cand = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
+    c->read = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
+    c->group = pool_alloc(&c->mem, (size_t)n * sizeof(int));
     VEC(const char *) names = {0};
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
@@ -239,25 +189,14 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     VEC_FREE(names);
     read_by_backward(c, c->read);
     c->index = sched_index_new(g, ad, o->optimizer);
-    c->t_start = pl_now();
+    c->t_start = acc_now_s();
     c->deadline = o->time_limit_s > 0 ? c->t_start + o->time_limit_s : 0;
 }
 
 static void ctx_free(Ctx *c) {
     sched_free(&c->scratch);
     sched_index_free(c->index);
-    free(c->time);
-    free(c->forced);
-    free(c->cand);
-    free(c->read);
-    free(c->group);
-}
-
-void pl_apply_forced(const Ctx *c, Decision *dec) {
-    for (int i = 0; i < c->g->nodes.n; i++) {
-        if (!c->cand[i]) dec[i] = DEC_SAVE;
-        else if (c->forced[i] >= 0) dec[i] = (Decision)c->forced[i];
-    }
+    pool_free(&c->mem);
 }
 
 /* ---- policies -------------------------------------------------------------- */
@@ -319,320 +258,6 @@ static void policy_decisions(const Ctx *c, const Policy *p, Decision *dec) {
     pl_apply_forced(c, dec);
 }
 
-/* ---- moves of the search -------------------------------------------------- */
-
-/* Whether p is an intermediate that dropping a consumer drops with it: a
- * saved candidate the backward does not read. */
-static bool in_closure(const Ctx *c, const Decision *dec, int p) {
-    return c->cand[p] && c->forced[p] < 0 && !c->read[p] && dec[p] == DEC_SAVE;
-}
-
-void pl_drop_closure(const Ctx *c, Decision *dec, int i) {
-    dec[i] = DEC_RECOMPUTE;
-    const Node *x = graph_node(c->g, i);
-    for (int j = 0; j < x->n_in; j++)
-        if (in_closure(c, dec, x->in[j])) pl_drop_closure(c, dec, x->in[j]);
-}
-
-int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *out, int m) {
-    const Node *x = graph_node(c->g, i);
-    for (int j = 0; j < x->n_in; j++) {
-        int p = x->in[j];
-        if (in_closure(c, dec, p) && stamp[p] != mark) {
-            stamp[p] = mark;
-            out[m++] = p;
-            m = pl_closure_list(c, dec, p, stamp, mark, out, m);
-        }
-    }
-    return m;
-}
-
-/* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
-
-/* Stop branch and bound after a fixed number of subproblems: a node limit,
- * unlike GLPK's time limit, gives the same answer on a loaded machine. */
-#define KNAPSACK_NODE_LIMIT 20000
-static void node_limit(glp_tree *tree, void *info) {
-    int *left = info;
-    if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
-}
-
-/* cover_min_cost's integer program over the m item classes (rep: a class's
- * first item, count: its size; on an answer, count: how many it takes). */
-typedef struct {
-    const double *cost, *a, *need;
-    int stride, n_rows, m;
-    const int *rep;
-    int *count, *ind;
-    double *val;
-    double best; /* -1: no answer */
-} Cover;
-
-static void cover_solve(void *arg) {
-    Cover *v = arg;
-    int m = v->m, stride = v->stride;
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_rows(lp, v->n_rows);
-    glp_add_cols(lp, m);
-    for (int k = 0; k < m; k++) {
-        glp_set_col_kind(lp, k + 1, GLP_IV);
-        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, v->count[k]);
-        glp_set_obj_coef(lp, k + 1, v->cost[v->rep[k]] * 1e6); /* microseconds: GLPK's tolerances are absolute */
-    }
-    for (int r = 0; r < v->n_rows; r++) {
-        int len = 0;
-        for (int k = 0; k < m; k++)
-            if (v->a[(size_t)v->rep[k] * stride + r] != 0)
-                v->ind[++len] = k + 1, v->val[len] = v->a[(size_t)v->rep[k] * stride + r];
-        glp_set_row_bnds(lp, r + 1, GLP_LO, v->need[r], 0);
-        glp_set_mat_row(lp, r + 1, len, v->ind, v->val);
-    }
-    glp_scale_prob(lp, GLP_SF_AUTO);
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
-    glp_iocp io;
-    glp_init_iocp(&io);
-    io.msg_lev = GLP_MSG_OFF;
-    io.mir_cuts = GLP_ON;
-    io.cov_cuts = GLP_ON;
-    int nodes_left = KNAPSACK_NODE_LIMIT;
-    io.cb_func = node_limit;
-    io.cb_info = &nodes_left;
-    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
-    v->best = -1;
-    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
-        v->best = glp_mip_obj_val(lp) / 1e6;
-        for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
-    }
-    glp_delete_prob(lp);
-}
-
-/* Record the first failure of GLPK (the plan reports it). */
-void pl_solver_failed(Ctx *c, const char *err) {
-    if (!c->solver_error[0]) snprintf(c->solver_error, sizeof c->solver_error, "%s", err);
-}
-
-/* min cost.x over binary x[0..n) s.t. sum_i a[i * stride + r] x_i >= need[r]
- * for each of n_rows rows (a 0/1 knapsack when n_rows is 1). Returns the
- * optimal cost (and x), or -1 if even taking everything leaves a row short.
- * Items with equal cost and equal coefficients in every row (the same tensor
- * of identical blocks) become one integer variable bounded by their count: no
- * symmetric branching. */
-static double cover_min_cost(Ctx *c, const double *cost, const double *a, int stride, int n_rows, int n,
-                             const double *need, bool *x) {
-    bool any = false;
-    for (int i = 0; i < n; i++) x[i] = false;
-    for (int r = 0; r < n_rows; r++) {
-        double total = 0;
-        for (int i = 0; i < n; i++) total += a[(size_t)i * stride + r];
-        if (total < need[r]) return -1;
-        any |= need[r] > 0;
-    }
-    if (!any || n == 0) return 0;
-    int *cls = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* item -> class */
-    int *rep = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
-    int *count = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int));
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        int k = 0;
-        for (; k < m; k++) {
-            if (cost[rep[k]] != cost[i]) continue;
-            int r = 0;
-            while (r < n_rows && a[(size_t)rep[k] * stride + r] == a[(size_t)i * stride + r]) r++;
-            if (r == n_rows) break;
-        }
-        if (k == m) rep[m] = i, count[m] = 0, m++;
-        cls[i] = k;
-        count[k]++;
-    }
-    Cover v = {cost, a, need, stride, n_rows, m, rep, count, acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(int)),
-               acc_xrealloc(NULL, (size_t)(m + 1) * sizeof(double)), -1};
-    char err[200];
-    if (!glpk_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
-    double best = v.best;
-    if (best >= 0) {
-        for (int i = 0; i < n; i++)
-            if (count[cls[i]] > 0) x[i] = true, count[cls[i]]--;
-    } else { /* GLPK gave no answer in time: take everything */
-        best = 0;
-        for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
-    }
-    free(v.ind), free(v.val), free(cls), free(rep), free(count);
-    return best;
-}
-
-/* Each buffer's last forward reference and first backward reference
- * (recomputations included) in s: -1 and s->steps.n when there is none. */
-void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd) {
-    int nb = s->bufs.n, ns = s->steps.n, fbs = s->first_bwd_step;
-    for (int k = 0; k < nb; k++) last_fwd[k] = -1, first_bwd[k] = ns;
-    for (int t = 0; t < ns; t++) {
-        const Step *st = &s->steps.v[t];
-        int refs[ACC_MAX_IN + 2], m = 0;
-        for (int j = 0; j < ACC_MAX_IN; j++)
-            if (st->in[j] >= 0) refs[m++] = st->in[j];
-        if (st->out >= 0) refs[m++] = st->out;
-        if (st->aux >= 0) refs[m++] = st->aux;
-        for (int r = 0; r < m; r++) {
-            if (t < fbs) last_fwd[refs[r]] = t;
-            else if (first_bwd[refs[r]] == ns) first_bwd[refs[r]] = t;
-        }
-    }
-}
-
-
-/* Recompute time of dropping node i with pl_drop_closure: i and the saved
- * intermediates that feed it (listed into list, stamped with mark). */
-static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *list) {
-    double t = c->time[i];
-    int m = pl_closure_list(c, dec, i, stamp, mark, list, 0);
-    for (int k = 0; k < m; k++) t += c->time[list[k]];
-    return t;
-}
-
-/* Rows of the cut at most: steps of the plan being cut whose excess the
- * covering program must remove together. */
-#define CUT_ROWS 8
-
-/* Cut the peak of dec until its max-live is at most target. Each round
- * drops the cheapest set of tensors (each with the intermediates its
- * recomputation needs) that removes the excess at the peak step, found by a
- * covering program over the steps of the current plan: the set is simulated,
- * and if the peak moves to another step still over the target, that step
- * becomes one more row of the program and it is solved again. So a tensor
- * that makes room at the peak but is live again (recomputed) at the next
- * step over the target loses to one that makes room at both. A step's
- * entries are the saved tensors whose forward copy is live there after its
- * last forward read and before its first backward read. Past the deadline
- * (--time-limit) each round solves the program of the peak step alone, but
- * the rounds go on: the cut is how a first plan is found (at most 4n + 16
- * rounds, each dropping at least one tensor), so a time limit never turns a
- * budget that fits into an error. */
-bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
-    int n = c->g->nodes.n;
-    double *a = acc_xrealloc(NULL, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
-    double *cost = acc_xrealloc(NULL, (size_t)n * sizeof(double)), need[CUT_ROWS];
-    int *id = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *item = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *clist = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *stamp = acc_xrealloc(NULL, (size_t)n * sizeof(int)), *fwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    int *bwd_at = acc_xrealloc(NULL, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
-    bool *x = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
-    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    int *last_fwd = NULL, *first_bwd = NULL;
-    int64_t *live = NULL;
-    for (int i = 0; i < n; i++) stamp[i] = -1;
-    int mark = 0;
-    bool ok = false;
-    for (int iter = 0; iter < 4 * n + 16; iter++) {
-        Schedule s;
-        Eval e;
-        pl_evaluate(c, dec, false, &e, &s);
-        if (e.max_live <= target) {
-            sched_free(&s);
-            ok = true;
-            break;
-        }
-        int nb = s.bufs.n, ns = s.steps.n;
-        last_fwd = acc_xrealloc(last_fwd, (size_t)nb * sizeof(int));
-        first_bwd = acc_xrealloc(first_bwd, (size_t)nb * sizeof(int));
-        live = acc_xrealloc(live, (size_t)(ns + 1) * sizeof(int64_t));
-        pl_read_spans(&s, last_fwd, first_bwd);
-        sched_live_bytes(&s, live);
-        for (int i = 0; i < n; i++) item[i] = fwd_at[i] = bwd_at[i] = -1;
-        for (int t = 0; t < ns; t++) {
-            const Step *st = &s.steps.v[t];
-            if (st->kind == ST_FWD) fwd_at[st->node] = t;
-            if (st->kind == ST_BWD) bwd_at[st->node] = t;
-        }
-        int m = 0, n_rows = 0, t = e.peak_step;
-        bool made = false; /* tmp holds a cut */
-        for (;;) {
-            int r = n_rows;
-            row_t[r] = t, need[r] = (double)(live[t] - target);
-            for (int k = 0; k < m; k++) a[(size_t)k * CUT_ROWS + r] = 0;
-            bool any = false;
-            for (int k = 0; k < nb; k++) {
-                const Buffer *b = &s.bufs.v[k];
-                int i = b->node;
-                if (b->persistent || (b->kind != BUF_ACT && b->kind != BUF_AUX) || b->first < 0 ||
-                    b->first >= s.first_bwd_step || !(b->first <= t && t <= b->last) || t <= last_fwd[k] ||
-                    t >= first_bwd[k] || !c->cand[i] || c->forced[i] >= 0 || dec[i] != DEC_SAVE)
-                    continue;
-                if (item[i] < 0) {
-                    item[i] = m, id[m] = i, cost[m] = closure_time(c, dec, i, stamp, ++mark, clist);
-                    for (int q = 0; q < CUT_ROWS; q++) a[(size_t)m * CUT_ROWS + q] = 0;
-                    m++;
-                }
-                a[(size_t)item[i] * CUT_ROWS + r] += (double)b->size_bytes;
-                any = true;
-            }
-            if (!any) break; /* nothing makes room at t */
-            n_rows++;
-            if (cover_min_cost(c, cost, a, CUT_ROWS, n_rows, m, need, x) < 0)
-                for (int k = 0; k < m; k++) x[k] = a[(size_t)k * CUT_ROWS + r] > 0 || x[k];
-            memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            for (int k = 0; k < m; k++)
-                if (x[k]) pl_drop_closure(c, tmp, id[k]);
-            made = true;
-            Eval et;
-            pl_evaluate(c, tmp, false, &et, NULL);
-            if (et.max_live <= target || n_rows == CUT_ROWS || pl_out_of_time(c)) break;
-            /* the step of the current plan where the cut's peak falls */
-            sched_rebuild(c->g, c->ad, tmp, c->o->optimizer, &c->scratch);
-            int u = et.peak_step;
-            while (u < c->scratch.steps.n && c->scratch.steps.v[u].kind == ST_RECOMPUTE) u++;
-            if (u == c->scratch.steps.n) break;
-            const Step *st = &c->scratch.steps.v[u];
-            t = st->kind == ST_FWD ? fwd_at[st->node] : st->kind == ST_BWD ? bwd_at[st->node] : s.first_bwd_step;
-            bool seen = t < 0;
-            for (int q = 0; q < n_rows; q++) seen |= row_t[q] == t;
-            if (seen || live[t] <= target) break;
-        }
-        sched_free(&s);
-        if (!made) break;
-        memcpy(dec, tmp, (size_t)n * sizeof(Decision));
-    }
-    free(clist);
-    free(a), free(cost), free(id), free(item), free(stamp), free(fwd_at), free(bwd_at), free(x), free(tmp);
-    free(last_fwd), free(first_bwd), free(live);
-    return ok;
-}
-
-static const double *cmp_time;
-static int cmp_by_time(const void *a, const void *b) {
-    double x = cmp_time[*(const int *)a], y = cmp_time[*(const int *)b];
-    return x > y ? -1 : x < y ? 1 : *(const int *)a - *(const int *)b;
-}
-
-void pl_sort_by_time(const Ctx *c, int *ids, int n) {
-    cmp_time = c->time;
-    qsort(ids, (size_t)n, sizeof(int), cmp_by_time);
-}
-
-/* Save again, most expensive first, what the plan can afford to keep. */
-void pl_restore(Ctx *c, Decision *dec, int64_t target) {
-    int n = c->g->nodes.n;
-    VEC(int) dropped = {0};
-    for (int i = 0; i < n; i++)
-        if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
-    cmp_time = c->time;
-    if (dropped.n) qsort(dropped.v, (size_t)dropped.n, sizeof(int), cmp_by_time);
-    Eval cur;
-    pl_evaluate(c, dec, false, &cur, NULL);
-    for (int k = 0; k < dropped.n; k++) {
-        int i = dropped.v[k];
-        dec[i] = DEC_SAVE;
-        Eval e;
-        pl_evaluate(c, dec, false, &e, NULL);
-        if (e.max_live <= target && e.cost <= cur.cost) cur = e;
-        else dec[i] = DEC_RECOMPUTE;
-        if (pl_out_of_time(c)) break;
-    }
-    VEC_FREE(dropped);
-}
-
 typedef struct {
     int node;
     double dcost;   /* change of recompute time */
@@ -653,9 +278,10 @@ static int cmp_net(const void *a, const void *b) {
 static void exchange(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     const bool *read = c->read;
-    Decision *tmp = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Move *drops = acc_xrealloc(NULL, (size_t)n * sizeof(Move)), *saves = acc_xrealloc(NULL, (size_t)n * sizeof(Move));
-    double (*pairs)[4] = NULL;
+    Pool mem = {0}; /* called in loops: returned when it ends */
+    Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Move *drops = pool_alloc(&mem, (size_t)n * sizeof(Move)), *saves = pool_alloc(&mem, (size_t)n * sizeof(Move));
+    double (*pairs)[4] = NULL; /* grows */
     size_t pairs_cap = 0;
     for (int iter = 0; iter < 4 * n; iter++) {
         if (pl_out_of_time(c)) break;
@@ -708,7 +334,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         }
         if (!improved) break;
     }
-    free(tmp), free(drops), free(saves), free(pairs);
+    pool_free(&mem), free(pairs);
 }
 
 /* Every assignment of the free candidates, scored by the exact schedule:
@@ -756,9 +382,10 @@ static void polish(Ctx *c, Decision *dec, int64_t budget) {
  * does not depend on polish. */
 static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polish) {
     int n = c->g->nodes.n;
-    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *trial = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Pool mem = {0}; /* min_peak_search calls this in a loop: returned when it ends */
+    Decision *dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Decision *cut = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    Decision *trial = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     double best = INFINITY, cut_cost = INFINITY;
     Eval e;
     /* the allocation may need more than max-live: tighten the target and
@@ -788,7 +415,6 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         if (cut_cost < INFINITY && pl_out_of_time(c)) break; /* a plan that fits: the best so far */
     }
     if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
-    free(cut), free(trial);
     static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
                                         "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
@@ -816,7 +442,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         pl_evaluate(c, out, true, &e, NULL);
         pl_flip_search(c, out, budget - (e.arena - e.max_live), budget);
     }
-    free(dec);
+    pool_free(&mem);
     return best < INFINITY;
 }
 
@@ -835,7 +461,7 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     for (int k = 0; k < c->ad->bwd.n; k++) p->bwd_time += 2 * c->time[c->ad->bwd.v[k]];
     if (c->budget > 0 && e.arena > c->budget) p->status = PLAN_INFEASIBLE;
     p->n_evals = c->n_evals;
-    p->solve_s = pl_now() - c->t_start;
+    p->solve_s = acc_now_s() - c->t_start;
     p->timed_out = c->timed_out;
     snprintf(p->solver_error, sizeof p->solver_error, "%s", c->solver_error);
     sched_free(&s);
@@ -879,20 +505,17 @@ static void shrink(Ctx *c, Decision *dec) {
  * peaks below M. */
 static int64_t min_peak_search(Ctx *c, Decision *out) {
     int n = c->g->nodes.n;
-    int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *free_ids = pool_alloc(&c->mem, (size_t)n * sizeof(int)); /* once per Ctx: its pool */
     int k = 0;
     for (int i = 0; i < n; i++)
         if (c->cand[i] && c->forced[i] < 0) free_ids[k++] = i;
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
     if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
-        int64_t best = (int64_t)enumerate(c, out, free_ids, k, 0, true);
-        free(free_ids);
-        return best;
+        return (int64_t)enumerate(c, out, free_ids, k, 0, true);
     }
-    free(free_ids);
-    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
-    Decision *cut = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
+    Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     static const char *const seeds[] = {"none",      "full",      "every:2", "every:3", "uniform:2", "sqrt",
                                         "selective", "ops:matmul,attention", "ops:matmul", NULL};
     int64_t best = INT64_MAX, checked = -1;
@@ -935,7 +558,6 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
-    free(dec), free(cut);
     return best;
 }
 
@@ -944,7 +566,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
  * the search ended by itself. */
 static int64_t min_peak(Ctx *c, Decision *out, bool *exact) {
     double deadline = c->deadline;
-    if (deadline <= 0) c->deadline = pl_now() + PLAN_MIN_PEAK_DEFAULT_S;
+    if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
     int64_t best = min_peak_search(c, out);
     *exact = !c->timed_out;
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;
@@ -975,7 +597,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         ctx_free(&c);
         return;
     }
-    int *free_ids = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    int *free_ids = pool_alloc(&c.mem, (size_t)n * sizeof(int));
     int k = 0;
     for (int i = 0; i < n; i++)
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
@@ -1001,7 +623,6 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         }
     }
     p->bound = pl_covering_bound(&c, budget);
-    free(free_ids);
     finish(&c, p, status);
     if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
     ctx_free(&c);

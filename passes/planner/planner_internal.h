@@ -1,13 +1,22 @@
-/* planner_internal.h - what the planner's files share (planner.c: the
- * context, scoring, policies, cuts and the search's driver; plan_bound.c: the
- * lower bound; plan_search.c: the flip search and the branch and bound).
- * Not part of the passes' interface (passes.h). */
+/* planner_internal.h - what the model planner's files share; not part of the
+ * passes' interface (passes.h). The files call each other in one direction,
+ * and this header declares each one's part in that order, bottom last:
+ *
+ *   planner.c      the context, the policies, the exchange search, plan_make
+ *     -> plan_search.c   the flip search and the branch and bound
+ *       -> plan_cut.c    cutting a plan until it fits, restoring
+ *       -> plan_bound.c  the lower bound
+ *         -> plan_core.c scoring a plan, closures, the time left
+ *
+ * A file calls only the files below it (plan_cut.c and plan_bound.c not
+ * each other). The Ctx is built by planner.c and read by all.
+ */
 #ifndef ACC_PLANNER_INTERNAL_H
 #define ACC_PLANNER_INTERNAL_H
 
 #include <glpk.h>
 
-#include "glpk_guard.h"
+#include "lp.h"
 #include "passes.h"
 
 typedef struct {
@@ -15,6 +24,7 @@ typedef struct {
     const Autodiff *ad;
     const PlanOptions *o;
     int64_t budget;  /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
+    Pool mem;      /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
     double *time;  /* [n] forward time */
     int *forced;   /* [n] -1 free, else the Decision the user forces */
     bool *cand;    /* [n] may be dropped */
@@ -23,7 +33,7 @@ typedef struct {
     int n_groups;
     int n_evals;
     double t_start;
-    double deadline;  /* pl_now() past it: out of time (0: none; --time-limit) */
+    double deadline;  /* acc_now_s() past it: out of time (0: none; --time-limit) */
     double alloc_s;   /* seconds of the last evaluation that allocated (the reserve below) */
     bool timed_out;   /* the deadline ended some search early */
     Schedule scratch; /* reused by evaluations that keep no schedule */
@@ -48,7 +58,27 @@ typedef struct {
     VEC(double) ent_size;
 } Rows;
 
-double pl_now(void);
+/* ---- plan_search.c: the searches past the cut ---- */
+
+/* Improve dec (within budget; target: the max-live its cut aims at) by the
+ * flip search. */
+void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     bool *found);
+
+/* ---- plan_cut.c: a plan that fits ---- */
+
+bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
+void pl_restore(Ctx *c, Decision *dec, int64_t target);
+
+/* ---- plan_bound.c: the lower bound ---- */
+
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
+                  Rows *rows);
+double pl_covering_bound(Ctx *c, int64_t budget);
+
+/* ---- plan_core.c: what every file above uses ---- */
+
 /* Whether the deadline (--time-limit) has passed, less a reserve for what
  * follows the searches (recorded in c->timed_out): scoring the final plan in
  * finish() and the caller's schedule, allocation and plan check of it, three
@@ -56,7 +86,7 @@ double pl_now(void);
  * plan stop then, with the best plan so far; the cut that finds the first
  * plan only takes fewer rows. */
 static inline bool pl_out_of_time(Ctx *c) {
-    if (c->deadline > 0 && pl_now() + 3 * c->alloc_s > c->deadline) c->timed_out = true;
+    if (c->deadline > 0 && acc_now_s() + 3 * c->alloc_s > c->deadline) c->timed_out = true;
     return c->timed_out;
 }
 /* Milliseconds left before the deadline, for GLPK's tm_lim (INT_MAX: no deadline). */
@@ -74,15 +104,5 @@ int pl_closure_list(const Ctx *c, const Decision *dec, int i, int *stamp, int ma
 void pl_solver_failed(Ctx *c, const char *err);
 void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd);
 void pl_sort_by_time(const Ctx *c, int *ids, int n);
-bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
-void pl_restore(Ctx *c, Decision *dec, int64_t target);
-
-int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
-                  Rows *rows);
-double pl_covering_bound(Ctx *c, int64_t budget);
-
-void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     bool *found);
 
 #endif

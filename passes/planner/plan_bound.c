@@ -22,7 +22,10 @@
  * charges: an integer program is slow on deep models, and a time-limited one
  * would make the bound depend on the machine's load). Steps are matched by
  * the node they compute, so the recompute steps of other plans do not shift
- * them. */
+ * them.
+ *
+ * Layering: called by planner.c and plan_search.c; calls only plan_core.c.
+ */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,8 @@ typedef struct {
     int *col, *ycol, *kcol; /* [n] columns x (drop), y (recompute), k (keep); 0: none yet */
     VEC(Need) needs;
     VEC(Charge) charges;
+    Pool *mem;              /* pl_covering_bound's: also what the program's builders take, freed
+                             * even when GLPK fails midway (lp_guarded) */
 } Bound;
 
 /* A 0/1 column costing `time` seconds (the objective is in microseconds). */
@@ -122,8 +127,9 @@ static int cmp_need(const void *a, const void *b) {
  * ancestor of f[j]. */
 static void lp_early_charges(Bound *b, int row, const int *f, int n_f, const bool *anc) {
     int n = b->c->g->nodes.n;
-    int *li = acc_xrealloc(NULL, (size_t)(n_f + 4) * sizeof(int));
-    double *lv = acc_xrealloc(NULL, (size_t)(n_f + 4) * sizeof(double));
+    int li[EARLY_MAX + 4];
+    double lv[EARLY_MAX + 4];
+    ACC_ASSERT(n_f <= EARLY_MAX);
     for (int k = 0; k < b->needs.n;) {
         int q = b->needs.v[k].q, m = lp_binary(b->lp, 0);
         for (; k < b->needs.n && b->needs.v[k].q == q; k++) {
@@ -146,7 +152,6 @@ static void lp_early_charges(Bound *b, int row, const int *f, int n_f, const boo
         Charge ch = {row, m, q};
         VEC_PUSH(b->charges, ch);
     }
-    free(li), free(lv);
 }
 
 /* F: the first EARLY_MAX + 1 tensors the backward reads that a plan may drop,
@@ -163,8 +168,7 @@ static int lp_early(Bound *b, const Row *rows, int n_rows, int fbs, int ns, int 
         if (k < EARLY_MAX + 1) f[k] = i;
     }
     size_t anc_len = (size_t)(EARLY_MAX + 1) * (size_t)n;
-    bool *anc = acc_xrealloc(NULL, anc_len * sizeof(bool));
-    for (size_t k = 0; k < anc_len; k++) anc[k] = false;
+    bool *anc = pool_alloc(b->mem, anc_len * sizeof(bool)); /* zeroed */
     for (int j = 0; j < n_f; j++) {
         bool *a = anc + (size_t)j * n;
         for (int v = f[j]; v >= 0; v--) { /* ids are topological: one pass down */
@@ -181,7 +185,6 @@ static int lp_early(Bound *b, const Row *rows, int n_rows, int fbs, int ns, int 
         if (m > EARLY_MAX) break;
         if (rows[k].t > fbs) lp_early_charges(b, k, f, m, anc);
     }
-    free(anc);
     return n_f;
 }
 
@@ -194,10 +197,10 @@ static int lp_early(Bound *b, const Row *rows, int n_rows, int fbs, int ns, int 
 static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_node, const double *ent_size,
                           int fbs) {
     int n = b->c->g->nodes.n, n_cols = glp_get_num_cols(b->lp) + 1;
-    double *prev = acc_xrealloc(NULL, (size_t)n_cols * sizeof(double));
-    double *cur = acc_xrealloc(NULL, (size_t)n_cols * sizeof(double));
-    int *ind = acc_xrealloc(NULL, (size_t)(n_cols + 3) * sizeof(int));
-    double *val = acc_xrealloc(NULL, (size_t)(n_cols + 3) * sizeof(double));
+    double *prev = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
+    double *cur = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
+    int *ind = pool_alloc(b->mem, (size_t)(n_cols + 3) * sizeof(int));
+    double *val = pool_alloc(b->mem, (size_t)(n_cols + 3) * sizeof(double));
     for (int k = 0; k < n_cols; k++) prev[k] = 0;
     int prev_s = 0;
     for (int k = 0; k < n_rows; k++) {
@@ -221,7 +224,6 @@ static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_
         double *tmp = prev;
         prev = cur, cur = tmp, prev_s = sc;
     }
-    free(prev), free(cur), free(ind), free(val);
 }
 
 /* The optimum of the LP in seconds (warm: from the basis of the last solve);
@@ -305,7 +307,7 @@ int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *fir
     return n_rows;
 }
 
-/* The covering program's part of pl_covering_bound, run under glpk_guarded. */
+/* The covering program's part of pl_covering_bound, run under lp_guarded. */
 typedef struct {
     Bound *b;
     const Rows *rows;
@@ -346,24 +348,25 @@ static void bound_solve(void *arg) {
 double pl_covering_bound(Ctx *c, int64_t budget) {
     if (pl_out_of_time(c)) return 0;
     int n = c->g->nodes.n;
-    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    Pool mem = {0}; /* the bound's arrays, the program's builders' too */
+    Decision *dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
     pl_apply_forced(c, dec);
     Schedule s;
     Eval e;
     pl_evaluate(c, dec, false, &e, &s);
     int nb = s.bufs.n, ns = s.steps.n, fbs = s.first_bwd_step;
-    int *last_fwd = acc_xrealloc(NULL, (size_t)nb * sizeof(int));
-    int *first_bwd = acc_xrealloc(NULL, (size_t)nb * sizeof(int));
+    int *last_fwd = pool_alloc(&mem, (size_t)nb * sizeof(int));
+    int *first_bwd = pool_alloc(&mem, (size_t)nb * sizeof(int));
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
     double bound = n_rows == -1 ? INFINITY : 0;
     if (n_rows > 0) {
-        Bound b = {c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}};
+        Bound b = {c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}, &mem};
         int **cols[] = {&b.p_last, &b.fb, &b.col, &b.ycol, &b.kcol};
-        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) *cols[k] = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-        b.act_bytes = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) *cols[k] = pool_alloc(&mem, (size_t)n * sizeof(int));
+        b.act_bytes = pool_alloc(&mem, (size_t)n * sizeof(double));
         b.read = c->read;
         for (int i = 0; i < n; i++) b.p_last[i] = -1, b.fb[i] = ns, b.act_bytes[i] = b.col[i] = b.ycol[i] = b.kcol[i] = 0;
         for (int k = 0; k < nb; k++) {
@@ -374,14 +377,12 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
         }
         BoundRun run = {&b, &rows, n_rows, fbs, ns, 0};
         char err[200];
-        if (!glpk_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
+        if (!lp_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
         bound = run.bound;
         VEC_FREE(b.needs), VEC_FREE(b.charges);
-        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) free(*cols[k]);
-        free(b.act_bytes);
     }
     sched_free(&s);
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    free(dec), free(last_fwd), free(first_bwd);
+    pool_free(&mem);
     return bound;
 }

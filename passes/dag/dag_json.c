@@ -636,34 +636,13 @@ bool dag_parse_json(const char *text, size_t len, Dag *d, char *err, size_t err_
 
 bool dag_load(const char *path, Dag *d, char *err, size_t err_len) {
     memset(d, 0, sizeof *d);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, err_len, "cannot open '%s': %s", path, strerror(errno));
-        return false;
-    }
-    VEC(char) buf = {0};
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if ((size_t)buf.n + got > JSON_MAX_BYTES) {
-            fclose(f);
-            VEC_FREE(buf);
-            snprintf(err, err_len, "'%s' is larger than %zu bytes", path, JSON_MAX_BYTES);
-            return false;
-        }
-        for (size_t i = 0; i < got; i++) VEC_PUSH(buf, chunk[i]);
-    }
-    bool read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
-        VEC_FREE(buf);
-        snprintf(err, err_len, "cannot read '%s'", path);
-        return false;
-    }
+    size_t len;
+    char *text = acc_read_file(path, JSON_MAX_BYTES, &len, NULL, err, err_len);
+    if (!text) return false;
     char msg[512];
-    bool ok = dag_parse_json(buf.v ? buf.v : "", (size_t)buf.n, d, msg, sizeof msg);
+    bool ok = dag_parse_json(text, len, d, msg, sizeof msg);
     if (!ok) snprintf(err, err_len, "%s: %s", path, msg);
-    VEC_FREE(buf);
+    free(text);
     return ok;
 }
 

@@ -22,8 +22,6 @@ void staged_push(Staged *s, int stage, int node);
 /* For each event, the last event that reads its copy (itself if none); caller frees. */
 int *staged_last_reads(const Dag *d, const Staged *s);
 
-double dag_now_s(void);
-
 /* The solvers (dag_milp.c). Each fills p (ev, status, objective, bound,
  * n_binaries, n_rows; the caller simulates). inc: a feasible schedule to
  * start from, or NULL. Return false with err on a failure of the tool. */

@@ -1,0 +1,269 @@
+/* plan_cut.c - cutting a plan until it fits: the covering program over the
+ * steps of the current plan that are over the target (GLPK, identical
+ * tensors of identical blocks aggregated), and restoring, most expensive
+ * first, the drops the cut made that the target can afford to save again.
+ *
+ * requires: a Ctx (plan_core.c) and a plan. provides: a plan whose max-live
+ * is within the target (pl_cut_to) and one that recomputes no more than it
+ * must (pl_restore). Layering: called by planner.c and plan_search.c; calls
+ * only plan_core.c.
+ */
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner_internal.h"
+
+/* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
+
+/* Stop branch and bound after a fixed number of subproblems: a node limit,
+ * unlike GLPK's time limit, gives the same answer on a loaded machine. */
+#define KNAPSACK_NODE_LIMIT 20000
+static void node_limit(glp_tree *tree, void *info) {
+    int *left = info;
+    if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
+}
+
+/* cover_min_cost's integer program over the m item classes (rep: a class's
+ * first item, count: its size; on an answer, count: how many it takes). */
+typedef struct {
+    const double *cost, *a, *need;
+    int stride, n_rows, m;
+    const int *rep;
+    int *count, *ind;
+    double *val;
+    double best; /* -1: no answer */
+} Cover;
+
+static void cover_solve(void *arg) {
+    Cover *v = arg;
+    int m = v->m, stride = v->stride;
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, v->n_rows);
+    glp_add_cols(lp, m);
+    for (int k = 0; k < m; k++) {
+        glp_set_col_kind(lp, k + 1, GLP_IV);
+        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, v->count[k]);
+        glp_set_obj_coef(lp, k + 1, v->cost[v->rep[k]] * 1e6); /* microseconds: GLPK's tolerances are absolute */
+    }
+    for (int r = 0; r < v->n_rows; r++) {
+        int len = 0;
+        for (int k = 0; k < m; k++)
+            if (v->a[(size_t)v->rep[k] * stride + r] != 0)
+                v->ind[++len] = k + 1, v->val[len] = v->a[(size_t)v->rep[k] * stride + r];
+        glp_set_row_bnds(lp, r + 1, GLP_LO, v->need[r], 0);
+        glp_set_mat_row(lp, r + 1, len, v->ind, v->val);
+    }
+    glp_scale_prob(lp, GLP_SF_AUTO);
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.mir_cuts = GLP_ON;
+    io.cov_cuts = GLP_ON;
+    int nodes_left = KNAPSACK_NODE_LIMIT;
+    io.cb_func = node_limit;
+    io.cb_info = &nodes_left;
+    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
+    v->best = -1;
+    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+        v->best = glp_mip_obj_val(lp) / 1e6;
+        for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+    }
+    glp_delete_prob(lp);
+}
+
+
+/* min cost.x over binary x[0..n) s.t. sum_i a[i * stride + r] x_i >= need[r]
+ * for each of n_rows rows (a 0/1 knapsack when n_rows is 1). Returns the
+ * optimal cost (and x), or -1 if even taking everything leaves a row short.
+ * Items with equal cost and equal coefficients in every row (the same tensor
+ * of identical blocks) become one integer variable bounded by their count: no
+ * symmetric branching. */
+static double cover_min_cost(Ctx *c, const double *cost, const double *a, int stride, int n_rows, int n,
+                             const double *need, bool *x) {
+    bool any = false;
+    for (int i = 0; i < n; i++) x[i] = false;
+    for (int r = 0; r < n_rows; r++) {
+        double total = 0;
+        for (int i = 0; i < n; i++) total += a[(size_t)i * stride + r];
+        if (total < need[r]) return -1;
+        any |= need[r] > 0;
+    }
+    if (!any || n == 0) return 0;
+    Pool mem = {0}; /* called for every row of every cut: returned when it ends */
+    int *cls = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* item -> class */
+    int *rep = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
+    int *count = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int));
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (; k < m; k++) {
+            if (cost[rep[k]] != cost[i]) continue;
+            int r = 0;
+            while (r < n_rows && a[(size_t)rep[k] * stride + r] == a[(size_t)i * stride + r]) r++;
+            if (r == n_rows) break;
+        }
+        if (k == m) rep[m] = i, count[m] = 0, m++;
+        cls[i] = k;
+        count[k]++;
+    }
+    Cover v = {cost, a, need, stride, n_rows, m, rep, count, pool_alloc(&mem, (size_t)(m + 1) * sizeof(int)),
+               pool_alloc(&mem, (size_t)(m + 1) * sizeof(double)), -1};
+    char err[200];
+    if (!lp_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
+    double best = v.best;
+    if (best >= 0) {
+        for (int i = 0; i < n; i++)
+            if (count[cls[i]] > 0) x[i] = true, count[cls[i]]--;
+    } else { /* GLPK gave no answer in time: take everything */
+        best = 0;
+        for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
+    }
+    pool_free(&mem);
+    return best;
+}
+
+
+/* Recompute time of dropping node i with pl_drop_closure: i and the saved
+ * intermediates that feed it (listed into list, stamped with mark). */
+static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *list) {
+    double t = c->time[i];
+    int m = pl_closure_list(c, dec, i, stamp, mark, list, 0);
+    for (int k = 0; k < m; k++) t += c->time[list[k]];
+    return t;
+}
+
+/* Rows of the cut at most: steps of the plan being cut whose excess the
+ * covering program must remove together. */
+#define CUT_ROWS 8
+
+/* Cut the peak of dec until its max-live is at most target. Each round
+ * drops the cheapest set of tensors (each with the intermediates its
+ * recomputation needs) that removes the excess at the peak step, found by a
+ * covering program over the steps of the current plan: the set is simulated,
+ * and if the peak moves to another step still over the target, that step
+ * becomes one more row of the program and it is solved again. So a tensor
+ * that makes room at the peak but is live again (recomputed) at the next
+ * step over the target loses to one that makes room at both. A step's
+ * entries are the saved tensors whose forward copy is live there after its
+ * last forward read and before its first backward read. Past the deadline
+ * (--time-limit) each round solves the program of the peak step alone, but
+ * the rounds go on: the cut is how a first plan is found (at most 4n + 16
+ * rounds, each dropping at least one tensor), so a time limit never turns a
+ * budget that fits into an error. */
+bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
+    int n = c->g->nodes.n;
+    Pool mem = {0}; /* called in loops: returned when it ends */
+    double *a = pool_alloc(&mem, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
+    double *cost = pool_alloc(&mem, (size_t)n * sizeof(double)), need[CUT_ROWS];
+    int *id = pool_alloc(&mem, (size_t)n * sizeof(int)), *item = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *clist = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *stamp = pool_alloc(&mem, (size_t)n * sizeof(int)), *fwd_at = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *bwd_at = pool_alloc(&mem, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
+    bool *x = pool_alloc(&mem, (size_t)n * sizeof(bool));
+    Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
+    int *last_fwd = NULL, *first_bwd = NULL; /* these grow with the schedule */
+    int64_t *live = NULL;
+    for (int i = 0; i < n; i++) stamp[i] = -1;
+    int mark = 0;
+    bool ok = false;
+    for (int iter = 0; iter < 4 * n + 16; iter++) {
+        Schedule s;
+        Eval e;
+        pl_evaluate(c, dec, false, &e, &s);
+        if (e.max_live <= target) {
+            sched_free(&s);
+            ok = true;
+            break;
+        }
+        int nb = s.bufs.n, ns = s.steps.n;
+        last_fwd = acc_xrealloc(last_fwd, (size_t)nb * sizeof(int));
+        first_bwd = acc_xrealloc(first_bwd, (size_t)nb * sizeof(int));
+        live = acc_xrealloc(live, (size_t)(ns + 1) * sizeof(int64_t));
+        pl_read_spans(&s, last_fwd, first_bwd);
+        sched_live_bytes(&s, live);
+        for (int i = 0; i < n; i++) item[i] = fwd_at[i] = bwd_at[i] = -1;
+        for (int t = 0; t < ns; t++) {
+            const Step *st = &s.steps.v[t];
+            if (st->kind == ST_FWD) fwd_at[st->node] = t;
+            if (st->kind == ST_BWD) bwd_at[st->node] = t;
+        }
+        int m = 0, n_rows = 0, t = e.peak_step;
+        bool made = false; /* tmp holds a cut */
+        for (;;) {
+            int r = n_rows;
+            row_t[r] = t, need[r] = (double)(live[t] - target);
+            for (int k = 0; k < m; k++) a[(size_t)k * CUT_ROWS + r] = 0;
+            bool any = false;
+            for (int k = 0; k < nb; k++) {
+                const Buffer *b = &s.bufs.v[k];
+                int i = b->node;
+                if (b->persistent || (b->kind != BUF_ACT && b->kind != BUF_AUX) || b->first < 0 ||
+                    b->first >= s.first_bwd_step || !(b->first <= t && t <= b->last) || t <= last_fwd[k] ||
+                    t >= first_bwd[k] || !c->cand[i] || c->forced[i] >= 0 || dec[i] != DEC_SAVE)
+                    continue;
+                if (item[i] < 0) {
+                    item[i] = m, id[m] = i, cost[m] = closure_time(c, dec, i, stamp, ++mark, clist);
+                    for (int q = 0; q < CUT_ROWS; q++) a[(size_t)m * CUT_ROWS + q] = 0;
+                    m++;
+                }
+                a[(size_t)item[i] * CUT_ROWS + r] += (double)b->size_bytes;
+                any = true;
+            }
+            if (!any) break; /* nothing makes room at t */
+            n_rows++;
+            if (cover_min_cost(c, cost, a, CUT_ROWS, n_rows, m, need, x) < 0)
+                for (int k = 0; k < m; k++) x[k] = a[(size_t)k * CUT_ROWS + r] > 0 || x[k];
+            memcpy(tmp, dec, (size_t)n * sizeof(Decision));
+            for (int k = 0; k < m; k++)
+                if (x[k]) pl_drop_closure(c, tmp, id[k]);
+            made = true;
+            Eval et;
+            pl_evaluate(c, tmp, false, &et, NULL);
+            if (et.max_live <= target || n_rows == CUT_ROWS || pl_out_of_time(c)) break;
+            /* the step of the current plan where the cut's peak falls */
+            sched_rebuild(c->g, c->ad, tmp, c->o->optimizer, &c->scratch);
+            int u = et.peak_step;
+            while (u < c->scratch.steps.n && c->scratch.steps.v[u].kind == ST_RECOMPUTE) u++;
+            if (u == c->scratch.steps.n) break;
+            const Step *st = &c->scratch.steps.v[u];
+            t = st->kind == ST_FWD ? fwd_at[st->node] : st->kind == ST_BWD ? bwd_at[st->node] : s.first_bwd_step;
+            bool seen = t < 0;
+            for (int q = 0; q < n_rows; q++) seen |= row_t[q] == t;
+            if (seen || live[t] <= target) break;
+        }
+        sched_free(&s);
+        if (!made) break;
+        memcpy(dec, tmp, (size_t)n * sizeof(Decision));
+    }
+    pool_free(&mem);
+    free(last_fwd), free(first_bwd), free(live);
+    return ok;
+}
+
+
+/* Save again, most expensive first, what the plan can afford to keep. */
+void pl_restore(Ctx *c, Decision *dec, int64_t target) {
+    int n = c->g->nodes.n;
+    VEC(int) dropped = {0};
+    for (int i = 0; i < n; i++)
+        if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
+    if (dropped.n) pl_sort_by_time(c, dropped.v, dropped.n);
+    Eval cur;
+    pl_evaluate(c, dec, false, &cur, NULL);
+    for (int k = 0; k < dropped.n; k++) {
+        int i = dropped.v[k];
+        dec[i] = DEC_SAVE;
+        Eval e;
+        pl_evaluate(c, dec, false, &e, NULL);
+        if (e.max_live <= target && e.cost <= cur.cost) cur = e;
+        else dec[i] = DEC_RECOMPUTE;
+        if (pl_out_of_time(c)) break;
+    }
+    VEC_FREE(dropped);
+}
