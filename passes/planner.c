@@ -215,7 +215,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
         c->time[i] = cost_fwd_time(g, x, o->hw);
-        c->cand[i] = ad->live[i] && !(op_table[x->op].flags & (OPF_LEAF | OPF_NORECOMPUTE)) && i != g->loss;
+        c->cand[i] = ad->live[i] && (op_table[x->op].flags & OPF_RECOMPUTE) && i != g->loss;
         bool save = x->hint == HINT_SAVE || matches(g->save_globs.v, g->save_globs.n, x->name) ||
                     matches(o->save_globs, o->n_save_globs, x->name);
         bool rec = x->hint == HINT_RECOMPUTE || matches(g->recompute_globs.v, g->recompute_globs.n, x->name) ||
@@ -345,7 +345,10 @@ static void policy_decisions(const Ctx *c, const char *p, Decision *dec) {
         bool keep[OP_COUNT] = {false};
         char buf[256];
         snprintf(buf, sizeof buf, "%s", p + 4);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) keep[op_lookup(tok)] = true;
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            OpKind k = op_lookup(tok); /* OP_COUNT for an unknown name: no entry of keep */
+            if (k < OP_COUNT) keep[k] = true;
+        }
         keep[OP_LINEAR] |= keep[OP_MATMUL]; /* a linear is a matmul with its bias (torch's addmm) */
         for (int i = 0; i < n; i++) dec[i] = keep[graph_node(g, i)->op] ? DEC_SAVE : DEC_RECOMPUTE;
     }
