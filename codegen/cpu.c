@@ -139,7 +139,7 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     if (fwd)
         fprintf(e->out, "%s_fwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1),
                 ptr(e, st->in[1], p2), nd);
-    else if (n->op == OP_ADD || n->op == OP_SUB)
+    else if (!op_table[n->op].grad_reads) /* add, sub: the backward reads no operand */
         fprintf(e->out, "%s_bwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), nd);
     else
@@ -147,6 +147,16 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), ptr(e, st->in[0], p3), ptr(e, st->in[1], p4),
                 nd);
     fprintf(e->out, "    }\n");
+}
+
+/* An elementwise op without attributes (the table's fusion class, an empty
+ * attribute string) has its call form from its row: a binary op broadcasts
+ * (emit_binary); a unary one is <kernel>_fwd(out, x, n) and
+ * <kernel>_bwd(dx, dout, saved, n), saved its output or its input as its
+ * grad_reads say. Such an op needs no case of its own below. */
+static bool plain_elementwise(const Node *n) {
+    const OpInfo *oi = &op_table[n->op];
+    return (oi->flags & OPF_ELEM) && !*oi->attrs;
 }
 
 /* The kernel call of a forward (or recompute) step. */
@@ -157,6 +167,13 @@ static void emit_fwd(Emit *e, const Step *st) {
     const char *k = op_table[n->op].cpu_kernel;
     int64_t elems = shape_elems(&n->shape);
     int rank = n->shape.ndim;
+    if (plain_elementwise(n)) {
+        if (n->n_in == 2)
+            emit_binary(e, st, n, true);
+        else
+            fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
+        return;
+    }
     switch (n->op) {
     case OP_MATMUL: {
         MatmulDims d = matmul_dims(e, n);
@@ -172,20 +189,9 @@ static void emit_fwd(Emit *e, const Step *st) {
                 linear_k(e, n), n->attr.transpose_b);
         return;
     }
-    case OP_ADD:
-    case OP_SUB:
-    case OP_MUL:
-    case OP_DIV: emit_binary(e, st, n, true); return;
     case OP_SCALE:
         fprintf(o, "    k_scale_fwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1),
                 n->attr.alpha, elems);
-        return;
-    case OP_GELU:
-    case OP_RELU:
-    case OP_SILU:
-    case OP_TANH:
-    case OP_EXP:
-        fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
         return;
     case OP_LAYERNORM:
         fprintf(o, "    k_layernorm_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", ptr(e, st->out, p0),
@@ -257,9 +263,7 @@ static void emit_fwd(Emit *e, const Step *st) {
                 ptr(e, st->in[0], p1), outer, mid, inner);
         return;
     }
-    case OP_INPUT:
-    case OP_PARAM:
-    case OP_COUNT: break;
+    default: break; /* leaves; the plain elementwise ops, above */
     }
     ACC_UNREACHABLE();
 }
@@ -273,6 +277,14 @@ static void emit_bwd(Emit *e, const Step *st) {
     int64_t elems = shape_elems(&n->shape);
     int rank = n->shape.ndim;
     const char *dout = ptr(e, st->grad_out, p0);
+    if (plain_elementwise(n)) {
+        if (n->n_in == 2)
+            emit_binary(e, st, n, false);
+        else
+            fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
+                    ptr(e, op_table[n->op].grad_reads & GR_OUT ? st->out : st->in[0], p2), elems);
+        return;
+    }
     switch (n->op) {
     case OP_MATMUL: {
         MatmulDims d = matmul_dims(e, n);
@@ -289,23 +301,8 @@ static void emit_bwd(Emit *e, const Step *st) {
                 ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N, linear_k(e, n), n->attr.transpose_b);
         return;
     }
-    case OP_ADD:
-    case OP_SUB:
-    case OP_MUL:
-    case OP_DIV: emit_binary(e, st, n, false); return;
     case OP_SCALE:
         fprintf(o, "    k_scale_bwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, n->attr.alpha,
-                elems);
-        return;
-    case OP_GELU:
-    case OP_SILU:
-        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
-                ptr(e, st->in[0], p2), elems);
-        return;
-    case OP_RELU:
-    case OP_TANH:
-    case OP_EXP:
-        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout, ptr(e, st->out, p2),
                 elems);
         return;
     case OP_LAYERNORM:
@@ -379,9 +376,7 @@ static void emit_bwd(Emit *e, const Step *st) {
                 outer, mid, inner);
         return;
     }
-    case OP_INPUT:
-    case OP_PARAM:
-    case OP_COUNT: break;
+    default: break; /* leaves; the plain elementwise ops, above */
     }
     ACC_UNREACHABLE();
 }

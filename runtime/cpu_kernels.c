@@ -116,8 +116,6 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
 
 /* ---- elementwise binary with broadcasting ------------------------------- */
 
-enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-
 /* A broadcast pattern after dropping size-1 output dims and merging adjacent
  * dims in which each operand is either full in both or broadcast in both.
  * [B,T,C] + [1,1,C] becomes [B*T, C] + [1, C]. Always nd >= 1. */
@@ -190,9 +188,9 @@ static void bin_row(int op, float *o, const float *a, const float *b,
                     int64_t L, int64_t sa, int64_t sb)
 {
     switch (op) {
-    case BIN_ADD: BIN_INNER(+); break;
-    case BIN_SUB: BIN_INNER(-); break;
-    case BIN_MUL: BIN_INNER(*); break;
+    case ACC_OP_ADD: BIN_INNER(+); break;
+    case ACC_OP_SUB: BIN_INNER(-); break;
+    case ACC_OP_MUL: BIN_INNER(*); break;
     default: BIN_INNER(/); break;
     }
 }
@@ -245,9 +243,9 @@ static void binary_fwd(int op, float *out, const float *a, const float *b, int n
 static inline float bin_term(int op, int side, float g, float x, float y)
 {
     switch (op) {
-    case BIN_ADD: return g;
-    case BIN_SUB: return side ? -g : g;
-    case BIN_MUL: return side ? g * x : g * y;
+    case ACC_OP_ADD: return g;
+    case ACC_OP_SUB: return side ? -g : g;
+    case ACC_OP_MUL: return side ? g * x : g * y;
     default: return side ? -g * x / (y * y) : g / y;
     }
 }
@@ -258,25 +256,25 @@ static void bwd_row(int op, int side, float *restrict dx, const float *restrict 
                     const float *a, const float *b, int64_t L, int64_t sa, int64_t sb)
 {
     switch (op * 2 + side) {
-    case BIN_ADD * 2:
-    case BIN_ADD * 2 + 1:
-    case BIN_SUB * 2:
+    case ACC_OP_ADD * 2:
+    case ACC_OP_ADD * 2 + 1:
+    case ACC_OP_SUB * 2:
         for (int64_t j = 0; j < L; j++)
             dx[j] += g[j];
         break;
-    case BIN_SUB * 2 + 1:
+    case ACC_OP_SUB * 2 + 1:
         for (int64_t j = 0; j < L; j++)
             dx[j] -= g[j];
         break;
-    case BIN_MUL * 2:
+    case ACC_OP_MUL * 2:
         for (int64_t j = 0; j < L; j++)
             dx[j] += g[j] * b[j * sb];
         break;
-    case BIN_MUL * 2 + 1:
+    case ACC_OP_MUL * 2 + 1:
         for (int64_t j = 0; j < L; j++)
             dx[j] += g[j] * a[j * sa];
         break;
-    case BIN_DIV * 2:
+    case ACC_OP_DIV * 2:
         for (int64_t j = 0; j < L; j++)
             dx[j] += g[j] / b[j * sb];
         break;
@@ -438,37 +436,37 @@ static void binary_bwd(int op, float *da, float *db, const float *dout, const fl
 void k_add_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_fwd(BIN_ADD, out, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_fwd(ACC_OP_ADD, out, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_sub_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_fwd(BIN_SUB, out, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_fwd(ACC_OP_SUB, out, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_fwd(BIN_MUL, out, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_fwd(ACC_OP_MUL, out, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_fwd(BIN_DIV, out, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_fwd(ACC_OP_DIV, out, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_bwd(BIN_ADD, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
+    binary_bwd(ACC_OP_ADD, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
                const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_bwd(BIN_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
+    binary_bwd(ACC_OP_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
 }
 
 /* ---- linear: matmul with a bias ------------------------------------------ */
@@ -481,7 +479,7 @@ void k_linear_fwd(float *out, const float *x, const float *w, const float *b, in
         return;
     k_matmul_fwd(out, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
-    binary_fwd(BIN_ADD, out, out, b, 2, so, so, sb);
+    binary_fwd(ACC_OP_ADD, out, out, b, 2, so, so, sb);
 }
 
 // dx, dw, db += the gradients of out = x @ op(w) + b
@@ -493,30 +491,53 @@ void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const floa
     k_matmul_bwd(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
     if (db)
-        binary_bwd(BIN_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
+        binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
 }
 
 void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
                const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_bwd(BIN_MUL, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_bwd(ACC_OP_MUL, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 void k_div_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
                const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
 {
-    binary_bwd(BIN_DIV, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
+    binary_bwd(ACC_OP_DIV, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 /* ---- elementwise unary -------------------------------------------------- */
 
+/* The math of each unary op, written once: its own kernels below and the
+ * elementwise chains (k_ew_chain) call these, so a fused op gives the bits
+ * of its kernel. Those marked vectorisable are plain arithmetic (k_tanhf is
+ * no libm call); the others call libm and run in scalar loops. */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+static inline float ew_scale(float v, float alpha) { return alpha * v; } /* vectorisable */
+
+static inline float ew_gelu(float v) /* vectorisable */
+{
+    return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+}
+
+/* gelu'(v), with sech^2 = 1 - tanh^2 */
+static inline float ew_gelu_grad(float v)
+{
+    float t = k_tanhf(GELU_K * (v + 0.044715f * v * v * v));
+    return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+}
+
+static inline float ew_relu(float v) { return v > 0.0f ? v : 0.0f; } /* vectorisable */
+static inline float ew_silu(float v) { return v / (1.0f + expf(-v)); }
+static inline float ew_tanh(float v) { return tanhf(v); }
+static inline float ew_exp(float v) { return expf(v); }
 
 void k_scale_fwd(float *out, const float *x, float alpha, int64_t n)
 {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = alpha * x[i];
+        out[i] = ew_scale(x[i], alpha);
 }
 
 void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
@@ -530,10 +551,8 @@ void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
 K_CLONES static void gelu_fwd_chunk(float *out, const float *x, int64_t n)
 {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        out[i] = 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
-    }
+    for (int64_t i = 0; i < n; i++)
+        out[i] = ew_gelu(x[i]);
 }
 
 void k_gelu_fwd(float *out, const float *x, int64_t n)
@@ -544,18 +563,13 @@ void k_gelu_fwd(float *out, const float *x, int64_t n)
         gelu_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));
 }
 
-/* dx[i] += dout[i] * gelu'(x[i]), with sech^2 = 1 - tanh^2 */
+/* dx[i] += dout[i] * gelu'(x[i]) */
 K_CLONES static void gelu_bwd_chunk(float *restrict dx, const float *restrict dout,
                                     const float *restrict x, int64_t n)
 {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        float t = k_tanhf(GELU_K * (v + 0.044715f * v * v * v));
-        float grad = 0.5f * (1.0f + t) +
-                     0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-        dx[i] += dout[i] * grad;
-    }
+    for (int64_t i = 0; i < n; i++)
+        dx[i] += dout[i] * ew_gelu_grad(x[i]);
 }
 
 void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
@@ -571,7 +585,7 @@ void k_relu_fwd(float *out, const float *x, int64_t n)
 {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        out[i] = ew_relu(x[i]);
 }
 
 void k_relu_bwd(float *dx, const float *dout, const float *out, int64_t n)
@@ -585,7 +599,7 @@ void k_silu_fwd(float *out, const float *x, int64_t n)
 {
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] / (1.0f + expf(-x[i]));
+        out[i] = ew_silu(x[i]);
 }
 
 // dx += dout * s(x) * (1 + x (1 - s(x))), s the sigmoid
@@ -602,7 +616,7 @@ void k_tanh_fwd(float *out, const float *x, int64_t n)
 {
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = tanhf(x[i]);
+        out[i] = ew_tanh(x[i]);
 }
 
 void k_tanh_bwd(float *dx, const float *dout, const float *out, int64_t n)
@@ -616,7 +630,7 @@ void k_exp_fwd(float *out, const float *x, int64_t n)
 {
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = expf(x[i]);
+        out[i] = ew_exp(x[i]);
 }
 
 void k_exp_bwd(float *dx, const float *dout, const float *out, int64_t n)
@@ -686,15 +700,15 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len)
 {
     switch (op) {
-    case K_EW_ADD:
+    case ACC_OP_ADD:
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) v[j] = v[j] + o[j];
         break;
-    case K_EW_MUL:
+    case ACC_OP_MUL:
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) v[j] = v[j] * o[j];
         break;
-    case K_EW_SUB:
+    case ACC_OP_SUB:
         if (right) {
 #pragma omp simd
             for (int64_t j = 0; j < len; j++) v[j] = o[j] - v[j];
@@ -703,7 +717,7 @@ K_CLONES static void ew_binary(int op, int right, float *restrict v, const float
             for (int64_t j = 0; j < len; j++) v[j] = v[j] - o[j];
         }
         break;
-    default: /* K_EW_DIV */
+    default: /* ACC_OP_DIV */
         if (right) {
 #pragma omp simd
             for (int64_t j = 0; j < len; j++) v[j] = o[j] / v[j];
@@ -715,22 +729,21 @@ K_CLONES static void ew_binary(int op, int right, float *restrict v, const float
     }
 }
 
-/* The vectorisable unary ops (k_tanhf is inline arithmetic, no libm). */
+/* The vectorisable unary ops (ew_* above). */
 K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len)
 {
     switch (op) {
-    case K_EW_SCALE:
+    case ACC_OP_SCALE:
 #pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = param * v[j];
+        for (int64_t j = 0; j < len; j++) v[j] = ew_scale(v[j], param);
         break;
-    case K_EW_GELU:
+    case ACC_OP_GELU:
 #pragma omp simd
-        for (int64_t j = 0; j < len; j++)
-            v[j] = 0.5f * v[j] * (1.0f + k_tanhf(GELU_K * (v[j] + 0.044715f * v[j] * v[j] * v[j])));
+        for (int64_t j = 0; j < len; j++) v[j] = ew_gelu(v[j]);
         break;
-    default: /* K_EW_RELU */
+    default: /* ACC_OP_RELU */
 #pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
+        for (int64_t j = 0; j < len; j++) v[j] = ew_relu(v[j]);
         break;
     }
 }
@@ -744,10 +757,10 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
     const float *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
-    case K_EW_ADD:
-    case K_EW_SUB:
-    case K_EW_MUL:
-    case K_EW_DIV:
+    case ACC_OP_ADD:
+    case ACC_OP_SUB:
+    case ACC_OP_MUL:
+    case ACC_OP_DIV:
         if (m == 1) { /* one value for every element */
             float splat[EW_TILE];
             for (int64_t j = 0; j < len; j++) splat[j] = o[0];
@@ -760,19 +773,19 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
             j += run;
         }
         break;
-    case K_EW_SCALE:
-    case K_EW_GELU:
-    case K_EW_RELU:
+    case ACC_OP_SCALE:
+    case ACC_OP_GELU:
+    case ACC_OP_RELU:
         ew_unary(op->op, op->param, v, len);
         break;
-    case K_EW_SILU:
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] / (1.0f + expf(-v[j]));
+    case ACC_OP_SILU:
+        for (int64_t j = 0; j < len; j++) v[j] = ew_silu(v[j]);
         break;
-    case K_EW_TANH:
-        for (int64_t j = 0; j < len; j++) v[j] = tanhf(v[j]);
+    case ACC_OP_TANH:
+        for (int64_t j = 0; j < len; j++) v[j] = ew_tanh(v[j]);
         break;
-    case K_EW_EXP:
-        for (int64_t j = 0; j < len; j++) v[j] = expf(v[j]);
+    case ACC_OP_EXP:
+        for (int64_t j = 0; j < len; j++) v[j] = ew_exp(v[j]);
         break;
     default: { /* dropout, as dropout_apply: p == 0 keeps v as it is */
         float p = op->param, scale = 1.0f / (1.0f - p);

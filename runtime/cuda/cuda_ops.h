@@ -46,16 +46,12 @@ void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float 
     const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
-void g_gelu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_gelu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
-void g_relu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_relu_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
-void g_silu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_silu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
-void g_tanh_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_tanh_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
-void g_exp_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_exp_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
+/* the plain unary elementwise ops of the op table (acc_ops.h) */
+#define G_UNARY_DECL(code, name, saved)                                   \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n); \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n);
+ACC_EW_UNARY_OPS(G_UNARY_DECL)
+#undef G_UNARY_DECL
 void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b,
     int64_t N, int64_t C, float eps);
 void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x,

@@ -178,20 +178,20 @@ KERNEL ck_strided(acc_kargs a) {
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-/* op (KU_*) of v; alpha: scale's factor. The one definition of each
+/* op (ACC_OP_*, a unary one) of v; alpha: scale's factor. The one definition of each
  * activation, shared by ck_unary_fwd and the chains of ck_ew_chain. */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
-    case KU_SCALE: return alpha * v;
-    case KU_GELU: return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
-    case KU_RELU: return v > 0.0f ? v : 0.0f;
-    case KU_SILU: return v / (1.0f + expf(-v));
-    case KU_TANH: return tanhf(v);
+    case ACC_OP_SCALE: return alpha * v;
+    case ACC_OP_GELU: return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+    case ACC_OP_RELU: return v > 0.0f ? v : 0.0f;
+    case ACC_OP_SILU: return v / (1.0f + expf(-v));
+    case ACC_OP_TANH: return tanhf(v);
     default: return expf(v);
     }
 }
 
-/* p0 out, p1 x; i0 n, i1 op (KU_*); f0 alpha (scale) */
+/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*); f0 alpha (scale) */
 KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
@@ -208,20 +208,20 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float g = dy[i], d = 0.0f;
         switch (op) {
-        case KU_SCALE: d = a.f[0]; break;
-        case KU_GELU: {
+        case ACC_OP_SCALE: d = a.f[0]; break;
+        case ACC_OP_GELU: {
             float v = s[i], u = GELU_K * (v + 0.044715f * v * v * v), t = tanhf(u);
             d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
             break;
         }
-        case KU_RELU: d = s[i] > 0.0f ? 1.0f : 0.0f; break;
-        case KU_SILU: {
+        case ACC_OP_RELU: d = s[i] > 0.0f ? 1.0f : 0.0f; break;
+        case ACC_OP_SILU: {
             float sg = 1.0f / (1.0f + expf(-s[i]));
             d = sg * (1.0f + s[i] * (1.0f - sg));
             break;
         }
-        case KU_TANH: d = 1.0f - s[i] * s[i]; break;
-        case KU_EXP: d = s[i]; break;
+        case ACC_OP_TANH: d = 1.0f - s[i] * s[i]; break;
+        case ACC_OP_EXP: d = s[i]; break;
         }
         dx[i] += g * d;
     }
@@ -229,14 +229,14 @@ KERNEL ck_unary_bwd(acc_kargs a) {
 
 DEVFN float binary_op(int op, float x, float y) {
     switch (op) {
-    case KB_ADD: return x + y;
-    case KB_SUB: return x - y;
-    case KB_MUL: return x * y;
+    case ACC_OP_ADD: return x + y;
+    case ACC_OP_SUB: return x - y;
+    case ACC_OP_MUL: return x * y;
     default: return x / y;
     }
 }
 
-/* p0 out, p1 a, p2 b; i0 n, i1 op (KB_*), i2..i7 out dims (six, padded),
+/* p0 out, p1 a, p2 b; i0 n, i1 op (ACC_OP_ADD..DIV), i2..i7 out dims (six, padded),
  * i8..i13 a's strides and i14..i19 b's, over out's dims (0: broadcast). */
 KERNEL ck_binary_fwd(acc_kargs a) {
     float *out = a.p[0];
@@ -254,9 +254,9 @@ KERNEL ck_binary_fwd(acc_kargs a) {
  * element indices (read for mul and div only). */
 DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib) {
     switch (op) {
-    case KB_ADD: return g;
-    case KB_SUB: return which ? -g : g;
-    case KB_MUL: return g * (which ? A[ia] : B[ib]);
+    case ACC_OP_ADD: return g;
+    case ACC_OP_SUB: return which ? -g : g;
+    case ACC_OP_MUL: return g * (which ? A[ia] : B[ib]);
     default: return which ? -g * A[ia] / (B[ib] * B[ib]) : g / B[ib];
     }
 }
@@ -277,7 +277,7 @@ KERNEL ck_binary_bwd(acc_kargs a) {
     for (int k = 0; k < 6; k++)
         if (xd[k] != od[k]) nred *= od[k];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        if (nred == 1 && op <= KB_SUB) { /* same shape, add or sub: no index arithmetic */
+        if (nred == 1 && (op == ACC_OP_ADD || op == ACC_OP_SUB)) { /* same shape, add or sub: no index arithmetic */
             dx[i] += binary_grad(op, which, dy[i], A, B, 0, 0);
             continue;
         }
@@ -352,11 +352,22 @@ KERNEL ck_rope(acc_kargs a) {
     }
 }
 
+/* The inputs of a chain op (the ew column of the op table, acc_ops.h). */
+DEVFN int ew_arity(int op) {
+    switch (op) {
+#define EW_ARITY(code, name, ew) \
+    case ACC_OP_##code: return ew;
+        ACC_KERNEL_OPS(EW_ARITY)
+#undef EW_ARITY
+    default: return 0;
+    }
+}
+
 /* A chain of elementwise ops in one pass (the fused forward of consecutive
  * steps, codegen/fuse.c): v = x[i], then per op k: v = op_k(v) or
  * v OP operand_k[i mod modulus_k] (operand OP v if right_k), out[i] = v.
  * p0 out, p1 x, p2.. the operands of ops 0.., p[KA_SCALARS_P] the step's
- * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (K_EW_*),
+ * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (ACC_OP_*),
  * modulus, right, op id; f[k] the op's parameter (scale's alpha, dropout's
  * p). out may be x. */
 KERNEL ck_ew_chain(acc_kargs a) {
@@ -367,13 +378,13 @@ KERNEL ck_ew_chain(acc_kargs a) {
         for (int k = 0; k < n_ops; k++) {
             const long long *d = &a.i[4 + 4 * k];
             int op = (int)d[0];
-            if (op <= K_EW_DIV) {
-                float o = a.p[2 + k][i % d[1]];
-                v = d[2] ? binary_op(op - K_EW_ADD + KB_ADD, o, v) : binary_op(op - K_EW_ADD + KB_ADD, v, o);
-            } else if (op == K_EW_DROPOUT) {
+            if (op == ACC_OP_DROPOUT) {
                 v = dropout_at(v, a.f[k], (long long)sc->seed, sc->step, d[3], i);
+            } else if (ew_arity(op) == 2) {
+                float o = a.p[2 + k][i % d[1]];
+                v = d[2] ? binary_op(op, o, v) : binary_op(op, v, o);
             } else {
-                v = unary_op(op - K_EW_SCALE + KU_SCALE, v, a.f[k]);
+                v = unary_op(op, v, a.f[k]);
             }
         }
         a.p[0][i] = v;
@@ -490,7 +501,7 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
     case COL_SUM: *v0 = g; break;
     case COL_BINARY: {
         long long ia = 0, ib = 0;
-        if (a->i[6] >= KB_MUL) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
+        if (a->i[6] == ACC_OP_MUL || a->i[6] == ACC_OP_DIV) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
         *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
         break;
     }

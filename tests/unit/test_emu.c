@@ -343,21 +343,21 @@ static void check_binary(acc_dev *d, float *dev, int op, int ndim, const int64_t
     if (!h) return;
     float *dout = h, *a = dout + no, *b = a + na, *da = b + nb, *db = da + na;
     float *gd = dev, *ga = gd + no, *gb = ga + na, *gda = gb + nb, *gdb = gda + na, *hda = db + nb, *hdb = hda + na;
-    fill(dout, no, 3u + (unsigned)op), fill(a, na, 5u), fill(b, nb, 7u), fill(da, na, 11u), fill(db, nb, 13u);
+    fill(dout, no, 3u + (unsigned)(op - ACC_OP_ADD)), fill(a, na, 5u), fill(b, nb, 7u), fill(da, na, 11u), fill(db, nb, 13u);
     for (int64_t i = 0; i < nb; i++) b[i] = b[i] > 0 ? b[i] + 0.5f : b[i] - 0.5f; /* a divisor away from 0 */
     memcpy(gd, dout, (size_t)(no + 2 * na + 2 * nb) * sizeof *h);
     memcpy(hda, da, (size_t)(na + nb) * sizeof *h);
     static const char *const names[] = {"add", "sub", "mul", "div"};
     switch (op) {
-    case KB_ADD:
+    case ACC_OP_ADD:
         k_add_bwd(hda, hdb, dout, ndim, so, sa, sb);
         g_add_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
         break;
-    case KB_SUB:
+    case ACC_OP_SUB:
         k_sub_bwd(hda, hdb, dout, ndim, so, sa, sb);
         g_sub_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
         break;
-    case KB_MUL:
+    case ACC_OP_MUL:
         k_mul_bwd(hda, hdb, dout, a, b, ndim, so, sa, sb);
         g_mul_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
         break;
@@ -366,9 +366,9 @@ static void check_binary(acc_dev *d, float *dev, int op, int ndim, const int64_t
         g_div_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
     }
     char what[96];
-    snprintf(what, sizeof what, "%s_bwd da (b %lld elements)", names[op], (long long)nb);
+    snprintf(what, sizeof what, "%s_bwd da (b %lld elements)", names[op - ACC_OP_ADD], (long long)nb);
     expect_close(what, hda, gda, na, ws);
-    snprintf(what, sizeof what, "%s_bwd db (b %lld elements)", names[op], (long long)nb);
+    snprintf(what, sizeof what, "%s_bwd db (b %lld elements)", names[op - ACC_OP_ADD], (long long)nb);
     expect_close(what, hdb, gdb, nb, ws);
     free(h);
 }
@@ -384,7 +384,7 @@ static void test_reductions(void) {
         /* binary ops: a bias over rows, a bias over a 3-d tensor, a broadcast
          * over a middle axis (not a suffix), no broadcast at all */
         const int64_t o2[] = {300, 70}, b2[] = {1, 70}, o3[] = {3, 100, 70}, b3[] = {1, 1, 70}, m3[] = {3, 1, 70};
-        for (int op = KB_ADD; op <= KB_DIV; op++) {
+        for (int op = ACC_OP_ADD; op <= ACC_OP_DIV; op++) {
             check_binary(d, dev, op, 2, o2, o2, b2, ws);
             check_binary(d, dev, op, 3, o3, o3, b3, ws);
             check_binary(d, dev, op, 3, o3, m3, o3, ws);

@@ -8,7 +8,10 @@
  * attention and the other non-trivial ops are checked against naive
  * reference implementations in double precision; linear bit for bit against
  * the matmul and bias add it fuses. Philox is checked against the Random123
- * known-answer vectors.
+ * known-answer vectors. A gradient check that held marks its op (the first
+ * word of the case's name); test_fd_coverage then walks the ops with kernels
+ * (ACC_KERNEL_OPS, generated from the op table) and fails for an op that has
+ * no finite-difference check.
  */
 #include <math.h>
 #include <stdint.h>
@@ -105,6 +108,24 @@ static double max_abs_diff(const float *a, const double *b, int64_t n)
 }
 
 /* ---- the gradient checker ----------------------------------------------- */
+
+/* The ops with kernels, by name, and whether a gradient check of each held. */
+static const char *const kernel_ops[] = {
+#define KOP_NAME(code, name, ew) #name,
+    ACC_KERNEL_OPS(KOP_NAME)
+#undef KOP_NAME
+};
+#define N_KERNEL_OPS (int)(sizeof kernel_ops / sizeof *kernel_ops)
+static int fd_checked[N_KERNEL_OPS];
+
+/* Mark the op a case named "<op> ..." checks. */
+static void fd_mark(const char *case_name)
+{
+    size_t len = strcspn(case_name, " ");
+    for (int k = 0; k < N_KERNEL_OPS; k++)
+        if (strlen(kernel_ops[k]) == len && !strncmp(kernel_ops[k], case_name, len))
+            fd_checked[k] = 1;
+}
 
 #define MAX_IN 8
 
@@ -243,6 +264,17 @@ static void gradcheck(Case *c, int max_checks)
     c->fwd(c);
     if (!test_true(__FILE__, __LINE__, c->name, bad == 0 && checked > 0))
         printf("  %s: %d of %d gradient entries off\n", c->name, bad, checked);
+    else
+        fd_mark(c->name);
+}
+
+/* Every op with kernels has a finite-difference check above. */
+static void test_fd_coverage(void)
+{
+    for (int k = 0; k < N_KERNEL_OPS; k++)
+        if (!test_true(__FILE__, __LINE__, kernel_ops[k], fd_checked[k]))
+            printf("  op %s has no finite-difference gradient check (tests/unit/test_kernels.c)\n",
+                   kernel_ops[k]);
 }
 
 /* ---- philox ------------------------------------------------------------- */
@@ -1339,7 +1371,7 @@ static void test_ew_chain(void)
 {
     typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
                            const int64_t *);
-    static const int bin_code[] = {K_EW_ADD, K_EW_SUB, K_EW_MUL, K_EW_DIV};
+    static const int bin_code[] = {ACC_OP_ADD, ACC_OP_SUB, ACC_OP_MUL, ACC_OP_DIV};
     static const Binary bin_fn[] = {k_add_fwd, k_sub_fwd, k_mul_fwd, k_div_fwd};
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}};
     int bad = 0, cases = 0;
@@ -1353,16 +1385,16 @@ static void test_ew_chain(void)
                 for (int u = 0; u < 7; u++) { /* binary, then a unary op (or none) */
                     if (right) bin_fn[b](want, o, x, 2, full, row, full);
                     else bin_fn[b](want, x, o, 2, full, full, row);
-                    k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {K_EW_SCALE, NULL, 1, 0, 0.75f, 0}};
+                    k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {ACC_OP_SCALE, NULL, 1, 0, 0.75f, 0}};
                     int n_ops = 2;
                     switch (u) {
                     case 0: k_scale_fwd(want, want, 0.75f, n); break;
-                    case 1: ops[1].op = K_EW_GELU, k_gelu_fwd(want, want, n); break;
-                    case 2: ops[1].op = K_EW_RELU, k_relu_fwd(want, want, n); break;
-                    case 3: ops[1].op = K_EW_SILU, k_silu_fwd(want, want, n); break;
-                    case 4: ops[1].op = K_EW_TANH, k_tanh_fwd(want, want, n); break;
+                    case 1: ops[1].op = ACC_OP_GELU, k_gelu_fwd(want, want, n); break;
+                    case 2: ops[1].op = ACC_OP_RELU, k_relu_fwd(want, want, n); break;
+                    case 3: ops[1].op = ACC_OP_SILU, k_silu_fwd(want, want, n); break;
+                    case 4: ops[1].op = ACC_OP_TANH, k_tanh_fwd(want, want, n); break;
                     case 5:
-                        ops[1] = (k_ew_op){K_EW_DROPOUT, NULL, 1, 0, 0.25f, 9};
+                        ops[1] = (k_ew_op){ACC_OP_DROPOUT, NULL, 1, 0, 0.25f, 9};
                         k_dropout_fwd(want, want, n, 0.25f, 5, 3, 9);
                         break;
                     default: n_ops = 1; break;
@@ -1394,5 +1426,6 @@ int main(void)
     test_reductions();
     test_adamw();
     test_determinism();
+    test_fd_coverage();
     TEST_DONE();
 }
