@@ -83,6 +83,15 @@ enum {
     X(TANH, tanh, out) \
     X(EXP, exp, out)
 
+/* The binary elementwise ops (two inputs, numpy broadcasting, no
+ * attributes): X(CODE, name). k_<name>_fwd(out, a, b, ndim, shapes) and
+ * k_<name>_bwd(da, db, dout, [a, b,] ndim, shapes). */
+#define ACC_EW_BINARY_OPS(X) \
+    X(ADD, add) \
+    X(SUB, sub) \
+    X(MUL, mul) \
+    X(DIV, div)
+
 #endif
 
 /* On a device target (cuda_schedule.h defines ACC_SCHEDULE_ON_DEVICE) the

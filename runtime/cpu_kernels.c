@@ -508,30 +508,44 @@ void k_div_bwd(float *da, float *db, const float *dout, const float *a, const fl
 
 /* ---- elementwise unary -------------------------------------------------- */
 
-/* The math of each unary op, written once: its own kernels below and the
- * elementwise chains (k_ew_chain) call these, so a fused op gives the bits
- * of its kernel. Those marked vectorisable are plain arithmetic (k_tanhf is
- * no libm call); the others call libm and run in scalar loops. */
+/* The math of each elementwise unary op, written once for the CPU: ew_<op>(v)
+ * the forward, ew_<op>_bwd(g, s) = g * f' the backward term, s the buffer
+ * the op's row says its backward reads (its input x or its output). The
+ * op's kernels (generated below from ACC_EW_UNARY_OPS) and the elementwise
+ * chains (k_ew_chain) call these and nothing else, so a fused op gives the
+ * bits of its own kernel. gelu's k_tanhf is plain arithmetic (it
+ * vectorises); expf and tanhf are libm calls (scalar inside simd loops). */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-static inline float ew_scale(float v, float alpha) { return alpha * v; } /* vectorisable */
+static inline float ew_scale(float v, float alpha) { return alpha * v; }
 
-static inline float ew_gelu(float v) /* vectorisable */
+/* GPT-2's tanh approximation; gelu'(v) with sech^2 = 1 - tanh^2 */
+static inline float ew_gelu(float v)
 {
     return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
 }
-
-/* gelu'(v), with sech^2 = 1 - tanh^2 */
-static inline float ew_gelu_grad(float v)
+static inline float ew_gelu_bwd(float g, float x)
 {
-    float t = k_tanhf(GELU_K * (v + 0.044715f * v * v * v));
-    return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
+    float t = k_tanhf(GELU_K * (x + 0.044715f * x * x * x));
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
 }
 
-static inline float ew_relu(float v) { return v > 0.0f ? v : 0.0f; } /* vectorisable */
+static inline float ew_relu(float v) { return v > 0.0f ? v : 0.0f; }
+static inline float ew_relu_bwd(float g, float out) { return out > 0.0f ? g : 0.0f; }
+
+/* x * sigmoid(x); g * s(x) * (1 + x (1 - s(x))), s the sigmoid */
 static inline float ew_silu(float v) { return v / (1.0f + expf(-v)); }
+static inline float ew_silu_bwd(float g, float x)
+{
+    float s = 1.0f / (1.0f + expf(-x));
+    return g * s * (1.0f + x * (1.0f - s));
+}
+
 static inline float ew_tanh(float v) { return tanhf(v); }
+static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
+
 static inline float ew_exp(float v) { return expf(v); }
+static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
 void k_scale_fwd(float *out, const float *x, float alpha, int64_t n)
 {
@@ -547,98 +561,35 @@ void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
         dx[i] += alpha * dout[i];
 }
 
-/* out[i] = gelu(x[i]) for i < n; out may be x */
-K_CLONES static void gelu_fwd_chunk(float *out, const float *x, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_gelu(x[i]);
-}
-
-void k_gelu_fwd(float *out, const float *x, int64_t n)
-{
-    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++)
-        gelu_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));
-}
-
-/* dx[i] += dout[i] * gelu'(x[i]) */
-K_CLONES static void gelu_bwd_chunk(float *restrict dx, const float *restrict dout,
-                                    const float *restrict x, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += dout[i] * ew_gelu_grad(x[i]);
-}
-
-void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
-{
-    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++)
-        gelu_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, x + c * K_CHUNK,
-                       K_MIN(K_CHUNK, n - c * K_CHUNK));
-}
-
-void k_relu_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_relu(x[i]);
-}
-
-void k_relu_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += out[i] > 0.0f ? dout[i] : 0.0f;
-}
-
-void k_silu_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_silu(x[i]);
-}
-
-// dx += dout * s(x) * (1 + x (1 - s(x))), s the sigmoid
-void k_silu_bwd(float *dx, const float *dout, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-x[i]));
-        dx[i] += dout[i] * s * (1.0f + x[i] * (1.0f - s));
+/* The kernels of every plain unary op of the table (acc_ops.h), one form:
+ * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
+ * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
+ * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
+#define K_UNARY_KERNELS(code, name, saved)                                                          \
+    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n)                    \
+    {                                                                                               \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);               \
+    }                                                                                               \
+    void k_##name##_fwd(float *out, const float *x, int64_t n)                                      \
+    {                                                                                               \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                  \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)           \
+            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));  \
+    }                                                                                               \
+    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout,           \
+                                          const float *restrict s, int64_t n)                      \
+    {                                                                                               \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]); \
+    }                                                                                               \
+    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n)                \
+    {                                                                                               \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                  \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)           \
+            name##_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK,             \
+                             K_MIN(K_CHUNK, n - c * K_CHUNK));                                      \
     }
-}
-
-void k_tanh_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_tanh(x[i]);
-}
-
-void k_tanh_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += dout[i] * (1.0f - out[i] * out[i]);
-}
-
-void k_exp_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_exp(x[i]);
-}
-
-void k_exp_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += dout[i] * out[i];
-}
+ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
+#undef K_UNARY_KERNELS
 
 /* ---- dropout ------------------------------------------------------------ */
 
@@ -729,7 +680,8 @@ K_CLONES static void ew_binary(int op, int right, float *restrict v, const float
     }
 }
 
-/* The vectorisable unary ops (ew_* above). */
+/* v[j] = op(v[j]) for j < len, op scale or a plain unary op: its math
+ * (ew_* above) in a simd loop, as its own kernel runs it. */
 K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len)
 {
     switch (op) {
@@ -737,30 +689,29 @@ K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t le
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) v[j] = ew_scale(v[j], param);
         break;
-    case ACC_OP_GELU:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = ew_gelu(v[j]);
+#define EW_UNARY_CASE(code, name, saved)                                              \
+    case ACC_OP_##code:                                                               \
+        _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); \
         break;
-    default: /* ACC_OP_RELU */
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = ew_relu(v[j]);
-        break;
+        ACC_EW_UNARY_OPS(EW_UNARY_CASE)
+#undef EW_UNARY_CASE
+    default: break;
     }
 }
 
 /* Apply op to the tile v[0..len) of elements i0.. : the arithmetic of the
- * op's own kernel above, element by element (no libm call is vectorised, so
- * expf and tanhf give the scalar results those kernels give). A broadcast
+ * op's own kernel above, element by element (the same ew_* math in the same
+ * simd loops; no libm call is vectorised, so expf and tanhf give the scalar
+ * results those kernels give). A broadcast
  * operand (element i reads operand[i % modulus]) goes in contiguous runs. */
 static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step)
 {
     const float *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
-    case ACC_OP_ADD:
-    case ACC_OP_SUB:
-    case ACC_OP_MUL:
-    case ACC_OP_DIV:
+#define EW_BINARY_CASE(code, name) case ACC_OP_##code:
+        ACC_EW_BINARY_OPS(EW_BINARY_CASE)
+#undef EW_BINARY_CASE
         if (m == 1) { /* one value for every element */
             float splat[EW_TILE];
             for (int64_t j = 0; j < len; j++) splat[j] = o[0];
@@ -773,21 +724,7 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
             j += run;
         }
         break;
-    case ACC_OP_SCALE:
-    case ACC_OP_GELU:
-    case ACC_OP_RELU:
-        ew_unary(op->op, op->param, v, len);
-        break;
-    case ACC_OP_SILU:
-        for (int64_t j = 0; j < len; j++) v[j] = ew_silu(v[j]);
-        break;
-    case ACC_OP_TANH:
-        for (int64_t j = 0; j < len; j++) v[j] = ew_tanh(v[j]);
-        break;
-    case ACC_OP_EXP:
-        for (int64_t j = 0; j < len; j++) v[j] = ew_exp(v[j]);
-        break;
-    default: { /* dropout, as dropout_apply: p == 0 keeps v as it is */
+    case ACC_OP_DROPOUT: { /* as dropout_apply: p == 0 keeps v as it is */
         float p = op->param, scale = 1.0f / (1.0f - p);
         if (p == 0.0f) break;
         philox4x32 r = philox_block(seed, step, op->op_id, (uint64_t)i0 >> 2);
@@ -798,6 +735,9 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
         }
         break;
     }
+    default: /* scale and the plain unary ops */
+        ew_unary(op->op, op->param, v, len);
+        break;
     }
 }
 

@@ -178,16 +178,46 @@ KERNEL ck_strided(acc_kargs a) {
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-/* op (ACC_OP_*, a unary one) of v; alpha: scale's factor. The one definition of each
- * activation, shared by ck_unary_fwd and the chains of ck_ew_chain. */
+/* The math of each elementwise unary op, written once for CUDA: ew_<op>(v)
+ * the forward, ew_<op>_bwd(g, s) = g * f' the backward term, s the buffer
+ * the op's row says its backward reads (its input x or its output). The
+ * plain kernels (ck_unary_*) and the chains (ck_ew_chain) call these. */
+DEVFN float ew_scale(float v, float alpha) { return alpha * v; }
+
+/* GPT-2's tanh approximation; gelu'(x) with sech^2 = 1 - tanh^2 */
+DEVFN float ew_gelu(float v) { return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
+DEVFN float ew_gelu_bwd(float g, float x) {
+    float u = GELU_K * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
+}
+
+DEVFN float ew_relu(float v) { return v > 0.0f ? v : 0.0f; }
+DEVFN float ew_relu_bwd(float g, float out) { return g * (out > 0.0f ? 1.0f : 0.0f); }
+
+/* x * sigmoid(x); g * s(x) * (1 + x (1 - s(x))), s the sigmoid */
+DEVFN float ew_silu(float v) { return v / (1.0f + expf(-v)); }
+DEVFN float ew_silu_bwd(float g, float x) {
+    float sg = 1.0f / (1.0f + expf(-x));
+    return g * (sg * (1.0f + x * (1.0f - sg)));
+}
+
+DEVFN float ew_tanh(float v) { return tanhf(v); }
+DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
+
+DEVFN float ew_exp(float v) { return expf(v); }
+DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
+
+/* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
+ * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
+ * op table's (acc_ops.h). */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
-    case ACC_OP_SCALE: return alpha * v;
-    case ACC_OP_GELU: return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
-    case ACC_OP_RELU: return v > 0.0f ? v : 0.0f;
-    case ACC_OP_SILU: return v / (1.0f + expf(-v));
-    case ACC_OP_TANH: return tanhf(v);
-    default: return expf(v);
+    case ACC_OP_SCALE: return ew_scale(v, alpha);
+#define UNARY_FWD(code, name, saved) \
+    case ACC_OP_##code: return ew_##name(v);
+        ACC_EW_UNARY_OPS(UNARY_FWD)
+#undef UNARY_FWD
+    default: return v;
     }
 }
 
@@ -199,8 +229,8 @@ KERNEL ck_unary_fwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = unary_op(op, x[i], a.f[0]);
 }
 
-/* p0 dx, p1 dout, p2 saved (x for gelu/silu, out for relu/tanh/exp, unused
- * for scale); i0 n, i1 op; f0 alpha. dx += dout * f'(.) */
+/* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
+ * scale); i0 n, i1 op; f0 alpha. dx += dout * f'(.) */
 KERNEL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
@@ -208,22 +238,13 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float g = dy[i], d = 0.0f;
         switch (op) {
-        case ACC_OP_SCALE: d = a.f[0]; break;
-        case ACC_OP_GELU: {
-            float v = s[i], u = GELU_K * (v + 0.044715f * v * v * v), t = tanhf(u);
-            d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-            break;
+        case ACC_OP_SCALE: d = g * a.f[0]; break;
+#define UNARY_BWD(code, name, saved) \
+    case ACC_OP_##code: d = ew_##name##_bwd(g, s[i]); break;
+            ACC_EW_UNARY_OPS(UNARY_BWD)
+#undef UNARY_BWD
         }
-        case ACC_OP_RELU: d = s[i] > 0.0f ? 1.0f : 0.0f; break;
-        case ACC_OP_SILU: {
-            float sg = 1.0f / (1.0f + expf(-s[i]));
-            d = sg * (1.0f + s[i] * (1.0f - sg));
-            break;
-        }
-        case ACC_OP_TANH: d = 1.0f - s[i] * s[i]; break;
-        case ACC_OP_EXP: d = s[i]; break;
-        }
-        dx[i] += g * d;
+        dx[i] += d;
     }
 }
 
