@@ -84,13 +84,14 @@ enum {
     X(EXP, exp, out)
 
 /* The binary elementwise ops (two inputs, numpy broadcasting, no
- * attributes): X(CODE, name). k_<name>_fwd(out, a, b, ndim, shapes) and
- * k_<name>_bwd(da, db, dout, [a, b,] ndim, shapes). */
+ * attributes): X(CODE, name, reads), reads 1 if the backward reads the
+ * operands. k_<name>_fwd(out, a, b, ndim, shapes); k_<name>_bwd(da, db,
+ * dout, a, b, ndim, shapes), without a, b where reads is 0. */
 #define ACC_EW_BINARY_OPS(X) \
-    X(ADD, add) \
-    X(SUB, sub) \
-    X(MUL, mul) \
-    X(DIV, div)
+    X(ADD, add, 0) \
+    X(SUB, sub, 0) \
+    X(MUL, mul, 1) \
+    X(DIV, div, 1)
 
 #endif
 

@@ -163,35 +163,33 @@ static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as
     bc->n = k_numel(nd, bc->os);
 }
 
-#define BIN_INNER(OP)                                  \
-    do {                                               \
-        if (sa && sb) {                                \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = a[j] OP b[j];                   \
-        } else if (sa) {                               \
-            float y = b[0];                            \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = a[j] OP y;                      \
-        } else if (sb) {                               \
-            float x = a[0];                            \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = x OP b[j];                      \
-        } else {                                       \
-            float v = a[0] OP b[0];                    \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = v;                              \
-        }                                              \
-    } while (0)
-
 /* o[j] = a[j*sa] OP b[j*sb] for j < L; sa, sb are 0 (broadcast) or 1 */
 static void bin_row(int op, float *o, const float *a, const float *b,
                     int64_t L, int64_t sa, int64_t sb)
 {
     switch (op) {
-    case ACC_OP_ADD: BIN_INNER(+); break;
-    case ACC_OP_SUB: BIN_INNER(-); break;
-    case ACC_OP_MUL: BIN_INNER(*); break;
-    default: BIN_INNER(/); break;
+#define BIN_ROW(code, name, reads)            \
+    case ACC_OP_##code:                       \
+        if (sa && sb) {                       \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(a[j], b[j]); \
+        } else if (sa) {                      \
+            float y = b[0];                   \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(a[j], y);    \
+        } else if (sb) {                      \
+            float x = a[0];                   \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(x, b[j]);    \
+        } else {                              \
+            float v = EW_##code(a[0], b[0]);  \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = v;                     \
+        }                                     \
+        break;
+        ACC_EW_BINARY_OPS(BIN_ROW)
+#undef BIN_ROW
+    default: break;
     }
 }
 
@@ -243,10 +241,11 @@ static void binary_fwd(int op, float *out, const float *a, const float *b, int n
 static inline float bin_term(int op, int side, float g, float x, float y)
 {
     switch (op) {
-    case ACC_OP_ADD: return g;
-    case ACC_OP_SUB: return side ? -g : g;
-    case ACC_OP_MUL: return side ? g * x : g * y;
-    default: return side ? -g * x / (y * y) : g / y;
+#define BIN_TERM(code, name, reads) \
+    case ACC_OP_##code: return side ? EW_##code##_DB(g, x, y) : EW_##code##_DA(g, x, y);
+        ACC_EW_BINARY_OPS(BIN_TERM)
+#undef BIN_TERM
+    default: return 0.0f;
     }
 }
 
@@ -255,35 +254,20 @@ static inline float bin_term(int op, int side, float g, float x, float y)
 static void bwd_row(int op, int side, float *restrict dx, const float *restrict g,
                     const float *a, const float *b, int64_t L, int64_t sa, int64_t sb)
 {
-    switch (op * 2 + side) {
-    case ACC_OP_ADD * 2:
-    case ACC_OP_ADD * 2 + 1:
-    case ACC_OP_SUB * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j];
+    switch (op) {
+#define BWD_ROW(code, name, reads)                                   \
+    case ACC_OP_##code:                                              \
+        if (side) {                                                  \
+            for (int64_t j = 0; j < L; j++)                          \
+                dx[j] += EW_##code##_DB(g[j], a[j * sa], b[j * sb]); \
+        } else {                                                     \
+            for (int64_t j = 0; j < L; j++)                          \
+                dx[j] += EW_##code##_DA(g[j], a[j * sa], b[j * sb]); \
+        }                                                            \
         break;
-    case ACC_OP_SUB * 2 + 1:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] -= g[j];
-        break;
-    case ACC_OP_MUL * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] * b[j * sb];
-        break;
-    case ACC_OP_MUL * 2 + 1:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] * a[j * sa];
-        break;
-    case ACC_OP_DIV * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] / b[j * sb];
-        break;
-    default:
-        for (int64_t j = 0; j < L; j++) {
-            float y = b[j * sb];
-            dx[j] -= g[j] * a[j * sa] / (y * y);
-        }
-        break;
+        ACC_EW_BINARY_OPS(BWD_ROW)
+#undef BWD_ROW
+    default: break;
     }
 }
 
@@ -565,28 +549,28 @@ void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
  * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
  * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
  * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
-#define K_UNARY_KERNELS(code, name, saved)                                                          \
-    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n)                    \
-    {                                                                                               \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);               \
-    }                                                                                               \
-    void k_##name##_fwd(float *out, const float *x, int64_t n)                                      \
-    {                                                                                               \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                  \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)           \
-            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));  \
-    }                                                                                               \
-    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout,           \
-                                          const float *restrict s, int64_t n)                      \
-    {                                                                                               \
+#define K_UNARY_KERNELS(code, name, saved)                                                           \
+    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n)                     \
+    {                                                                                                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);                \
+    }                                                                                                \
+    void k_##name##_fwd(float *out, const float *x, int64_t n)                                       \
+    {                                                                                                \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
+            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));   \
+    }                                                                                                \
+    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout,            \
+                                          const float *restrict s, int64_t n)                        \
+    {                                                                                                \
         _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]); \
-    }                                                                                               \
-    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n)                \
-    {                                                                                               \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                  \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)           \
-            name##_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK,             \
-                             K_MIN(K_CHUNK, n - c * K_CHUNK));                                      \
+    }                                                                                                \
+    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n)                 \
+    {                                                                                                \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
+            name##_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK,              \
+                             K_MIN(K_CHUNK, n - c * K_CHUNK));                                       \
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
@@ -651,32 +635,17 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len)
 {
     switch (op) {
-    case ACC_OP_ADD:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] + o[j];
+#define EW_BINARY(code, name, reads)                                                            \
+    case ACC_OP_##code:                                                                         \
+        if (right) {                                                                            \
+            _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##code(o[j], v[j]); \
+        } else {                                                                                \
+            _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##code(v[j], o[j]); \
+        }                                                                                       \
         break;
-    case ACC_OP_MUL:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] * o[j];
-        break;
-    case ACC_OP_SUB:
-        if (right) {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = o[j] - v[j];
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = v[j] - o[j];
-        }
-        break;
-    default: /* ACC_OP_DIV */
-        if (right) {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = o[j] / v[j];
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = v[j] / o[j];
-        }
-        break;
+        ACC_EW_BINARY_OPS(EW_BINARY)
+#undef EW_BINARY
+    default: break;
     }
 }
 
@@ -709,7 +678,7 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
     const float *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
-#define EW_BINARY_CASE(code, name) case ACC_OP_##code:
+#define EW_BINARY_CASE(code, name, reads) case ACC_OP_##code:
         ACC_EW_BINARY_OPS(EW_BINARY_CASE)
 #undef EW_BINARY_CASE
         if (m == 1) { /* one value for every element */

@@ -1,13 +1,34 @@
 /* ew_ops.h - an elementwise chain (k_ew_chain in cpu_kernels.h, g_ew_chain
  * for the cuda targets): its ops are named by the op table's codes
  * (ACC_OP_*, acc_ops.h, generated from ir/ops.def), those whose ew column in
- * ACC_KERNEL_OPS is not 0. Shared by the CPU kernels, the CUDA kernels
- * (NVRTC gets this file as a header; it sees only the codes) and what acc
- * generates. */
+ * ACC_KERNEL_OPS is not 0; and the math of the binary ones. Shared by the
+ * CPU kernels, the CUDA kernels (NVRTC gets this file as a header; it sees
+ * the codes and the math) and what acc generates. */
 #ifndef ACC_EW_OPS_H
 #define ACC_EW_OPS_H
 
 #include "acc_ops.h"
+
+/* The math of each binary elementwise op of the table (ACC_EW_BINARY_OPS),
+ * written once for both targets (plain IEEE arithmetic, the same bits on
+ * each): EW_<OP>(x, y) the forward, EW_<OP>_DA(g, x, y) and
+ * EW_<OP>_DB(g, x, y) the gradient terms of a and b given the incoming
+ * gradient g. Macros, so that an operand a term does not read is never
+ * evaluated (add's and sub's kernels get no operands). The CPU's
+ * broadcasting kernels and chains (cpu_kernels.c) and the CUDA kernels
+ * (kernels.cu) use these and nothing else. */
+#define EW_ADD(x, y) ((x) + (y))
+#define EW_ADD_DA(g, x, y) (g)
+#define EW_ADD_DB(g, x, y) (g)
+#define EW_SUB(x, y) ((x) - (y))
+#define EW_SUB_DA(g, x, y) (g)
+#define EW_SUB_DB(g, x, y) (-(g))
+#define EW_MUL(x, y) ((x) * (y))
+#define EW_MUL_DA(g, x, y) ((g) * (y))
+#define EW_MUL_DB(g, x, y) ((g) * (x))
+#define EW_DIV(x, y) ((x) / (y))
+#define EW_DIV_DA(g, x, y) ((g) / (y))
+#define EW_DIV_DB(g, x, y) (-(g) * (x) / ((y) * (y)))
 
 /* Ops per chain (acc fuses at most this many). */
 #define K_EW_MAX 4

@@ -69,12 +69,13 @@ int main(int argc, char **argv) {
             fprintf(f, " \\\n    X(%s, %s, %s)", rows[i].enum_name, stem_of(&rows[i]),
                     rows[i].grad_reads & GR_OUT ? "out" : "x");
     fprintf(f, "\n\n/* The binary elementwise ops (two inputs, numpy broadcasting, no\n"
-               " * attributes): X(CODE, name). k_<name>_fwd(out, a, b, ndim, shapes) and\n"
-               " * k_<name>_bwd(da, db, dout, [a, b,] ndim, shapes). */\n"
+               " * attributes): X(CODE, name, reads), reads 1 if the backward reads the\n"
+               " * operands. k_<name>_fwd(out, a, b, ndim, shapes); k_<name>_bwd(da, db,\n"
+               " * dout, a, b, ndim, shapes), without a, b where reads is 0. */\n"
                "#define ACC_EW_BINARY_OPS(X)");
     for (int i = 0; i < n; i++)
         if ((rows[i].flags & OPF_ELEM) && rows[i].max_in == 2 && !*rows[i].attrs)
-            fprintf(f, " \\\n    X(%s, %s)", rows[i].enum_name, stem_of(&rows[i]));
+            fprintf(f, " \\\n    X(%s, %s, %d)", rows[i].enum_name, stem_of(&rows[i]), rows[i].grad_reads != 0);
     fprintf(f, "\n\n#endif\n\n"
                "/* On a device target (cuda_schedule.h defines ACC_SCHEDULE_ON_DEVICE) the\n"
                " * host schedule's k_<stem>_fwd / _bwd of every op are the device layer's\n"

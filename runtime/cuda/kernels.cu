@@ -248,12 +248,27 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     }
 }
 
+/* op (a binary one, ACC_OP_*) of x and y: EW_<OP> of ew_ops.h, the math of
+ * the binary ops on both targets; the cases are the op table's. */
 DEVFN float binary_op(int op, float x, float y) {
     switch (op) {
-    case ACC_OP_ADD: return x + y;
-    case ACC_OP_SUB: return x - y;
-    case ACC_OP_MUL: return x * y;
-    default: return x / y;
+#define BINARY_FWD(code, name, reads) \
+    case ACC_OP_##code: return EW_##code(x, y);
+        ACC_EW_BINARY_OPS(BINARY_FWD)
+#undef BINARY_FWD
+    default: return x;
+    }
+}
+
+/* Does the backward of binary op `op` read its operands (the row's
+ * grad_reads)? */
+DEVFN int binary_reads(int op) {
+    switch (op) {
+#define BINARY_READS(code, name, reads) \
+    case ACC_OP_##code: return reads;
+        ACC_EW_BINARY_OPS(BINARY_READS)
+#undef BINARY_READS
+    default: return 1;
     }
 }
 
@@ -272,13 +287,14 @@ KERNEL ck_binary_fwd(acc_kargs a) {
 
 /* The contribution of one out element to the gradient of x = (a if which
  * == 0 else b) of a binary op: g the out gradient, ia/ib the operands'
- * element indices (read for mul and div only). */
+ * element indices (read only by the ops whose backward reads them). */
 DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib) {
     switch (op) {
-    case ACC_OP_ADD: return g;
-    case ACC_OP_SUB: return which ? -g : g;
-    case ACC_OP_MUL: return g * (which ? A[ia] : B[ib]);
-    default: return which ? -g * A[ia] / (B[ib] * B[ib]) : g / B[ib];
+#define BINARY_BWD(code, name, reads) \
+    case ACC_OP_##code: return which ? EW_##code##_DB(g, A[ia], B[ib]) : EW_##code##_DA(g, A[ia], B[ib]);
+        ACC_EW_BINARY_OPS(BINARY_BWD)
+#undef BINARY_BWD
+    default: return 0.0f;
     }
 }
 
@@ -298,7 +314,7 @@ KERNEL ck_binary_bwd(acc_kargs a) {
     for (int k = 0; k < 6; k++)
         if (xd[k] != od[k]) nred *= od[k];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        if (nred == 1 && (op == ACC_OP_ADD || op == ACC_OP_SUB)) { /* same shape, add or sub: no index arithmetic */
+        if (nred == 1 && !binary_reads(op)) { /* same shape, add or sub: no index arithmetic */
             dx[i] += binary_grad(op, which, dy[i], A, B, 0, 0);
             continue;
         }
@@ -522,7 +538,7 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
     case COL_SUM: *v0 = g; break;
     case COL_BINARY: {
         long long ia = 0, ib = 0;
-        if (a->i[6] == ACC_OP_MUL || a->i[6] == ACC_OP_DIV) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
+        if (binary_reads((int)a->i[6])) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
         *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
         break;
     }
