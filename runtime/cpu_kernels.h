@@ -98,10 +98,10 @@ void k_div_bwd(float *da, float *db, const float *dout, const float *a, const fl
 void k_scale_fwd(float *out, const float *x, float alpha, int64_t n);
 /* dx += alpha*dout. reads: nothing. */
 void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n);
-/* The plain unary elementwise ops of the op table (acc_ops.h): gelu (GPT-2's
- * tanh approximation, 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))), relu,
- * silu (x * sigmoid(x)), tanh, exp. k_<op>_fwd: out = f(x); k_<op>_bwd:
- * dx += dout * f'(x), reading x or out as the op's row says. */
+/* The plain unary elementwise ops of the op table (ACC_EW_UNARY_OPS in
+ * acc_ops.h: gelu, relu, ...; their math is ew_<op> in cpu_kernels.c).
+ * k_<op>_fwd: out = f(x); k_<op>_bwd: dx += dout * f'(x), reading x or out
+ * as the op's row says. */
 #define K_UNARY_DECL(code, name, saved)                     \
     void k_##name##_fwd(float *out, const float *x, int64_t n); \
     void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n);

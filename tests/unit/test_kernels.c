@@ -555,62 +555,73 @@ static void test_binary(void)
 
 /* ---- unary ops ---------------------------------------------------------- */
 
-static const char *const un_names[6] = {"scale", "gelu", "relu", "silu", "tanh", "exp"};
+/* A double-precision reference of each plain unary op of the table
+ * (ACC_EW_UNARY_OPS): ref_<op>(x). */
+static double ref_gelu(double x)
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+}
+static double ref_relu(double x) { return x > 0 ? x : 0; }
+static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_exp(double x) { return exp(x); }
+
+/* The unary ops under test: scale (its factor alpha in the case's f0), then
+ * the table's plain unary ops, their kernels and the buffer their backward
+ * reads (UN_SAVED_x: the input, UN_SAVED_out: the output). */
+enum { UN_SAVED_x, UN_SAVED_out };
+typedef struct {
+    const char *name;
+    void (*fwd)(float *, const float *, int64_t);
+    void (*bwd)(float *, const float *, const float *, int64_t);
+    int saved_out;
+    double (*ref)(double);
+} UnaryOp;
+static const UnaryOp un_ops[] = {
+    {"scale", NULL, NULL, 0, NULL},
+#define UN_OP(code, name, saved) {#name, k_##name##_fwd, k_##name##_bwd, UN_SAVED_##saved, ref_##name},
+    ACC_EW_UNARY_OPS(UN_OP)
+#undef UN_OP
+};
+#define N_UN_OPS (int)(sizeof un_ops / sizeof *un_ops)
 
 static void un_fwd(Case *c)
 {
-    int64_t n = c->on;
-    switch (c->i0) {
-    case 0: k_scale_fwd(c->out, c->x[0], c->f0, n); break;
-    case 1: k_gelu_fwd(c->out, c->x[0], n); break;
-    case 2: k_relu_fwd(c->out, c->x[0], n); break;
-    case 3: k_silu_fwd(c->out, c->x[0], n); break;
-    case 4: k_tanh_fwd(c->out, c->x[0], n); break;
-    default: k_exp_fwd(c->out, c->x[0], n); break;
-    }
+    const UnaryOp *u = &un_ops[c->i0];
+    if (u->fwd)
+        u->fwd(c->out, c->x[0], c->on);
+    else
+        k_scale_fwd(c->out, c->x[0], c->f0, c->on);
 }
 
 static void un_bwd(Case *c)
 {
-    int64_t n = c->on;
-    switch (c->i0) {
-    case 0: k_scale_bwd(c->dx[0], c->dout, c->f0, n); break;
-    case 1: k_gelu_bwd(c->dx[0], c->dout, c->x[0], n); break;
-    case 2: k_relu_bwd(c->dx[0], c->dout, c->out, n); break;
-    case 3: k_silu_bwd(c->dx[0], c->dout, c->x[0], n); break;
-    case 4: k_tanh_bwd(c->dx[0], c->dout, c->out, n); break;
-    default: k_exp_bwd(c->dx[0], c->dout, c->out, n); break;
-    }
+    const UnaryOp *u = &un_ops[c->i0];
+    if (u->bwd)
+        u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
+    else
+        k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
 }
 
-static double un_ref(int op, double x, double alpha)
-{
-    switch (op) {
-    case 0: return alpha * x;
-    case 1: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-    case 2: return x > 0 ? x : 0;
-    case 3: return x / (1.0 + exp(-x));
-    case 4: return tanh(x);
-    default: return exp(x);
-    }
-}
-
+/* Each unary op against its reference, in place, and by finite differences;
+ * inputs away from 0 for relu, whose derivative jumps there. */
 static void test_unary(void)
 {
-    static char names[12][48];
+    static char names[2 * N_UN_OPS][48];
     for (int big = 0; big < 2; big++)
-        for (int op = 0; op < 6; op++) {
+        for (int op = 0; op < N_UN_OPS; op++) {
             int64_t n = big ? 40000 : 60;
-            char *name = names[big * 6 + op];
-            snprintf(name, sizeof names[0], "%s n=%lld", un_names[op], (long long)n);
+            const UnaryOp *u = &un_ops[op];
+            char *name = names[big * N_UN_OPS + op];
+            snprintf(name, sizeof names[0], "%s n=%lld", u->name, (long long)n);
             Case c = case_new(name, un_fwd, un_bwd, n, 0);
             c.i0 = op;
             c.f0 = -1.7f;
-            case_in(&c, op == 2 ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
+            case_in(&c, !strcmp(u->name, "relu") ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
             c.fwd(&c);
             double err = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                double r = un_ref(op, c.x[0][i], c.f0);
+                double r = u->ref ? u->ref(c.x[0][i]) : c.f0 * (double)c.x[0][i];
                 err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
             }
             if (!ASSERT_TRUE(err < 1e-5))
@@ -1364,15 +1375,22 @@ static void test_determinism(void)
 }
 
 /* An elementwise chain (k_ew_chain) gives the bits of its ops' own kernels
- * run one after another: every op, a broadcast operand on either side whose
- * period is 1, shorter than a tile, not a multiple of it, and the whole
- * tensor, and lengths that end inside a tile. */
+ * run one after another: every binary op, then scale, every plain unary op
+ * of the table (ACC_EW_UNARY_OPS), dropout or nothing; a broadcast operand on
+ * either side whose period is 1, shorter than a tile, not a multiple of it,
+ * and the whole tensor, and lengths that end inside a tile. */
 static void test_ew_chain(void)
 {
     typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
                            const int64_t *);
     static const int bin_code[] = {ACC_OP_ADD, ACC_OP_SUB, ACC_OP_MUL, ACC_OP_DIV};
     static const Binary bin_fn[] = {k_add_fwd, k_sub_fwd, k_mul_fwd, k_div_fwd};
+    static const int un_code[N_UN_OPS] = {
+        ACC_OP_SCALE,
+#define UN_CODE(code, name, saved) ACC_OP_##code,
+        ACC_EW_UNARY_OPS(UN_CODE)
+#undef UN_CODE
+    };
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}};
     int bad = 0, cases = 0;
     for (size_t rc = 0; rc < sizeof rows_cols / sizeof *rows_cols; rc++) {
@@ -1382,22 +1400,21 @@ static void test_ew_chain(void)
         int64_t full[2] = {R, C}, row[2] = {1, C};
         for (int b = 0; b < 4; b++)
             for (int right = 0; right < 2; right++)
-                for (int u = 0; u < 7; u++) { /* binary, then a unary op (or none) */
+                for (int u = 0; u < N_UN_OPS + 2; u++) { /* binary, then a unary op (or none) */
                     if (right) bin_fn[b](want, o, x, 2, full, row, full);
                     else bin_fn[b](want, x, o, 2, full, full, row);
                     k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {ACC_OP_SCALE, NULL, 1, 0, 0.75f, 0}};
                     int n_ops = 2;
-                    switch (u) {
-                    case 0: k_scale_fwd(want, want, 0.75f, n); break;
-                    case 1: ops[1].op = ACC_OP_GELU, k_gelu_fwd(want, want, n); break;
-                    case 2: ops[1].op = ACC_OP_RELU, k_relu_fwd(want, want, n); break;
-                    case 3: ops[1].op = ACC_OP_SILU, k_silu_fwd(want, want, n); break;
-                    case 4: ops[1].op = ACC_OP_TANH, k_tanh_fwd(want, want, n); break;
-                    case 5:
+                    if (u == 0) {
+                        k_scale_fwd(want, want, 0.75f, n);
+                    } else if (u < N_UN_OPS) {
+                        ops[1].op = un_code[u];
+                        un_ops[u].fwd(want, want, n);
+                    } else if (u == N_UN_OPS) {
                         ops[1] = (k_ew_op){ACC_OP_DROPOUT, NULL, 1, 0, 0.25f, 9};
                         k_dropout_fwd(want, want, n, 0.25f, 5, 3, 9);
-                        break;
-                    default: n_ops = 1; break;
+                    } else {
+                        n_ops = 1;
                     }
                     k_ew_chain(got, x, ops, n_ops, n, 5, 3);
                     bad += memcmp(want, got, (size_t)n * sizeof *got) != 0;
@@ -1406,7 +1423,7 @@ static void test_ew_chain(void)
         free(x), free(o), free(want), free(got);
     }
     ASSERT(0, bad);
-    ASSERT(280, cases);
+    ASSERT(5 * 4 * 2 * (N_UN_OPS + 2), cases);
 }
 
 int main(void)
