@@ -417,41 +417,21 @@ static void binary_bwd(int op, float *da, float *db, const float *dout, const fl
     }
 }
 
-void k_add_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(ACC_OP_ADD, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_sub_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(ACC_OP_SUB, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(ACC_OP_MUL, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(ACC_OP_DIV, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(ACC_OP_ADD, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(ACC_OP_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
-}
+/* the entry points of the binary ops of the op table (acc_ops.h) */
+#define K_BINARY_KERNELS(code, name, reads)                                                              \
+    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
+                        const int64_t *a_shape, const int64_t *b_shape)                                 \
+    {                                                                                                   \
+        binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                        \
+    }                                                                                                   \
+    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
+                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)       \
+    {                                                                                                   \
+        binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape,       \
+                   a_shape, b_shape);                                                                   \
+    }
+ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
+#undef K_BINARY_KERNELS
 
 /* ---- linear: matmul with a bias ------------------------------------------ */
 
@@ -476,18 +456,6 @@ void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const floa
     const int64_t so[] = {M, N}, sb[] = {1, N};
     if (db)
         binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
-}
-
-void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(ACC_OP_MUL, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_div_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(ACC_OP_DIV, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
 }
 
 /* ---- elementwise unary -------------------------------------------------- */

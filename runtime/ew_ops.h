@@ -30,6 +30,14 @@
 #define EW_DIV_DA(g, x, y) ((g) / (y))
 #define EW_DIV_DB(g, x, y) (-(g) * (x) / ((y) * (y)))
 
+/* The operands a binary op's backward entry point takes after dout, by the
+ * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>), and the
+ * arguments that pass them on (NULL where the op does not read them). */
+#define ACC_EW_BWD_OPERANDS_0
+#define ACC_EW_BWD_OPERANDS_1 const float *a, const float *b,
+#define ACC_EW_BWD_OPERAND_ARGS_0 NULL, NULL
+#define ACC_EW_BWD_OPERAND_ARGS_1 a, b
+
 /* Ops per chain (acc fuses at most this many). */
 #define K_EW_MAX 4
 

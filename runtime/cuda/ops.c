@@ -341,39 +341,19 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
     dev_launch(d, KID_ck_binary_bwd, a.i[0], KA_BLOCK, &a);
 }
 
-#define BINARY(name, OP)                                                                                        \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,   \
-                        const int64_t *sa, const int64_t *sb) {                                                \
-        binary_fwd(d, OP, out, a, b, ndim, so, sa, sb);                                                       \
+/* the binary elementwise ops of the op table (acc_ops.h) */
+#define BINARY(code, name, reads)                                                                                  \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,       \
+                        const int64_t *sa, const int64_t *sb) {                                                    \
+        binary_fwd(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb);                                                 \
+    }                                                                                                              \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim, \
+                        const int64_t *so, const int64_t *sa, const int64_t *sb) {                                 \
+        binary_bwd_one(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
+        binary_bwd_one(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
     }
-BINARY(add, ACC_OP_ADD)
-BINARY(sub, ACC_OP_SUB)
-BINARY(mul, ACC_OP_MUL)
-BINARY(div, ACC_OP_DIV)
-
-void g_add_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
-               const int64_t *sb) {
-    binary_bwd_one(d, ACC_OP_ADD, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
-    binary_bwd_one(d, ACC_OP_ADD, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
-}
-
-void g_sub_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
-               const int64_t *sb) {
-    binary_bwd_one(d, ACC_OP_SUB, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
-    binary_bwd_one(d, ACC_OP_SUB, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
-}
-
-void g_mul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *so, const int64_t *sa, const int64_t *sb) {
-    binary_bwd_one(d, ACC_OP_MUL, 0, da, dout, a, b, ndim, so, sa, sb);
-    binary_bwd_one(d, ACC_OP_MUL, 1, db, dout, a, b, ndim, so, sa, sb);
-}
-
-void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *so, const int64_t *sa, const int64_t *sb) {
-    binary_bwd_one(d, ACC_OP_DIV, 0, da, dout, a, b, ndim, so, sa, sb);
-    binary_bwd_one(d, ACC_OP_DIV, 1, db, dout, a, b, ndim, so, sa, sb);
-}
+ACC_EW_BINARY_OPS(BINARY)
+#undef BINARY
 
 static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x, const float *saved, float alpha,
                   int64_t n) {
