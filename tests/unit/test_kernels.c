@@ -439,34 +439,43 @@ static void test_linear(void)
 
 /* ---- broadcasting binary ops -------------------------------------------- */
 
-static const char *const bin_names[4] = {"add", "sub", "mul", "div"};
+/* A double-precision reference of each binary op of the table
+ * (ACC_EW_BINARY_OPS): ref_<op>(x, y). */
+static double ref_add(double x, double y) { return x + y; }
+static double ref_sub(double x, double y) { return x - y; }
+static double ref_mul(double x, double y) { return x * y; }
+static double ref_div(double x, double y) { return x / y; }
 
-static void bin_fwd(Case *c)
-{
-    switch (c->i0) {
-    case 0: k_add_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    case 1: k_sub_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    case 2: k_mul_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    default: k_div_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+/* The binary ops under test, from the table: their kernels (the backward
+ * given the operands if it reads them) and their references. */
+#define BIN_BWD_OPERANDS_0
+#define BIN_BWD_OPERANDS_1 c->x[0], c->x[1],
+#define BIN_CASE(code, name, reads)                                                               \
+    static void bin_fwd_##name(Case *c)                                                           \
+    {                                                                                             \
+        k_##name##_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);                     \
+    }                                                                                             \
+    static void bin_bwd_##name(Case *c)                                                           \
+    {                                                                                             \
+        k_##name##_bwd(c->dx[0], c->dx[1], c->dout, BIN_BWD_OPERANDS_##reads c->nd, c->s0, c->s1, \
+                       c->s2);                                                                    \
     }
-}
-
-static void bin_bwd(Case *c)
-{
-    switch (c->i0) {
-    case 0: k_add_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
-    case 1: k_sub_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
-    case 2:
-        k_mul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
-        break;
-    default:
-        k_div_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
-        break;
-    }
-}
+ACC_EW_BINARY_OPS(BIN_CASE)
+#undef BIN_CASE
+typedef struct {
+    const char *name;
+    void (*fwd)(Case *), (*bwd)(Case *);
+    double (*ref)(double, double);
+} BinaryOp;
+static const BinaryOp bin_ops[] = {
+#define BIN_OP(code, name, reads) {#name, bin_fwd_##name, bin_bwd_##name, ref_##name},
+    ACC_EW_BINARY_OPS(BIN_OP)
+#undef BIN_OP
+};
+#define N_BIN_OPS (int)(sizeof bin_ops / sizeof *bin_ops)
 
 // naive broadcasting a OP b by multi-index arithmetic, in double
-static void bin_ref(double *out, int op, const float *a, const float *b, int nd,
+static void bin_ref(double *out, const BinaryOp *op, const float *a, const float *b, int nd,
                     const int64_t *os, const int64_t *as, const int64_t *bs)
 {
     int64_t n = 1;
@@ -483,7 +492,7 @@ static void bin_ref(double *out, int op, const float *a, const float *b, int nd,
             sb *= bs[d];
         }
         double x = a[ia], y = b[ib];
-        out[e] = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y : x / y;
+        out[e] = op->ref(x, y);
     }
 }
 
@@ -511,24 +520,24 @@ static void test_binary(void)
         {"big scalar [3,100,300]+[1]", 3, {3, 100, 300}, {3, 100, 300}, {1, 1, 1}},
         {"big column [600,80]+[600,1]", 2, {600, 80}, {600, 80}, {600, 1}},
     };
-    static char names[4 * sizeof shapes / sizeof shapes[0]][80];
+    static char names[N_BIN_OPS * sizeof shapes / sizeof shapes[0]][80];
     int ns = (int)(sizeof shapes / sizeof shapes[0]);
     for (int s = 0; s < ns; s++)
-        for (int op = 0; op < 4; op++) {
+        for (int k = 0; k < N_BIN_OPS; k++) {
             const BinShape *bs = &shapes[s];
-            char *name = names[s * 4 + op];
-            snprintf(name, sizeof names[0], "%s %s", bin_names[op], bs->what);
+            const BinaryOp *op = &bin_ops[k];
+            char *name = names[s * N_BIN_OPS + k];
+            snprintf(name, sizeof names[0], "%s %s", op->name, bs->what);
             int64_t on = 1, an = 1, bn = 1;
             for (int d = 0; d < bs->nd; d++)
                 on *= bs->os[d], an *= bs->as[d], bn *= bs->bs[d];
-            Case c = case_new(name, bin_fwd, bin_bwd, on, 0);
-            c.i0 = op;
+            Case c = case_new(name, op->fwd, op->bwd, on, 0);
             c.nd = bs->nd;
             memcpy(c.s0, bs->os, sizeof c.s0);
             memcpy(c.s1, bs->as, sizeof c.s1);
             memcpy(c.s2, bs->bs, sizeof c.s2);
             case_in(&c, rnd_buf(an, -1, 1), an, 1);
-            case_in(&c, op == 3 ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
+            case_in(&c, !strcmp(op->name, "div") ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
             c.fwd(&c);
             double *ref = xmalloc((size_t)on * sizeof *ref);
             bin_ref(ref, op, c.x[0], c.x[1], c.nd, c.s0, c.s1, c.s2);
@@ -541,7 +550,7 @@ static void test_binary(void)
                 Case ip = c;
                 ip.out = y;
                 ip.x[0] = y;
-                bin_fwd(&ip);
+                op->fwd(&ip);
                 if (!ASSERT_TRUE(memcmp(y, c.out, (size_t)on * sizeof *y) == 0))
                     printf("  in-place forward of %s\n", name);
                 free(y);
@@ -1383,8 +1392,16 @@ static void test_ew_chain(void)
 {
     typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
                            const int64_t *);
-    static const int bin_code[] = {ACC_OP_ADD, ACC_OP_SUB, ACC_OP_MUL, ACC_OP_DIV};
-    static const Binary bin_fn[] = {k_add_fwd, k_sub_fwd, k_mul_fwd, k_div_fwd};
+    static const int bin_code[] = {
+#define BIN_CODE(code, name, reads) ACC_OP_##code,
+        ACC_EW_BINARY_OPS(BIN_CODE)
+#undef BIN_CODE
+    };
+    static const Binary bin_fn[] = {
+#define BIN_FN(code, name, reads) k_##name##_fwd,
+        ACC_EW_BINARY_OPS(BIN_FN)
+#undef BIN_FN
+    };
     static const int un_code[N_UN_OPS] = {
         ACC_OP_SCALE,
 #define UN_CODE(code, name, saved) ACC_OP_##code,
@@ -1398,7 +1415,7 @@ static void test_ew_chain(void)
         float *x = rnd_signed_buf(n, 0.5f, 2.0f), *o = rnd_signed_buf(C, 0.5f, 2.0f);
         float *want = zero_buf(n), *got = zero_buf(n);
         int64_t full[2] = {R, C}, row[2] = {1, C};
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < N_BIN_OPS; b++)
             for (int right = 0; right < 2; right++)
                 for (int u = 0; u < N_UN_OPS + 2; u++) { /* binary, then a unary op (or none) */
                     if (right) bin_fn[b](want, o, x, 2, full, row, full);
@@ -1423,7 +1440,7 @@ static void test_ew_chain(void)
         free(x), free(o), free(want), free(got);
     }
     ASSERT(0, bad);
-    ASSERT(5 * 4 * 2 * (N_UN_OPS + 2), cases);
+    ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
 }
 
 int main(void)
