@@ -101,7 +101,7 @@ enum {
 };
 
 typedef enum {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) OP_##e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT
