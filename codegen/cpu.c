@@ -109,21 +109,6 @@ static void emit_concat_shapes(Emit *e, const Node *n, int ax) {
     fprintf(e->out, "};\n");
 }
 
-/* transpose and slice: their forward (out <- x) and backward (dx += dout)
- * kernels take the same arguments */
-static void emit_strided_copy(Emit *e, const Node *n, const char *dir, const char *dst, const char *src) {
-    const Node *x = in_node(e, n, 0);
-    int nd = x->shape.ndim;
-    fprintf(e->out, "    {\n        static const int64_t sx[] = ");
-    emit_dims(e->out, &x->shape, nd);
-    if (n->op == OP_TRANSPOSE)
-        fprintf(e->out, ";\n        k_transpose_%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, dst, src, nd,
-                norm_axis(n->attr.dim0, nd), norm_axis(n->attr.dim1, nd));
-    else
-        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src, nd,
-                norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
-}
-
 static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
     int nd = n->shape.ndim > 0 ? n->shape.ndim : 1;
@@ -139,7 +124,7 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     if (fwd)
         fprintf(e->out, "%s_fwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1),
                 ptr(e, st->in[1], p2), nd);
-    else if (n->op == OP_ADD || n->op == OP_SUB)
+    else if (!op_table[n->op].grad_reads) /* add, sub: the backward reads no operand */
         fprintf(e->out, "%s_bwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), nd);
     else
@@ -149,241 +134,255 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     fprintf(e->out, "    }\n");
 }
 
+/* ---- the emission of each op (the emit column of ir/ops.def) ---------------
+ * emit_<op>(e, st, n, fwd) writes the call of n's forward kernel (fwd, also
+ * for a recompute step) or its backward kernel (gradients already zeroed if
+ * first). */
+
+/* the leaves have no kernel */
+static void emit_none(Emit *e, const Step *st, const Node *n, bool fwd) {
+    (void)e, (void)st, (void)n, (void)fwd;
+    ACC_UNREACHABLE();
+}
+
+/* A plain unary elementwise op: <kernel>_fwd(out, x, n) and
+ * <kernel>_bwd(dx, dout, saved, n), saved its output or its input as its
+ * row's grad_reads say. */
+static void emit_unary(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48];
+    const char *k = op_table[n->op].cpu_kernel;
+    int64_t elems = shape_elems(&n->shape);
+    if (fwd)
+        fprintf(e->out, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
+    else
+        fprintf(e->out, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_out, p0), ptr(e, op_table[n->op].grad_reads & GR_OUT ? st->out : st->in[0], p2),
+                elems);
+}
+
+static void emit_matmul(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48];
+    MatmulDims d = matmul_dims(e, n);
+    if (fwd)
+        fprintf(e->out,
+                "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K, d.trans_a,
+                d.trans_b, d.b_batched);
+    else
+        fprintf(e->out,
+                "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                ", %d, %d, %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0),
+                ptr(e, st->in[0], p3), ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b,
+                d.b_batched);
+}
+
+static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48];
+    int64_t elems = shape_elems(&n->shape), N = n->shape.dim[n->shape.ndim - 1];
+    if (fwd)
+        fprintf(e->out, "    k_linear_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N,
+                N, linear_k(e, n), n->attr.transpose_b);
+    else
+        fprintf(e->out, "    k_linear_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
+                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N,
+                linear_k(e, n), n->attr.transpose_b);
+}
+
+static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    int64_t elems = shape_elems(&n->shape);
+    if (fwd)
+        fprintf(e->out, "    k_scale_fwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), n->attr.alpha, elems);
+    else
+        fprintf(e->out, "    k_scale_bwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_out, p0), n->attr.alpha, elems);
+}
+
+static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
+    int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
+    if (fwd)
+        fprintf(e->out, "    k_layernorm_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
+                ptr(e, st->in[2], p4), rows, C, n->attr.eps);
+    else
+        fprintf(e->out, "    k_layernorm_bwd(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
+                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows,
+                C);
+}
+
+static void emit_rmsnorm(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
+    int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
+    if (fwd)
+        fprintf(e->out, "    k_rmsnorm_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), rows, C,
+                n->attr.eps);
+    else
+        fprintf(e->out, "    k_rmsnorm_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0),
+                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
+}
+
+static void emit_softmax(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48];
+    int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
+    if (fwd)
+        fprintf(e->out, "    k_softmax_fwd(%s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), rows, C);
+    else
+        fprintf(e->out, "    k_softmax_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_out, p0), ptr(e, st->out, p2), rows, C);
+}
+
+static void emit_attention(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48], p7[48], p8[48];
+    AttnDims d = attn_dims(e, n);
+    if (fwd)
+        fprintf(e->out,
+                "    k_attention_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                ", %" PRId64 ", %d);\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
+                ptr(e, st->in[2], p4), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
+    else
+        fprintf(e->out,
+                "    k_attention_bwd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
+                ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
+                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->in[2], p6),
+                ptr(e, st->out, p7), ptr(e, st->aux, p8), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
+}
+
+static void emit_rope(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    fprintf(e->out, "    k_rope_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+            fwd ? "fwd" : "bwd", dst, src, n->shape.dim[0], n->shape.dim[1], n->attr.heads,
+            n->shape.dim[2] / n->attr.heads, n->attr.theta);
+}
+
+static void emit_embedding(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48];
+    const Node *t = in_node(e, n, 1);
+    int64_t elems = shape_elems(&n->shape);
+    if (fwd)
+        fprintf(e->out,
+                "    if (k_embedding_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), ptr(e, st->in[1], p2), elems / t->shape.dim[1],
+                t->shape.dim[0], t->shape.dim[1], n->name);
+    else
+        fprintf(e->out,
+                "    if (k_embedding_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
+                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p0), iptr(e, st->in[0], p2),
+                elems / t->shape.dim[1], t->shape.dim[0], t->shape.dim[1], n->name);
+}
+
+static void emit_cross_entropy(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48], p3[48], p4[48];
+    const Node *l = in_node(e, n, 0);
+    int64_t V = l->shape.dim[l->shape.ndim - 1];
+    if (fwd)
+        fprintf(e->out,
+                "    if (k_cross_entropy_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
+                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), iptr(e, st->in[1], p3),
+                shape_elems(&l->shape) / V, V, n->name);
+    else
+        fprintf(e->out,
+                "    if (k_cross_entropy_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p2), ptr(e, st->aux, p3),
+                iptr(e, st->in[1], p4), shape_elems(&l->shape) / V, V, n->name);
+}
+
+static void emit_dropout(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    fprintf(e->out, "    k_dropout_%s(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
+            fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape), n->attr.p, n->id);
+}
+
+static void emit_reshape(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    fprintf(e->out, "    k_reshape_%s(%s, %s, %" PRId64 ");\n", fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape));
+}
+
+/* transpose and slice: their forward (out <- x) and backward (dx += dout)
+ * kernels take the same arguments */
+static void emit_strided(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    const char *dir = fwd ? "fwd" : "bwd";
+    const Node *x = in_node(e, n, 0);
+    int nd = x->shape.ndim;
+    fprintf(e->out, "    {\n        static const int64_t sx[] = ");
+    emit_dims(e->out, &x->shape, nd);
+    if (n->op == OP_TRANSPOSE)
+        fprintf(e->out, ";\n        k_transpose_%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, dst, src, nd,
+                norm_axis(n->attr.dim0, nd), norm_axis(n->attr.dim1, nd));
+    else
+        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src, nd,
+                norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
+}
+
+static void emit_concat(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    int rank = n->shape.ndim, ax = norm_axis(n->attr.axis, rank);
+    emit_concat_shapes(e, n, ax);
+    if (fwd) {
+        fprintf(e->out, "        const float *xs[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(e->out, "%s%s", j ? ", " : "", ptr(e, st->in[j], p0));
+        fprintf(e->out, "};\n        k_concat_fwd(%s, xs, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->out, p1),
+                n->n_in, rank, ax);
+    } else {
+        fprintf(e->out, "        float *dxs[] = {");
+        for (int j = 0; j < n->n_in; j++) fprintf(e->out, "%s%s", j ? ", " : "", ptr(e, st->grad_in[j], p1));
+        fprintf(e->out, "};\n        k_concat_bwd(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->grad_out, p0),
+                n->n_in, rank, ax);
+    }
+}
+
+/* sum and mean */
+static void emit_reduce(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    int64_t outer, mid, inner;
+    reduce_dims(e, n, &outer, &mid, &inner);
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    fprintf(e->out, "    %s_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
+            fwd ? "fwd" : "bwd", dst, src, outer, mid, inner);
+}
+
+/* The emission of every op, from its row. */
+typedef void (*EmitFn)(Emit *e, const Step *st, const Node *n, bool fwd);
+static const EmitFn emit_op[OP_COUNT] = {
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) emit,
+#include "ops.def"
+#undef X
+};
+
 /* The kernel call of a forward (or recompute) step. */
 static void emit_fwd(Emit *e, const Step *st) {
     const Node *n = graph_node(e->g, st->node);
-    FILE *o = e->out;
-    char p0[48], p1[48], p2[48], p3[48], p4[48];
-    const char *k = op_table[n->op].cpu_kernel;
-    int64_t elems = shape_elems(&n->shape);
-    int rank = n->shape.ndim;
-    switch (n->op) {
-    case OP_MATMUL: {
-        MatmulDims d = matmul_dims(e, n);
-        fprintf(o, "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K, d.trans_a,
-                d.trans_b, d.b_batched);
-        return;
-    }
-    case OP_LINEAR: {
-        int64_t N = n->shape.dim[rank - 1];
-        fprintf(o, "    k_linear_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", ptr(e, st->out, p0),
-                ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N, N,
-                linear_k(e, n), n->attr.transpose_b);
-        return;
-    }
-    case OP_ADD:
-    case OP_SUB:
-    case OP_MUL:
-    case OP_DIV: emit_binary(e, st, n, true); return;
-    case OP_SCALE:
-        fprintf(o, "    k_scale_fwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1),
-                n->attr.alpha, elems);
-        return;
-    case OP_GELU:
-    case OP_RELU:
-    case OP_SILU:
-    case OP_TANH:
-    case OP_EXP:
-        fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
-        return;
-    case OP_LAYERNORM:
-        fprintf(o, "    k_layernorm_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", ptr(e, st->out, p0),
-                ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), ptr(e, st->in[2], p4),
-                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1], n->attr.eps);
-        return;
-    case OP_RMSNORM:
-        fprintf(o, "    k_rmsnorm_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", ptr(e, st->out, p0),
-                ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), elems / n->shape.dim[rank - 1],
-                n->shape.dim[rank - 1], n->attr.eps);
-        return;
-    case OP_SOFTMAX:
-        fprintf(o, "    k_softmax_fwd(%s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1),
-                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
-        return;
-    case OP_ATTENTION: {
-        AttnDims d = attn_dims(e, n);
-        fprintf(o, "    k_attention_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %" PRId64 ", %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
-                ptr(e, st->in[2], p4), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
-        return;
-    }
-    case OP_ROPE:
-        fprintf(o, "    k_rope_fwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
-                ptr(e, st->out, p0), ptr(e, st->in[0], p1), n->shape.dim[0], n->shape.dim[1], n->attr.heads,
-                n->shape.dim[2] / n->attr.heads, n->attr.theta);
-        return;
-    case OP_EMBEDDING: {
-        const Node *t = in_node(e, n, 1);
-        fprintf(o, "    if (k_embedding_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
-                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
-                ptr(e, st->out, p0), iptr(e, st->in[0], p1), ptr(e, st->in[1], p2), elems / t->shape.dim[1],
-                t->shape.dim[0], t->shape.dim[1], n->name);
-        return;
-    }
-    case OP_CROSS_ENTROPY: {
-        const Node *l = in_node(e, n, 0);
-        int64_t V = l->shape.dim[l->shape.ndim - 1];
-        fprintf(o, "    if (k_cross_entropy_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
-                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
-                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), iptr(e, st->in[1], p3),
-                shape_elems(&l->shape) / V, V, n->name);
-        return;
-    }
-    case OP_DROPOUT:
-        fprintf(o, "    k_dropout_fwd(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n", ptr(e, st->out, p0),
-                ptr(e, st->in[0], p1), elems, n->attr.p, n->id);
-        return;
-    case OP_RESHAPE:
-        fprintf(o, "    k_reshape_fwd(%s, %s, %" PRId64 ");\n", ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
-        return;
-    case OP_TRANSPOSE:
-    case OP_SLICE: emit_strided_copy(e, n, "fwd", ptr(e, st->out, p0), ptr(e, st->in[0], p1)); return;
-    case OP_CONCAT: {
-        int ax = norm_axis(n->attr.axis, rank);
-        emit_concat_shapes(e, n, ax);
-        fprintf(o, "        const float *xs[] = {");
-        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->in[j], p0));
-        fprintf(o, "};\n        k_concat_fwd(%s, xs, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->out, p1), n->n_in,
-                rank, ax);
-        return;
-    }
-    case OP_SUM:
-    case OP_MEAN: {
-        int64_t outer, mid, inner;
-        reduce_dims(e, n, &outer, &mid, &inner);
-        fprintf(o, "    %s_fwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->out, p0),
-                ptr(e, st->in[0], p1), outer, mid, inner);
-        return;
-    }
-    case OP_INPUT:
-    case OP_PARAM:
-    case OP_COUNT: break;
-    }
-    ACC_UNREACHABLE();
+    emit_op[n->op](e, st, n, true);
 }
 
 /* The kernel call of a backward step (gradients already zeroed if first). */
 static void emit_bwd(Emit *e, const Step *st) {
     const Node *n = graph_node(e->g, st->node);
-    FILE *o = e->out;
-    char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48], p7[48], p8[48];
-    const char *k = op_table[n->op].cpu_kernel;
-    int64_t elems = shape_elems(&n->shape);
-    int rank = n->shape.ndim;
-    const char *dout = ptr(e, st->grad_out, p0);
-    switch (n->op) {
-    case OP_MATMUL: {
-        MatmulDims d = matmul_dims(e, n);
-        fprintf(o, "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %d, %d, %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p3),
-                ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
-        return;
-    }
-    case OP_LINEAR: {
-        int64_t N = n->shape.dim[rank - 1];
-        fprintf(o, "    k_linear_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
-                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N, linear_k(e, n), n->attr.transpose_b);
-        return;
-    }
-    case OP_ADD:
-    case OP_SUB:
-    case OP_MUL:
-    case OP_DIV: emit_binary(e, st, n, false); return;
-    case OP_SCALE:
-        fprintf(o, "    k_scale_bwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, n->attr.alpha,
-                elems);
-        return;
-    case OP_GELU:
-    case OP_SILU:
-        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
-                ptr(e, st->in[0], p2), elems);
-        return;
-    case OP_RELU:
-    case OP_TANH:
-    case OP_EXP:
-        fprintf(o, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout, ptr(e, st->out, p2),
-                elems);
-        return;
-    case OP_LAYERNORM:
-        fprintf(o, "    k_layernorm_bwd(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
-                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), elems / n->shape.dim[rank - 1],
-                n->shape.dim[rank - 1]);
-        return;
-    case OP_RMSNORM:
-        fprintf(o, "    k_rmsnorm_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
-                ptr(e, st->grad_in[1], p2), dout, ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6),
-                elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
-        return;
-    case OP_SOFTMAX:
-        fprintf(o, "    k_softmax_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout,
-                ptr(e, st->out, p2), elems / n->shape.dim[rank - 1], n->shape.dim[rank - 1]);
-        return;
-    case OP_ATTENTION: {
-        AttnDims d = attn_dims(e, n);
-        fprintf(o, "    k_attention_bwd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
-                   ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3), dout,
-                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->in[2], p6), ptr(e, st->out, p7),
-                ptr(e, st->aux, p8), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
-        return;
-    }
-    case OP_ROPE:
-        fprintf(o, "    k_rope_bwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
-                ptr(e, st->grad_in[0], p1), dout, n->shape.dim[0], n->shape.dim[1], n->attr.heads,
-                n->shape.dim[2] / n->attr.heads, n->attr.theta);
-        return;
-    case OP_EMBEDDING: {
-        const Node *t = in_node(e, n, 1);
-        fprintf(o, "    if (k_embedding_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
-                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
-                ptr(e, st->grad_in[1], p1), dout, iptr(e, st->in[0], p2), elems / t->shape.dim[1], t->shape.dim[0],
-                t->shape.dim[1], n->name);
-        return;
-    }
-    case OP_CROSS_ENTROPY: {
-        const Node *l = in_node(e, n, 0);
-        int64_t V = l->shape.dim[l->shape.ndim - 1];
-        fprintf(o, "    if (k_cross_entropy_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
-                   "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
-                ptr(e, st->grad_in[0], p1), dout, ptr(e, st->in[0], p2), ptr(e, st->aux, p3), iptr(e, st->in[1], p4),
-                shape_elems(&l->shape) / V, V, n->name);
-        return;
-    }
-    case OP_DROPOUT:
-        fprintf(o, "    k_dropout_bwd(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
-                ptr(e, st->grad_in[0], p1), dout, elems, n->attr.p, n->id);
-        return;
-    case OP_RESHAPE:
-        fprintf(o, "    k_reshape_bwd(%s, %s, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1), dout, elems);
-        return;
-    case OP_TRANSPOSE:
-    case OP_SLICE: emit_strided_copy(e, n, "bwd", ptr(e, st->grad_in[0], p1), dout); return;
-    case OP_CONCAT: {
-        int ax = norm_axis(n->attr.axis, rank);
-        emit_concat_shapes(e, n, ax);
-        fprintf(o, "        float *dxs[] = {");
-        for (int j = 0; j < n->n_in; j++) fprintf(o, "%s%s", j ? ", " : "", ptr(e, st->grad_in[j], p1));
-        fprintf(o, "};\n        k_concat_bwd(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", dout, n->n_in, rank, ax);
-        return;
-    }
-    case OP_SUM:
-    case OP_MEAN: {
-        int64_t outer, mid, inner;
-        reduce_dims(e, n, &outer, &mid, &inner);
-        fprintf(o, "    %s_bwd(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1), dout,
-                outer, mid, inner);
-        return;
-    }
-    case OP_INPUT:
-    case OP_PARAM:
-    case OP_COUNT: break;
-    }
-    ACC_UNREACHABLE();
+    emit_op[n->op](e, st, n, false);
 }
 
 /* One kernel for the fused elementwise steps of chain c (codegen/fuse.c). */

@@ -1,6 +1,6 @@
 /* cuda.c - the cuda target's kernel images: NVRTC at compile time.
  *
- * requires: the runtime's CUDA sources (kernels.cu, abi.h, philox.h, ew_ops.h) under
+ * requires: the runtime's CUDA sources (kernels.cu, abi.h, philox.h, ew_ops.h, acc_ops.h) under
  * cg_runtime_include(). provides: DIR/<model>_images.c with one CUBIN per
  * requested architecture and PTX for the newest (so a newer GPU can JIT it),
  * embedded in the model's library, so that no compiler is needed when the
@@ -50,7 +50,7 @@ static void print_numbered(const char *src, FILE *err) {
 static int compile_one(const char *src, const char *const *hdr_src, const char *const *hdr_name, Image *im,
                        FILE *report, int *spills, FILE *err) {
     nvrtcProgram prog;
-    if (nvrtcCreateProgram(&prog, src, "kernels.cu", 3, hdr_src, hdr_name) != NVRTC_SUCCESS) {
+    if (nvrtcCreateProgram(&prog, src, "kernels.cu", 4, hdr_src, hdr_name) != NVRTC_SUCCESS) {
         fprintf(err, "acc: error: NVRTC cannot create a program\n");
         return -1;
     }
@@ -152,9 +152,11 @@ int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **js
     char *philox = abi ? read_all(path, err) : NULL;
     snprintf(path, sizeof path, "%s/ew_ops.h", rt);
     char *ew = philox ? read_all(path, err) : NULL;
+    snprintf(path, sizeof path, "%s/acc_ops.h", rt);
+    char *ops = ew ? read_all(path, err) : NULL;
     Image im[17];
     memset(im, 0, sizeof im);
-    int n = ew ? parse_archs(archs, im, 17, err) : -1, rc = n < 0 ? -1 : 0, spills = 0, major = 0, minor = 0;
+    int n = ops ? parse_archs(archs, im, 17, err) : -1, rc = n < 0 ? -1 : 0, spills = 0, major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
     snprintf(path, sizeof path, "%s/kernels.txt", dir);
     FILE *report = rc ? NULL : fopen(path, "w");
@@ -166,7 +168,7 @@ int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **js
         fprintf(report, "NVRTC %d.%d, options --ptxas-options=-v --std=c++17 -default-device; images:", major, minor);
     for (int i = 0; report && i < n; i++) fprintf(report, " %s", im[i].arch);
     if (report) fprintf(report, "\n");
-    const char *hdr_src[] = {abi, philox, ew}, *hdr_name[] = {"abi.h", "philox.h", "ew_ops.h"};
+    const char *hdr_src[] = {abi, philox, ew, ops}, *hdr_name[] = {"abi.h", "philox.h", "ew_ops.h", "acc_ops.h"};
     for (int i = 0; !rc && i < n; i++) rc = compile_one(src, hdr_src, hdr_name, &im[i], report, &spills, err);
     if (report && fclose(report)) rc = -1;
     if (!rc && spills) rc = -1;
@@ -206,6 +208,7 @@ int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **js
     free(abi);
     free(philox);
     free(ew);
+    free(ops);
     return rc ? -1 : n;
 }
 

@@ -23,22 +23,15 @@
 
 #include "codegen.h"
 
-/* The runtime's name of an op inside a chain (runtime/ew_ops.h), or NULL. */
+/* The runtime's code of an op inside a chain (runtime/acc_ops.h), or NULL:
+ * the ops of the table's fusion class OPF_ELEM. */
 const char *cg_chain_op_name(OpKind op) {
-    switch (op) {
-    case OP_ADD: return "K_EW_ADD";
-    case OP_SUB: return "K_EW_SUB";
-    case OP_MUL: return "K_EW_MUL";
-    case OP_DIV: return "K_EW_DIV";
-    case OP_SCALE: return "K_EW_SCALE";
-    case OP_GELU: return "K_EW_GELU";
-    case OP_RELU: return "K_EW_RELU";
-    case OP_SILU: return "K_EW_SILU";
-    case OP_TANH: return "K_EW_TANH";
-    case OP_EXP: return "K_EW_EXP";
-    case OP_DROPOUT: return "K_EW_DROPOUT";
-    default: return NULL;
-    }
+    static const char *const code[OP_COUNT] = {
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) "ACC_OP_" #e,
+#include "ops.def"
+#undef X
+    };
+    return (unsigned)op < OP_COUNT && (op_table[op].flags & OPF_ELEM) ? code[op] : NULL;
 }
 
 /* Is `s` a suffix of `full` (after dropping s's leading ones)? */

@@ -126,15 +126,15 @@ const char *shape_str(const Shape *s, char *buf) {
 
 /* ---- the op table -------------------------------------------------------- */
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) double cost(const Graph *, const Node *);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) double cost(const Graph *, const Node *);
 #include "ops.def"
 #undef X
 
 const OpInfo op_table[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
 #include "ops.def"
 #undef X
 };

@@ -123,9 +123,8 @@ const char *shape_str(const Shape *s, char *buf);
 
 enum {
     OPF_LEAF = 1 << 0,   /* input or parameter, no computation */
-    OPF_ELEM = 1 << 1,   /* elementwise: one output element per input element */
-    OPF_RANDOM = 1 << 2, /* draws random numbers (counter-based: recomputable) */
-    OPF_NORECOMPUTE = 1 << 3,
+    OPF_ELEM = 1 << 1,      /* fusion class: may join an elementwise chain (codegen/fuse.c) */
+    OPF_RECOMPUTE = 1 << 2, /* recompute permission: recomputing gives the forward's bits */
 };
 
 /* What an op's backward reads of the forward pass (the op table's grad column). */
@@ -139,7 +138,7 @@ enum {
 };
 
 typedef enum {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) OP_##e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT

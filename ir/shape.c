@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
 

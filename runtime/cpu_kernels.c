@@ -116,8 +116,6 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
 
 /* ---- elementwise binary with broadcasting ------------------------------- */
 
-enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
-
 /* A broadcast pattern after dropping size-1 output dims and merging adjacent
  * dims in which each operand is either full in both or broadcast in both.
  * [B,T,C] + [1,1,C] becomes [B*T, C] + [1, C]. Always nd >= 1. */
@@ -165,35 +163,33 @@ static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as
     bc->n = k_numel(nd, bc->os);
 }
 
-#define BIN_INNER(OP)                                  \
-    do {                                               \
-        if (sa && sb) {                                \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = a[j] OP b[j];                   \
-        } else if (sa) {                               \
-            float y = b[0];                            \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = a[j] OP y;                      \
-        } else if (sb) {                               \
-            float x = a[0];                            \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = x OP b[j];                      \
-        } else {                                       \
-            float v = a[0] OP b[0];                    \
-            for (int64_t j = 0; j < L; j++)            \
-                o[j] = v;                              \
-        }                                              \
-    } while (0)
-
 /* o[j] = a[j*sa] OP b[j*sb] for j < L; sa, sb are 0 (broadcast) or 1 */
 static void bin_row(int op, float *o, const float *a, const float *b,
                     int64_t L, int64_t sa, int64_t sb)
 {
     switch (op) {
-    case BIN_ADD: BIN_INNER(+); break;
-    case BIN_SUB: BIN_INNER(-); break;
-    case BIN_MUL: BIN_INNER(*); break;
-    default: BIN_INNER(/); break;
+#define BIN_ROW(code, name, reads)            \
+    case ACC_OP_##code:                       \
+        if (sa && sb) {                       \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(a[j], b[j]); \
+        } else if (sa) {                      \
+            float y = b[0];                   \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(a[j], y);    \
+        } else if (sb) {                      \
+            float x = a[0];                   \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = EW_##code(x, b[j]);    \
+        } else {                              \
+            float v = EW_##code(a[0], b[0]);  \
+            for (int64_t j = 0; j < L; j++)   \
+                o[j] = v;                     \
+        }                                     \
+        break;
+        ACC_EW_BINARY_OPS(BIN_ROW)
+#undef BIN_ROW
+    default: break;
     }
 }
 
@@ -245,10 +241,11 @@ static void binary_fwd(int op, float *out, const float *a, const float *b, int n
 static inline float bin_term(int op, int side, float g, float x, float y)
 {
     switch (op) {
-    case BIN_ADD: return g;
-    case BIN_SUB: return side ? -g : g;
-    case BIN_MUL: return side ? g * x : g * y;
-    default: return side ? -g * x / (y * y) : g / y;
+#define BIN_TERM(code, name, reads) \
+    case ACC_OP_##code: return side ? EW_##code##_DB(g, x, y) : EW_##code##_DA(g, x, y);
+        ACC_EW_BINARY_OPS(BIN_TERM)
+#undef BIN_TERM
+    default: return 0.0f;
     }
 }
 
@@ -257,35 +254,20 @@ static inline float bin_term(int op, int side, float g, float x, float y)
 static void bwd_row(int op, int side, float *restrict dx, const float *restrict g,
                     const float *a, const float *b, int64_t L, int64_t sa, int64_t sb)
 {
-    switch (op * 2 + side) {
-    case BIN_ADD * 2:
-    case BIN_ADD * 2 + 1:
-    case BIN_SUB * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j];
+    switch (op) {
+#define BWD_ROW(code, name, reads)                                   \
+    case ACC_OP_##code:                                              \
+        if (side) {                                                  \
+            for (int64_t j = 0; j < L; j++)                          \
+                dx[j] += EW_##code##_DB(g[j], a[j * sa], b[j * sb]); \
+        } else {                                                     \
+            for (int64_t j = 0; j < L; j++)                          \
+                dx[j] += EW_##code##_DA(g[j], a[j * sa], b[j * sb]); \
+        }                                                            \
         break;
-    case BIN_SUB * 2 + 1:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] -= g[j];
-        break;
-    case BIN_MUL * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] * b[j * sb];
-        break;
-    case BIN_MUL * 2 + 1:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] * a[j * sa];
-        break;
-    case BIN_DIV * 2:
-        for (int64_t j = 0; j < L; j++)
-            dx[j] += g[j] / b[j * sb];
-        break;
-    default:
-        for (int64_t j = 0; j < L; j++) {
-            float y = b[j * sb];
-            dx[j] -= g[j] * a[j * sa] / (y * y);
-        }
-        break;
+        ACC_EW_BINARY_OPS(BWD_ROW)
+#undef BWD_ROW
+    default: break;
     }
 }
 
@@ -435,41 +417,21 @@ static void binary_bwd(int op, float *da, float *db, const float *dout, const fl
     }
 }
 
-void k_add_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(BIN_ADD, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_sub_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(BIN_SUB, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(BIN_MUL, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_fwd(BIN_DIV, out, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(BIN_ADD, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(BIN_SUB, da, db, dout, NULL, NULL, ndim, out_shape, a_shape, b_shape);
-}
+/* the entry points of the binary ops of the op table (acc_ops.h) */
+#define K_BINARY_KERNELS(code, name, reads)                                                              \
+    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
+                        const int64_t *a_shape, const int64_t *b_shape)                                 \
+    {                                                                                                   \
+        binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                        \
+    }                                                                                                   \
+    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
+                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)       \
+    {                                                                                                   \
+        binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape,       \
+                   a_shape, b_shape);                                                                   \
+    }
+ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
+#undef K_BINARY_KERNELS
 
 /* ---- linear: matmul with a bias ------------------------------------------ */
 
@@ -481,7 +443,7 @@ void k_linear_fwd(float *out, const float *x, const float *w, const float *b, in
         return;
     k_matmul_fwd(out, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
-    binary_fwd(BIN_ADD, out, out, b, 2, so, so, sb);
+    binary_fwd(ACC_OP_ADD, out, out, b, 2, so, so, sb);
 }
 
 // dx, dw, db += the gradients of out = x @ op(w) + b
@@ -493,30 +455,55 @@ void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const floa
     k_matmul_bwd(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
     if (db)
-        binary_bwd(BIN_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
-}
-
-void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(BIN_MUL, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
-}
-
-void k_div_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)
-{
-    binary_bwd(BIN_DIV, da, db, dout, a, b, ndim, out_shape, a_shape, b_shape);
+        binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
 }
 
 /* ---- elementwise unary -------------------------------------------------- */
 
+/* The math of each elementwise unary op, written once for the CPU: ew_<op>(v)
+ * the forward, ew_<op>_bwd(g, s) = g * f' the backward term, s the buffer
+ * the op's row says its backward reads (its input x or its output). The
+ * op's kernels (generated below from ACC_EW_UNARY_OPS) and the elementwise
+ * chains (k_ew_chain) call these and nothing else, so a fused op gives the
+ * bits of its own kernel. gelu's k_tanhf is plain arithmetic (it
+ * vectorises); expf and tanhf are libm calls (scalar inside simd loops). */
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+
+static inline float ew_scale(float v, float alpha) { return alpha * v; }
+
+/* GPT-2's tanh approximation; gelu'(v) with sech^2 = 1 - tanh^2 */
+static inline float ew_gelu(float v)
+{
+    return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+}
+static inline float ew_gelu_bwd(float g, float x)
+{
+    float t = k_tanhf(GELU_K * (x + 0.044715f * x * x * x));
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
+}
+
+static inline float ew_relu(float v) { return v > 0.0f ? v : 0.0f; }
+static inline float ew_relu_bwd(float g, float out) { return out > 0.0f ? g : 0.0f; }
+
+/* x * sigmoid(x); g * s(x) * (1 + x (1 - s(x))), s the sigmoid */
+static inline float ew_silu(float v) { return v / (1.0f + expf(-v)); }
+static inline float ew_silu_bwd(float g, float x)
+{
+    float s = 1.0f / (1.0f + expf(-x));
+    return g * s * (1.0f + x * (1.0f - s));
+}
+
+static inline float ew_tanh(float v) { return tanhf(v); }
+static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
+
+static inline float ew_exp(float v) { return expf(v); }
+static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
 void k_scale_fwd(float *out, const float *x, float alpha, int64_t n)
 {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++)
-        out[i] = alpha * x[i];
+        out[i] = ew_scale(x[i], alpha);
 }
 
 void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
@@ -526,105 +513,35 @@ void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
         dx[i] += alpha * dout[i];
 }
 
-/* out[i] = gelu(x[i]) for i < n; out may be x */
-K_CLONES static void gelu_fwd_chunk(float *out, const float *x, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        out[i] = 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
+/* The kernels of every plain unary op of the table (acc_ops.h), one form:
+ * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
+ * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
+ * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
+#define K_UNARY_KERNELS(code, name, saved)                                                           \
+    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n)                     \
+    {                                                                                                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);                \
+    }                                                                                                \
+    void k_##name##_fwd(float *out, const float *x, int64_t n)                                       \
+    {                                                                                                \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
+            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));   \
+    }                                                                                                \
+    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout,            \
+                                          const float *restrict s, int64_t n)                        \
+    {                                                                                                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]); \
+    }                                                                                                \
+    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n)                 \
+    {                                                                                                \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
+            name##_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK,              \
+                             K_MIN(K_CHUNK, n - c * K_CHUNK));                                       \
     }
-}
-
-void k_gelu_fwd(float *out, const float *x, int64_t n)
-{
-    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++)
-        gelu_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));
-}
-
-/* dx[i] += dout[i] * gelu'(x[i]), with sech^2 = 1 - tanh^2 */
-K_CLONES static void gelu_bwd_chunk(float *restrict dx, const float *restrict dout,
-                                    const float *restrict x, int64_t n)
-{
-#pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        float t = k_tanhf(GELU_K * (v + 0.044715f * v * v * v));
-        float grad = 0.5f * (1.0f + t) +
-                     0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-        dx[i] += dout[i] * grad;
-    }
-}
-
-void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n)
-{
-    int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t c = 0; c < nch; c++)
-        gelu_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, x + c * K_CHUNK,
-                       K_MIN(K_CHUNK, n - c * K_CHUNK));
-}
-
-void k_relu_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-void k_relu_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += out[i] > 0.0f ? dout[i] : 0.0f;
-}
-
-void k_silu_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = x[i] / (1.0f + expf(-x[i]));
-}
-
-// dx += dout * s(x) * (1 + x (1 - s(x))), s the sigmoid
-void k_silu_bwd(float *dx, const float *dout, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + expf(-x[i]));
-        dx[i] += dout[i] * s * (1.0f + x[i] * (1.0f - s));
-    }
-}
-
-void k_tanh_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = tanhf(x[i]);
-}
-
-void k_tanh_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += dout[i] * (1.0f - out[i] * out[i]);
-}
-
-void k_exp_fwd(float *out, const float *x, int64_t n)
-{
-#pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = expf(x[i]);
-}
-
-void k_exp_bwd(float *dx, const float *dout, const float *out, int64_t n)
-{
-#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += dout[i] * out[i];
-}
+ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
+#undef K_UNARY_KERNELS
 
 /* ---- dropout ------------------------------------------------------------ */
 
@@ -686,68 +603,52 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len)
 {
     switch (op) {
-    case K_EW_ADD:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] + o[j];
+#define EW_BINARY(code, name, reads)                                                            \
+    case ACC_OP_##code:                                                                         \
+        if (right) {                                                                            \
+            _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##code(o[j], v[j]); \
+        } else {                                                                                \
+            _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##code(v[j], o[j]); \
+        }                                                                                       \
         break;
-    case K_EW_MUL:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] * o[j];
-        break;
-    case K_EW_SUB:
-        if (right) {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = o[j] - v[j];
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = v[j] - o[j];
-        }
-        break;
-    default: /* K_EW_DIV */
-        if (right) {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = o[j] / v[j];
-        } else {
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) v[j] = v[j] / o[j];
-        }
-        break;
+        ACC_EW_BINARY_OPS(EW_BINARY)
+#undef EW_BINARY
+    default: break;
     }
 }
 
-/* The vectorisable unary ops (k_tanhf is inline arithmetic, no libm). */
+/* v[j] = op(v[j]) for j < len, op scale or a plain unary op: its math
+ * (ew_* above) in a simd loop, as its own kernel runs it. */
 K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len)
 {
     switch (op) {
-    case K_EW_SCALE:
+    case ACC_OP_SCALE:
 #pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = param * v[j];
+        for (int64_t j = 0; j < len; j++) v[j] = ew_scale(v[j], param);
         break;
-    case K_EW_GELU:
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++)
-            v[j] = 0.5f * v[j] * (1.0f + k_tanhf(GELU_K * (v[j] + 0.044715f * v[j] * v[j] * v[j])));
+#define EW_UNARY_CASE(code, name, saved)                                              \
+    case ACC_OP_##code:                                                               \
+        _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); \
         break;
-    default: /* K_EW_RELU */
-#pragma omp simd
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] > 0.0f ? v[j] : 0.0f;
-        break;
+        ACC_EW_UNARY_OPS(EW_UNARY_CASE)
+#undef EW_UNARY_CASE
+    default: break;
     }
 }
 
 /* Apply op to the tile v[0..len) of elements i0.. : the arithmetic of the
- * op's own kernel above, element by element (no libm call is vectorised, so
- * expf and tanhf give the scalar results those kernels give). A broadcast
+ * op's own kernel above, element by element (the same ew_* math in the same
+ * simd loops; no libm call is vectorised, so expf and tanhf give the scalar
+ * results those kernels give). A broadcast
  * operand (element i reads operand[i % modulus]) goes in contiguous runs. */
 static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step)
 {
     const float *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
-    case K_EW_ADD:
-    case K_EW_SUB:
-    case K_EW_MUL:
-    case K_EW_DIV:
+#define EW_BINARY_CASE(code, name, reads) case ACC_OP_##code:
+        ACC_EW_BINARY_OPS(EW_BINARY_CASE)
+#undef EW_BINARY_CASE
         if (m == 1) { /* one value for every element */
             float splat[EW_TILE];
             for (int64_t j = 0; j < len; j++) splat[j] = o[0];
@@ -760,21 +661,7 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
             j += run;
         }
         break;
-    case K_EW_SCALE:
-    case K_EW_GELU:
-    case K_EW_RELU:
-        ew_unary(op->op, op->param, v, len);
-        break;
-    case K_EW_SILU:
-        for (int64_t j = 0; j < len; j++) v[j] = v[j] / (1.0f + expf(-v[j]));
-        break;
-    case K_EW_TANH:
-        for (int64_t j = 0; j < len; j++) v[j] = tanhf(v[j]);
-        break;
-    case K_EW_EXP:
-        for (int64_t j = 0; j < len; j++) v[j] = expf(v[j]);
-        break;
-    default: { /* dropout, as dropout_apply: p == 0 keeps v as it is */
+    case ACC_OP_DROPOUT: { /* as dropout_apply: p == 0 keeps v as it is */
         float p = op->param, scale = 1.0f / (1.0f - p);
         if (p == 0.0f) break;
         philox4x32 r = philox_block(seed, step, op->op_id, (uint64_t)i0 >> 2);
@@ -785,6 +672,9 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
         }
         break;
     }
+    default: /* scale and the plain unary ops */
+        ew_unary(op->op, op->param, v, len);
+        break;
     }
 }
 

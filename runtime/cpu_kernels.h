@@ -69,52 +69,38 @@ void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const floa
 
 /* ---- elementwise binary with numpy broadcasting ------------------------- */
 
-/* out = a OP b. ndim (0..K_MAX_DIMS) is the rank of out; a_shape and b_shape
- * are the inputs' shapes left-padded with 1s to that rank; a dim of size 1
- * broadcasts. Fast paths: same shapes, one operand broadcast over leading
- * dims (bias add), scalar operand; any other pattern is handled generally. */
-void k_add_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-void k_sub_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-void k_mul_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-void k_div_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-/* da += reduce(dout), db += reduce(+-dout). reads: nothing. */
-void k_add_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-void k_sub_bwd(float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-               const int64_t *a_shape, const int64_t *b_shape);
-/* da += reduce(dout*b), db += reduce(dout*a). reads: a, b. */
-void k_mul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
-/* da += reduce(dout/b), db += reduce(-dout*a/b^2). reads: a, b. */
-void k_div_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+/* The binary elementwise ops of the op table (ACC_EW_BINARY_OPS in
+ * acc_ops.h: add, sub, mul, div; their math is EW_<OP> in ew_ops.h).
+ * k_<op>_fwd: out = a OP b. ndim (0..K_MAX_DIMS) is the rank of out; a_shape
+ * and b_shape are the inputs' shapes left-padded with 1s to that rank; a dim
+ * of size 1 broadcasts. Fast paths: same shapes, one operand broadcast over
+ * leading dims (bias add), scalar operand; any other pattern is handled
+ * generally. k_<op>_bwd: da, db += the gradients, reduced over the dims
+ * each operand broadcasts in (da += reduce(dout/b), db += reduce(-dout*a/b^2)
+ * for div); it takes and reads a and b only if the op's backward reads them
+ * (mul, div). */
+#define K_BINARY_DECL(code, name, reads)                                                                 \
+    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
+                        const int64_t *a_shape, const int64_t *b_shape);                                \
+    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
+                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+ACC_EW_BINARY_OPS(K_BINARY_DECL)
+#undef K_BINARY_DECL
 
 /* ---- elementwise unary (n elements) ------------------------------------- */
 
 void k_scale_fwd(float *out, const float *x, float alpha, int64_t n);
 /* dx += alpha*dout. reads: nothing. */
 void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n);
-/* GPT-2 tanh approximation: 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) */
-void k_gelu_fwd(float *out, const float *x, int64_t n);
-/* reads: x. */
-void k_gelu_bwd(float *dx, const float *dout, const float *x, int64_t n);
-void k_relu_fwd(float *out, const float *x, int64_t n);
-/* dx += dout * (out > 0). reads: out. */
-void k_relu_bwd(float *dx, const float *dout, const float *out, int64_t n);
-/* x * sigmoid(x) */
-void k_silu_fwd(float *out, const float *x, int64_t n);
-/* reads: x. */
-void k_silu_bwd(float *dx, const float *dout, const float *x, int64_t n);
-void k_tanh_fwd(float *out, const float *x, int64_t n);
-/* dx += dout * (1 - out^2). reads: out. */
-void k_tanh_bwd(float *dx, const float *dout, const float *out, int64_t n);
-void k_exp_fwd(float *out, const float *x, int64_t n);
-/* dx += dout * out. reads: out. */
-void k_exp_bwd(float *dx, const float *dout, const float *out, int64_t n);
+/* The plain unary elementwise ops of the op table (ACC_EW_UNARY_OPS in
+ * acc_ops.h: gelu, relu, ...; their math is ew_<op> in cpu_kernels.c).
+ * k_<op>_fwd: out = f(x); k_<op>_bwd: dx += dout * f'(x), reading x or out
+ * as the op's row says. */
+#define K_UNARY_DECL(code, name, saved)                     \
+    void k_##name##_fwd(float *out, const float *x, int64_t n); \
+    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n);
+ACC_EW_UNARY_OPS(K_UNARY_DECL)
+#undef K_UNARY_DECL
 
 /* ---- normalisation and softmax ------------------------------------------ */
 

@@ -1,23 +1,42 @@
-/* ew_ops.h - the ops an elementwise chain may hold (k_ew_chain in
- * cpu_kernels.h, g_ew_chain for the cuda targets): codes shared by the CPU
- * kernels, the CUDA kernels (NVRTC gets this file as a header; it sees only
- * the codes) and what acc generates. */
+/* ew_ops.h - an elementwise chain (k_ew_chain in cpu_kernels.h, g_ew_chain
+ * for the cuda targets): its ops are named by the op table's codes
+ * (ACC_OP_*, acc_ops.h, generated from ir/ops.def), those whose ew column in
+ * ACC_KERNEL_OPS is not 0; and the math of the binary ones. Shared by the
+ * CPU kernels, the CUDA kernels (NVRTC gets this file as a header; it sees
+ * the codes and the math) and what acc generates. */
 #ifndef ACC_EW_OPS_H
 #define ACC_EW_OPS_H
 
-enum {
-    K_EW_ADD,
-    K_EW_SUB,
-    K_EW_MUL,
-    K_EW_DIV,
-    K_EW_SCALE,
-    K_EW_GELU,
-    K_EW_RELU,
-    K_EW_SILU,
-    K_EW_TANH,
-    K_EW_EXP,
-    K_EW_DROPOUT,
-};
+#include "acc_ops.h"
+
+/* The math of each binary elementwise op of the table (ACC_EW_BINARY_OPS),
+ * written once for both targets (plain IEEE arithmetic, the same bits on
+ * each): EW_<OP>(x, y) the forward, EW_<OP>_DA(g, x, y) and
+ * EW_<OP>_DB(g, x, y) the gradient terms of a and b given the incoming
+ * gradient g. Macros, so that an operand a term does not read is never
+ * evaluated (add's and sub's kernels get no operands). The CPU's
+ * broadcasting kernels and chains (cpu_kernels.c) and the CUDA kernels
+ * (kernels.cu) use these and nothing else. */
+#define EW_ADD(x, y) ((x) + (y))
+#define EW_ADD_DA(g, x, y) (g)
+#define EW_ADD_DB(g, x, y) (g)
+#define EW_SUB(x, y) ((x) - (y))
+#define EW_SUB_DA(g, x, y) (g)
+#define EW_SUB_DB(g, x, y) (-(g))
+#define EW_MUL(x, y) ((x) * (y))
+#define EW_MUL_DA(g, x, y) ((g) * (y))
+#define EW_MUL_DB(g, x, y) ((g) * (x))
+#define EW_DIV(x, y) ((x) / (y))
+#define EW_DIV_DA(g, x, y) ((g) / (y))
+#define EW_DIV_DB(g, x, y) (-(g) * (x) / ((y) * (y)))
+
+/* The operands a binary op's backward entry point takes after dout, by the
+ * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>), and the
+ * arguments that pass them on (NULL where the op does not read them). */
+#define ACC_EW_BWD_OPERANDS_0
+#define ACC_EW_BWD_OPERANDS_1 const float *a, const float *b,
+#define ACC_EW_BWD_OPERAND_ARGS_0 NULL, NULL
+#define ACC_EW_BWD_OPERAND_ARGS_1 a, b
 
 /* Ops per chain (acc fuses at most this many). */
 #define K_EW_MAX 4
@@ -29,7 +48,7 @@ enum {
  * v OP operand[i % modulus] (operand OP v if operand_right) for binary ones;
  * param is scale's alpha or dropout's p, op_id dropout's stream. */
 typedef struct {
-    int op; /* K_EW_* */
+    int op; /* ACC_OP_* */
     const float *operand;
     int64_t modulus;
     int operand_right;

@@ -84,7 +84,7 @@ static void l_gelu_fwd(const Ctx *x) { g_gelu_fwd(x->d, x->t[1], x->t[0], N_ * x
 static void l_gelu_bwd(const Ctx *x) { g_gelu_bwd(x->d, x->t[2], x->t[1], x->t[0], N_ * x->c->F); }
 /* bias add then residual add (the fused chain of a GPT-2 projection) */
 static void l_ew_chain(const Ctx *x) {
-    k_ew_op ops[2] = {{K_EW_ADD, x->t[1], x->c->C, 0, 0.0f, 1}, {K_EW_ADD, x->t[2], N_ * x->c->C, 0, 0.0f, 2}};
+    k_ew_op ops[2] = {{ACC_OP_ADD, x->t[1], x->c->C, 0, 0.0f, 1}, {ACC_OP_ADD, x->t[2], N_ * x->c->C, 0, 0.0f, 2}};
     g_ew_chain(x->d, x->t[3], x->t[0], ops, 2, N_ * x->c->C, 1, 0);
 }
 static void l_dropout_fwd(const Ctx *x) { g_dropout_fwd(x->d, x->t[1], x->t[0], N_ * x->c->C, 0.1f, 1, 0, 7); }

@@ -168,7 +168,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
         c->time[i] = cost_fwd_time(g, x, o->hw);
-        c->cand[i] = ad->live[i] && !(op_table[x->op].flags & (OPF_LEAF | OPF_NORECOMPUTE)) && i != g->loss;
+        c->cand[i] = ad->live[i] && (op_table[x->op].flags & OPF_RECOMPUTE) && i != g->loss;
         bool save = x->hint == HINT_SAVE || matches(g->save_globs.v, g->save_globs.n, x->name) ||
                     matches(o->save_globs, o->n_save_globs, x->name);
         bool rec = x->hint == HINT_RECOMPUTE || matches(g->recompute_globs.v, g->recompute_globs.n, x->name) ||

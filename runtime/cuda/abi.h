@@ -110,9 +110,8 @@ typedef enum {
     KID_COUNT
 } acc_kernel_id;
 
-/* Operation codes of the shared unary and binary kernels. */
-enum { KU_SCALE, KU_GELU, KU_RELU, KU_SILU, KU_TANH, KU_EXP };
-enum { KB_ADD, KB_SUB, KB_MUL, KB_DIV };
+/* The shared unary and binary kernels take the op table's codes (ACC_OP_*,
+ * acc_ops.h). */
 /* Modes and stores of ck_col_reduce. */
 enum { COL_SUM, COL_BINARY, COL_LAYERNORM, COL_RMSNORM };
 enum { COL_SET, COL_ADD };

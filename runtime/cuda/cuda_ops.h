@@ -28,34 +28,22 @@ void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const 
     int64_t K, int trans_b);
 void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
     int64_t M, int64_t N, int64_t K, int trans_b);
-void g_add_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_sub_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_mul_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_div_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_add_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_sub_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *out_shape,
-    const int64_t *a_shape, const int64_t *b_shape);
-void g_mul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-    const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
-void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-    const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+/* the binary elementwise ops of the op table (acc_ops.h), as k_<op>_* */
+#define G_BINARY_DECL(code, name, reads)                                                                  \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim,                \
+        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);                        \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads \
+        int ndim, const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+ACC_EW_BINARY_OPS(G_BINARY_DECL)
+#undef G_BINARY_DECL
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
-void g_gelu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_gelu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
-void g_relu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_relu_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
-void g_silu_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_silu_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t n);
-void g_tanh_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_tanh_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
-void g_exp_fwd(acc_dev *d, float *out, const float *x, int64_t n);
-void g_exp_bwd(acc_dev *d, float *dx, const float *dout, const float *out, int64_t n);
+/* the plain unary elementwise ops of the op table (acc_ops.h) */
+#define G_UNARY_DECL(code, name, saved)                                   \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n); \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n);
+ACC_EW_UNARY_OPS(G_UNARY_DECL)
+#undef G_UNARY_DECL
 void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b,
     int64_t N, int64_t C, float eps);
 void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x,

@@ -178,20 +178,50 @@ KERNEL ck_strided(acc_kargs a) {
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-/* op (KU_*) of v; alpha: scale's factor. The one definition of each
- * activation, shared by ck_unary_fwd and the chains of ck_ew_chain. */
+/* The math of each elementwise unary op, written once for CUDA: ew_<op>(v)
+ * the forward, ew_<op>_bwd(g, s) = g * f' the backward term, s the buffer
+ * the op's row says its backward reads (its input x or its output). The
+ * plain kernels (ck_unary_*) and the chains (ck_ew_chain) call these. */
+DEVFN float ew_scale(float v, float alpha) { return alpha * v; }
+
+/* GPT-2's tanh approximation; gelu'(x) with sech^2 = 1 - tanh^2 */
+DEVFN float ew_gelu(float v) { return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
+DEVFN float ew_gelu_bwd(float g, float x) {
+    float u = GELU_K * (x + 0.044715f * x * x * x), t = tanhf(u);
+    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
+}
+
+DEVFN float ew_relu(float v) { return v > 0.0f ? v : 0.0f; }
+DEVFN float ew_relu_bwd(float g, float out) { return g * (out > 0.0f ? 1.0f : 0.0f); }
+
+/* x * sigmoid(x); g * s(x) * (1 + x (1 - s(x))), s the sigmoid */
+DEVFN float ew_silu(float v) { return v / (1.0f + expf(-v)); }
+DEVFN float ew_silu_bwd(float g, float x) {
+    float sg = 1.0f / (1.0f + expf(-x));
+    return g * (sg * (1.0f + x * (1.0f - sg)));
+}
+
+DEVFN float ew_tanh(float v) { return tanhf(v); }
+DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
+
+DEVFN float ew_exp(float v) { return expf(v); }
+DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
+
+/* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
+ * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
+ * op table's (acc_ops.h). */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
-    case KU_SCALE: return alpha * v;
-    case KU_GELU: return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
-    case KU_RELU: return v > 0.0f ? v : 0.0f;
-    case KU_SILU: return v / (1.0f + expf(-v));
-    case KU_TANH: return tanhf(v);
-    default: return expf(v);
+    case ACC_OP_SCALE: return ew_scale(v, alpha);
+#define UNARY_FWD(code, name, saved) \
+    case ACC_OP_##code: return ew_##name(v);
+        ACC_EW_UNARY_OPS(UNARY_FWD)
+#undef UNARY_FWD
+    default: return v;
     }
 }
 
-/* p0 out, p1 x; i0 n, i1 op (KU_*); f0 alpha (scale) */
+/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*); f0 alpha (scale) */
 KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
@@ -199,8 +229,8 @@ KERNEL ck_unary_fwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = unary_op(op, x[i], a.f[0]);
 }
 
-/* p0 dx, p1 dout, p2 saved (x for gelu/silu, out for relu/tanh/exp, unused
- * for scale); i0 n, i1 op; f0 alpha. dx += dout * f'(.) */
+/* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
+ * scale); i0 n, i1 op; f0 alpha. dx += dout * f'(.) */
 KERNEL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
@@ -208,35 +238,41 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float g = dy[i], d = 0.0f;
         switch (op) {
-        case KU_SCALE: d = a.f[0]; break;
-        case KU_GELU: {
-            float v = s[i], u = GELU_K * (v + 0.044715f * v * v * v), t = tanhf(u);
-            d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * v * v);
-            break;
+        case ACC_OP_SCALE: d = g * a.f[0]; break;
+#define UNARY_BWD(code, name, saved) \
+    case ACC_OP_##code: d = ew_##name##_bwd(g, s[i]); break;
+            ACC_EW_UNARY_OPS(UNARY_BWD)
+#undef UNARY_BWD
         }
-        case KU_RELU: d = s[i] > 0.0f ? 1.0f : 0.0f; break;
-        case KU_SILU: {
-            float sg = 1.0f / (1.0f + expf(-s[i]));
-            d = sg * (1.0f + s[i] * (1.0f - sg));
-            break;
-        }
-        case KU_TANH: d = 1.0f - s[i] * s[i]; break;
-        case KU_EXP: d = s[i]; break;
-        }
-        dx[i] += g * d;
+        dx[i] += d;
     }
 }
 
+/* op (a binary one, ACC_OP_*) of x and y: EW_<OP> of ew_ops.h, the math of
+ * the binary ops on both targets; the cases are the op table's. */
 DEVFN float binary_op(int op, float x, float y) {
     switch (op) {
-    case KB_ADD: return x + y;
-    case KB_SUB: return x - y;
-    case KB_MUL: return x * y;
-    default: return x / y;
+#define BINARY_FWD(code, name, reads) \
+    case ACC_OP_##code: return EW_##code(x, y);
+        ACC_EW_BINARY_OPS(BINARY_FWD)
+#undef BINARY_FWD
+    default: return x;
     }
 }
 
-/* p0 out, p1 a, p2 b; i0 n, i1 op (KB_*), i2..i7 out dims (six, padded),
+/* Does the backward of binary op `op` read its operands (the row's
+ * grad_reads)? */
+DEVFN int binary_reads(int op) {
+    switch (op) {
+#define BINARY_READS(code, name, reads) \
+    case ACC_OP_##code: return reads;
+        ACC_EW_BINARY_OPS(BINARY_READS)
+#undef BINARY_READS
+    default: return 1;
+    }
+}
+
+/* p0 out, p1 a, p2 b; i0 n, i1 op (ACC_OP_ADD..DIV), i2..i7 out dims (six, padded),
  * i8..i13 a's strides and i14..i19 b's, over out's dims (0: broadcast). */
 KERNEL ck_binary_fwd(acc_kargs a) {
     float *out = a.p[0];
@@ -251,13 +287,14 @@ KERNEL ck_binary_fwd(acc_kargs a) {
 
 /* The contribution of one out element to the gradient of x = (a if which
  * == 0 else b) of a binary op: g the out gradient, ia/ib the operands'
- * element indices (read for mul and div only). */
+ * element indices (read only by the ops whose backward reads them). */
 DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib) {
     switch (op) {
-    case KB_ADD: return g;
-    case KB_SUB: return which ? -g : g;
-    case KB_MUL: return g * (which ? A[ia] : B[ib]);
-    default: return which ? -g * A[ia] / (B[ib] * B[ib]) : g / B[ib];
+#define BINARY_BWD(code, name, reads) \
+    case ACC_OP_##code: return which ? EW_##code##_DB(g, A[ia], B[ib]) : EW_##code##_DA(g, A[ia], B[ib]);
+        ACC_EW_BINARY_OPS(BINARY_BWD)
+#undef BINARY_BWD
+    default: return 0.0f;
     }
 }
 
@@ -277,7 +314,7 @@ KERNEL ck_binary_bwd(acc_kargs a) {
     for (int k = 0; k < 6; k++)
         if (xd[k] != od[k]) nred *= od[k];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        if (nred == 1 && op <= KB_SUB) { /* same shape, add or sub: no index arithmetic */
+        if (nred == 1 && !binary_reads(op)) { /* same shape, add or sub: no index arithmetic */
             dx[i] += binary_grad(op, which, dy[i], A, B, 0, 0);
             continue;
         }
@@ -352,11 +389,22 @@ KERNEL ck_rope(acc_kargs a) {
     }
 }
 
+/* The inputs of a chain op (the ew column of the op table, acc_ops.h). */
+DEVFN int ew_arity(int op) {
+    switch (op) {
+#define EW_ARITY(code, name, ew) \
+    case ACC_OP_##code: return ew;
+        ACC_KERNEL_OPS(EW_ARITY)
+#undef EW_ARITY
+    default: return 0;
+    }
+}
+
 /* A chain of elementwise ops in one pass (the fused forward of consecutive
  * steps, codegen/fuse.c): v = x[i], then per op k: v = op_k(v) or
  * v OP operand_k[i mod modulus_k] (operand OP v if right_k), out[i] = v.
  * p0 out, p1 x, p2.. the operands of ops 0.., p[KA_SCALARS_P] the step's
- * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (K_EW_*),
+ * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (ACC_OP_*),
  * modulus, right, op id; f[k] the op's parameter (scale's alpha, dropout's
  * p). out may be x. */
 KERNEL ck_ew_chain(acc_kargs a) {
@@ -367,13 +415,13 @@ KERNEL ck_ew_chain(acc_kargs a) {
         for (int k = 0; k < n_ops; k++) {
             const long long *d = &a.i[4 + 4 * k];
             int op = (int)d[0];
-            if (op <= K_EW_DIV) {
-                float o = a.p[2 + k][i % d[1]];
-                v = d[2] ? binary_op(op - K_EW_ADD + KB_ADD, o, v) : binary_op(op - K_EW_ADD + KB_ADD, v, o);
-            } else if (op == K_EW_DROPOUT) {
+            if (op == ACC_OP_DROPOUT) {
                 v = dropout_at(v, a.f[k], (long long)sc->seed, sc->step, d[3], i);
+            } else if (ew_arity(op) == 2) {
+                float o = a.p[2 + k][i % d[1]];
+                v = d[2] ? binary_op(op, o, v) : binary_op(op, v, o);
             } else {
-                v = unary_op(op - K_EW_SCALE + KU_SCALE, v, a.f[k]);
+                v = unary_op(op, v, a.f[k]);
             }
         }
         a.p[0][i] = v;
@@ -490,7 +538,7 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
     case COL_SUM: *v0 = g; break;
     case COL_BINARY: {
         long long ia = 0, ib = 0;
-        if (a->i[6] >= KB_MUL) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
+        if (binary_reads((int)a->i[6])) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
         *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
         break;
     }

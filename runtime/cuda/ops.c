@@ -243,7 +243,7 @@ void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const 
         return;
     rm_gemm(d, out, x, w, M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
     const int64_t so[] = {M, N}, sb[] = {1, N};
-    binary_fwd(d, KB_ADD, out, out, b, 2, so, so, sb);
+    binary_fwd(d, ACC_OP_ADD, out, out, b, 2, so, so, sb);
 }
 
 /* dx += dout op(w)^T (the matmul's); dw += x^T dout (w (K, N)) or dout^T x
@@ -274,7 +274,7 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
             rm_gemm(d, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
     }
     const int64_t so[] = {M, N}, sb[] = {1, N};
-    binary_bwd_one(d, KB_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb);
+    binary_bwd_one(d, ACC_OP_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb);
 }
 
 /* ---- elementwise ------------------------------------------------------------ */
@@ -341,39 +341,19 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
     dev_launch(d, KID_ck_binary_bwd, a.i[0], KA_BLOCK, &a);
 }
 
-#define BINARY(name, OP)                                                                                        \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,   \
-                        const int64_t *sa, const int64_t *sb) {                                                \
-        binary_fwd(d, OP, out, a, b, ndim, so, sa, sb);                                                       \
+/* the binary elementwise ops of the op table (acc_ops.h) */
+#define BINARY(code, name, reads)                                                                                  \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,       \
+                        const int64_t *sa, const int64_t *sb) {                                                    \
+        binary_fwd(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb);                                                 \
+    }                                                                                                              \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim, \
+                        const int64_t *so, const int64_t *sa, const int64_t *sb) {                                 \
+        binary_bwd_one(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
+        binary_bwd_one(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
     }
-BINARY(add, KB_ADD)
-BINARY(sub, KB_SUB)
-BINARY(mul, KB_MUL)
-BINARY(div, KB_DIV)
-
-void g_add_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
-               const int64_t *sb) {
-    binary_bwd_one(d, KB_ADD, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
-    binary_bwd_one(d, KB_ADD, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
-}
-
-void g_sub_bwd(acc_dev *d, float *da, float *db, const float *dout, int ndim, const int64_t *so, const int64_t *sa,
-               const int64_t *sb) {
-    binary_bwd_one(d, KB_SUB, 0, da, dout, NULL, NULL, ndim, so, sa, sb);
-    binary_bwd_one(d, KB_SUB, 1, db, dout, NULL, NULL, ndim, so, sa, sb);
-}
-
-void g_mul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *so, const int64_t *sa, const int64_t *sb) {
-    binary_bwd_one(d, KB_MUL, 0, da, dout, a, b, ndim, so, sa, sb);
-    binary_bwd_one(d, KB_MUL, 1, db, dout, a, b, ndim, so, sa, sb);
-}
-
-void g_div_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-               const int64_t *so, const int64_t *sa, const int64_t *sb) {
-    binary_bwd_one(d, KB_DIV, 0, da, dout, a, b, ndim, so, sa, sb);
-    binary_bwd_one(d, KB_DIV, 1, db, dout, a, b, ndim, so, sa, sb);
-}
+ACC_EW_BINARY_OPS(BINARY)
+#undef BINARY
 
 static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x, const float *saved, float alpha,
                   int64_t n) {
@@ -382,24 +362,22 @@ static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x,
 }
 
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n) {
-    unary(d, KID_ck_unary_fwd, KU_SCALE, out, x, NULL, alpha, n);
+    unary(d, KID_ck_unary_fwd, ACC_OP_SCALE, out, x, NULL, alpha, n);
 }
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n) {
-    unary(d, KID_ck_unary_bwd, KU_SCALE, dx, dout, NULL, alpha, n);
+    unary(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n);
 }
 
-#define UNARY(name, OP)                                                                          \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n) {                   \
-        unary(d, KID_ck_unary_fwd, OP, out, x, NULL, 0.0f, n);                                   \
-    }                                                                                          \
-    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n) { \
-        unary(d, KID_ck_unary_bwd, OP, dx, dout, saved, 0.0f, n);                                \
+/* the plain unary elementwise ops of the op table (acc_ops.h) */
+#define UNARY(code, name, saved)                                                                      \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n) {                        \
+        unary(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, 0.0f, n);                           \
+    }                                                                                               \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n) {   \
+        unary(d, KID_ck_unary_bwd, ACC_OP_##code, dx, dout, saved, 0.0f, n);                        \
     }
-UNARY(gelu, KU_GELU)
-UNARY(relu, KU_RELU)
-UNARY(silu, KU_SILU)
-UNARY(tanh, KU_TANH)
-UNARY(exp, KU_EXP)
+ACC_EW_UNARY_OPS(UNARY)
+#undef UNARY
 
 /* ---- normalisation and softmax --------------------------------------------------- */
 

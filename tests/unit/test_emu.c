@@ -340,7 +340,35 @@ static void expect_close(const char *what, const float *want, const float *got, 
     EXPECT(r <= 1.0, "%s (workspace %lld): off by %.3g of the tolerance", what, ws, r);
 }
 
-/* Both operand gradients of one broadcasting binary op (shapes padded to
+/* The binary ops of the op table (ACC_EW_BINARY_OPS): the backward of each
+ * on the CPU (h*) and on the device (g*), given the operands if it reads
+ * them. */
+#define BIN_OPERANDS_0(a, b)
+#define BIN_OPERANDS_1(a, b) a, b,
+#define BIN_BWD(code, name, reads)                                                                          \
+    static void bwd_##name(acc_dev *d, float *hda, float *hdb, const float *dout, const float *a,           \
+                           const float *b, float *gda, float *gdb, const float *gd, const float *ga,        \
+                           const float *gb, int ndim, const int64_t *so, const int64_t *sa,                 \
+                           const int64_t *sb) {                                                             \
+        k_##name##_bwd(hda, hdb, dout, BIN_OPERANDS_##reads(a, b) ndim, so, sa, sb);                        \
+        g_##name##_bwd(d, gda, gdb, gd, BIN_OPERANDS_##reads(ga, gb) ndim, so, sa, sb);                     \
+    }
+ACC_EW_BINARY_OPS(BIN_BWD)
+#undef BIN_BWD
+typedef struct {
+    const char *name;
+    void (*bwd)(acc_dev *, float *, float *, const float *, const float *, const float *, float *, float *,
+                const float *, const float *, const float *, int, const int64_t *, const int64_t *,
+                const int64_t *);
+} BinOp;
+static const BinOp bin_ops[] = {
+#define BIN_OP(code, name, reads) {#name, bwd_##name},
+    ACC_EW_BINARY_OPS(BIN_OP)
+#undef BIN_OP
+};
+#define N_BIN_OPS (int)(sizeof bin_ops / sizeof *bin_ops)
+
+/* Both operand gradients of the binary op bin_ops[op] (shapes padded to
  * ndim), emulated against the CPU kernel, from the same random values. */
 static void check_binary(acc_dev *d, float *dev, int op, int ndim, const int64_t *so, const int64_t *sa,
                          const int64_t *sb, long long ws) {
@@ -354,28 +382,11 @@ static void check_binary(acc_dev *d, float *dev, int op, int ndim, const int64_t
     for (int64_t i = 0; i < nb; i++) b[i] = b[i] > 0 ? b[i] + 0.5f : b[i] - 0.5f; /* a divisor away from 0 */
     memcpy(gd, dout, (size_t)(no + 2 * na + 2 * nb) * sizeof *h);
     memcpy(hda, da, (size_t)(na + nb) * sizeof *h);
-    static const char *const names[] = {"add", "sub", "mul", "div"};
-    switch (op) {
-    case KB_ADD:
-        k_add_bwd(hda, hdb, dout, ndim, so, sa, sb);
-        g_add_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
-        break;
-    case KB_SUB:
-        k_sub_bwd(hda, hdb, dout, ndim, so, sa, sb);
-        g_sub_bwd(d, gda, gdb, gd, ndim, so, sa, sb);
-        break;
-    case KB_MUL:
-        k_mul_bwd(hda, hdb, dout, a, b, ndim, so, sa, sb);
-        g_mul_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
-        break;
-    default:
-        k_div_bwd(hda, hdb, dout, a, b, ndim, so, sa, sb);
-        g_div_bwd(d, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
-    }
+    bin_ops[op].bwd(d, hda, hdb, dout, a, b, gda, gdb, gd, ga, gb, ndim, so, sa, sb);
     char what[96];
-    snprintf(what, sizeof what, "%s_bwd da (b %lld elements)", names[op], (long long)nb);
+    snprintf(what, sizeof what, "%s_bwd da (b %lld elements)", bin_ops[op].name, (long long)nb);
     expect_close(what, hda, gda, na, ws);
-    snprintf(what, sizeof what, "%s_bwd db (b %lld elements)", names[op], (long long)nb);
+    snprintf(what, sizeof what, "%s_bwd db (b %lld elements)", bin_ops[op].name, (long long)nb);
     expect_close(what, hdb, gdb, nb, ws);
     free(h);
 }
@@ -391,7 +402,7 @@ static void test_reductions(void) {
         /* binary ops: a bias over rows, a bias over a 3-d tensor, a broadcast
          * over a middle axis (not a suffix), no broadcast at all */
         const int64_t o2[] = {300, 70}, b2[] = {1, 70}, o3[] = {3, 100, 70}, b3[] = {1, 1, 70}, m3[] = {3, 1, 70};
-        for (int op = KB_ADD; op <= KB_DIV; op++) {
+        for (int op = 0; op < N_BIN_OPS; op++) {
             check_binary(d, dev, op, 2, o2, o2, b2, ws);
             check_binary(d, dev, op, 3, o3, o3, b3, ws);
             check_binary(d, dev, op, 3, o3, m3, o3, ws);

@@ -8,7 +8,10 @@
  * attention and the other non-trivial ops are checked against naive
  * reference implementations in double precision; linear bit for bit against
  * the matmul and bias add it fuses. Philox is checked against the Random123
- * known-answer vectors.
+ * known-answer vectors. A gradient check that held marks its op (the first
+ * word of the case's name); test_fd_coverage then walks the ops with kernels
+ * (ACC_KERNEL_OPS, generated from the op table) and fails for an op that has
+ * no finite-difference check.
  */
 #include <math.h>
 #include <stdint.h>
@@ -105,6 +108,24 @@ static double max_abs_diff(const float *a, const double *b, int64_t n)
 }
 
 /* ---- the gradient checker ----------------------------------------------- */
+
+/* The ops with kernels, by name, and whether a gradient check of each held. */
+static const char *const kernel_ops[] = {
+#define KOP_NAME(code, name, ew) #name,
+    ACC_KERNEL_OPS(KOP_NAME)
+#undef KOP_NAME
+};
+#define N_KERNEL_OPS (int)(sizeof kernel_ops / sizeof *kernel_ops)
+static int fd_checked[N_KERNEL_OPS];
+
+/* Mark the op a case named "<op> ..." checks. */
+static void fd_mark(const char *case_name)
+{
+    size_t len = strcspn(case_name, " ");
+    for (int k = 0; k < N_KERNEL_OPS; k++)
+        if (strlen(kernel_ops[k]) == len && !strncmp(kernel_ops[k], case_name, len))
+            fd_checked[k] = 1;
+}
 
 #define MAX_IN 8
 
@@ -243,6 +264,17 @@ static void gradcheck(Case *c, int max_checks)
     c->fwd(c);
     if (!test_true(__FILE__, __LINE__, c->name, bad == 0 && checked > 0))
         printf("  %s: %d of %d gradient entries off\n", c->name, bad, checked);
+    else
+        fd_mark(c->name);
+}
+
+/* Every op with kernels has a finite-difference check above. */
+static void test_fd_coverage(void)
+{
+    for (int k = 0; k < N_KERNEL_OPS; k++)
+        if (!test_true(__FILE__, __LINE__, kernel_ops[k], fd_checked[k]))
+            printf("  op %s has no finite-difference gradient check (tests/unit/test_kernels.c)\n",
+                   kernel_ops[k]);
 }
 
 /* ---- philox ------------------------------------------------------------- */
@@ -407,34 +439,43 @@ static void test_linear(void)
 
 /* ---- broadcasting binary ops -------------------------------------------- */
 
-static const char *const bin_names[4] = {"add", "sub", "mul", "div"};
+/* A double-precision reference of each binary op of the table
+ * (ACC_EW_BINARY_OPS): ref_<op>(x, y). */
+static double ref_add(double x, double y) { return x + y; }
+static double ref_sub(double x, double y) { return x - y; }
+static double ref_mul(double x, double y) { return x * y; }
+static double ref_div(double x, double y) { return x / y; }
 
-static void bin_fwd(Case *c)
-{
-    switch (c->i0) {
-    case 0: k_add_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    case 1: k_sub_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    case 2: k_mul_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
-    default: k_div_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); break;
+/* The binary ops under test, from the table: their kernels (the backward
+ * given the operands if it reads them) and their references. */
+#define BIN_BWD_OPERANDS_0
+#define BIN_BWD_OPERANDS_1 c->x[0], c->x[1],
+#define BIN_CASE(code, name, reads)                                                               \
+    static void bin_fwd_##name(Case *c)                                                           \
+    {                                                                                             \
+        k_##name##_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);                     \
+    }                                                                                             \
+    static void bin_bwd_##name(Case *c)                                                           \
+    {                                                                                             \
+        k_##name##_bwd(c->dx[0], c->dx[1], c->dout, BIN_BWD_OPERANDS_##reads c->nd, c->s0, c->s1, \
+                       c->s2);                                                                    \
     }
-}
-
-static void bin_bwd(Case *c)
-{
-    switch (c->i0) {
-    case 0: k_add_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
-    case 1: k_sub_bwd(c->dx[0], c->dx[1], c->dout, c->nd, c->s0, c->s1, c->s2); break;
-    case 2:
-        k_mul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
-        break;
-    default:
-        k_div_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);
-        break;
-    }
-}
+ACC_EW_BINARY_OPS(BIN_CASE)
+#undef BIN_CASE
+typedef struct {
+    const char *name;
+    void (*fwd)(Case *), (*bwd)(Case *);
+    double (*ref)(double, double);
+} BinaryOp;
+static const BinaryOp bin_ops[] = {
+#define BIN_OP(code, name, reads) {#name, bin_fwd_##name, bin_bwd_##name, ref_##name},
+    ACC_EW_BINARY_OPS(BIN_OP)
+#undef BIN_OP
+};
+#define N_BIN_OPS (int)(sizeof bin_ops / sizeof *bin_ops)
 
 // naive broadcasting a OP b by multi-index arithmetic, in double
-static void bin_ref(double *out, int op, const float *a, const float *b, int nd,
+static void bin_ref(double *out, const BinaryOp *op, const float *a, const float *b, int nd,
                     const int64_t *os, const int64_t *as, const int64_t *bs)
 {
     int64_t n = 1;
@@ -451,7 +492,7 @@ static void bin_ref(double *out, int op, const float *a, const float *b, int nd,
             sb *= bs[d];
         }
         double x = a[ia], y = b[ib];
-        out[e] = op == 0 ? x + y : op == 1 ? x - y : op == 2 ? x * y : x / y;
+        out[e] = op->ref(x, y);
     }
 }
 
@@ -479,24 +520,24 @@ static void test_binary(void)
         {"big scalar [3,100,300]+[1]", 3, {3, 100, 300}, {3, 100, 300}, {1, 1, 1}},
         {"big column [600,80]+[600,1]", 2, {600, 80}, {600, 80}, {600, 1}},
     };
-    static char names[4 * sizeof shapes / sizeof shapes[0]][80];
+    static char names[N_BIN_OPS * sizeof shapes / sizeof shapes[0]][80];
     int ns = (int)(sizeof shapes / sizeof shapes[0]);
     for (int s = 0; s < ns; s++)
-        for (int op = 0; op < 4; op++) {
+        for (int k = 0; k < N_BIN_OPS; k++) {
             const BinShape *bs = &shapes[s];
-            char *name = names[s * 4 + op];
-            snprintf(name, sizeof names[0], "%s %s", bin_names[op], bs->what);
+            const BinaryOp *op = &bin_ops[k];
+            char *name = names[s * N_BIN_OPS + k];
+            snprintf(name, sizeof names[0], "%s %s", op->name, bs->what);
             int64_t on = 1, an = 1, bn = 1;
             for (int d = 0; d < bs->nd; d++)
                 on *= bs->os[d], an *= bs->as[d], bn *= bs->bs[d];
-            Case c = case_new(name, bin_fwd, bin_bwd, on, 0);
-            c.i0 = op;
+            Case c = case_new(name, op->fwd, op->bwd, on, 0);
             c.nd = bs->nd;
             memcpy(c.s0, bs->os, sizeof c.s0);
             memcpy(c.s1, bs->as, sizeof c.s1);
             memcpy(c.s2, bs->bs, sizeof c.s2);
             case_in(&c, rnd_buf(an, -1, 1), an, 1);
-            case_in(&c, op == 3 ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
+            case_in(&c, !strcmp(op->name, "div") ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
             c.fwd(&c);
             double *ref = xmalloc((size_t)on * sizeof *ref);
             bin_ref(ref, op, c.x[0], c.x[1], c.nd, c.s0, c.s1, c.s2);
@@ -509,7 +550,7 @@ static void test_binary(void)
                 Case ip = c;
                 ip.out = y;
                 ip.x[0] = y;
-                bin_fwd(&ip);
+                op->fwd(&ip);
                 if (!ASSERT_TRUE(memcmp(y, c.out, (size_t)on * sizeof *y) == 0))
                     printf("  in-place forward of %s\n", name);
                 free(y);
@@ -523,62 +564,73 @@ static void test_binary(void)
 
 /* ---- unary ops ---------------------------------------------------------- */
 
-static const char *const un_names[6] = {"scale", "gelu", "relu", "silu", "tanh", "exp"};
+/* A double-precision reference of each plain unary op of the table
+ * (ACC_EW_UNARY_OPS): ref_<op>(x). */
+static double ref_gelu(double x)
+{
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+}
+static double ref_relu(double x) { return x > 0 ? x : 0; }
+static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
+static double ref_tanh(double x) { return tanh(x); }
+static double ref_exp(double x) { return exp(x); }
+
+/* The unary ops under test: scale (its factor alpha in the case's f0), then
+ * the table's plain unary ops, their kernels and the buffer their backward
+ * reads (UN_SAVED_x: the input, UN_SAVED_out: the output). */
+enum { UN_SAVED_x, UN_SAVED_out };
+typedef struct {
+    const char *name;
+    void (*fwd)(float *, const float *, int64_t);
+    void (*bwd)(float *, const float *, const float *, int64_t);
+    int saved_out;
+    double (*ref)(double);
+} UnaryOp;
+static const UnaryOp un_ops[] = {
+    {"scale", NULL, NULL, 0, NULL},
+#define UN_OP(code, name, saved) {#name, k_##name##_fwd, k_##name##_bwd, UN_SAVED_##saved, ref_##name},
+    ACC_EW_UNARY_OPS(UN_OP)
+#undef UN_OP
+};
+#define N_UN_OPS (int)(sizeof un_ops / sizeof *un_ops)
 
 static void un_fwd(Case *c)
 {
-    int64_t n = c->on;
-    switch (c->i0) {
-    case 0: k_scale_fwd(c->out, c->x[0], c->f0, n); break;
-    case 1: k_gelu_fwd(c->out, c->x[0], n); break;
-    case 2: k_relu_fwd(c->out, c->x[0], n); break;
-    case 3: k_silu_fwd(c->out, c->x[0], n); break;
-    case 4: k_tanh_fwd(c->out, c->x[0], n); break;
-    default: k_exp_fwd(c->out, c->x[0], n); break;
-    }
+    const UnaryOp *u = &un_ops[c->i0];
+    if (u->fwd)
+        u->fwd(c->out, c->x[0], c->on);
+    else
+        k_scale_fwd(c->out, c->x[0], c->f0, c->on);
 }
 
 static void un_bwd(Case *c)
 {
-    int64_t n = c->on;
-    switch (c->i0) {
-    case 0: k_scale_bwd(c->dx[0], c->dout, c->f0, n); break;
-    case 1: k_gelu_bwd(c->dx[0], c->dout, c->x[0], n); break;
-    case 2: k_relu_bwd(c->dx[0], c->dout, c->out, n); break;
-    case 3: k_silu_bwd(c->dx[0], c->dout, c->x[0], n); break;
-    case 4: k_tanh_bwd(c->dx[0], c->dout, c->out, n); break;
-    default: k_exp_bwd(c->dx[0], c->dout, c->out, n); break;
-    }
+    const UnaryOp *u = &un_ops[c->i0];
+    if (u->bwd)
+        u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
+    else
+        k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
 }
 
-static double un_ref(int op, double x, double alpha)
-{
-    switch (op) {
-    case 0: return alpha * x;
-    case 1: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-    case 2: return x > 0 ? x : 0;
-    case 3: return x / (1.0 + exp(-x));
-    case 4: return tanh(x);
-    default: return exp(x);
-    }
-}
-
+/* Each unary op against its reference, in place, and by finite differences;
+ * inputs away from 0 for relu, whose derivative jumps there. */
 static void test_unary(void)
 {
-    static char names[12][48];
+    static char names[2 * N_UN_OPS][48];
     for (int big = 0; big < 2; big++)
-        for (int op = 0; op < 6; op++) {
+        for (int op = 0; op < N_UN_OPS; op++) {
             int64_t n = big ? 40000 : 60;
-            char *name = names[big * 6 + op];
-            snprintf(name, sizeof names[0], "%s n=%lld", un_names[op], (long long)n);
+            const UnaryOp *u = &un_ops[op];
+            char *name = names[big * N_UN_OPS + op];
+            snprintf(name, sizeof names[0], "%s n=%lld", u->name, (long long)n);
             Case c = case_new(name, un_fwd, un_bwd, n, 0);
             c.i0 = op;
             c.f0 = -1.7f;
-            case_in(&c, op == 2 ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
+            case_in(&c, !strcmp(u->name, "relu") ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
             c.fwd(&c);
             double err = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                double r = un_ref(op, c.x[0][i], c.f0);
+                double r = u->ref ? u->ref(c.x[0][i]) : c.f0 * (double)c.x[0][i];
                 err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
             }
             if (!ASSERT_TRUE(err < 1e-5))
@@ -1332,15 +1384,30 @@ static void test_determinism(void)
 }
 
 /* An elementwise chain (k_ew_chain) gives the bits of its ops' own kernels
- * run one after another: every op, a broadcast operand on either side whose
- * period is 1, shorter than a tile, not a multiple of it, and the whole
- * tensor, and lengths that end inside a tile. */
+ * run one after another: every binary op, then scale, every plain unary op
+ * of the table (ACC_EW_UNARY_OPS), dropout or nothing; a broadcast operand on
+ * either side whose period is 1, shorter than a tile, not a multiple of it,
+ * and the whole tensor, and lengths that end inside a tile. */
 static void test_ew_chain(void)
 {
     typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
                            const int64_t *);
-    static const int bin_code[] = {K_EW_ADD, K_EW_SUB, K_EW_MUL, K_EW_DIV};
-    static const Binary bin_fn[] = {k_add_fwd, k_sub_fwd, k_mul_fwd, k_div_fwd};
+    static const int bin_code[] = {
+#define BIN_CODE(code, name, reads) ACC_OP_##code,
+        ACC_EW_BINARY_OPS(BIN_CODE)
+#undef BIN_CODE
+    };
+    static const Binary bin_fn[] = {
+#define BIN_FN(code, name, reads) k_##name##_fwd,
+        ACC_EW_BINARY_OPS(BIN_FN)
+#undef BIN_FN
+    };
+    static const int un_code[N_UN_OPS] = {
+        ACC_OP_SCALE,
+#define UN_CODE(code, name, saved) ACC_OP_##code,
+        ACC_EW_UNARY_OPS(UN_CODE)
+#undef UN_CODE
+    };
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}};
     int bad = 0, cases = 0;
     for (size_t rc = 0; rc < sizeof rows_cols / sizeof *rows_cols; rc++) {
@@ -1348,24 +1415,23 @@ static void test_ew_chain(void)
         float *x = rnd_signed_buf(n, 0.5f, 2.0f), *o = rnd_signed_buf(C, 0.5f, 2.0f);
         float *want = zero_buf(n), *got = zero_buf(n);
         int64_t full[2] = {R, C}, row[2] = {1, C};
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < N_BIN_OPS; b++)
             for (int right = 0; right < 2; right++)
-                for (int u = 0; u < 7; u++) { /* binary, then a unary op (or none) */
+                for (int u = 0; u < N_UN_OPS + 2; u++) { /* binary, then a unary op (or none) */
                     if (right) bin_fn[b](want, o, x, 2, full, row, full);
                     else bin_fn[b](want, x, o, 2, full, full, row);
-                    k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {K_EW_SCALE, NULL, 1, 0, 0.75f, 0}};
+                    k_ew_op ops[2] = {{bin_code[b], o, C, right, 0.0f, 0}, {ACC_OP_SCALE, NULL, 1, 0, 0.75f, 0}};
                     int n_ops = 2;
-                    switch (u) {
-                    case 0: k_scale_fwd(want, want, 0.75f, n); break;
-                    case 1: ops[1].op = K_EW_GELU, k_gelu_fwd(want, want, n); break;
-                    case 2: ops[1].op = K_EW_RELU, k_relu_fwd(want, want, n); break;
-                    case 3: ops[1].op = K_EW_SILU, k_silu_fwd(want, want, n); break;
-                    case 4: ops[1].op = K_EW_TANH, k_tanh_fwd(want, want, n); break;
-                    case 5:
-                        ops[1] = (k_ew_op){K_EW_DROPOUT, NULL, 1, 0, 0.25f, 9};
+                    if (u == 0) {
+                        k_scale_fwd(want, want, 0.75f, n);
+                    } else if (u < N_UN_OPS) {
+                        ops[1].op = un_code[u];
+                        un_ops[u].fwd(want, want, n);
+                    } else if (u == N_UN_OPS) {
+                        ops[1] = (k_ew_op){ACC_OP_DROPOUT, NULL, 1, 0, 0.25f, 9};
                         k_dropout_fwd(want, want, n, 0.25f, 5, 3, 9);
-                        break;
-                    default: n_ops = 1; break;
+                    } else {
+                        n_ops = 1;
                     }
                     k_ew_chain(got, x, ops, n_ops, n, 5, 3);
                     bad += memcmp(want, got, (size_t)n * sizeof *got) != 0;
@@ -1374,7 +1440,7 @@ static void test_ew_chain(void)
         free(x), free(o), free(want), free(got);
     }
     ASSERT(0, bad);
-    ASSERT(280, cases);
+    ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
 }
 
 int main(void)
@@ -1394,5 +1460,6 @@ int main(void)
     test_reductions();
     test_adamw();
     test_determinism();
+    test_fd_coverage();
     TEST_DONE();
 }

@@ -1,0 +1,156 @@
+/* acc_ops.h - the op codes shared by the runtime and the code acc generates.
+ *
+ * GENERATED from ir/ops.def by tools/gen_ops.c when the project is built: do
+ * not edit, edit the op table. The codes equal the compiler's OpKind. NVRTC
+ * gets this file as a header of kernels.cu, so it holds only C that CUDA C++
+ * accepts too.
+ */
+#ifndef ACC_OPS_H
+#define ACC_OPS_H
+
+enum {
+    ACC_OP_INPUT = 0,
+    ACC_OP_PARAM = 1,
+    ACC_OP_MATMUL = 2,
+    ACC_OP_LINEAR = 3,
+    ACC_OP_ADD = 4,
+    ACC_OP_SUB = 5,
+    ACC_OP_MUL = 6,
+    ACC_OP_DIV = 7,
+    ACC_OP_SCALE = 8,
+    ACC_OP_GELU = 9,
+    ACC_OP_RELU = 10,
+    ACC_OP_SILU = 11,
+    ACC_OP_TANH = 12,
+    ACC_OP_EXP = 13,
+    ACC_OP_LAYERNORM = 14,
+    ACC_OP_RMSNORM = 15,
+    ACC_OP_SOFTMAX = 16,
+    ACC_OP_ATTENTION = 17,
+    ACC_OP_ROPE = 18,
+    ACC_OP_EMBEDDING = 19,
+    ACC_OP_CROSS_ENTROPY = 20,
+    ACC_OP_DROPOUT = 21,
+    ACC_OP_RESHAPE = 22,
+    ACC_OP_TRANSPOSE = 23,
+    ACC_OP_SLICE = 24,
+    ACC_OP_CONCAT = 25,
+    ACC_OP_SUM = 26,
+    ACC_OP_MEAN = 27,
+    ACC_OP_COUNT = 28
+};
+
+/* The ops with kernels (every op but the leaves), in table order:
+ * X(CODE, name, ew): name the kernels' stem (k_<name>_fwd, g_<name>_fwd);
+ * ew 1 or 2: the op may join an elementwise chain (k_ew_chain), with that
+ * many inputs; 0: it may not. */
+#define ACC_KERNEL_OPS(X) \
+    X(MATMUL, matmul, 0) \
+    X(LINEAR, linear, 0) \
+    X(ADD, add, 2) \
+    X(SUB, sub, 2) \
+    X(MUL, mul, 2) \
+    X(DIV, div, 2) \
+    X(SCALE, scale, 1) \
+    X(GELU, gelu, 1) \
+    X(RELU, relu, 1) \
+    X(SILU, silu, 1) \
+    X(TANH, tanh, 1) \
+    X(EXP, exp, 1) \
+    X(LAYERNORM, layernorm, 0) \
+    X(RMSNORM, rmsnorm, 0) \
+    X(SOFTMAX, softmax, 0) \
+    X(ATTENTION, attention, 0) \
+    X(ROPE, rope, 0) \
+    X(EMBEDDING, embedding, 0) \
+    X(CROSS_ENTROPY, cross_entropy, 0) \
+    X(DROPOUT, dropout, 1) \
+    X(RESHAPE, reshape, 0) \
+    X(TRANSPOSE, transpose, 0) \
+    X(SLICE, slice, 0) \
+    X(CONCAT, concat, 0) \
+    X(SUM, sum, 0) \
+    X(MEAN, mean, 0)
+
+/* The plain unary elementwise ops (one input, no attributes), whose
+ * kernels all have one form: X(CODE, name, saved), saved the buffer the
+ * backward reads (x or out). k_<name>_fwd(out, x, n): out = f(x);
+ * k_<name>_bwd(dx, dout, saved, n): dx += dout * f'(x). */
+#define ACC_EW_UNARY_OPS(X) \
+    X(GELU, gelu, x) \
+    X(RELU, relu, out) \
+    X(SILU, silu, x) \
+    X(TANH, tanh, out) \
+    X(EXP, exp, out)
+
+/* The binary elementwise ops (two inputs, numpy broadcasting, no
+ * attributes): X(CODE, name, reads), reads 1 if the backward reads the
+ * operands. k_<name>_fwd(out, a, b, ndim, shapes); k_<name>_bwd(da, db,
+ * dout, a, b, ndim, shapes), without a, b where reads is 0. */
+#define ACC_EW_BINARY_OPS(X) \
+    X(ADD, add, 0) \
+    X(SUB, sub, 0) \
+    X(MUL, mul, 1) \
+    X(DIV, div, 1)
+
+#endif
+
+/* On a device target (cuda_schedule.h defines ACC_SCHEDULE_ON_DEVICE) the
+ * host schedule's k_<stem>_fwd / _bwd of every op are the device layer's
+ * g_<stem>_fwd / _bwd (cuda_ops.h) on the instance's device D. Outside
+ * the guard above: acc_ops.h may have been included before. */
+#if defined(ACC_SCHEDULE_ON_DEVICE) && !defined(ACC_OPS_ON_DEVICE_H)
+#define ACC_OPS_ON_DEVICE_H
+#define k_matmul_fwd(...) g_matmul_fwd(D, __VA_ARGS__)
+#define k_matmul_bwd(...) g_matmul_bwd(D, __VA_ARGS__)
+#define k_linear_fwd(...) g_linear_fwd(D, __VA_ARGS__)
+#define k_linear_bwd(...) g_linear_bwd(D, __VA_ARGS__)
+#define k_add_fwd(...) g_add_fwd(D, __VA_ARGS__)
+#define k_add_bwd(...) g_add_bwd(D, __VA_ARGS__)
+#define k_sub_fwd(...) g_sub_fwd(D, __VA_ARGS__)
+#define k_sub_bwd(...) g_sub_bwd(D, __VA_ARGS__)
+#define k_mul_fwd(...) g_mul_fwd(D, __VA_ARGS__)
+#define k_mul_bwd(...) g_mul_bwd(D, __VA_ARGS__)
+#define k_div_fwd(...) g_div_fwd(D, __VA_ARGS__)
+#define k_div_bwd(...) g_div_bwd(D, __VA_ARGS__)
+#define k_scale_fwd(...) g_scale_fwd(D, __VA_ARGS__)
+#define k_scale_bwd(...) g_scale_bwd(D, __VA_ARGS__)
+#define k_gelu_fwd(...) g_gelu_fwd(D, __VA_ARGS__)
+#define k_gelu_bwd(...) g_gelu_bwd(D, __VA_ARGS__)
+#define k_relu_fwd(...) g_relu_fwd(D, __VA_ARGS__)
+#define k_relu_bwd(...) g_relu_bwd(D, __VA_ARGS__)
+#define k_silu_fwd(...) g_silu_fwd(D, __VA_ARGS__)
+#define k_silu_bwd(...) g_silu_bwd(D, __VA_ARGS__)
+#define k_tanh_fwd(...) g_tanh_fwd(D, __VA_ARGS__)
+#define k_tanh_bwd(...) g_tanh_bwd(D, __VA_ARGS__)
+#define k_exp_fwd(...) g_exp_fwd(D, __VA_ARGS__)
+#define k_exp_bwd(...) g_exp_bwd(D, __VA_ARGS__)
+#define k_layernorm_fwd(...) g_layernorm_fwd(D, __VA_ARGS__)
+#define k_layernorm_bwd(...) g_layernorm_bwd(D, __VA_ARGS__)
+#define k_rmsnorm_fwd(...) g_rmsnorm_fwd(D, __VA_ARGS__)
+#define k_rmsnorm_bwd(...) g_rmsnorm_bwd(D, __VA_ARGS__)
+#define k_softmax_fwd(...) g_softmax_fwd(D, __VA_ARGS__)
+#define k_softmax_bwd(...) g_softmax_bwd(D, __VA_ARGS__)
+#define k_attention_fwd(...) g_attention_fwd(D, __VA_ARGS__)
+#define k_attention_bwd(...) g_attention_bwd(D, __VA_ARGS__)
+#define k_rope_fwd(...) g_rope_fwd(D, __VA_ARGS__)
+#define k_rope_bwd(...) g_rope_bwd(D, __VA_ARGS__)
+#define k_embedding_fwd(...) g_embedding_fwd(D, __VA_ARGS__)
+#define k_embedding_bwd(...) g_embedding_bwd(D, __VA_ARGS__)
+#define k_cross_entropy_fwd(...) g_cross_entropy_fwd(D, __VA_ARGS__)
+#define k_cross_entropy_bwd(...) g_cross_entropy_bwd(D, __VA_ARGS__)
+#define k_dropout_fwd(...) g_dropout_fwd(D, __VA_ARGS__)
+#define k_dropout_bwd(...) g_dropout_bwd(D, __VA_ARGS__)
+#define k_reshape_fwd(...) g_reshape_fwd(D, __VA_ARGS__)
+#define k_reshape_bwd(...) g_reshape_bwd(D, __VA_ARGS__)
+#define k_transpose_fwd(...) g_transpose_fwd(D, __VA_ARGS__)
+#define k_transpose_bwd(...) g_transpose_bwd(D, __VA_ARGS__)
+#define k_slice_fwd(...) g_slice_fwd(D, __VA_ARGS__)
+#define k_slice_bwd(...) g_slice_bwd(D, __VA_ARGS__)
+#define k_concat_fwd(...) g_concat_fwd(D, __VA_ARGS__)
+#define k_concat_bwd(...) g_concat_bwd(D, __VA_ARGS__)
+#define k_sum_fwd(...) g_sum_fwd(D, __VA_ARGS__)
+#define k_sum_bwd(...) g_sum_bwd(D, __VA_ARGS__)
+#define k_mean_fwd(...) g_mean_fwd(D, __VA_ARGS__)
+#define k_mean_bwd(...) g_mean_bwd(D, __VA_ARGS__)
+#endif
