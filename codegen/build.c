@@ -54,8 +54,7 @@ int cg_run(const char *const argv[], FILE *err) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) != 127)
         fprintf(err, "acc: error: %s exited with status %d\n", argv[0], WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        fprintf(err, "acc: error: %s was killed by signal %d\n", argv[0], WTERMSIG(status));
+    else if (WIFSIGNALED(status)) fprintf(err, "acc: error: %s was killed by signal %d\n", argv[0], WTERMSIG(status));
     return -1;
 }
 
@@ -91,8 +90,9 @@ static int compile_c(const char *dir, const char *name, char *obj, size_t obj_si
     snprintf(inc, sizeof inc, "-I%s", cg_runtime_include());
     snprintf(inc_dev, sizeof inc_dev, "-I%s/cuda", cg_runtime_include());
     const char *flags = cg_gen_flags();
-    const char *cc_argv[] = {env_or("CC", "cc"), "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, inc_dev, "-c", src, "-o",
-                             obj, *flags ? flags : NULL, NULL};
+    const char *cc_argv[] = {
+        env_or("CC", "cc"),    "-std=c11", "-O2", "-fopenmp", "-fPIC", inc, inc_dev, "-c", src, "-o", obj,
+        *flags ? flags : NULL, NULL};
     return cg_run(cc_argv, err);
 }
 

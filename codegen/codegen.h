@@ -49,22 +49,21 @@ typedef struct {
  * the host schedule (the same text for every target: kernel calls k_* with
  * constant offsets, bound to the CPU kernels or to the device layer by the
  * header the target includes) and the model's descriptor. */
-void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
-                  FILE *h_out);
+void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out, FILE *h_out);
 
 /* ---- elementwise chains (codegen/fuse.c) ---- */
 
 #define CG_CHAIN_MAX 4
 
 typedef struct {
-    int step;          /* the schedule step this op was */
+    int step; /* the schedule step this op was */
     OpKind op;
-    int value_buf;     /* the buffer its chain value came from (the head's: the chain input) */
-    int operand_buf;   /* the other input of a binary op, else -1 */
+    int value_buf;      /* the buffer its chain value came from (the head's: the chain input) */
+    int operand_buf;    /* the other input of a binary op, else -1 */
     bool operand_right; /* the operand is the left input: o OP v */
-    int64_t modulus;   /* the operand is read at i mod its size (a suffix of the shape) */
-    float param;       /* scale's alpha, dropout's p */
-    int op_id;         /* dropout's random stream: the node id */
+    int64_t modulus;    /* the operand is read at i mod its size (a suffix of the shape) */
+    float param;        /* scale's alpha, dropout's p */
+    int op_id;          /* dropout's random stream: the node id */
 } CgChainOp;
 
 typedef struct {
@@ -108,7 +107,7 @@ int cg_run(const char *const argv[], FILE *err);
  * defaults, overridable with ACC_RUNTIME_DIR / ACC_RUNTIME_LIB). */
 const char *cg_runtime_include(void);
 const char *cg_runtime_lib(void);
-const char *cg_blas_dir(void); /* the OpenMP build of OpenBLAS */
+const char *cg_blas_dir(void);  /* the OpenMP build of OpenBLAS */
 const char *cg_gen_flags(void); /* extra cc flags for generated code ("" or sanitizers) */
 
 #endif

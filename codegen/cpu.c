@@ -64,9 +64,10 @@ typedef struct {
 static MatmulDims matmul_dims(const Emit *e, const Node *n) {
     const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
     int ar = a->shape.ndim, rank = n->shape.ndim;
-    MatmulDims d = {prod(&a->shape, 0, ar - 2), n->shape.dim[rank - 2], n->shape.dim[rank - 1],
-                    n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1], n->attr.transpose_a,
-                    n->attr.transpose_b, b->shape.ndim > 2};
+    MatmulDims d = {prod(&a->shape, 0, ar - 2), n->shape.dim[rank - 2],
+                    n->shape.dim[rank - 1],     n->attr.transpose_a ? a->shape.dim[ar - 2] : a->shape.dim[ar - 1],
+                    n->attr.transpose_a,        n->attr.transpose_b,
+                    b->shape.ndim > 2};
     return d;
 }
 
@@ -83,7 +84,7 @@ typedef struct {
 static AttnDims attn_dims(const Emit *e, const Node *n) {
     const Node *q = in_node(e, n, 0), *k = in_node(e, n, 1);
     int64_t H = n->attr.heads;
-    AttnDims d = {q->shape.dim[0], q->shape.dim[1], k->shape.dim[1], H, n->attr.kv_heads > 0 ? n->attr.kv_heads : H,
+    AttnDims d = {q->shape.dim[0],    q->shape.dim[1], k->shape.dim[1], H, n->attr.kv_heads > 0 ? n->attr.kv_heads : H,
                   q->shape.dim[2] / H};
     return d;
 }
@@ -129,8 +130,7 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), nd);
     else
         fprintf(e->out, "%s_bwd(%s, %s, %s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
-                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), ptr(e, st->in[0], p3), ptr(e, st->in[1], p4),
-                nd);
+                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), ptr(e, st->in[0], p3), ptr(e, st->in[1], p4), nd);
     fprintf(e->out, "    }\n");
 }
 
@@ -156,8 +156,7 @@ static void emit_unary(Emit *e, const Step *st, const Node *n, bool fwd) {
         fprintf(e->out, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
     else
         fprintf(e->out, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1),
-                ptr(e, st->grad_out, p0), ptr(e, op_table[n->op].grad_reads & GR_OUT ? st->out : st->in[0], p2),
-                elems);
+                ptr(e, st->grad_out, p0), ptr(e, op_table[n->op].grad_reads & GR_OUT ? st->out : st->in[0], p2), elems);
 }
 
 static void emit_matmul(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -172,9 +171,8 @@ static void emit_matmul(Emit *e, const Step *st, const Node *n, bool fwd) {
         fprintf(e->out,
                 "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                 ", %d, %d, %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0),
-                ptr(e, st->in[0], p3), ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b,
-                d.b_batched);
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p3),
+                ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
 }
 
 static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -182,13 +180,13 @@ static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
     int64_t elems = shape_elems(&n->shape), N = n->shape.dim[n->shape.ndim - 1];
     if (fwd)
         fprintf(e->out, "    k_linear_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N,
-                N, linear_k(e, n), n->attr.transpose_b);
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N, N,
+                linear_k(e, n), n->attr.transpose_b);
     else
         fprintf(e->out, "    k_linear_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
-                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N,
-                linear_k(e, n), n->attr.transpose_b);
+                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N, linear_k(e, n),
+                n->attr.transpose_b);
 }
 
 static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -212,8 +210,7 @@ static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {
     else
         fprintf(e->out, "    k_layernorm_bwd(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
-                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows,
-                C);
+                ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
 }
 
 static void emit_rmsnorm(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -225,8 +222,8 @@ static void emit_rmsnorm(Emit *e, const Step *st, const Node *n, bool fwd) {
                 n->attr.eps);
     else
         fprintf(e->out, "    k_rmsnorm_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0),
-                ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4),
+                ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
 }
 
 static void emit_softmax(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -281,8 +278,8 @@ static void emit_embedding(Emit *e, const Step *st, const Node *n, bool fwd) {
         fprintf(e->out,
                 "    if (k_embedding_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
                 "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
-                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p0), iptr(e, st->in[0], p2),
-                elems / t->shape.dim[1], t->shape.dim[0], t->shape.dim[1], n->name);
+                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p0), iptr(e, st->in[0], p2), elems / t->shape.dim[1],
+                t->shape.dim[0], t->shape.dim[1], n->name);
 }
 
 static void emit_cross_entropy(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -333,8 +330,8 @@ static void emit_strided(Emit *e, const Step *st, const Node *n, bool fwd) {
         fprintf(e->out, ";\n        k_transpose_%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, dst, src, nd,
                 norm_axis(n->attr.dim0, nd), norm_axis(n->attr.dim1, nd));
     else
-        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src, nd,
-                norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
+        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src,
+                nd, norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
 }
 
 static void emit_concat(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -427,11 +424,14 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     const Schedule *s = e->s;
     FILE *o = e->out;
     const char *m = g->model;
-    fprintf(o, "/* %s.c - generated by acc %s from %s; do not edit.\n * target %s, %d steps (%d recomputed), arena %" PRId64
-               " bytes. */\n",
-            m, ACC_VERSION, g->source, opt->target->name, s->steps.n, s->n_recompute, s->arena_bytes);
+    fprintf(
+        o,
+        "/* %s.c - generated by acc %s from %s; do not edit.\n * target %s, %d steps (%d recomputed), arena %" PRId64
+        " bytes. */\n",
+        m, ACC_VERSION, g->source, opt->target->name, s->steps.n, s->n_recompute, s->arena_bytes);
     const CgTarget *tg = opt->target;
-    fprintf(o, "#include <stddef.h>\n#include <stdint.h>\n\n#include \"accrt.h\"\n#include \"%s\"\n#include \"%s.h\"\n\n",
+    fprintf(o,
+            "#include <stddef.h>\n#include <stdint.h>\n\n#include \"accrt.h\"\n#include \"%s\"\n#include \"%s.h\"\n\n",
             tg->kernels_header, m);
     fprintf(o, "#define F(off) ((float *)(A + (off)))\n#define I(off) ((const int32_t *)(A + (off)))\n\n");
     /* the schedule in functions of at most CG_STEPS_PER_FN steps: cc's time
@@ -440,8 +440,11 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     for (int t = 0; t < s->steps.n; t++) {
         if (t % CG_STEPS_PER_FN == 0) {
             if (t) fprintf(o, "    return ACC_OK;\n}\n\n");
-            fprintf(o, "static int run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
-                       "    (void)A;\n    (void)D;\n", n_parts++);
+            fprintf(
+                o,
+                "static int run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
+                "    (void)A;\n    (void)D;\n",
+                n_parts++);
         }
         const Step *st = &s->steps.v[t];
         const Node *n = graph_node(g, st->node);
@@ -511,13 +514,16 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     if (tg->device) {
         fprintf(o, "    .device = &acc_device_%s,\n", tg->device);
         if (tg->nvrtc) fprintf(o, "    .images = %s_images,\n    .n_images = %d,\n", m, opt->n_images);
-        fprintf(o, "    .workspace_offset = %" PRId64 ",\n    .workspace_bytes = %" PRId64 ",\n    .tf32 = %d,\n", ws_off,
-                opt->mem.workspace_bytes, opt->tf32);
+        fprintf(o, "    .workspace_offset = %" PRId64 ",\n    .workspace_bytes = %" PRId64 ",\n    .tf32 = %d,\n",
+                ws_off, opt->mem.workspace_bytes, opt->tf32);
     }
-    fprintf(o, "    .arena_bytes = %" PRId64 ",\n    .n_params = %d,\n    .params = params,\n    .n_inputs = %d,\n"
-               "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n    .run = run,\n",
+    fprintf(o,
+            "    .arena_bytes = %" PRId64 ",\n    .n_params = %d,\n    .params = params,\n    .n_inputs = %d,\n"
+            "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n    .run = run,\n",
             arena, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer);
-    fprintf(o, "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64 ",\n    .plan_summary = \"%s\",\n};\n\n",
+    fprintf(o,
+            "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64
+            ",\n    .plan_summary = \"%s\",\n};\n\n",
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
@@ -553,40 +559,43 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
     fprintf(o, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     fprintf(o, "#define %s_ARENA_BYTES %" PRId64 "\n\n", up, opt->mem.total_bytes);
     fprintf(o, "typedef acc_model %s_model;\n\n", m);
-    fprintf(o, "/* The model as data: parameters, inputs, arena, schedule. */\nconst acc_model_desc *%s_desc(void);\n\n", m);
     fprintf(o,
-            "static inline int %s_create(const acc_options *opt, %s_model **out) { return acc_create(%s_desc(), opt, out); }\n"
-            "static inline void %s_destroy(%s_model *m) { acc_destroy(m); }\n"
-            "static inline int %s_init_params(%s_model *m, uint64_t seed) { return acc_init_params(m, seed); }\n"
-            "static inline int %s_load_params(%s_model *m, const char *path) { return acc_load_params(m, path); }\n"
-            "static inline int %s_save_params(%s_model *m, const char *path) { return acc_save_params(m, path); }\n"
-            "static inline int %s_step(%s_model *m, float *loss) { return acc_step(m, loss); }\n"
-            "static inline int %s_adamw(%s_model *m, float lr, float beta1, float beta2, float eps, float wd) {\n"
-            "    return acc_adamw(m, lr, beta1, beta2, eps, wd);\n}\n"
-            "static inline int %s_param(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
-            "    return acc_param(m, name, data, elems);\n}\n"
-            "static inline int %s_grad(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
-            "    return acc_grad(m, name, data, elems);\n}\n"
-            "static inline int %s_counters(const %s_model *m, acc_counters *c) { return acc_get_counters(m, c); }\n"
-            "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
-            "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
-            m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+            "/* The model as data: parameters, inputs, arena, schedule. */\nconst acc_model_desc *%s_desc(void);\n\n",
+            m);
+    fprintf(
+        o,
+        "static inline int %s_create(const acc_options *opt, %s_model **out) { return acc_create(%s_desc(), opt, out); }\n"
+        "static inline void %s_destroy(%s_model *m) { acc_destroy(m); }\n"
+        "static inline int %s_init_params(%s_model *m, uint64_t seed) { return acc_init_params(m, seed); }\n"
+        "static inline int %s_load_params(%s_model *m, const char *path) { return acc_load_params(m, path); }\n"
+        "static inline int %s_save_params(%s_model *m, const char *path) { return acc_save_params(m, path); }\n"
+        "static inline int %s_step(%s_model *m, float *loss) { return acc_step(m, loss); }\n"
+        "static inline int %s_adamw(%s_model *m, float lr, float beta1, float beta2, float eps, float wd) {\n"
+        "    return acc_adamw(m, lr, beta1, beta2, eps, wd);\n}\n"
+        "static inline int %s_param(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
+        "    return acc_param(m, name, data, elems);\n}\n"
+        "static inline int %s_grad(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
+        "    return acc_grad(m, name, data, elems);\n}\n"
+        "static inline int %s_counters(const %s_model *m, acc_counters *c) { return acc_get_counters(m, c); }\n"
+        "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
+        "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
+        m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
     fprintf(o, "/* Inputs, with their exact sizes. */\n");
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);
         if (n->op != OP_INPUT) continue;
         char buf[ACC_SHAPE_STR];
         const char *ct = n->dtype == DT_I32 ? "int32_t" : "float";
-        fprintf(o, "/* %s: %s%s */\nstatic inline int %s_set_%s(%s_model *m, const %s *data) {\n"
-                   "    return acc_set_input(m, \"%s\", data, %" PRId64 ");\n}\n",
+        fprintf(o,
+                "/* %s: %s%s */\nstatic inline int %s_set_%s(%s_model *m, const %s *data) {\n"
+                "    return acc_set_input(m, \"%s\", data, %" PRId64 ");\n}\n",
                 n->name, dtype_name(n->dtype), shape_str(&n->shape, buf), m, n->name, m, ct, n->name, node_bytes(n));
     }
     (void)ad;
     fprintf(o, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
-void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out,
-                  FILE *h_out) {
+void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const CgOptions *o, FILE *c_out, FILE *h_out) {
     CgFusion fu;
     cg_fuse(g, s, &fu);
     for (int t = 0; o->no_fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;

@@ -97,9 +97,10 @@ int main(int argc, char **argv) {
     }
     acc_counters c;
     gpt2_counters(m, &c);
-    printf("train: loss %.4f -> %.4f over %d steps; peak memory %lld bytes (planned %lld); %.1f ms/step\n", first,
-           last, steps, (long long)c.peak_bytes_measured, (long long)d->planned_peak_bytes,
-           (c.total_ms[ACC_PHASE_FWD] + c.total_ms[ACC_PHASE_BWD] + c.total_ms[ACC_PHASE_OPT]) / (steps > 0 ? steps : 1));
+    printf("train: loss %.4f -> %.4f over %d steps; peak memory %lld bytes (planned %lld); %.1f ms/step\n", first, last,
+           steps, (long long)c.peak_bytes_measured, (long long)d->planned_peak_bytes,
+           (c.total_ms[ACC_PHASE_FWD] + c.total_ms[ACC_PHASE_BWD] + c.total_ms[ACC_PHASE_OPT]) /
+               (steps > 0 ? steps : 1));
     free(text);
     free(idx);
     free(tgt);

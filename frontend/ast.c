@@ -32,8 +32,8 @@ int fe_parse(Diag *d, Pool *pool, Program *prog) {
 /* Files larger than this are refused before parsing. */
 #define FE_MAX_SOURCE_BYTES (1u << 20) /* 1 MiB: models are kilobytes; bounds the AST */
 
-int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs,
-                   Graph *g, FILE *err) {
+int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs, Graph *g,
+                   FILE *err) {
     Diag d = {.file = display_name, .src = src, .src_len = len, .out = err};
     if (len > FE_MAX_SOURCE_BYTES || len > (size_t)INT32_MAX) {
         diag_error_file(&d, "file is too large (%zu bytes; the limit is %u)", len, FE_MAX_SOURCE_BYTES);

@@ -23,11 +23,11 @@
 #define MAX_REPEAT 100000
 #define MAX_NODES 1000000
 /* Limits that keep elaboration finite in time, memory and stack for any input. */
-#define MAX_NESTING 1000       /* expressions, block calls and repeats nested */
-#define MAX_INSTANCES 1000000  /* block instances and repeat iterations */
-#define MAX_WORK 50000000      /* statements executed and expressions evaluated */
-#define MAX_FORMALS 256        /* parameters of one block */
-#define MAX_PATTERNS 256       /* save/recompute patterns with wildcards */
+#define MAX_NESTING 1000      /* expressions, block calls and repeats nested */
+#define MAX_INSTANCES 1000000 /* block instances and repeat iterations */
+#define MAX_WORK 50000000     /* statements executed and expressions evaluated */
+#define MAX_FORMALS 256       /* parameters of one block */
+#define MAX_PATTERNS 256      /* save/recompute patterns with wildcards */
 
 typedef enum { V_ERR, V_NONE, V_INT, V_FLOAT, V_BOOL, V_LIST, V_TENSOR, V_TUPLE } VKind;
 
@@ -89,13 +89,13 @@ typedef struct {
     const Stmt *model_stmt, *loss_stmt;
     bool too_big;
     bool recursion_reported; /* check_recursion found a cycle */
-    int64_t total_bytes; /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
+    int64_t total_bytes;     /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
     int nesting;
     int64_t instances, work;
 } Elab;
 
-static const char *const kind_name[] = {"an error", "nothing", "an integer", "a number", "a boolean",
-                                        "a list", "a tensor", "several tensors"};
+static const char *const kind_name[] = {"an error",  "nothing", "an integer", "a number",
+                                        "a boolean", "a list",  "a tensor",   "several tensors"};
 
 /* ---- small helpers -------------------------------------------------------- */
 
@@ -705,8 +705,7 @@ static Value eval_block_call(Elab *E, Frame *f, const Expr *e, const Stmt *b) {
     if (E->too_big) return v_err();
     if (E->d->n_errors > before && strcmp(nf->scope, b->name))
         diag_note(E->d, e->loc, "in block '%s' called here (instance '%s')", b->name, nf->scope);
-    else if (E->d->n_errors > before)
-        diag_note(E->d, e->loc, "in block '%s' called here", b->name);
+    else if (E->d->n_errors > before) diag_note(E->d, e->loc, "in block '%s' called here", b->name);
     if (!nf->returned) return (Value){.k = V_NONE};
     return nf->ret;
 }
@@ -739,10 +738,8 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
     if (op != OP_COUNT) return eval_op_call(E, f, e, op, hint);
     if (E->d->stopped) return v_err();
     const char *sugg = suggest_callee(E, e->name);
-    if (sugg)
-        diag_error(E->d, e->loc, "unknown op or block '%s'; did you mean '%s'?", e->name, sugg);
-    else
-        diag_error(E->d, e->loc, "unknown op or block '%s'", e->name);
+    if (sugg) diag_error(E->d, e->loc, "unknown op or block '%s'; did you mean '%s'?", e->name, sugg);
+    else diag_error(E->d, e->loc, "unknown op or block '%s'", e->name);
     return v_err();
 }
 
@@ -760,8 +757,7 @@ static Value eval_expr(Elab *E, Frame *f, const Expr *e, const Name *targets) {
             const Stmt *blk = find_block(E, e->name);
             if (blk || op_lookup(e->name) != OP_COUNT)
                 diag_error(E->d, e->loc, "'%s' is %s; call it with arguments", e->name, blk ? "a block" : "an op");
-            else
-                diag_error(E->d, e->loc, "use of undeclared name '%s'", e->name);
+            else diag_error(E->d, e->loc, "use of undeclared name '%s'", e->name);
             return v_err();
         }
         return b->v;
@@ -953,8 +949,8 @@ static void exec_param(Elab *E, Frame *f, const Stmt *s) {
         ok = false;
     }
     if (!s->value) {
-        diag_error(E->d, s->name_loc, "parameter '%s' needs an initializer: = zeros, ones, normal(std) or uniform(bound)",
-                   s->name);
+        diag_error(E->d, s->name_loc,
+                   "parameter '%s' needs an initializer: = zeros, ones, normal(std) or uniform(bound)", s->name);
         ok = false;
     } else {
         ok &= eval_init(E, f, s->value, &init);
@@ -1015,8 +1011,10 @@ static void exec_assign(Elab *E, Frame *f, const Stmt *s) {
                 break;
             }
             if (n->hint && n->hint != s->hint) {
-                diag_error(E->d, s->loc, "annotation @%s on '%s', which an earlier annotation @%s names: a tensor is "
-                           "either saved or recomputed", s->hint == HINT_SAVE ? "save" : "recompute", n->name,
+                diag_error(E->d, s->loc,
+                           "annotation @%s on '%s', which an earlier annotation @%s names: a tensor is "
+                           "either saved or recomputed",
+                           s->hint == HINT_SAVE ? "save" : "recompute", n->name,
                            n->hint == HINT_SAVE ? "save" : "recompute");
                 break;
             }
@@ -1045,14 +1043,15 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
     }
     const char *base = join(E, f->scope, s->name);
     if (map_has(&E->scopes, base)) {
-        diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope", s->name);
+        diag_error(E->d, s->name_loc, "name '%s' is already used for a block instance or repeat in this scope",
+                   s->name);
         return;
     }
     if (s->index) { /* the index names a fresh integer: it hides nothing the body could mean instead */
         Binding *b = lookup(E, f, s->index);
         if (b) {
-            static const char *const what[] = {"hyperparameter", "input", "parameter", "variable", "block argument",
-                                               "repeat index"};
+            static const char *const what[] = {"hyperparameter", "input",          "parameter",
+                                               "variable",       "block argument", "repeat index"};
             diag_error(E->d, s->index_loc, "repeat index '%s' would shadow the %s '%s'", s->index, what[b->kind],
                        s->index);
             note_previous(E, b);
@@ -1086,16 +1085,19 @@ static void exec_repeat(Elab *E, Frame *f, const Stmt *s) {
  * runtime header the generated C includes (cpu_kernels.h, cuda_schedule.h). */
 static const char *model_name_problem(const char *name) {
     static const char *const keywords[] = {
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-        "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-        "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
-        "_Alignas", "_Alignof", "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
-        "_Static_assert", "_Thread_local", "bool", "true", "false", "main", NULL};
+        "auto",       "break",     "case",           "char",          "const",    "continue", "default",  "do",
+        "double",     "else",      "enum",           "extern",        "float",    "for",      "goto",     "if",
+        "inline",     "int",       "long",           "register",      "restrict", "return",   "short",    "signed",
+        "sizeof",     "static",    "struct",         "switch",        "typedef",  "union",    "unsigned", "void",
+        "volatile",   "while",     "_Alignas",       "_Alignof",      "_Atomic",  "_Bool",    "_Complex", "_Generic",
+        "_Imaginary", "_Noreturn", "_Static_assert", "_Thread_local", "bool",     "true",     "false",    "main",
+        NULL};
     static const char *const headers[] = {
-        "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale", "math",
-        "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint", "stdio", "stdlib",
-        "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar", "wctype", "omp", "cblas", "dlfcn",
-        "cuda", "cublas_v2", "cpu_kernels", "cuda_schedule", NULL};
+        "assert",  "complex",   "ctype",       "errno",         "fenv",   "float",       "inttypes", "iso646",
+        "limits",  "locale",    "math",        "setjmp",        "signal", "stdalign",    "stdarg",   "stdatomic",
+        "stdbool", "stddef",    "stdint",      "stdio",         "stdlib", "stdnoreturn", "string",   "tgmath",
+        "threads", "time",      "uchar",       "wchar",         "wctype", "omp",         "cblas",    "dlfcn",
+        "cuda",    "cublas_v2", "cpu_kernels", "cuda_schedule", NULL};
     for (int i = 0; keywords[i]; i++)
         if (!strcmp(name, keywords[i])) return "a C keyword or main";
     for (int i = 0; headers[i]; i++)
@@ -1108,9 +1110,9 @@ static const char *model_name_problem(const char *name) {
 
 static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
     bool top = f == E->top;
-    static const char *const top_only[] = {[S_MODEL] = "model", [S_HPARAM] = "hparam", [S_INPUT] = "input",
-                                           [S_LOSS] = "loss", [S_SAVE] = "save", [S_RECOMPUTE] = "recompute",
-                                           [S_BLOCK] = "block"};
+    static const char *const top_only[] = {
+        [S_MODEL] = "model", [S_HPARAM] = "hparam",       [S_INPUT] = "input", [S_LOSS] = "loss",
+        [S_SAVE] = "save",   [S_RECOMPUTE] = "recompute", [S_BLOCK] = "block"};
     if (!top && s->kind < (int)(sizeof top_only / sizeof *top_only) && top_only[s->kind]) {
         diag_error(E->d, s->loc, "'%s' is only allowed at the top level", top_only[s->kind]);
         return;
@@ -1142,9 +1144,9 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
         }
         DType dt;
         Shape sh;
-        Value v = eval_type(E, f, &s->type, &dt, &sh) ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name),
-                                                                 dt, &sh, s->name_loc)
-                                                      : v_err();
+        Value v = eval_type(E, f, &s->type, &dt, &sh)
+                      ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name), dt, &sh, s->name_loc)
+                      : v_err();
         bind(E, f, s->name, B_INPUT, v, s->name_loc);
         return;
     }
@@ -1192,10 +1194,8 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
                 diag_error(E->d, gl->loc, "empty name pattern");
                 continue;
             }
-            if (s->kind == S_SAVE)
-                VEC_PUSH(E->g->save_globs, pool_strdup(&E->g->pool, gl->name));
-            else
-                VEC_PUSH(E->g->recompute_globs, pool_strdup(&E->g->pool, gl->name));
+            if (s->kind == S_SAVE) VEC_PUSH(E->g->save_globs, pool_strdup(&E->g->pool, gl->name));
+            else VEC_PUSH(E->g->recompute_globs, pool_strdup(&E->g->pool, gl->name));
         }
         return;
     case S_BLOCK: return; /* collected before execution */

@@ -31,11 +31,11 @@ struct Expr {
     Loc loc;
     int64_t ival;
     double fval;
-    const char *name; /* E_NAME, E_CALL callee */
-    int op;           /* E_BINOP: '+', '-', '*', '/', '%' */
-    Expr *lhs, *rhs;  /* E_BINOP; E_NEG uses lhs */
-    Arg *args;        /* E_CALL */
-    Expr *items;      /* E_LIST, linked by next */
+    const char *name;    /* E_NAME, E_CALL callee */
+    int op;              /* E_BINOP: '+', '-', '*', '/', '%' */
+    Expr *lhs, *rhs;     /* E_BINOP; E_NEG uses lhs */
+    Arg *args;           /* E_CALL */
+    Expr *items;         /* E_LIST, linked by next */
     const char *as_name; /* E_CALL: "f(x) as name" instance name */
     Loc as_loc;
     Expr *next;
@@ -82,7 +82,7 @@ struct Stmt {
     TypeExpr type;
     const char *index; /* S_REPEAT index variable or NULL */
     Loc index_loc;
-    Stmt *body; /* S_REPEAT, S_BLOCK */
+    Stmt *body;  /* S_REPEAT, S_BLOCK */
     Loc end_loc; /* closing brace of a body */
     Stmt *next;
 };
@@ -109,7 +109,7 @@ int fe_elaborate(Diag *d, const Program *prog, const Define *defs, int n_defs, G
  * diagnostics print. Returns the number of errors; g holds a verified graph
  * only when it returns 0. */
 int fe_load_file(const char *path, const Define *defs, int n_defs, Graph *g, FILE *err);
-int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs,
-                   Graph *g, FILE *err);
+int fe_load_source(const char *display_name, const char *src, size_t len, const Define *defs, int n_defs, Graph *g,
+                   FILE *err);
 
 #endif

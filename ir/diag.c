@@ -56,10 +56,8 @@ static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list
     __attribute__((format(printf, 4, 0)));
 
 static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list ap) {
-    if (loc.line > 0)
-        fprintf(d->out, "%s:%d:%d: %s: ", loc.file ? loc.file : d->file, loc.line, loc.col, kind);
-    else
-        fprintf(d->out, "%s: %s: ", loc.file ? loc.file : d->file, kind);
+    if (loc.line > 0) fprintf(d->out, "%s:%d:%d: %s: ", loc.file ? loc.file : d->file, loc.line, loc.col, kind);
+    else fprintf(d->out, "%s: %s: ", loc.file ? loc.file : d->file, kind);
     /* the message can quote the source (a save pattern): '?' for unprintable bytes */
     char buf[512], *msg = buf;
     va_list again;

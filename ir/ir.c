@@ -87,8 +87,7 @@ void pool_free(Pool *p) {
 static const struct {
     const char *name;
     size_t size;
-} dtypes[DT_COUNT] = {
-    [DT_F32] = {"f32", 4}, [DT_I32] = {"i32", 4}, [DT_BF16] = {"bf16", 2}, [DT_F16] = {"f16", 2}};
+} dtypes[DT_COUNT] = {[DT_F32] = {"f32", 4}, [DT_I32] = {"i32", 4}, [DT_BF16] = {"bf16", 2}, [DT_F16] = {"f16", 2}};
 
 const char *dtype_name(DType t) { return dtypes[t].name; }
 size_t dtype_size(DType t) { return dtypes[t].size; }
@@ -118,15 +117,15 @@ bool shape_eq(const Shape *a, const Shape *b) {
 const char *shape_str(const Shape *s, char *buf) {
     char *p = buf;
     *p++ = '[';
-    for (int i = 0; i < s->ndim; i++)
-        p += sprintf(p, "%s%" PRId64, i ? "," : "", s->dim[i]);
+    for (int i = 0; i < s->ndim; i++) p += sprintf(p, "%s%" PRId64, i ? "," : "", s->dim[i]);
     strcpy(p, "]");
     return buf;
 }
 
 /* ---- the op table -------------------------------------------------------- */
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
+    bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
 #define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) double cost(const Graph *, const Node *);
@@ -134,7 +133,8 @@ const char *shape_str(const Shape *s, char *buf) {
 #undef X
 
 const OpInfo op_table[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
+    [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
 #include "ops.def"
 #undef X
 };
@@ -145,14 +145,13 @@ OpKind op_lookup(const char *dsl_name) {
     return OP_COUNT;
 }
 
-#define F(name, type) {#name, type, offsetof(Attrs, name)}
+#define F(name, type) \
+    { #name, type, offsetof(Attrs, name) }
 static const AttrField attr_fields[] = {
-    F(axis, ATTR_INT),          F(start, ATTR_INT),         F(len, ATTR_INT),
-    F(dim0, ATTR_INT),          F(dim1, ATTR_INT),          F(heads, ATTR_INT),
-    F(kv_heads, ATTR_INT),      F(transpose_a, ATTR_BOOL),  F(transpose_b, ATTR_BOOL),
-    F(causal, ATTR_BOOL),       F(keepdim, ATTR_BOOL),      F(eps, ATTR_FLOAT),
-    F(p, ATTR_FLOAT),           F(alpha, ATTR_FLOAT),       F(theta, ATTR_FLOAT),
-    F(shape, ATTR_SHAPE),
+    F(axis, ATTR_INT),         F(start, ATTR_INT),   F(len, ATTR_INT),      F(dim0, ATTR_INT),
+    F(dim1, ATTR_INT),         F(heads, ATTR_INT),   F(kv_heads, ATTR_INT), F(transpose_a, ATTR_BOOL),
+    F(transpose_b, ATTR_BOOL), F(causal, ATTR_BOOL), F(keepdim, ATTR_BOOL), F(eps, ATTR_FLOAT),
+    F(p, ATTR_FLOAT),          F(alpha, ATTR_FLOAT), F(theta, ATTR_FLOAT),  F(shape, ATTR_SHAPE),
 };
 #undef F
 
@@ -187,9 +186,7 @@ void attrs_defaults(OpKind k, Attrs *a) {
         ACC_ASSERT(f);
         void *field = (char *)a + f->offset;
         switch (f->type) {
-        case ATTR_INT:
-            *(int64_t *)field = !*def || !strcmp(def, "none") ? ATTR_NONE : strtoll(def, NULL, 10);
-            break;
+        case ATTR_INT: *(int64_t *)field = !*def || !strcmp(def, "none") ? ATTR_NONE : strtoll(def, NULL, 10); break;
         case ATTR_FLOAT: *(double *)field = strtod(def, NULL); break;
         case ATTR_BOOL: *(bool *)field = *def == '1'; break;
         case ATTR_SHAPE: break;
@@ -247,9 +244,7 @@ const char *name_pattern_problem(const char *p) {
 
 bool name_pattern_is_glob(const char *p) { return strpbrk(p, "*?[\\") != NULL; }
 
-int64_t node_bytes(const Node *n) {
-    return shape_elems(&n->shape) * (int64_t)dtype_size(n->dtype) + n->aux_elems * 4;
-}
+int64_t node_bytes(const Node *n) { return shape_elems(&n->shape) * (int64_t)dtype_size(n->dtype) + n->aux_elems * 4; }
 
 int64_t graph_param_count(const Graph *g) {
     int64_t c = 0;
@@ -282,10 +277,8 @@ static void print_attrs(const Node *n, FILE *out) {
         char buf[ACC_SHAPE_STR];
         switch (f->type) {
         case ATTR_INT:
-            if (*(const int64_t *)field == ATTR_NONE)
-                fprintf(out, ", %s=none", name);
-            else
-                fprintf(out, ", %s=%" PRId64, name, *(const int64_t *)field);
+            if (*(const int64_t *)field == ATTR_NONE) fprintf(out, ", %s=none", name);
+            else fprintf(out, ", %s=%" PRId64, name, *(const int64_t *)field);
             break;
         case ATTR_FLOAT: fprintf(out, ", %s=%.9g", name, *(const double *)field); break;
         case ATTR_BOOL: fprintf(out, ", %s=%s", name, *(const bool *)field ? "true" : "false"); break;
@@ -307,10 +300,8 @@ void ir_print(const Graph *g, FILE *out) {
         for (int j = 0; j < n->n_in; j++) fprintf(out, "%s%%%d", j ? ", " : "", n->in[j]);
         if (n->op == OP_PARAM && n->init.kind >= INIT_NORMAL)
             fprintf(out, "%s(%.9g)", init_name[n->init.kind], n->init.scale);
-        else if (n->op == OP_PARAM)
-            fprintf(out, "%s", init_name[n->init.kind]);
-        else
-            print_attrs(n, out);
+        else if (n->op == OP_PARAM) fprintf(out, "%s", init_name[n->init.kind]);
+        else print_attrs(n, out);
         fprintf(out, ")");
         if (n->hint == HINT_SAVE) fprintf(out, " @save");
         if (n->hint == HINT_RECOMPUTE) fprintf(out, " @recompute");
@@ -318,8 +309,7 @@ void ir_print(const Graph *g, FILE *out) {
         fprintf(out, "  ; %s:%d:%d\n", n->loc.file ? n->loc.file : "?", n->loc.line, n->loc.col);
     }
     for (int i = 0; i < g->save_globs.n; i++) fprintf(out, "save \"%s\"\n", g->save_globs.v[i]);
-    for (int i = 0; i < g->recompute_globs.n; i++)
-        fprintf(out, "recompute \"%s\"\n", g->recompute_globs.v[i]);
+    for (int i = 0; i < g->recompute_globs.n; i++) fprintf(out, "recompute \"%s\"\n", g->recompute_globs.v[i]);
 }
 
 /* ---- verifier ------------------------------------------------------------ */
@@ -347,20 +337,17 @@ bool ir_verify(const Graph *g, FILE *err) {
         const OpInfo *oi = &op_table[n->op];
         if (!n->name || !*n->name) return VFAIL("node %d has no name", i);
         if (n->n_in < oi->min_in || n->n_in > oi->max_in)
-            return VFAIL("%s: %s takes %d..%d inputs, has %d", n->name, oi->name, oi->min_in, oi->max_in,
-                         n->n_in);
+            return VFAIL("%s: %s takes %d..%d inputs, has %d", n->name, oi->name, oi->min_in, oi->max_in, n->n_in);
         for (int j = 0; j < n->n_in; j++)
             if (n->in[j] < 0 || n->in[j] >= i)
                 return VFAIL("%s: input %d is %%%d, not an earlier node", n->name, j, n->in[j]);
         if (n->shape.ndim < 0 || n->shape.ndim > ACC_MAX_DIMS) return VFAIL("%s: bad rank", n->name);
         for (int d = 0; d < n->shape.ndim; d++)
-            if (n->shape.dim[d] < 1 || n->shape.dim[d] > ACC_MAX_DIM)
-                return VFAIL("%s: bad dimension %d", n->name, d);
+            if (n->shape.dim[d] < 1 || n->shape.dim[d] > ACC_MAX_DIM) return VFAIL("%s: bad dimension %d", n->name, d);
         if (!(oi->flags & OPF_LEAF)) {
             Node copy = *n;
             char msg[256];
-            if (!oi->shape(g, &copy, msg, sizeof msg))
-                return VFAIL("%s: shape rule fails: %s", n->name, msg);
+            if (!oi->shape(g, &copy, msg, sizeof msg)) return VFAIL("%s: shape rule fails: %s", n->name, msg);
             if (!shape_eq(&copy.shape, &n->shape) || copy.dtype != n->dtype || copy.aux_elems != n->aux_elems)
                 return VFAIL("%s: stored shape/dtype differs from the shape rule's", n->name);
         }

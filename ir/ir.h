@@ -20,10 +20,8 @@
 
 /* ---- compiler bugs ------------------------------------------------------ */
 
-void acc_panic(const char *file, int line, const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 3, 4)));
-#define ACC_ASSERT(c) \
-    ((c) ? (void)0 : acc_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
+void acc_panic(const char *file, int line, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+#define ACC_ASSERT(c) ((c) ? (void)0 : acc_panic(__FILE__, __LINE__, "assertion failed: %s", #c))
 #define ACC_UNREACHABLE() acc_panic(__FILE__, __LINE__, "unreachable")
 
 /* ---- compile-time memory ------------------------------------------------ */
@@ -40,7 +38,11 @@ char *pool_printf(Pool *p, const char *fmt, ...) __attribute__((format(printf, 2
 void pool_free(Pool *p);
 
 /* Growable array of any element type, memory from the C heap. */
-#define VEC(T) struct { T *v; int n, cap; }
+#define VEC(T)      \
+    struct {        \
+        T *v;       \
+        int n, cap; \
+    }
 #define VEC_PUSH(vec, x)                                                          \
     do {                                                                          \
         if ((vec).n == (vec).cap) {                                               \
@@ -105,8 +107,8 @@ size_t dtype_size(DType t);
 bool dtype_parse(const char *s, DType *out);
 
 #define ACC_MAX_DIMS 6
-#define ACC_MAX_DIM ((int64_t)1 << 40)       /* absurd above this */
-#define ACC_MAX_ELEMS ((int64_t)1 << 50)     /* elements of one tensor */
+#define ACC_MAX_DIM ((int64_t)1 << 40)   /* absurd above this */
+#define ACC_MAX_ELEMS ((int64_t)1 << 50) /* elements of one tensor */
 
 typedef struct {
     int ndim;
@@ -122,7 +124,7 @@ const char *shape_str(const Shape *s, char *buf);
 /* ---- the op table ------------------------------------------------------- */
 
 enum {
-    OPF_LEAF = 1 << 0,   /* input or parameter, no computation */
+    OPF_LEAF = 1 << 0,      /* input or parameter, no computation */
     OPF_ELEM = 1 << 1,      /* fusion class: may join an elementwise chain (codegen/fuse.c) */
     OPF_RECOMPUTE = 1 << 2, /* recompute permission: recomputing gives the forward's bits */
 };
@@ -211,8 +213,8 @@ struct Node {
     const char *name;  /* hierarchical: "layers.7.attn.qkv" */
     const char *group; /* block instance it belongs to: "layers.7", "" at top */
     Loc loc;
-    Init init;         /* parameters only */
-    int hint;          /* HINT_*: must-save / must-recompute from the DSL */
+    Init init; /* parameters only */
+    int hint;  /* HINT_*: must-save / must-recompute from the DSL */
 };
 
 struct Graph {

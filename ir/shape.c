@@ -10,7 +10,8 @@
 #include <math.h>
 #include <stdarg.h>
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) bool shape(const Graph *, Node *, char *, size_t);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
+    bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
 
@@ -19,8 +20,7 @@
 #define IN(i) graph_node(g, n->in[i])
 #define FAIL(...) fail(n, err, err_len, __VA_ARGS__)
 
-static bool fail(const Node *n, char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+static bool fail(const Node *n, char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Write "op: message" into err; always returns false. */
 static bool fail(const Node *n, char *err, size_t err_len, const char *fmt, ...) {
@@ -69,8 +69,7 @@ static bool check_inputs(const Graph *g, const Node *n, char *err, size_t err_le
 }
 
 /* Check that input i (called what in messages) has dtype t. */
-static bool want_dtype(const Graph *g, const Node *n, int i, const char *what, DType t, char *err,
-                       size_t err_len) {
+static bool want_dtype(const Graph *g, const Node *n, int i, const char *what, DType t, char *err, size_t err_len) {
     const Node *x = IN(i);
     if (x->dtype == t) return true;
     return FAIL("%s must be %s, got %s%s", what, dtype_name(t), dtype_name(x->dtype), SHP(&x->shape));
@@ -109,8 +108,7 @@ bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
         return false;
     const Shape *a = &IN(0)->shape, *b = &IN(1)->shape;
     bool ta = n->attr.transpose_a, tb = n->attr.transpose_b;
-    const char *tr =
-        ta ? (tb ? " (transpose_a, transpose_b)" : " (transpose_a)") : (tb ? " (transpose_b)" : "");
+    const char *tr = ta ? (tb ? " (transpose_a, transpose_b)" : " (transpose_a)") : (tb ? " (transpose_b)" : "");
     int ra = a->ndim, rb = b->ndim;
     if (ra < 2) return FAIL("a must have rank >= 2: %s x %s", SHP(a), SHP(b));
     if (rb != 2 && rb != ra) return FAIL("b must have rank 2 or a's rank %d: %s x %s", ra, SHP(a), SHP(b));
@@ -159,8 +157,8 @@ bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0), *y = IN(1);
     if (x->dtype != DT_F32 || y->dtype != DT_F32)
-        return FAIL("inputs must be f32, got %s%s and %s%s", dtype_name(x->dtype), SHP(&x->shape),
-                    dtype_name(y->dtype), SHP(&y->shape));
+        return FAIL("inputs must be f32, got %s%s and %s%s", dtype_name(x->dtype), SHP(&x->shape), dtype_name(y->dtype),
+                    SHP(&y->shape));
     int rx = x->shape.ndim, ry = y->shape.ndim, r = rx > ry ? rx : ry;
     Shape out = {.ndim = r};
     for (int i = 1; i <= r; i++) {
@@ -226,14 +224,12 @@ bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
     if (kvh < 0) return FAIL("kv_heads must be >= 0, got %" PRId64, kvh);
     if (h % kvh) return FAIL("heads=%" PRId64 " is not a multiple of kv_heads=%" PRId64, h, kvh);
     if (q->dim[2] % h)
-        return FAIL("q's last dim %" PRId64 " is not divisible by heads=%" PRId64 ": %s", q->dim[2], h,
-                    SHP(q));
+        return FAIL("q's last dim %" PRId64 " is not divisible by heads=%" PRId64 ": %s", q->dim[2], h, SHP(q));
     int64_t d = q->dim[2] / h;
     if (!shape_eq(k, v)) return FAIL("k and v shapes differ: %s vs %s", SHP(k), SHP(v));
     if (k->dim[0] != q->dim[0]) return FAIL("batch sizes differ: q %s, k %s", SHP(q), SHP(k));
     if (k->dim[2] != kvh * d)
-        return FAIL("k's last dim must be kv_heads*D = %" PRId64 "*%" PRId64 ": q %s, k %s", kvh, d, SHP(q),
-                    SHP(k));
+        return FAIL("k's last dim must be kv_heads*D = %" PRId64 "*%" PRId64 ": q %s, k %s", kvh, d, SHP(q), SHP(k));
     if (n->attr.causal && q->dim[1] != k->dim[1])
         return FAIL("causal attention needs equal query and key lengths: q %s, k %s", SHP(q), SHP(k));
     return set_out(n, q, DT_F32, q->dim[0] * h * q->dim[1], err, err_len);
@@ -247,8 +243,7 @@ bool shape_rope(const Graph *g, Node *n, char *err, size_t err_len) {
     if (h <= 0) return FAIL("heads must be > 0, got %" PRId64, h);
     if (x->dim[2] % h || (x->dim[2] / h) % 2)
         return FAIL("x's last dim must be heads*D with D even, heads=%" PRId64 ": %s", h, SHP(x));
-    if (!(n->attr.theta > 0) || !isfinite(n->attr.theta))
-        return FAIL("theta must be > 0, got %g", n->attr.theta);
+    if (!(n->attr.theta > 0) || !isfinite(n->attr.theta)) return FAIL("theta must be > 0, got %g", n->attr.theta);
     return set_out(n, x, DT_F32, 0, err, err_len);
 }
 
@@ -303,8 +298,7 @@ bool shape_reshape(const Graph *g, Node *n, char *err, size_t err_len) {
         out.dim[infer] = elems / known;
         known = elems;
     }
-    if (known != elems)
-        return FAIL("cannot reshape %s (%" PRId64 " elements) to %s", SHP(&x->shape), elems, SHP(t));
+    if (known != elems) return FAIL("cannot reshape %s (%" PRId64 " elements) to %s", SHP(&x->shape), elems, SHP(t));
     return set_out(n, &out, x->dtype, 0, err, err_len);
 }
 
@@ -328,8 +322,7 @@ bool shape_slice(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!get_axis(n, "axis", n->attr.axis, &x->shape, &ax, err, err_len)) return false;
     int64_t d = x->shape.dim[ax], start = n->attr.start, len = n->attr.len;
     if (start < 0 || len < 1 || start > d || len > d - start)
-        return FAIL("start=%" PRId64 " len=%" PRId64 " out of range for axis %d of %s", start, len, ax,
-                    SHP(&x->shape));
+        return FAIL("start=%" PRId64 " len=%" PRId64 " out of range for axis %d of %s", start, len, ax, SHP(&x->shape));
     Shape out = x->shape;
     out.dim[ax] = len;
     return set_out(n, &out, x->dtype, 0, err, err_len);
@@ -348,9 +341,7 @@ bool shape_concat(const Graph *g, Node *n, char *err, size_t err_len) {
                         dtype_name(y->dtype), SHP(&y->shape));
         bool same = y->shape.ndim == x->shape.ndim;
         for (int d = 0; same && d < x->shape.ndim; d++) same = d == ax || y->shape.dim[d] == x->shape.dim[d];
-        if (!same)
-            return FAIL("input %d shape differs off axis %d: %s vs %s", i, ax, SHP(&x->shape),
-                        SHP(&y->shape));
+        if (!same) return FAIL("input %d shape differs off axis %d: %s vs %s", i, ax, SHP(&x->shape), SHP(&y->shape));
         out.dim[ax] += y->shape.dim[ax]; /* at most 8 * ACC_MAX_DIM: no overflow */
     }
     return set_out(n, &out, x->dtype, 0, err, err_len);

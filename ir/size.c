@@ -37,8 +37,7 @@ bool parse_size(const char *s, int64_t *bytes_out) {
     if (!s || !is_digit(*s)) return false;
     int64_t whole = 0;
     for (; is_digit(*s); s++)
-        if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, *s - '0', &whole))
-            return false;
+        if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, *s - '0', &whole)) return false;
     const char *frac = s;
     size_t n_frac = 0;
     if (*s == '.') {
@@ -62,8 +61,7 @@ bool parse_size(const char *s, int64_t *bytes_out) {
     }
     if (mult == 1 && !exact) return false;
     int64_t total;
-    if (__builtin_mul_overflow(whole, mult, &total) || __builtin_add_overflow(total, part, &total))
-        return false;
+    if (__builtin_mul_overflow(whole, mult, &total) || __builtin_add_overflow(total, part, &total)) return false;
     if (total < 1) return false;
     *bytes_out = total;
     return true;
@@ -79,9 +77,7 @@ const char *format_bytes(int64_t bytes, char *buf, size_t len) {
         v /= 1024;
         u++;
     }
-    if (u < 0)
-        snprintf(buf, len, "%" PRId64 " B", bytes);
-    else
-        snprintf(buf, len, "%.2f %s", v, names[u]);
+    if (u < 0) snprintf(buf, len, "%" PRId64 " B", bytes);
+    else snprintf(buf, len, "%.2f %s", v, names[u]);
     return buf;
 }

@@ -105,8 +105,7 @@ static int cmp_greedy(const void *a, const void *b) {
         if (x->lower != y->lower) return x->lower < y->lower ? -1 : 1;
         if (x->size != y->size) return x->size > y->size ? -1 : 1;
         break;
-    default:
-        break;
+    default: break;
     }
     return i - j;
 }
@@ -126,7 +125,7 @@ static bool conflict(const AllocItem *x, const AllocItem *y) { return x->lower <
 typedef struct {
     int64_t *bounds; /* sorted distinct lower/upper values */
     int n_bounds, n_buckets;
-    VEC(int) *bucket;
+    VEC(int) * bucket;
     VEC(int) longs;
 } TimeIndex;
 
@@ -180,7 +179,9 @@ typedef struct {
     int seq, item;
 } Placed;
 
-static bool placed_less(const Placed *x, const Placed *y) { return x->off != y->off ? x->off < y->off : x->seq < y->seq; }
+static bool placed_less(const Placed *x, const Placed *y) {
+    return x->off != y->off ? x->off < y->off : x->seq < y->seq;
+}
 
 /* by offset, then placement order (the order the greedy visits them in):
  * insertion sort for short runs, merged bottom-up; tmp: scratch [n] */
@@ -375,9 +376,10 @@ bool alloc_check(const AllocItem *items, int n, const int64_t *offsets, int64_t 
         const AllocItem *x = &items[i];
         if (!live(x)) continue;
         if (offsets[i] < 0 || offsets[i] % align_of(x) || offsets[i] > arena - x->size) {
-            snprintf(err, err_len, "buffer %d at offset %" PRId64 " (size %" PRId64 ", alignment %" PRId64
-                     ") is misaligned or outside the arena of %" PRId64 " bytes", i, offsets[i], x->size, align_of(x),
-                     arena);
+            snprintf(err, err_len,
+                     "buffer %d at offset %" PRId64 " (size %" PRId64 ", alignment %" PRId64
+                     ") is misaligned or outside the arena of %" PRId64 " bytes",
+                     i, offsets[i], x->size, align_of(x), arena);
             return false;
         }
     }
@@ -422,7 +424,8 @@ static void pipeline_init(void) {
             if (4 * x > alloc_pipeline_options.time_limit_s) alloc_pipeline_options.time_limit_s = 4 * x;
         }
     }
-    if (alloc_pipeline_options.work_limit < 0) alloc_pipeline_options.work_limit = alloc_work_for_time(pipeline_search_s);
+    if (alloc_pipeline_options.work_limit < 0)
+        alloc_pipeline_options.work_limit = alloc_work_for_time(pipeline_search_s);
 }
 
 void alloc_assign(Schedule *s) {
@@ -534,8 +537,9 @@ bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, 
             for (int j = 0; j < k && ok; j++) {
                 int c = 0;
                 while (c < C_N && strcmp(fields[j], names[c])) c++;
-                if (c == C_N) CSV_FAIL("%s:%ld: error: unknown column '%s' in the header; expected id,lower,upper,size",
-                                       name, lineno, fields[j]);
+                if (c == C_N)
+                    CSV_FAIL("%s:%ld: error: unknown column '%s' in the header; expected id,lower,upper,size", name,
+                             lineno, fields[j]);
                 else if (col[c] >= 0) CSV_FAIL("%s:%ld: error: column '%s' appears twice", name, lineno, names[c]);
                 else col[c] = j;
             }
@@ -562,7 +566,8 @@ bool alloc_parse_csv(FILE *f, const char *name, AllocInstance *inst, char *err, 
             CSV_FAIL("%s:%ld: error: upper %" PRId64 " must be greater than lower %" PRId64, name, lineno, v[C_UPPER],
                      v[C_LOWER]);
         else if (v[C_SIZE] <= 0) CSV_FAIL("%s:%ld: error: size %" PRId64 " must be positive", name, lineno, v[C_SIZE]);
-        else if (v[C_SIZE] > (INT64_C(1) << 52)) CSV_FAIL("%s:%ld: error: size %" PRId64 " is too large", name, lineno, v[C_SIZE]);
+        else if (v[C_SIZE] > (INT64_C(1) << 52))
+            CSV_FAIL("%s:%ld: error: size %" PRId64 " is too large", name, lineno, v[C_SIZE]);
         else if (col[C_ALIGN] >= 0 && (v[C_ALIGN] <= 0 || v[C_ALIGN] > (INT64_C(1) << 40)))
             CSV_FAIL("%s:%ld: error: alignment %" PRId64 " must be positive", name, lineno, v[C_ALIGN]);
         else if (inst->n == (1 << 24)) CSV_FAIL("%s:%ld: error: more than %d buffers", name, lineno, 1 << 24);

@@ -58,7 +58,7 @@ typedef struct {
     int ban_top;          /* ban stack height when the frame was made */
     int raise_top;        /* raise stack height when the frame was made */
     bool waste_ok;
-    uint64_t key;         /* the state at the node: placed buffers and floors of its range */
+    uint64_t key; /* the state at the node: placed buffers and floors of its range */
 } Frame;
 
 typedef struct {
@@ -83,15 +83,15 @@ struct AllocSearch {
     int64_t *rem0;          /* [S] bytes over each section */
     int *cross0;            /* [S] buffers crossing the boundary s | s+1 */
     /* search state */
-    int64_t *floor, *rem;       /* [S] */
-    int *cross;                 /* [S] */
-    int64_t *off, *ban;         /* [n] */
-    bool *placed;               /* [n] */
-    int *score;                 /* [n] fit of each candidate (lower first) */
-    int64_t *seg;               /* [4 * 2^ceil(log2 S)] segment trees of infer */
-    int64_t *tmp;               /* [2n] */
-    uint64_t *zob;              /* [n] random keys of the buffers */
-    uint64_t *memo;             /* refuted states (0: empty slot) */
+    int64_t *floor, *rem; /* [S] */
+    int *cross;           /* [S] */
+    int64_t *off, *ban;   /* [n] */
+    bool *placed;         /* [n] */
+    int *score;           /* [n] fit of each candidate (lower first) */
+    int64_t *seg;         /* [4 * 2^ceil(log2 S)] segment trees of infer */
+    int64_t *tmp;         /* [2n] */
+    uint64_t *zob;        /* [n] random keys of the buffers */
+    uint64_t *memo;       /* refuted states (0: empty slot) */
     size_t memo_mask;
     int64_t cap_now;
     Frame *frames;
@@ -495,7 +495,7 @@ static int push_node(AllocSearch *s, int ra, int rb, int64_t cap, SearchBudget *
     Frame *f = &s->frames[fi];
     int64_t m = INF;
     int sa = -1, sb = -1;
-    {   /* the local-minimum segment with the least slack */
+    { /* the local-minimum segment with the least slack */
         int64_t best_slack = INF;
         for (int t = ra; t <= rb; t++) {
             if (!s->rem[t]) continue;

@@ -20,10 +20,8 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
     char path[4096];
     size_t n = strlen(name);
     const char *dir = getenv("ACC_HW_DIR") && *getenv("ACC_HW_DIR") ? getenv("ACC_HW_DIR") : ACC_HW_DIR;
-    if (n > 3 && !strcmp(name + n - 3, ".hw"))
-        snprintf(path, sizeof path, "%s", name);
-    else
-        snprintf(path, sizeof path, "%s/%s.hw", dir, name);
+    if (n > 3 && !strcmp(name + n - 3, ".hw")) snprintf(path, sizeof path, "%s", name);
+    else snprintf(path, sizeof path, "%s/%s.hw", dir, name);
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, err_len, "no hardware profile '%s' (%s: %s)", name, path, strerror(errno));
@@ -51,9 +49,9 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
             snprintf(hw->name, sizeof hw->name, "%s", val);
             continue;
         }
-        double *field = !strcmp(key, "matmul_flops")   ? &hw->matmul_flops
-                        : !strcmp(key, "vector_flops") ? &hw->vector_flops
-                        : !strcmp(key, "mem_bw")       ? &hw->mem_bw
+        double *field = !strcmp(key, "matmul_flops")     ? &hw->matmul_flops
+                        : !strcmp(key, "vector_flops")   ? &hw->vector_flops
+                        : !strcmp(key, "mem_bw")         ? &hw->mem_bw
                         : !strcmp(key, "launch_latency") ? &hw->launch_latency
                                                          : NULL;
         if (!field || *end || !(v >= 0)) {
@@ -81,7 +79,8 @@ double cost_bytes(const Graph *g, const Node *n) {
 double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw) {
     if (op_table[n->op].flags & OPF_LEAF) return 0;
     double flops = op_table[n->op].flops(g, n);
-    double rate = n->op == OP_MATMUL || n->op == OP_LINEAR || n->op == OP_ATTENTION ? hw->matmul_flops : hw->vector_flops;
+    double rate =
+        n->op == OP_MATMUL || n->op == OP_LINEAR || n->op == OP_ATTENTION ? hw->matmul_flops : hw->vector_flops;
     double t_compute = flops / rate, t_mem = cost_bytes(g, n) / hw->mem_bw;
     return (t_compute > t_mem ? t_compute : t_mem) + hw->launch_latency;
 }

@@ -27,8 +27,7 @@ static bool glob_hit(const char *const *globs, int n, const char *name) {
 
 /* Whether node m (read n_users times) can become the GEMM of add node a
  * whose other operand is b. */
-static bool fusable(const Graph *g, const Node *a, const Node *m, const Node *b, int n_users,
-                    const FuseOptions *o) {
+static bool fusable(const Graph *g, const Node *a, const Node *m, const Node *b, int n_users, const FuseOptions *o) {
     if (m->op != OP_MATMUL || m->attr.transpose_a || n_users != 1 || m->id == g->loss || m->hint != HINT_NONE)
         return false;
     if (graph_node(g, m->in[1])->shape.ndim != 2 || a->in[0] == a->in[1]) return false;

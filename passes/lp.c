@@ -107,7 +107,8 @@ void lp_coef(LpBuild *b, int row, int col, double v) {
 
 void lp_load(LpBuild *b) {
     if (b->n_rows) glp_add_rows(b->lp, b->n_rows); /* GLPK rejects adding none */
-    for (int i = 0; i < b->n_rows; i++) glp_set_row_bnds(b->lp, i + 1, b->row_type.v[i], b->row_lb.v[i], b->row_ub.v[i]);
+    for (int i = 0; i < b->n_rows; i++)
+        glp_set_row_bnds(b->lp, i + 1, b->row_type.v[i], b->row_lb.v[i], b->row_ub.v[i]);
     /* GLPK's arrays are 1-based */
     int nz = b->ia.n;
     int *ia = acc_xcalloc((size_t)nz + 1, sizeof(int)), *ja = acc_xcalloc((size_t)nz + 1, sizeof(int));
@@ -241,7 +242,7 @@ static void child_main(const LpJob *j, int fd) {
     sm.msg_lev = GLP_MSG_OFF;
     sm.tm_lim = ms_left(j->deadline);
     sm.presolve = GLP_ON; /* removes the many rows that fix S; far faster on these programs */
-    sm.meth = GLP_DUALP; /* measured: the primal simplex is several times slower on these programs */
+    sm.meth = GLP_DUALP;  /* measured: the primal simplex is several times slower on these programs */
     int ret = glp_simplex(j->lp, &sm);
     if (ret == 0 && glp_get_status(j->lp) == GLP_OPT) { /* the same basis, now factorised for branch and bound */
         sm.presolve = GLP_OFF;

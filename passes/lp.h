@@ -80,9 +80,9 @@ typedef struct {
     bool lp_solved;     /* the relaxation was solved to optimality */
     bool lp_infeasible; /* ... and has no solution */
     double lp_obj;
-    bool have_sol;      /* an integer solution (or, lp_only, the LP's) */
+    bool have_sol; /* an integer solution (or, lp_only, the LP's) */
     double obj, bound;
-    double *vals;       /* [n_report] */
+    double *vals; /* [n_report] */
     bool optimal, infeasible, killed, timed_out;
     double heur_accepted; /* 1 if GLPK took the incumbent */
 } LpResult;

@@ -66,11 +66,11 @@ typedef enum {
     BUF_PGRAD,  /* parameter gradients: persistent */
     BUF_ADAM_M, /* optimizer state: persistent */
     BUF_ADAM_V,
-    BUF_INPUT,  /* model inputs: persistent (set before the step) */
-    BUF_LOSS,   /* the loss value: persistent (read after the step) */
-    BUF_ACT,    /* a node's tensor (one buffer per computation of it) */
-    BUF_AUX,    /* a node's statistics tail */
-    BUF_GRAD,   /* gradient of an activation */
+    BUF_INPUT, /* model inputs: persistent (set before the step) */
+    BUF_LOSS,  /* the loss value: persistent (read after the step) */
+    BUF_ACT,   /* a node's tensor (one buffer per computation of it) */
+    BUF_AUX,   /* a node's statistics tail */
+    BUF_GRAD,  /* gradient of an activation */
     BUF_KIND_COUNT
 } BufKind;
 
@@ -93,10 +93,10 @@ typedef enum { ST_FWD, ST_RECOMPUTE, ST_SEED, ST_BWD } StepKind;
 typedef struct {
     StepKind kind;
     int node;
-    int out, aux;            /* FWD/RECOMPUTE: written; BWD: read if the rule says so */
-    int in[ACC_MAX_IN];      /* input tensors read */
-    int grad_out;            /* BWD: the node's gradient (read); SEED: d loss (written) */
-    int grad_in[ACC_MAX_IN]; /* BWD: gradients accumulated into */
+    int out, aux;             /* FWD/RECOMPUTE: written; BWD: read if the rule says so */
+    int in[ACC_MAX_IN];       /* input tensors read */
+    int grad_out;             /* BWD: the node's gradient (read); SEED: d loss (written) */
+    int grad_in[ACC_MAX_IN];  /* BWD: gradients accumulated into */
     bool zero_in[ACC_MAX_IN]; /* BWD: first contribution, zero the gradient first */
 } Step;
 
@@ -104,13 +104,13 @@ typedef struct {
     const Graph *g;
     VEC(Step) steps;
     VEC(Buffer) bufs;
-    int first_bwd_step;   /* index of the SEED step */
-    int n_recompute;      /* RECOMPUTE steps */
-    bool optimizer;       /* AdamW state is part of the arena */
+    int first_bwd_step;                                               /* index of the SEED step */
+    int n_recompute;                                                  /* RECOMPUTE steps */
+    bool optimizer;                                                   /* AdamW state is part of the arena */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
-    int peak_step;        /* step at which the most bytes are live */
+    int peak_step;           /* step at which the most bytes are live */
     int64_t peak_live_bytes; /* max over steps of the live bytes (the allocation's lower bound) */
 } Schedule;
 
@@ -141,7 +141,7 @@ typedef struct {
     int64_t peak_live_bytes; /* as sched_max_live computes it */
     int peak_step;
     int n_recompute;
-    double recompute_time;   /* sum of node_time over the RECOMPUTE steps, in step order */
+    double recompute_time; /* sum of node_time over the RECOMPUTE steps, in step order */
 } SchedMeasure;
 
 /* requires: ad built for g. provides: the index for sched_measure. */
@@ -181,16 +181,16 @@ typedef struct {
 } AllocOptions;
 
 typedef struct {
-    int64_t arena;         /* max over buffers of offset + size */
-    int64_t lower_bound;   /* max-live: the most bytes live at one time (>= any arena) */
-    int64_t greedy_arena;  /* the best of the greedy orders */
+    int64_t arena;            /* max over buffers of offset + size */
+    int64_t lower_bound;      /* max-live: the most bytes live at one time (>= any arena) */
+    int64_t greedy_arena;     /* the best of the greedy orders */
     const char *greedy_order; /* which order gave it */
     double greedy_s, search_s;
-    int64_t work, nodes;   /* spent by the exact search */
-    int n_solves;          /* decision searches run (capacities tried) */
-    bool searched;         /* the exact search ran */
-    bool optimal;          /* arena proven minimal (equal to the bound or proven by search) */
-    bool time_out;         /* the time limit, not the work limit, ended the search */
+    int64_t work, nodes; /* spent by the exact search */
+    int n_solves;        /* decision searches run (capacities tried) */
+    bool searched;       /* the exact search ran */
+    bool optimal;        /* arena proven minimal (equal to the bound or proven by search) */
+    bool time_out;       /* the time limit, not the work limit, ended the search */
 } AllocResult;
 
 /* Work units a time limit buys: the default budget of alloc_intervals. */
@@ -281,34 +281,34 @@ Policy plan_policy(const char *text);
 
 typedef struct {
     Policy policy;
-    int64_t budget_bytes;       /* the whole step's peak, the workspace included; <= 0: unbounded */
-    int64_t workspace_bytes;    /* the target's reservation after the schedule's arena (0: none) */
+    int64_t budget_bytes;    /* the whole step's peak, the workspace included; <= 0: unbounded */
+    int64_t workspace_bytes; /* the target's reservation after the schedule's arena (0: none) */
     double time_limit_s;
     const HwProfile *hw;
-    bool optimizer;             /* AdamW state in the arena */
-    const char *const *save_globs;      /* from the command line (the DSL's are in the graph) */
+    bool optimizer;                /* AdamW state in the arena */
+    const char *const *save_globs; /* from the command line (the DSL's are in the graph) */
     int n_save_globs;
     const char *const *recompute_globs;
     int n_recompute_globs;
 } PlanOptions;
 
 typedef struct {
-    Decision *dec;              /* [n] */
+    Decision *dec; /* [n] */
     PlanStatus status;
-    int64_t peak_bytes;         /* the arena of the plan's schedule */
+    int64_t peak_bytes; /* the arena of the plan's schedule */
     int64_t max_live_bytes;
     double recompute_time, recompute_flops, fwd_time, bwd_time;
-    double bound;               /* lower bound on recompute_time (optimal: equal) */
+    double bound; /* lower bound on recompute_time (optimal: equal) */
     double solve_s;
-    int n_evals;                /* schedules simulated */
-    int n_candidates;           /* nodes the plan may drop */
+    int n_evals;      /* schedules simulated */
+    int n_candidates; /* nodes the plan may drop */
     /* policy optimal over the budget, and plan_min_peak: the smallest peak
      * the planner reaches (dec holds that plan); 0 when not searched */
     int64_t min_peak_bytes;
-    bool min_peak_exact;        /* false: --time-limit ended that search (the minimum is at most this) */
-    bool timed_out;             /* --time-limit ended a search: the best plan found by then, and the bound
+    bool min_peak_exact;    /* false: --time-limit ended that search (the minimum is at most this) */
+    bool timed_out;         /* --time-limit ended a search: the best plan found by then, and the bound
                                    the time allowed (0 when none was computed) */
-    char solver_error[200];     /* GLPK's first failure ("": none): the search went on without that
+    char solver_error[200]; /* GLPK's first failure ("": none): the search went on without that
                                    solve, so the plan is checked but may cost more than the optimum */
 } Plan;
 
@@ -323,7 +323,7 @@ typedef struct {
     int64_t schedule_bytes;   /* the schedule's arena */
     int64_t workspace_offset; /* where the workspace starts */
     int64_t workspace_bytes;
-    int64_t total_bytes;      /* the arena the runtime allocates: the planned peak */
+    int64_t total_bytes; /* the arena the runtime allocates: the planned peak */
 } StepMemory;
 
 /* What the schedule's arena may use of o's budget: the one place the planner
@@ -377,7 +377,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
  */
 
 typedef struct {
-    int n;              /* nodes, renumbered 0..n-1 in the topological order used */
+    int n; /* nodes, renumbered 0..n-1 in the topological order used */
     int n_edges;
     double *cost;       /* [n] compute cost (the file's unit) */
     int64_t *mem;       /* [n] output size (bytes or the file's unit) */
@@ -399,10 +399,10 @@ void dag_from_arrays(Dag *d, int n, const double *cost, const int64_t *mem, int 
 void dag_free(Dag *d);
 
 typedef struct {
-    bool valid;         /* every node executed, every read finds a copy */
-    int64_t peak;       /* the most memory held at one execution */
+    bool valid;   /* every node executed, every read finds a copy */
+    int64_t peak; /* the most memory held at one execution */
     int peak_event;
-    double compute;     /* summed cost of every execution */
+    double compute; /* summed cost of every execution */
     int n_events, n_recompute;
 } DagSim;
 
@@ -431,15 +431,15 @@ typedef struct {
 #define DAG_DENSE_MAX_NODES 32768
 
 typedef struct {
-    int *ev, n_ev;       /* the schedule */
-    DagSim sim;          /* scored by dag_simulate */
-    bool fits;           /* sim.valid && sim.peak <= budget */
-    char status[24];     /* optimal, feasible, time_limit, infeasible, no_solution, too_large */
-    double objective;    /* the solver's objective (total compute); NAN if none */
-    double bound;        /* proven lower bound on total compute; NAN if none */
-    double gap;          /* (compute - bound) / compute; NAN if no bound */
+    int *ev, n_ev;    /* the schedule */
+    DagSim sim;       /* scored by dag_simulate */
+    bool fits;        /* sim.valid && sim.peak <= budget */
+    char status[24];  /* optimal, feasible, time_limit, infeasible, no_solution, too_large */
+    double objective; /* the solver's objective (total compute); NAN if none */
+    double bound;     /* proven lower bound on total compute; NAN if none */
+    double gap;       /* (compute - bound) / compute; NAN if no bound */
     double solve_s;
-    int n_binaries, n_rows; /* size of the integer program solved (0: none) */
+    int n_binaries, n_rows;  /* size of the integer program solved (0: none) */
     const char *bound_scope; /* what the bound holds for: "all schedules", "checkmate", "acc model" */
 } DagPlan;
 

@@ -17,7 +17,10 @@ bool plan_policy_parse(const char *p, Policy *out, char *err, size_t err_len) {
     static const struct {
         const char *name;
         PolicyKind kind;
-    } simple[] = {{"none", POL_NONE}, {"full", POL_FULL}, {"selective", POL_SELECTIVE}, {"sqrt", POL_SQRT},
+    } simple[] = {{"none", POL_NONE},
+                  {"full", POL_FULL},
+                  {"selective", POL_SELECTIVE},
+                  {"sqrt", POL_SQRT},
                   {"optimal", POL_OPTIMAL}};
     memset(out, 0, sizeof *out);
     out->text = p;

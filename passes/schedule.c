@@ -15,9 +15,9 @@
 #include "passes.h"
 
 const char *buf_kind_name(BufKind k) {
-    static const char *const names[BUF_KIND_COUNT] = {"parameters", "gradients",   "optimizer_m", "optimizer_v",
-                                                      "inputs",     "loss",        "activations", "statistics",
-                                                      "activation_gradients"};
+    static const char *const names[BUF_KIND_COUNT] = {"parameters",  "gradients",  "optimizer_m",
+                                                      "optimizer_v", "inputs",     "loss",
+                                                      "activations", "statistics", "activation_gradients"};
     return names[k];
 }
 
@@ -64,10 +64,8 @@ static void emit_compute(Builder *b, int node, StepKind kind) {
         ACC_ASSERT(st.in[j] >= 0);
     }
     bool is_loss = node == b->g->loss;
-    if (is_loss && kind == ST_FWD)
-        st.out = b->s->loss_buf;
-    else
-        st.out = new_buf(b->s, BUF_ACT, node, shape_elems(&x->shape) * (int64_t)dtype_size(x->dtype), false);
+    if (is_loss && kind == ST_FWD) st.out = b->s->loss_buf;
+    else st.out = new_buf(b->s, BUF_ACT, node, shape_elems(&x->shape) * (int64_t)dtype_size(x->dtype), false);
     if (x->aux_elems) st.aux = new_buf(b->s, BUF_AUX, node, x->aux_elems * 4, false);
     b->cur[node] = st.out;
     b->cur_aux[node] = st.aux;
@@ -152,7 +150,8 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool
         for (int i = 0; i < n; i++) {
             const Node *x = graph_node(g, i);
             if (x->op == OP_PARAM)
-                (k ? s->adam_v_buf : s->adam_m_buf)[i] = new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, i, node_bytes(x), true);
+                (k ? s->adam_v_buf : s->adam_m_buf)[i] =
+                    new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, i, node_bytes(x), true);
         }
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
@@ -262,9 +261,9 @@ struct SchedIndex {
     bool *fwd;           /* [n] computed by the forward pass */
     GradReads *reads;    /* [n] what node's backward reads */
     /* per measure: */
-    int *first, *last;   /* [n * SL_COUNT] steps, -1 if the buffer does not exist */
+    int *first, *last;         /* [n * SL_COUNT] steps, -1 if the buffer does not exist */
     int *cur, *cur_aux, *grad; /* [n] slot holding the tensor / tail / gradient now */
-    int64_t *delta;      /* [n_steps_max + 1] */
+    int64_t *delta;            /* [n_steps_max + 1] */
     const double *time;
     int t, n_recompute;
     double cost;
@@ -297,7 +296,8 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) 
         sb[SL_AUX] = sb[SL_RAUX] = round_up(nd->aux_elems * 4);
         sb[SL_GRAD] = round_up(i == g->loss ? 4 : shape_elems(&nd->shape) * 4 > 0 ? shape_elems(&nd->shape) * 4 : 1);
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
-        if (nd->op == OP_PARAM) x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * (optimizer ? 4 : 2);
+        if (nd->op == OP_PARAM)
+            x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * (optimizer ? 4 : 2);
         if (nd->op == OP_INPUT) x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1);
         x->fwd[i] = ad->live[i] && !(op_table[nd->op].flags & OPF_LEAF);
         n_fwd += x->fwd[i];
@@ -366,7 +366,8 @@ static void m_backward(SchedIndex *x, int node) {
     for (int j = 0; j < nd->n_in; j++) {
         int in = nd->in[j];
         if (!x->ad->need_grad[in]) continue;
-        if (x->grad[in] == SL_NONE) x->grad[in] = graph_node(x->g, in)->op == OP_PARAM ? SL_PERSIST : in * SL_COUNT + SL_GRAD;
+        if (x->grad[in] == SL_NONE)
+            x->grad[in] = graph_node(x->g, in)->op == OP_PARAM ? SL_PERSIST : in * SL_COUNT + SL_GRAD;
         m_touch(x, x->grad[in]);
     }
     x->t++;

@@ -5,6 +5,7 @@
  * gets this file as a header of kernels.cu, so it holds only C that CUDA C++
  * accepts too.
  */
+/* clang-format off */
 #ifndef ACC_OPS_H
 #define ACC_OPS_H
 

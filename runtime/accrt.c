@@ -147,8 +147,7 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     *out = NULL;
     if (!desc) return ACC_ERR_NULL;
     if (desc->api_version != ACC_API_VERSION) return ACC_ERR_VERSION;
-    if (opt && (opt->struct_size < sizeof(uint32_t) * 2 || opt->api_version != ACC_API_VERSION))
-        return ACC_ERR_VERSION;
+    if (opt && (opt->struct_size < sizeof(uint32_t) * 2 || opt->api_version != ACC_API_VERSION)) return ACC_ERR_VERSION;
     if (desc->n_inputs < 0 || desc->n_params < 0) return ACC_ERR_ARG;
     size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + (size_t)desc->n_params + 1;
     acc_model *m = calloc(1, self);
@@ -248,7 +247,8 @@ int acc_init_params(acc_model *m, uint64_t seed) {
         if (!m->dev) {
             init_values(pd, p, seed, F32(m, pd->offset), 0, n);
         } else {
-            if (!stage && !(stage = malloc((size_t)STAGE_ELEMS * 4))) return fail(m, ACC_ERR_NOMEM, "no staging buffer");
+            if (!stage && !(stage = malloc((size_t)STAGE_ELEMS * 4)))
+                return fail(m, ACC_ERR_NOMEM, "no staging buffer");
             for (int64_t i0 = 0; rc == ACC_OK && i0 < n; i0 += STAGE_ELEMS) {
                 int64_t k = n - i0 < STAGE_ELEMS ? n - i0 : STAGE_ELEMS;
                 init_values(pd, p, seed, stage, i0, k);
@@ -280,8 +280,7 @@ static int file_arena_copy(acc_model *m, FILE *f, int64_t off, int64_t n, int to
         size_t bytes = (size_t)k * 4;
         if (to_arena)
             bad = fread(stage, 4, (size_t)k, f) != (size_t)k || mem_put(m, off + i0 * 4, stage, bytes) != ACC_OK;
-        else
-            bad = mem_get(m, stage, off + i0 * 4, bytes) != ACC_OK || fwrite(stage, 4, (size_t)k, f) != (size_t)k;
+        else bad = mem_get(m, stage, off + i0 * 4, bytes) != ACC_OK || fwrite(stage, 4, (size_t)k, f) != (size_t)k;
     }
     free(stage);
     return bad ? -1 : 0;
@@ -397,8 +396,8 @@ int acc_load_inputs(acc_model *m, const char *path) {
         uint32_t len, nd;
         char name[512];
         int64_t dims[6];
-        if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len || fread(&nd, 4, 1, f) != 1 ||
-            nd > 6 || (nd && fread(dims, 8, nd, f) != nd)) {
+        if (fread(&len, 4, 1, f) != 1 || len >= sizeof name || fread(name, 1, len, f) != len ||
+            fread(&nd, 4, 1, f) != 1 || nd > 6 || (nd && fread(dims, 8, nd, f) != nd)) {
             rc = fail(m, ACC_ERR_FORMAT, "%s: truncated header of tensor %u", path, t);
             break;
         }
@@ -415,7 +414,8 @@ int acc_load_inputs(acc_model *m, const char *path) {
             for (uint32_t k = 0; k < nd; k++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? "," : "", (long long)dims[k]);
             for (int k = 0; k < in->ndim; k++)
-                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? "," : "", (long long)in->dim[k]);
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", k ? "," : "",
+                         (long long)in->dim[k]);
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is %s], the model's input is %s]", path, name, got, want);
             break;
         }
@@ -426,8 +426,7 @@ int acc_load_inputs(acc_model *m, const char *path) {
         }
         if (fread(buf, 4, (size_t)in->elems, f) != (size_t)in->elems)
             rc = fail(m, ACC_ERR_FORMAT, "%s: tensor '%s' is truncated", path, name);
-        else
-            rc = acc_set_input(m, name, buf, (size_t)in->elems * 4);
+        else rc = acc_set_input(m, name, buf, (size_t)in->elems * 4);
         free(buf);
     }
     if (rc == ACC_OK && fgetc(f) != EOF) rc = fail(m, ACC_ERR_FORMAT, "%s: bytes after the last tensor", path);
@@ -491,8 +490,10 @@ int acc_step(acc_model *m, float *loss) {
     const acc_model_desc *d = m->desc;
     for (int p = 0; p < d->n_params; p++)
         if (!m->param_set[p])
-            return fail(m, ACC_ERR_STATE, "parameter '%s' was never given a value (acc_init_params, acc_load_params or "
-                        "acc_write)", d->params[p].name);
+            return fail(m, ACC_ERR_STATE,
+                        "parameter '%s' was never given a value (acc_init_params, acc_load_params or "
+                        "acc_write)",
+                        d->params[p].name);
     for (int i = 0; i < d->n_inputs; i++)
         if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
     acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev};
@@ -543,7 +544,8 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     for (size_t k = 0; k < sizeof hp / sizeof *hp; k++) {
         if (!isfinite(hp[k].v))
             return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g is not a finite number", hp[k].name, (double)hp[k].v);
-        if (!hp[k].ok) return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g must be %s", hp[k].name, (double)hp[k].v, hp[k].range);
+        if (!hp[k].ok)
+            return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g must be %s", hp[k].name, (double)hp[k].v, hp[k].range);
     }
     if (unusable(m)) return ACC_ERR_NO_DEVICE;
     double t0 = now_ms();
@@ -557,8 +559,8 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     } else {
         for (int p = 0; p < d->n_params; p++) {
             const acc_param_desc *pd = &d->params[p];
-            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset),
-                    pd->elems, lr, beta1, beta2, eps, weight_decay, m->adam_t);
+            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems,
+                    lr, beta1, beta2, eps, weight_decay, m->adam_t);
         }
     }
     if (m->dev && rc == ACC_OK) {

@@ -48,8 +48,8 @@ const char *acc_status_string(int status);
 typedef struct {
     uint32_t struct_size;
     uint32_t api_version;
-    int num_threads;   /* 0: the OpenMP default */
-    uint64_t seed;     /* dropout randomness (parameters take their own seed) */
+    int num_threads; /* 0: the OpenMP default */
+    uint64_t seed;   /* dropout randomness (parameters take their own seed) */
 } acc_options;
 
 typedef enum { ACC_DT_F32 = 0, ACC_DT_I32 = 1 } acc_dtype;
@@ -151,12 +151,12 @@ typedef struct {
 typedef struct acc_model_desc {
     uint32_t api_version;
     const char *model_name;
-    const char *target; /* "cpu", "cuda", "cuda-emu" */
+    const char *target;       /* "cpu", "cuda", "cuda-emu" */
     const acc_device *device; /* NULL: the host CPU */
     const acc_image *images;  /* device targets: the kernels, per architecture */
     int n_images;
     int64_t workspace_offset, workspace_bytes; /* the GEMM library's workspace in the arena */
-    int tf32;                 /* GEMMs may use TF32 tensor cores */
+    int tf32;                                  /* GEMMs may use TF32 tensor cores */
     int64_t arena_bytes;
     int n_params;
     const acc_param_desc *params;
@@ -172,8 +172,8 @@ typedef struct acc_model_desc {
 } acc_model_desc;
 
 typedef struct {
-    int64_t arena_bytes;         /* the arena allocated: the planned peak */
-    int64_t peak_bytes_measured; /* every byte the runtime holds for this instance */
+    int64_t arena_bytes;              /* the arena allocated: the planned peak */
+    int64_t peak_bytes_measured;      /* every byte the runtime holds for this instance */
     double phase_ms[ACC_PHASE_COUNT]; /* last step's time per phase */
     double total_ms[ACC_PHASE_COUNT]; /* summed over all steps */
     int64_t steps;

@@ -15,29 +15,21 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-void k_zero(float *x, int64_t n)
-{
-    if (n > 0)
-        memset(x, 0, (size_t)n * sizeof *x);
+void k_zero(float *x, int64_t n) {
+    if (n > 0) memset(x, 0, (size_t)n * sizeof *x);
 }
 
-void k_fill(float *x, float value, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        x[i] = value;
+void k_fill(float *x, float value, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] = value;
 }
 
-void k_add_into(float *y, const float *x, int64_t n)
-{
+void k_add_into(float *y, const float *x, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        y[i] += x[i];
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
 }
 
-void k_copy(float *y, const float *x, int64_t n)
-{
-    if (n > 0 && y != x)
-        memcpy(y, x, (size_t)n * sizeof *y);
+void k_copy(float *y, const float *x, int64_t n) {
+    if (n > 0 && y != x) memcpy(y, x, (size_t)n * sizeof *y);
 }
 
 /* ---- matmul ------------------------------------------------------------- */
@@ -45,19 +37,16 @@ void k_copy(float *y, const float *x, int64_t n)
 static CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
 
 /* C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major */
-static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                 const float *B, int64_t ldb, float beta, float *C, int64_t ldc)
-{
-    cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B,
-                (int)ldb, beta, C, (int)ldc);
+static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
+                 int64_t ldb, float beta, float *C, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), (int)m, (int)n, (int)k, 1.0f, A, (int)lda, B, (int)ldb, beta, C,
+                (int)ldc);
 }
 
 // out (batch, M, N) = op(a) @ op(b)
-void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int64_t M,
-                  int64_t N, int64_t K, int trans_a, int trans_b, int b_batched)
-{
-    if (batch <= 0 || M <= 0 || N <= 0)
-        return;
+void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N, int64_t K,
+                  int trans_a, int trans_b, int b_batched) {
+    if (batch <= 0 || M <= 0 || N <= 0) return;
     if (K <= 0) {
         k_zero(out, batch * M * N);
         return;
@@ -68,17 +57,14 @@ void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int
         return;
     }
     for (int64_t i = 0; i < batch; i++)
-        gemm(trans_a, trans_b, M, N, K, a + i * M * K, lda, b + (b_batched ? i * K * N : 0), ldb,
-             0.0f, out + i * M * N, N);
+        gemm(trans_a, trans_b, M, N, K, a + i * M * K, lda, b + (b_batched ? i * K * N : 0), ldb, 0.0f, out + i * M * N,
+             N);
 }
 
 // da += d/da, db += d/db of out = op(a) @ op(b) (beta = 1 accumulates)
-void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const float *b,
-                  int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b,
-                  int b_batched)
-{
-    if (batch <= 0 || M <= 0 || N <= 0 || K <= 0)
-        return;
+void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch, int64_t M,
+                  int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+    if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return;
     int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
     if (da) {
         if (!trans_a && !b_batched) { /* da (batch*M, K) += dout @ op(b)^T */
@@ -87,28 +73,24 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
             for (int64_t i = 0; i < batch; i++) {
                 const float *bi = b + (b_batched ? i * K * N : 0);
                 if (!trans_a) /* da_i (M, K) += dout_i @ op(b)^T */
-                    gemm(0, !trans_b, M, K, N, dout + i * M * N, N, bi, ldb, 1.0f, da + i * M * K,
-                         K);
+                    gemm(0, !trans_b, M, K, N, dout + i * M * N, N, bi, ldb, 1.0f, da + i * M * K, K);
                 else /* da_i (K, M) += op(b) @ dout_i^T */
-                    gemm(trans_b, 1, K, M, N, bi, ldb, dout + i * M * N, N, 1.0f, da + i * M * K,
-                         M);
+                    gemm(trans_b, 1, K, M, N, bi, ldb, dout + i * M * N, N, 1.0f, da + i * M * K, M);
             }
         }
     }
     if (db) {
         if (!trans_a && !b_batched) { /* the batch folds into the GEMM's inner dim */
-            if (!trans_b) /* db (K, N) += a^T @ dout */
+            if (!trans_b)             /* db (K, N) += a^T @ dout */
                 gemm(1, 0, K, N, batch * M, a, K, dout, N, 1.0f, db, N);
-            else /* db (N, K) += dout^T @ a */
-                gemm(1, 0, N, K, batch * M, dout, N, a, K, 1.0f, db, K);
+            else /* db (N, K) += dout^T @ a */ gemm(1, 0, N, K, batch * M, dout, N, a, K, 1.0f, db, K);
         } else {
             for (int64_t i = 0; i < batch; i++) {
                 const float *ai = a + i * M * K, *gi = dout + i * M * N;
                 float *dbi = db + (b_batched ? i * K * N : 0);
                 if (!trans_b) /* db_i (K, N) += op(a)^T @ dout_i */
                     gemm(!trans_a, 0, K, N, M, ai, lda, gi, N, 1.0f, dbi, N);
-                else /* db_i (N, K) += dout_i^T @ op(a) */
-                    gemm(1, trans_a, N, K, M, gi, N, ai, lda, 1.0f, dbi, K);
+                else /* db_i (N, K) += dout_i^T @ op(a) */ gemm(1, trans_a, N, K, M, gi, N, ai, lda, 1.0f, dbi, K);
             }
         }
     }
@@ -126,12 +108,10 @@ typedef struct {
     int64_t n;                                                    /* output elements */
 } Bcast;
 
-static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as, const int64_t *bs)
-{
+static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as, const int64_t *bs) {
     int nd = 0, pa = -1, pb = -1;
     for (int d = 0; d < ndim; d++) {
-        if (os[d] == 1)
-            continue;
+        if (os[d] == 1) continue;
         int fa = as[d] == os[d], fb = bs[d] == os[d];
         if (nd > 0 && fa == pa && fb == pb) {
             bc->os[nd - 1] *= os[d];
@@ -155,37 +135,29 @@ static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as
     k_strides(nd, bc->as, bc->astr);
     k_strides(nd, bc->bs, bc->bstr);
     for (int d = 0; d < nd; d++) {
-        if (bc->as[d] != bc->os[d])
-            bc->astr[d] = 0;
-        if (bc->bs[d] != bc->os[d])
-            bc->bstr[d] = 0;
+        if (bc->as[d] != bc->os[d]) bc->astr[d] = 0;
+        if (bc->bs[d] != bc->os[d]) bc->bstr[d] = 0;
     }
     bc->n = k_numel(nd, bc->os);
 }
 
 /* o[j] = a[j*sa] OP b[j*sb] for j < L; sa, sb are 0 (broadcast) or 1 */
-static void bin_row(int op, float *o, const float *a, const float *b,
-                    int64_t L, int64_t sa, int64_t sb)
-{
+static void bin_row(int op, float *o, const float *a, const float *b, int64_t L, int64_t sa, int64_t sb) {
     switch (op) {
-#define BIN_ROW(code, name, reads)            \
-    case ACC_OP_##code:                       \
-        if (sa && sb) {                       \
-            for (int64_t j = 0; j < L; j++)   \
-                o[j] = EW_##code(a[j], b[j]); \
-        } else if (sa) {                      \
-            float y = b[0];                   \
-            for (int64_t j = 0; j < L; j++)   \
-                o[j] = EW_##code(a[j], y);    \
-        } else if (sb) {                      \
-            float x = a[0];                   \
-            for (int64_t j = 0; j < L; j++)   \
-                o[j] = EW_##code(x, b[j]);    \
-        } else {                              \
-            float v = EW_##code(a[0], b[0]);  \
-            for (int64_t j = 0; j < L; j++)   \
-                o[j] = v;                     \
-        }                                     \
+#define BIN_ROW(code, name, reads)                                        \
+    case ACC_OP_##code:                                                   \
+        if (sa && sb) {                                                   \
+            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(a[j], b[j]); \
+        } else if (sa) {                                                  \
+            float y = b[0];                                               \
+            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(a[j], y);    \
+        } else if (sb) {                                                  \
+            float x = a[0];                                               \
+            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(x, b[j]);    \
+        } else {                                                          \
+            float v = EW_##code(a[0], b[0]);                              \
+            for (int64_t j = 0; j < L; j++) o[j] = v;                     \
+        }                                                                 \
         break;
         ACC_EW_BINARY_OPS(BIN_ROW)
 #undef BIN_ROW
@@ -194,8 +166,7 @@ static void bin_row(int op, float *o, const float *a, const float *b,
 }
 
 /* Offsets of row r (an index over all but the last dim) in a and b. */
-static void bcast_row_offsets(const Bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
-{
+static void bcast_row_offsets(const Bcast *bc, int64_t r, int64_t *oa, int64_t *ob) {
     int64_t ia = 0, ib = 0;
     for (int d = bc->nd - 2; d >= 0; d--) {
         int64_t i = r % bc->os[d];
@@ -208,13 +179,11 @@ static void bcast_row_offsets(const Bcast *bc, int64_t r, int64_t *oa, int64_t *
 }
 
 // out = a OP b with numpy broadcasting
-static void binary_fwd(int op, float *out, const float *a, const float *b, int ndim,
-                       const int64_t *os, const int64_t *as, const int64_t *bs)
-{
+static void binary_fwd(int op, float *out, const float *a, const float *b, int ndim, const int64_t *os,
+                       const int64_t *as, const int64_t *bs) {
     Bcast bc;
     bcast_init(&bc, ndim, os, as, bs);
-    if (bc.n <= 0)
-        return;
+    if (bc.n <= 0) return;
     int nd = bc.nd;
     int64_t L = bc.os[nd - 1];
     int64_t sa = bc.astr[nd - 1] ? 1 : 0, sb = bc.bstr[nd - 1] ? 1 : 0;
@@ -238,8 +207,7 @@ static void binary_fwd(int op, float *out, const float *a, const float *b, int n
 
 /* The gradient contribution of one output element to operand `side`
  * (0: a, 1: b) given the incoming gradient g and the operands x (a), y (b). */
-static inline float bin_term(int op, int side, float g, float x, float y)
-{
+static inline float bin_term(int op, int side, float g, float x, float y) {
     switch (op) {
 #define BIN_TERM(code, name, reads) \
     case ACC_OP_##code: return side ? EW_##code##_DB(g, x, y) : EW_##code##_DA(g, x, y);
@@ -251,19 +219,16 @@ static inline float bin_term(int op, int side, float g, float x, float y)
 
 /* dx[j] += term(g[j], a[j*sa], b[j*sb]) for j < L; dx is the operand `side`
  * (contiguous over j); a, b may be NULL where the op does not read them. */
-static void bwd_row(int op, int side, float *restrict dx, const float *restrict g,
-                    const float *a, const float *b, int64_t L, int64_t sa, int64_t sb)
-{
+static void bwd_row(int op, int side, float *restrict dx, const float *restrict g, const float *a, const float *b,
+                    int64_t L, int64_t sa, int64_t sb) {
     switch (op) {
-#define BWD_ROW(code, name, reads)                                   \
-    case ACC_OP_##code:                                              \
-        if (side) {                                                  \
-            for (int64_t j = 0; j < L; j++)                          \
-                dx[j] += EW_##code##_DB(g[j], a[j * sa], b[j * sb]); \
-        } else {                                                     \
-            for (int64_t j = 0; j < L; j++)                          \
-                dx[j] += EW_##code##_DA(g[j], a[j * sa], b[j * sb]); \
-        }                                                            \
+#define BWD_ROW(code, name, reads)                                                               \
+    case ACC_OP_##code:                                                                          \
+        if (side) {                                                                              \
+            for (int64_t j = 0; j < L; j++) dx[j] += EW_##code##_DB(g[j], a[j * sa], b[j * sb]); \
+        } else {                                                                                 \
+            for (int64_t j = 0; j < L; j++) dx[j] += EW_##code##_DA(g[j], a[j * sa], b[j * sb]); \
+        }                                                                                        \
         break;
         ACC_EW_BINARY_OPS(BWD_ROW)
 #undef BWD_ROW
@@ -272,9 +237,7 @@ static void bwd_row(int op, int side, float *restrict dx, const float *restrict 
 }
 
 // dx (operand `side`, not broadcast anywhere) += term over the output
-static void bwd_map(int op, int side, float *dx, const float *g, const float *a, const float *b,
-                    const Bcast *bc)
-{
+static void bwd_map(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
     int nd = bc->nd;
     int64_t L = bc->os[nd - 1], rows = bc->n / L;
     int64_t sa = bc->astr[nd - 1] ? 1 : 0, sb = bc->bstr[nd - 1] ? 1 : 0;
@@ -283,8 +246,7 @@ static void bwd_map(int op, int side, float *dx, const float *g, const float *a,
 #pragma omp parallel for if (L >= K_PAR_MIN)
         for (int64_t c = 0; c < nch; c++) {
             int64_t j0 = c * chunk;
-            bwd_row(op, side, dx + j0, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b,
-                    K_MIN(chunk, L - j0), sa, sb);
+            bwd_row(op, side, dx + j0, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b, K_MIN(chunk, L - j0), sa, sb);
         }
         return;
     }
@@ -297,9 +259,7 @@ static void bwd_map(int op, int side, float *dx, const float *g, const float *a,
 }
 
 // dx (operand `side`, shape [1, C] after merging) += sum over rows of term
-static void bwd_bias(int op, int side, float *dx, const float *g, const float *a, const float *b,
-                     const Bcast *bc)
-{
+static void bwd_bias(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
     int64_t R = bc->os[0], C = bc->os[1];
     int64_t sa = bc->astr[1] ? 1 : 0, sb = bc->bstr[1] ? 1 : 0;
     int64_t nblk = (C + K_COL_BLOCK - 1) / K_COL_BLOCK;
@@ -316,19 +276,15 @@ static void bwd_bias(int op, int side, float *dx, const float *g, const float *a
 #define RED_CHUNKS 64
 
 /* sum of term(g[j], a[j*sa], b[j*sb]) for j < L, in double */
-static double term_sum(int op, int side, const float *g, const float *a, const float *b,
-                       int64_t L, int64_t sa, int64_t sb)
-{
+static double term_sum(int op, int side, const float *g, const float *a, const float *b, int64_t L, int64_t sa,
+                       int64_t sb) {
     double s = 0.0;
-    for (int64_t j = 0; j < L; j++)
-        s += bin_term(op, side, g[j], a ? a[j * sa] : 0.0f, b ? b[j * sb] : 0.0f);
+    for (int64_t j = 0; j < L; j++) s += bin_term(op, side, g[j], a ? a[j * sa] : 0.0f, b ? b[j * sb] : 0.0f);
     return s;
 }
 
 // dx (operand `side`, any broadcast pattern) += term summed over its broadcast dims
-static void bwd_reduce(int op, int side, float *dx, const float *g, const float *a,
-                       const float *b, const Bcast *bc)
-{
+static void bwd_reduce(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
     int nd = bc->nd;
     const int64_t *xs = side ? bc->bs : bc->as;
     int64_t nx = k_numel(nd, xs);
@@ -339,19 +295,16 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
 #pragma omp parallel for if (n >= K_PAR_MIN)
         for (int c = 0; c < RED_CHUNKS; c++) {
             int64_t j0 = K_MIN(n, c * chunk), len = K_MIN(n, j0 + chunk) - j0;
-            part[c] = term_sum(op, side, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b, len,
-                               sa, sb);
+            part[c] = term_sum(op, side, g + j0, a ? a + j0 * sa : a, b ? b + j0 * sb : b, len, sa, sb);
         }
         double s = 0.0;
-        for (int c = 0; c < RED_CHUNKS; c++)
-            s += part[c];
+        for (int c = 0; c < RED_CHUNKS; c++) s += part[c];
         dx[0] += (float)s;
         return;
     }
     int rd[K_MAX_DIMS], nrd = 0; /* the dims this operand is broadcast in */
     for (int d = 0; d < nd; d++)
-        if (xs[d] != bc->os[d])
-            rd[nrd++] = d;
+        if (xs[d] != bc->os[d]) rd[nrd++] = d;
     /* a broadcast last dim is summed by a contiguous inner loop */
     int64_t L = 1, sa = 0, sb = 0;
     if (rd[nrd - 1] == nd - 1) {
@@ -361,8 +314,7 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
         nrd--;
     }
     int64_t nq = 1;
-    for (int k = 0; k < nrd; k++)
-        nq *= bc->os[rd[k]];
+    for (int k = 0; k < nrd; k++) nq *= bc->os[rd[k]];
 #pragma omp parallel for if (bc->n >= K_PAR_MIN)
     for (int64_t e = 0; e < nx; e++) {
         int64_t go = 0, ao = 0, bo = 0, rem = e;
@@ -391,44 +343,33 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
 }
 
 // da, db += the gradients of out = a OP b, reduced over broadcast dims
-static void binary_bwd(int op, float *da, float *db, const float *dout, const float *a,
-                       const float *b, int ndim, const int64_t *os, const int64_t *as,
-                       const int64_t *bs)
-{
+static void binary_bwd(int op, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
+                       const int64_t *os, const int64_t *as, const int64_t *bs) {
     Bcast bc;
     bcast_init(&bc, ndim, os, as, bs);
-    if (bc.n <= 0)
-        return;
+    if (bc.n <= 0) return;
     for (int side = 0; side < 2; side++) {
         float *dx = side ? db : da;
-        if (!dx)
-            continue;
+        if (!dx) continue;
         const int64_t *xs = side ? bc.bs : bc.as;
         const int64_t *xstr = side ? bc.bstr : bc.astr;
         int full = 1;
-        for (int d = 0; d < bc.nd; d++)
-            full &= xs[d] == bc.os[d];
-        if (full)
-            bwd_map(op, side, dx, dout, a, b, &bc);
-        else if (bc.nd == 2 && xstr[0] == 0 && xstr[1] != 0)
-            bwd_bias(op, side, dx, dout, a, b, &bc);
-        else
-            bwd_reduce(op, side, dx, dout, a, b, &bc);
+        for (int d = 0; d < bc.nd; d++) full &= xs[d] == bc.os[d];
+        if (full) bwd_map(op, side, dx, dout, a, b, &bc);
+        else if (bc.nd == 2 && xstr[0] == 0 && xstr[1] != 0) bwd_bias(op, side, dx, dout, a, b, &bc);
+        else bwd_reduce(op, side, dx, dout, a, b, &bc);
     }
 }
 
 /* the entry points of the binary ops of the op table (acc_ops.h) */
-#define K_BINARY_KERNELS(code, name, reads)                                                              \
-    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
-                        const int64_t *a_shape, const int64_t *b_shape)                                 \
-    {                                                                                                   \
-        binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                        \
-    }                                                                                                   \
-    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
-                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape)       \
-    {                                                                                                   \
-        binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape,       \
-                   a_shape, b_shape);                                                                   \
+#define K_BINARY_KERNELS(code, name, reads)                                                                          \
+    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,              \
+                        const int64_t *a_shape, const int64_t *b_shape) {                                            \
+        binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                                     \
+    }                                                                                                                \
+    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,               \
+                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape) {                  \
+        binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape, a_shape, b_shape); \
     }
 ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
 #undef K_BINARY_KERNELS
@@ -436,26 +377,21 @@ ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
 /* ---- linear: matmul with a bias ------------------------------------------ */
 
 // out (M, N) = x @ op(w) + b: the GEMM, then the bias add of k_add_fwd
-void k_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
-                  int64_t K, int trans_b)
-{
-    if (M <= 0 || N <= 0)
-        return;
+void k_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N, int64_t K,
+                  int trans_b) {
+    if (M <= 0 || N <= 0) return;
     k_matmul_fwd(out, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
     binary_fwd(ACC_OP_ADD, out, out, b, 2, so, so, sb);
 }
 
 // dx, dw, db += the gradients of out = x @ op(w) + b
-void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
-                  int64_t M, int64_t N, int64_t K, int trans_b)
-{
-    if (M <= 0 || N <= 0)
-        return;
+void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, int64_t M,
+                  int64_t N, int64_t K, int trans_b) {
+    if (M <= 0 || N <= 0) return;
     k_matmul_bwd(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
-    if (db)
-        binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
+    if (db) binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
 }
 
 /* ---- elementwise unary -------------------------------------------------- */
@@ -472,12 +408,8 @@ void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const floa
 static inline float ew_scale(float v, float alpha) { return alpha * v; }
 
 /* GPT-2's tanh approximation; gelu'(v) with sech^2 = 1 - tanh^2 */
-static inline float ew_gelu(float v)
-{
-    return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v)));
-}
-static inline float ew_gelu_bwd(float g, float x)
-{
+static inline float ew_gelu(float v) { return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
+static inline float ew_gelu_bwd(float g, float x) {
     float t = k_tanhf(GELU_K * (x + 0.044715f * x * x * x));
     return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K * (1.0f + 3.0f * 0.044715f * x * x));
 }
@@ -487,8 +419,7 @@ static inline float ew_relu_bwd(float g, float out) { return out > 0.0f ? g : 0.
 
 /* x * sigmoid(x); g * s(x) * (1 + x (1 - s(x))), s the sigmoid */
 static inline float ew_silu(float v) { return v / (1.0f + expf(-v)); }
-static inline float ew_silu_bwd(float g, float x)
-{
+static inline float ew_silu_bwd(float g, float x) {
     float s = 1.0f / (1.0f + expf(-x));
     return g * s * (1.0f + x * (1.0f - s));
 }
@@ -499,46 +430,37 @@ static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * o
 static inline float ew_exp(float v) { return expf(v); }
 static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
-void k_scale_fwd(float *out, const float *x, float alpha, int64_t n)
-{
+void k_scale_fwd(float *out, const float *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        out[i] = ew_scale(x[i], alpha);
+    for (int64_t i = 0; i < n; i++) out[i] = ew_scale(x[i], alpha);
 }
 
-void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n)
-{
+void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++)
-        dx[i] += alpha * dout[i];
+    for (int64_t i = 0; i < n; i++) dx[i] += alpha * dout[i];
 }
 
 /* The kernels of every plain unary op of the table (acc_ops.h), one form:
  * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
  * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
  * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
-#define K_UNARY_KERNELS(code, name, saved)                                                           \
-    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n)                     \
-    {                                                                                                \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);                \
-    }                                                                                                \
-    void k_##name##_fwd(float *out, const float *x, int64_t n)                                       \
-    {                                                                                                \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
-            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));   \
-    }                                                                                                \
-    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout,            \
-                                          const float *restrict s, int64_t n)                        \
-    {                                                                                                \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]); \
-    }                                                                                                \
-    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n)                 \
-    {                                                                                                \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                   \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)            \
-            name##_bwd_chunk(dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK,              \
-                             K_MIN(K_CHUNK, n - c * K_CHUNK));                                       \
+#define K_UNARY_KERNELS(code, name, saved)                                                                         \
+    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n) {                                 \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);                              \
+    }                                                                                                              \
+    void k_##name##_fwd(float *out, const float *x, int64_t n) {                                                   \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                 \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)                          \
+            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));                 \
+    }                                                                                                              \
+    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout, const float *restrict s, \
+                                          int64_t n) {                                                             \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]);               \
+    }                                                                                                              \
+    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n) {                             \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                 \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++) name##_bwd_chunk(        \
+            dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));           \
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
@@ -546,21 +468,16 @@ ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 /* ---- dropout ------------------------------------------------------------ */
 
 // y (+)= mask * x / (1-p), the mask drawn from philox blocks of 4 elements
-static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t seed,
-                          uint32_t step, uint32_t op_id, int accumulate)
-{
-    if (n <= 0)
-        return;
+static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id,
+                          int accumulate) {
+    if (n <= 0) return;
     if (!(p < 1.0f)) { /* drop everything (also p = NaN) */
-        if (!accumulate)
-            k_zero(y, n);
+        if (!accumulate) k_zero(y, n);
         return;
     }
     if (p == 0.0f) { /* keep everything: u >= 0 = p always, scale 1 */
-        if (accumulate)
-            k_add_into(y, x, n);
-        else
-            k_copy(y, x, n);
+        if (accumulate) k_add_into(y, x, n);
+        else k_copy(y, x, n);
         return;
     }
     float scale = 1.0f / (1.0f - p);
@@ -570,26 +487,19 @@ static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t
         philox4x32 r = philox_block(seed, step, op_id, (uint64_t)blk);
         for (int lane = 0; lane < 4; lane++) {
             int64_t i = blk * 4 + lane;
-            if (i >= n)
-                break;
+            if (i >= n) break;
             float v = philox_to_unit(r.v[lane]) >= p ? x[i] * scale : 0.0f;
-            if (accumulate)
-                y[i] += v;
-            else
-                y[i] = v;
+            if (accumulate) y[i] += v;
+            else y[i] = v;
         }
     }
 }
 
-void k_dropout_fwd(float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
-                   uint32_t op_id)
-{
+void k_dropout_fwd(float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
     dropout_apply(out, x, n, p, seed, step, op_id, 0);
 }
 
-void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t seed,
-                   uint32_t step, uint32_t op_id)
-{
+void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
     dropout_apply(dx, dout, n, p, seed, step, op_id, 1);
 }
 
@@ -600,8 +510,7 @@ void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t se
 /* v[j] = v[j] OP o[j] (o[j] OP v[j] if right) for j < len: a run of a
  * binary op whose operand is contiguous, vectorised as the ops' own kernels
  * are (the same IEEE operation per element, so the same bits). */
-K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len)
-{
+K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len) {
     switch (op) {
 #define EW_BINARY(code, name, reads)                                                            \
     case ACC_OP_##code:                                                                         \
@@ -619,17 +528,14 @@ K_CLONES static void ew_binary(int op, int right, float *restrict v, const float
 
 /* v[j] = op(v[j]) for j < len, op scale or a plain unary op: its math
  * (ew_* above) in a simd loop, as its own kernel runs it. */
-K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len)
-{
+K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len) {
     switch (op) {
     case ACC_OP_SCALE:
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) v[j] = ew_scale(v[j], param);
         break;
-#define EW_UNARY_CASE(code, name, saved)                                              \
-    case ACC_OP_##code:                                                               \
-        _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); \
-        break;
+#define EW_UNARY_CASE(code, name, saved) \
+    case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); break;
         ACC_EW_UNARY_OPS(EW_UNARY_CASE)
 #undef EW_UNARY_CASE
     default: break;
@@ -641,8 +547,7 @@ K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t le
  * simd loops; no libm call is vectorised, so expf and tanhf give the scalar
  * results those kernels give). A broadcast
  * operand (element i reads operand[i % modulus]) goes in contiguous runs. */
-static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step)
-{
+static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step) {
     const float *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
@@ -672,23 +577,18 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
         }
         break;
     }
-    default: /* scale and the plain unary ops */
-        ew_unary(op->op, op->param, v, len);
-        break;
+    default: /* scale and the plain unary ops */ ew_unary(op->op, op->param, v, len); break;
     }
 }
 
-void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
-                uint32_t step)
-{
+void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed, uint32_t step) {
     int64_t ntile = (n + EW_TILE - 1) / EW_TILE;
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t t = 0; t < ntile; t++) {
         float v[EW_TILE];
         int64_t i0 = t * EW_TILE, len = K_MIN(EW_TILE, n - i0);
         memcpy(v, x + i0, (size_t)len * sizeof *v);
-        for (int k = 0; k < n_ops; k++)
-            ew_tile(&ops[k], v, i0, len, seed, step);
+        for (int k = 0; k < n_ops; k++) ew_tile(&ops[k], v, i0, len, seed, step);
         memcpy(out + i0, v, (size_t)len * sizeof *v);
     }
 }
@@ -696,10 +596,9 @@ void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64
 /* ---- AdamW -------------------------------------------------------------- */
 
 /* AdamW over n elements: the loop of k_adamw, vectorized */
-K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, float *restrict m,
-                                 float *restrict v, int64_t n, float lr, float beta1, float beta2,
-                                 float eps, float weight_decay, float bc1, float bc2)
-{
+K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
+                                 int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
+                                 float bc1, float bc2) {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i];
@@ -713,16 +612,15 @@ K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, flo
 }
 
 // one fused AdamW step with bias correction (decoupled weight decay)
-void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1,
-             float beta2, float eps, float weight_decay, int64_t t)
-{
+void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps,
+             float weight_decay, int64_t t) {
     float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
     const int64_t chunk = 4 * K_CHUNK, nch = (n + chunk - 1) / chunk;
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t c = 0; c < nch; c++) {
         int64_t i0 = c * chunk;
-        adamw_chunk(p + i0, g + i0, m + i0, v + i0, K_MIN(chunk, n - i0), lr, beta1, beta2, eps,
-                    weight_decay, bc1, bc2);
+        adamw_chunk(p + i0, g + i0, m + i0, v + i0, K_MIN(chunk, n - i0), lr, beta1, beta2, eps, weight_decay, bc1,
+                    bc2);
     }
 }

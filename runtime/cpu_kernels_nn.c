@@ -17,33 +17,28 @@
 /* ---- layernorm ---------------------------------------------------------- */
 
 // y = (x - mean) * rstd * w + b per row; stats = (mean, rstd) per row
-void k_layernorm_fwd(float *y, float *stats, const float *x, const float *w, const float *b,
-                     int64_t N, int64_t C, float eps)
-{
+void k_layernorm_fwd(float *y, float *stats, const float *x, const float *w, const float *b, int64_t N, int64_t C,
+                     float eps) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         const float *xr = x + n * C; // (C)
         float *yr = y + n * C;
         float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-        for (int64_t c = 0; c < C; c++)
-            s += xr[c];
+        for (int64_t c = 0; c < C; c++) s += xr[c];
         float mean = s / (float)C, var = 0.0f;
 #pragma omp simd reduction(+ : var)
-        for (int64_t c = 0; c < C; c++)
-            var += (xr[c] - mean) * (xr[c] - mean);
+        for (int64_t c = 0; c < C; c++) var += (xr[c] - mean) * (xr[c] - mean);
         float rstd = 1.0f / sqrtf(var / (float)C + eps);
-        for (int64_t c = 0; c < C; c++)
-            yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
+        for (int64_t c = 0; c < C; c++) yr[c] = (xr[c] - mean) * rstd * w[c] + b[c];
         stats[2 * n] = mean;
         stats[2 * n + 1] = rstd;
     }
 }
 
 // dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w; dw += dy * xhat; db += dy
-void k_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x,
-                     const float *w, const float *stats, int64_t N, int64_t C)
-{
+void k_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                     const float *stats, int64_t N, int64_t C) {
     if (dx) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
         for (int64_t n = 0; n < N; n++) {
@@ -74,10 +69,8 @@ void k_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const flo
                 const float *xr = x + n * C, *gr = dy + n * C;
                 float mean = stats[2 * n], rstd = stats[2 * n + 1];
                 for (int64_t c = c0; c < c1; c++) {
-                    if (dw)
-                        dw[c] += gr[c] * (xr[c] - mean) * rstd;
-                    if (db)
-                        db[c] += gr[c];
+                    if (dw) dw[c] += gr[c] * (xr[c] - mean) * rstd;
+                    if (db) db[c] += gr[c];
                 }
             }
         }
@@ -87,37 +80,31 @@ void k_layernorm_bwd(float *dx, float *dw, float *db, const float *dy, const flo
 /* ---- rmsnorm ------------------------------------------------------------ */
 
 // y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); stats = rstd per row
-void k_rmsnorm_fwd(float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
-                   float eps)
-{
+void k_rmsnorm_fwd(float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C, float eps) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         const float *xr = x + n * C; // (C)
         float *yr = y + n * C;
         float ss = k_dot(xr, xr, C);
         float rstd = 1.0f / sqrtf(ss / (float)C + eps);
-        for (int64_t c = 0; c < C; c++)
-            yr[c] = xr[c] * rstd * w[c];
+        for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * rstd * w[c];
         stats[n] = rstd;
     }
 }
 
 // dx += rstd * g - x * rstd^3 * mean(g * x), g = dy * w; dw += dy * x * rstd
-void k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w,
-                   const float *stats, int64_t N, int64_t C)
-{
+void k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *stats, int64_t N,
+                   int64_t C) {
     if (dx) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
         for (int64_t n = 0; n < N; n++) {
             const float *xr = x + n * C, *gr = dy + n * C;
             float rstd = stats[n], gx = 0.0f;
 #pragma omp simd reduction(+ : gx)
-            for (int64_t c = 0; c < C; c++)
-                gx += gr[c] * w[c] * xr[c];
+            for (int64_t c = 0; c < C; c++) gx += gr[c] * w[c] * xr[c];
             float k = rstd * rstd * rstd * gx / (float)C;
             float *dxr = dx + n * C;
-            for (int64_t c = 0; c < C; c++)
-                dxr[c] += rstd * gr[c] * w[c] - xr[c] * k;
+            for (int64_t c = 0; c < C; c++) dxr[c] += rstd * gr[c] * w[c] - xr[c] * k;
         }
     }
     if (dw) {
@@ -128,8 +115,7 @@ void k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const 
             for (int64_t n = 0; n < N; n++) {
                 const float *xr = x + n * C, *gr = dy + n * C;
                 float rstd = stats[n];
-                for (int64_t c = c0; c < c1; c++)
-                    dw[c] += gr[c] * xr[c] * rstd;
+                for (int64_t c = c0; c < c1; c++) dw[c] += gr[c] * xr[c] * rstd;
             }
         }
     }
@@ -138,15 +124,13 @@ void k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const 
 /* ---- softmax ------------------------------------------------------------ */
 
 // y = exp(x - max) / sum per row (in place allowed)
-void k_softmax_fwd(float *y, const float *x, int64_t N, int64_t C)
-{
+void k_softmax_fwd(float *y, const float *x, int64_t N, int64_t C) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         const float *xr = x + n * C; // (C)
         float *yr = y + n * C;
         float mx = -INFINITY;
-        for (int64_t c = 0; c < C; c++)
-            mx = xr[c] > mx ? xr[c] : mx;
+        for (int64_t c = 0; c < C; c++) mx = xr[c] > mx ? xr[c] : mx;
         float s = 0.0f;
         for (int64_t c = 0; c < C; c++) {
             yr[c] = expf(xr[c] - mx);
@@ -157,15 +141,13 @@ void k_softmax_fwd(float *y, const float *x, int64_t N, int64_t C)
 }
 
 // dx += y * (dy - sum(dy * y)) per row
-void k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t N, int64_t C)
-{
+void k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t N, int64_t C) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
         const float *yr = y + n * C, *gr = dy + n * C; // (C)
         float *dxr = dx + n * C;
         float s = k_dot(gr, yr, C);
-        for (int64_t c = 0; c < C; c++)
-            dxr[c] += yr[c] * (gr[c] - s);
+        for (int64_t c = 0; c < C; c++) dxr[c] += yr[c] * (gr[c] - s);
     }
 }
 
@@ -186,24 +168,20 @@ void k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t N, int64_
 
 /* The scores of query rows i0.. against keys s0.. (qn x kn, ld ATT_KB):
  * -inf where the key lies after the query (causal). */
-static void att_mask(float *S, int64_t i0, int64_t qn, int64_t s0, int64_t kn)
-{
+static void att_mask(float *S, int64_t i0, int64_t qn, int64_t s0, int64_t kn) {
     for (int64_t i = 0; i < qn; i++)
-        for (int64_t j = K_MAX(0, i0 + i + 1 - s0); j < kn; j++)
-            S[i * ATT_KB + j] = -INFINITY;
+        for (int64_t j = K_MAX(0, i0 + i + 1 - s0); j < kn; j++) S[i * ATT_KB + j] = -INFINITY;
 }
 
 /* One key block of the online softmax of qn rows: S (qn x kn, ld ATT_KB)
  * holds scaled scores, m and l each row's running max and sum. S becomes
  * exp(S - m_new); corr[i] = exp(m_old - m_new) rescales what was
  * accumulated before. */
-K_CLONES static void att_fwd_block(float *S, int64_t qn, int64_t kn, float *m, float *l, float *corr)
-{
+K_CLONES static void att_fwd_block(float *S, int64_t qn, int64_t kn, float *m, float *l, float *corr) {
     for (int64_t i = 0; i < qn; i++) {
         float *s = S + i * ATT_KB, mb = m[i], sum = 0.0f;
 #pragma omp simd reduction(max : mb)
-        for (int64_t j = 0; j < kn; j++)
-            mb = s[j] > mb ? s[j] : mb;
+        for (int64_t j = 0; j < kn; j++) mb = s[j] > mb ? s[j] : mb;
 #pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < kn; j++) {
             float p = k_expf(s[j] - mb);
@@ -218,12 +196,9 @@ K_CLONES static void att_fwd_block(float *S, int64_t qn, int64_t kn, float *m, f
 
 // out[b,t,h] = softmax(q k^T / sqrt(D)) v by blocks of queries and keys with an
 // online softmax; the out rows themselves are the accumulators
-void k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
-                     int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                     int causal)
-{
-    if (KVH <= 0)
-        KVH = H;
+void k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v, int64_t B, int64_t T,
+                     int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    if (KVH <= 0) KVH = H;
     const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D;
     const int64_t nqb = (T + ATT_QB - 1) / ATT_QB;
     const float scale = 1.0f / sqrtf((float)D);
@@ -246,61 +221,49 @@ void k_attention_fwd(float *out, float *lse, const float *q, const float *k, con
                 }
                 for (int64_t s0 = 0; s0 < send; s0 += ATT_KB) {
                     int64_t kn = K_MIN(ATT_KB, send - s0);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn, (int)D,
-                                scale, qi, (int)qstride, kb + s0 * kstride, (int)kstride, 0.0f, sc,
-                                ATT_KB);
-                    if (causal && s0 + kn - 1 > i0)
-                        att_mask(sc, i0, qn, s0, kn);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn, (int)D, scale, qi,
+                                (int)qstride, kb + s0 * kstride, (int)kstride, 0.0f, sc, ATT_KB);
+                    if (causal && s0 + kn - 1 > i0) att_mask(sc, i0, qn, s0, kn);
                     att_fwd_block(sc, qn, kn, m, l, corr);
                     if (s0 > 0)
-                        for (int64_t i = 0; i < qn; i++)
-                            k_scal(oi + i * qstride, corr[i], D);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)qn, (int)D, (int)kn,
-                                1.0f, sc, ATT_KB, vb + s0 * kstride, (int)kstride,
-                                s0 > 0 ? 1.0f : 0.0f, oi, (int)qstride);
+                        for (int64_t i = 0; i < qn; i++) k_scal(oi + i * qstride, corr[i], D);
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)qn, (int)D, (int)kn, 1.0f, sc, ATT_KB,
+                                vb + s0 * kstride, (int)kstride, s0 > 0 ? 1.0f : 0.0f, oi, (int)qstride);
                 }
                 for (int64_t i = 0; i < qn; i++) {
-                    if (l[i] > 0.0f)
-                        k_scal(oi + i * qstride, 1.0f / l[i], D);
+                    if (l[i] > 0.0f) k_scal(oi + i * qstride, 1.0f / l[i], D);
                     lse[(b * H + h) * T + i0 + i] = m[i] + logf(l[i]);
                 }
             }
 }
 
 /* P = exp(S - lse_i) in place (S: qn x kn scaled scores, ld ATT_KB). */
-K_CLONES static void att_bwd_probs(float *S, int64_t qn, int64_t kn, const float *L)
-{
+K_CLONES static void att_bwd_probs(float *S, int64_t qn, int64_t kn, const float *L) {
     for (int64_t i = 0; i < qn; i++) {
         float *s = S + i * ATT_KB, Li = L[i];
 #pragma omp simd
-        for (int64_t j = 0; j < kn; j++)
-            s[j] = k_expf(s[j] - Li);
+        for (int64_t j = 0; j < kn; j++) s[j] = k_expf(s[j] - Li);
     }
 }
 
 /* dP becomes dS = P * (dP - Di) * scale. */
-K_CLONES static void att_bwd_ds(float *restrict dP, const float *restrict P, int64_t qn,
-                                int64_t kn, const float *Di, float scale)
-{
+K_CLONES static void att_bwd_ds(float *restrict dP, const float *restrict P, int64_t qn, int64_t kn, const float *Di,
+                                float scale) {
     for (int64_t i = 0; i < qn; i++) {
         float *d = dP + i * ATT_KB, di = Di[i];
         const float *p = P + i * ATT_KB;
 #pragma omp simd
-        for (int64_t j = 0; j < kn; j++)
-            d[j] = p[j] * (d[j] - di) * scale;
+        for (int64_t j = 0; j < kn; j++) d[j] = p[j] * (d[j] - di) * scale;
     }
 }
 
 // dq, dk, dv += gradients of attention, by blocks: P = exp(s - lse) recomputed,
 // dS = P * (dout v^T - rowsum(dout * out)). One task per (b, kv head) owns dk,
 // dv of that kv head and dq of its query heads: no races under GQA.
-void k_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                     const float *k, const float *v, const float *out, const float *lse,
-                     int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                     int causal)
-{
-    if (KVH <= 0)
-        KVH = H;
+void k_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k, const float *v,
+                     const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
+                     int64_t D, int causal) {
+    if (KVH <= 0) KVH = H;
     const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D;
     const float scale = 1.0f / sqrtf((float)D);
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (B * H * T * S * D >= K_PAR_MIN)
@@ -323,30 +286,23 @@ void k_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const f
                     for (int64_t s0 = 0; s0 < send; s0 += ATT_KB) {
                         int64_t kn = K_MIN(ATT_KB, send - s0);
                         const float *kj = kb + s0 * kstride, *vj = vb + s0 * kstride; // (kn, D)
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn,
-                                    (int)D, scale, qi, (int)qstride, kj, (int)kstride, 0.0f, P,
-                                    ATT_KB);
-                        if (causal && s0 + kn - 1 > i0)
-                            att_mask(P, i0, qn, s0, kn);
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn, (int)D, scale, qi,
+                                    (int)qstride, kj, (int)kstride, 0.0f, P, ATT_KB);
+                        if (causal && s0 + kn - 1 > i0) att_mask(P, i0, qn, s0, kn);
                         att_bwd_probs(P, qn, kn, L);
                         if (dvb) /* dv_j += P^T dout_i */
-                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kn, (int)D,
-                                        (int)qn, 1.0f, P, ATT_KB, gi, (int)qstride, 1.0f,
-                                        dvb + s0 * kstride, (int)kstride);
-                        if (!dqi && !dkb)
-                            continue;
-                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn,
-                                    (int)D, 1.0f, gi, (int)qstride, vj, (int)kstride, 0.0f, dP,
-                                    ATT_KB);
+                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kn, (int)D, (int)qn, 1.0f, P,
+                                        ATT_KB, gi, (int)qstride, 1.0f, dvb + s0 * kstride, (int)kstride);
+                        if (!dqi && !dkb) continue;
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)qn, (int)kn, (int)D, 1.0f, gi,
+                                    (int)qstride, vj, (int)kstride, 0.0f, dP, ATT_KB);
                         att_bwd_ds(dP, P, qn, kn, Di, scale);
                         if (dqi) /* dq_i += dS k_j */
-                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)qn, (int)D,
-                                        (int)kn, 1.0f, dP, ATT_KB, kj, (int)kstride, 1.0f, dqi,
-                                        (int)qstride);
+                            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)qn, (int)D, (int)kn, 1.0f, dP,
+                                        ATT_KB, kj, (int)kstride, 1.0f, dqi, (int)qstride);
                         if (dkb) /* dk_j += dS^T q_i */
-                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kn, (int)D,
-                                        (int)qn, 1.0f, dP, ATT_KB, qi, (int)qstride, 1.0f,
-                                        dkb + s0 * kstride, (int)kstride);
+                            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kn, (int)D, (int)qn, 1.0f, dP,
+                                        ATT_KB, qi, (int)qstride, 1.0f, dkb + s0 * kstride, (int)kstride);
                     }
                 }
         }
@@ -356,9 +312,8 @@ void k_attention_bwd(float *dq, float *dk, float *dv, const float *dout, const f
 
 // rotate each head's (x[i], x[i+D/2]) pairs by +angle (dir 1) or -angle (dir -1),
 // y = or += the result
-static void rope_apply(float *y, const float *x, int64_t B, int64_t T, int64_t H, int64_t D,
-                       float theta, int dir, int accumulate)
-{
+static void rope_apply(float *y, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta, int dir,
+                       int accumulate) {
     const int64_t half = D / 2, C = H * D;
 #pragma omp parallel for collapse(2) if (B * T * C >= K_PAR_MIN)
     for (int64_t b = 0; b < B; b++)
@@ -384,46 +339,33 @@ static void rope_apply(float *y, const float *x, int64_t B, int64_t T, int64_t H
         }
 }
 
-void k_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D,
-                float theta)
-{
+void k_rope_fwd(float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
     rope_apply(out, x, B, T, H, D, theta, 1, 0);
 }
 
-void k_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D,
-                float theta)
-{
+void k_rope_bwd(float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
     rope_apply(dx, dout, B, T, H, D, theta, -1, 1);
 }
 
 /* ---- embedding ---------------------------------------------------------- */
 
-static int bad_index(const int32_t *idx, int64_t N, int64_t V)
-{
+static int bad_index(const int32_t *idx, int64_t N, int64_t V) {
     for (int64_t n = 0; n < N; n++)
-        if (idx[n] < 0 || idx[n] >= V)
-            return 1;
+        if (idx[n] < 0 || idx[n] >= V) return 1;
     return 0;
 }
 
 // out[n] = table[idx[n]]
-int k_embedding_fwd(float *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
-                    int64_t C)
-{
-    if (bad_index(idx, N, V))
-        return 1;
+int k_embedding_fwd(float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C) {
+    if (bad_index(idx, N, V)) return 1;
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
-    for (int64_t n = 0; n < N; n++)
-        memcpy(out + n * C, table + (int64_t)idx[n] * C, (size_t)C * sizeof *out);
+    for (int64_t n = 0; n < N; n++) memcpy(out + n * C, table + (int64_t)idx[n] * C, (size_t)C * sizeof *out);
     return 0;
 }
 
 // dtable[idx[n]] += dout[n], column blocks in parallel, rows in order
-int k_embedding_bwd(float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
-                    int64_t C)
-{
-    if (bad_index(idx, N, V))
-        return 1;
+int k_embedding_bwd(float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V, int64_t C) {
+    if (bad_index(idx, N, V)) return 1;
     int64_t nblk = (C + K_COL_BLOCK - 1) / K_COL_BLOCK;
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
@@ -431,8 +373,7 @@ int k_embedding_bwd(float *dtable, const float *dout, const int32_t *idx, int64_
         for (int64_t n = 0; n < N; n++) {
             float *dr = dtable + (int64_t)idx[n] * C + c0;
             const float *gr = dout + n * C + c0;
-            for (int64_t c = 0; c < len; c++)
-                dr[c] += gr[c];
+            for (int64_t c = 0; c < len; c++) dr[c] += gr[c];
         }
     }
     return 0;
@@ -441,51 +382,37 @@ int k_embedding_bwd(float *dtable, const float *dout, const int32_t *idx, int64_
 /* ---- cross-entropy ------------------------------------------------------ */
 
 /* logsumexp of a row of n */
-K_CLONES static float row_lse(const float *x, int64_t n)
-{
+K_CLONES static float row_lse(const float *x, int64_t n) {
     float mx = -INFINITY, s = 0.0f;
 #pragma omp simd reduction(max : mx)
-    for (int64_t j = 0; j < n; j++)
-        mx = x[j] > mx ? x[j] : mx;
+    for (int64_t j = 0; j < n; j++) mx = x[j] > mx ? x[j] : mx;
 #pragma omp simd reduction(+ : s)
-    for (int64_t j = 0; j < n; j++)
-        s += k_expf(x[j] - mx);
+    for (int64_t j = 0; j < n; j++) s += k_expf(x[j] - mx);
     return mx + logf(s);
 }
 
 // lse[n] = logsumexp(logits[n]); *loss = mean(lse[n] - logits[n, target[n]])
-int k_cross_entropy_fwd(float *loss, float *lse, const float *logits, const int32_t *targets,
-                        int64_t N, int64_t V)
-{
-    if (bad_index(targets, N, V))
-        return 1;
+int k_cross_entropy_fwd(float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N, int64_t V) {
+    if (bad_index(targets, N, V)) return 1;
 #pragma omp parallel for if (N * V >= K_PAR_MIN)
-    for (int64_t n = 0; n < N; n++)
-        lse[n] = row_lse(logits + n * V, V);
+    for (int64_t n = 0; n < N; n++) lse[n] = row_lse(logits + n * V, V);
     double total = 0.0; /* serial: deterministic */
-    for (int64_t n = 0; n < N; n++)
-        total += (double)lse[n] - (double)logits[n * V + targets[n]];
+    for (int64_t n = 0; n < N; n++) total += (double)lse[n] - (double)logits[n * V + targets[n]];
     *loss = N > 0 ? (float)(total / (double)N) : 0.0f;
     return 0;
 }
 
 /* d[j] += g * exp(x[j] - L) for j < n */
-K_CLONES static void row_softmax_grad(float *restrict d, const float *restrict x, float g, float L,
-                                      int64_t n)
-{
+K_CLONES static void row_softmax_grad(float *restrict d, const float *restrict x, float g, float L, int64_t n) {
 #pragma omp simd
-    for (int64_t j = 0; j < n; j++)
-        d[j] += g * k_expf(x[j] - L);
+    for (int64_t j = 0; j < n; j++) d[j] += g * k_expf(x[j] - L);
 }
 
 // dlogits += dloss/N * (exp(logits - lse) - onehot(target))
 int k_cross_entropy_bwd(float *dlogits, const float *dloss, const float *logits, const float *lse,
-                        const int32_t *targets, int64_t N, int64_t V)
-{
-    if (bad_index(targets, N, V))
-        return 1;
-    if (N <= 0)
-        return 0;
+                        const int32_t *targets, int64_t N, int64_t V) {
+    if (bad_index(targets, N, V)) return 1;
+    if (N <= 0) return 0;
     float g = dloss[0] / (float)N;
 #pragma omp parallel for if (N * V >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {

@@ -12,12 +12,10 @@
 #include "kernels_internal.h"
 
 /* dst[0..n) = or += src[0..n) */
-static void move_row(float *restrict dst, const float *restrict src, int64_t n, int accumulate)
-{
+static void move_row(float *restrict dst, const float *restrict src, int64_t n, int accumulate) {
     if (accumulate) {
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++)
-            dst[i] += src[i];
+        for (int64_t i = 0; i < n; i++) dst[i] += src[i];
     } else {
         memcpy(dst, src, (size_t)n * sizeof *dst);
     }
@@ -34,17 +32,14 @@ void k_reshape_bwd(float *dx, const float *dout, int64_t n) { k_add_into(dx, dou
 #define TR_TILE 32
 
 // dst[c*dld + r] (+)= src[r*sld + c] for r in [r0, r1), c < C, in square tiles
-static void transpose_2d(float *dst, int64_t dld, const float *src, int64_t sld, int64_t r0,
-                         int64_t r1, int64_t C, int accumulate)
-{
+static void transpose_2d(float *dst, int64_t dld, const float *src, int64_t sld, int64_t r0, int64_t r1, int64_t C,
+                         int accumulate) {
     for (int64_t c0 = 0; c0 < C; c0 += TR_TILE) {
         int64_t c1 = K_MIN(C, c0 + TR_TILE);
         for (int64_t c = c0; c < c1; c++)
             for (int64_t r = r0; r < r1; r++) {
-                if (accumulate)
-                    dst[c * dld + r] += src[r * sld + c];
-                else
-                    dst[c * dld + r] = src[r * sld + c];
+                if (accumulate) dst[c * dld + r] += src[r * sld + c];
+                else dst[c * dld + r] = src[r * sld + c];
             }
     }
 }
@@ -53,32 +48,24 @@ static void transpose_2d(float *dst, int64_t dld, const float *src, int64_t sld,
 // A = x[d0], Bd = x[d1], P the dims before d0, M between, I after d1; out is
 // (P, Bd, M, A, I). I > 1 moves rows of I (covers (B,T,H,D) -> (B,H,T,D));
 // I == 1 is a tiled 2-d transpose of (A, Bd) per (p, m) (covers the last two).
-static void transpose_impl(float *out, const float *x, int ndim, const int64_t *xs, int d0,
-                           int d1, int accumulate)
-{
-    if (d0 < 0)
-        d0 += ndim;
-    if (d1 < 0)
-        d1 += ndim;
+static void transpose_impl(float *out, const float *x, int ndim, const int64_t *xs, int d0, int d1, int accumulate) {
+    if (d0 < 0) d0 += ndim;
+    if (d1 < 0) d1 += ndim;
     if (d0 > d1) {
         int t = d0;
         d0 = d1;
         d1 = t;
     }
     int64_t n = k_numel(ndim, xs);
-    if (n <= 0)
-        return;
+    if (n <= 0) return;
     if (d0 == d1) {
         move_row(out, x, n, accumulate);
         return;
     }
     int64_t P = 1, M = 1, I = 1, A = xs[d0], Bd = xs[d1];
-    for (int d = 0; d < d0; d++)
-        P *= xs[d];
-    for (int d = d0 + 1; d < d1; d++)
-        M *= xs[d];
-    for (int d = d1 + 1; d < ndim; d++)
-        I *= xs[d];
+    for (int d = 0; d < d0; d++) P *= xs[d];
+    for (int d = d0 + 1; d < d1; d++) M *= xs[d];
+    for (int d = d1 + 1; d < ndim; d++) I *= xs[d];
     if (I > 1) {
         int64_t rows = P * Bd * M * A;
 #pragma omp parallel for if (n >= K_PAR_MIN)
@@ -99,25 +86,19 @@ static void transpose_impl(float *out, const float *x, int ndim, const int64_t *
         int64_t r0 = tile * TR_TILE, r1 = K_MIN(A, r0 + TR_TILE);
         /* x (A, Bd) at p*A*M*Bd + m*Bd with row stride M*Bd;
          * out (Bd, A) at p*Bd*M*A + m*A with row stride M*A */
-        transpose_2d(out + p * Bd * M * A + m * A, M * A, x + p * A * M * Bd + m * Bd, M * Bd,
-                     r0, r1, Bd, accumulate);
+        transpose_2d(out + p * Bd * M * A + m * A, M * A, x + p * A * M * Bd + m * Bd, M * Bd, r0, r1, Bd, accumulate);
     }
 }
 
-void k_transpose_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int dim0,
-                     int dim1)
-{
+void k_transpose_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
     transpose_impl(out, x, ndim, x_shape, dim0, dim1, 0);
 }
 
 // dx += swap(dout): dout has x's shape with dims swapped
-void k_transpose_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0,
-                     int dim1)
-{
+void k_transpose_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0, int dim1) {
     int64_t os[K_MAX_DIMS];
     int d0 = dim0 < 0 ? dim0 + ndim : dim0, d1 = dim1 < 0 ? dim1 + ndim : dim1;
-    for (int d = 0; d < ndim; d++)
-        os[d] = x_shape[d];
+    for (int d = 0; d < ndim; d++) os[d] = x_shape[d];
     os[d0] = x_shape[d1];
     os[d1] = x_shape[d0];
     transpose_impl(dx, dout, ndim, os, d0, d1, 1);
@@ -126,82 +107,64 @@ void k_transpose_bwd(float *dx, const float *dout, int ndim, const int64_t *x_sh
 /* ---- slice and concat --------------------------------------------------- */
 
 /* x as (outer, dim, inner) around axis */
-static void split_axis(int ndim, const int64_t *shape, int axis, int64_t *outer, int64_t *inner)
-{
+static void split_axis(int ndim, const int64_t *shape, int axis, int64_t *outer, int64_t *inner) {
     *outer = 1;
     *inner = 1;
-    for (int d = 0; d < axis; d++)
-        *outer *= shape[d];
-    for (int d = axis + 1; d < ndim; d++)
-        *inner *= shape[d];
+    for (int d = 0; d < axis; d++) *outer *= shape[d];
+    for (int d = axis + 1; d < ndim; d++) *inner *= shape[d];
 }
 
 // out (outer, len, inner) (+)= x (outer, dim, inner)[:, start:start+len, :], or the
 // adjoint when to_x: x[:, start:start+len, :] (+)= out
-static void slice_impl(float *out, float *x_dst, const float *x, const float *out_src, int ndim,
-                       const int64_t *xs, int axis, int64_t start, int64_t len, int accumulate)
-{
-    if (axis < 0)
-        axis += ndim;
+static void slice_impl(float *out, float *x_dst, const float *x, const float *out_src, int ndim, const int64_t *xs,
+                       int axis, int64_t start, int64_t len, int accumulate) {
+    if (axis < 0) axis += ndim;
     int64_t outer, inner;
     split_axis(ndim, xs, axis, &outer, &inner);
     int64_t dim = xs[axis], row = len * inner;
-    if (row <= 0)
-        return;
+    if (row <= 0) return;
 #pragma omp parallel for if (outer * row >= K_PAR_MIN && outer > 1)
     for (int64_t o = 0; o < outer; o++) {
-        if (x_dst)
-            move_row(x_dst + (o * dim + start) * inner, out_src + o * row, row, accumulate);
-        else
-            move_row(out + o * row, x + (o * dim + start) * inner, row, accumulate);
+        if (x_dst) move_row(x_dst + (o * dim + start) * inner, out_src + o * row, row, accumulate);
+        else move_row(out + o * row, x + (o * dim + start) * inner, row, accumulate);
     }
 }
 
-void k_slice_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int axis,
-                 int64_t start, int64_t len)
-{
+void k_slice_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
     slice_impl(out, NULL, x, NULL, ndim, x_shape, axis, start, len, 0);
 }
 
-void k_slice_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis,
-                 int64_t start, int64_t len)
-{
+void k_slice_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
     slice_impl(NULL, dx, NULL, dout, ndim, x_shape, axis, start, len, 1);
 }
 
 // out (outer, total, inner) = the inputs (outer, sizes[i], inner) side by side
-void k_concat_fwd(float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape,
-                  int axis, const int64_t *sizes)
-{
-    if (axis < 0)
-        axis += ndim;
+void k_concat_fwd(float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes) {
+    if (axis < 0) axis += ndim;
     int64_t outer, inner, total = out_shape[axis], off = 0;
     split_axis(ndim, out_shape, axis, &outer, &inner);
     for (int i = 0; i < n; i++) {
         int64_t row = sizes[i] * inner;
         if (row > 0) {
 #pragma omp parallel for if (outer * row >= K_PAR_MIN && outer > 1)
-            for (int64_t o = 0; o < outer; o++)
-                move_row(out + (o * total + off) * inner, xs[i] + o * row, row, 0);
+            for (int64_t o = 0; o < outer; o++) move_row(out + (o * total + off) * inner, xs[i] + o * row, row, 0);
         }
         off += sizes[i];
     }
 }
 
 // dxs[i] += its part of dout
-void k_concat_bwd(float *const *dxs, const float *dout, int n, int ndim,
-                  const int64_t *out_shape, int axis, const int64_t *sizes)
-{
-    if (axis < 0)
-        axis += ndim;
+void k_concat_bwd(float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes) {
+    if (axis < 0) axis += ndim;
     int64_t outer, inner, total = out_shape[axis], off = 0;
     split_axis(ndim, out_shape, axis, &outer, &inner);
     for (int i = 0; i < n; i++) {
         int64_t row = sizes[i] * inner;
         if (dxs[i] && row > 0) {
 #pragma omp parallel for if (outer * row >= K_PAR_MIN && outer > 1)
-            for (int64_t o = 0; o < outer; o++)
-                move_row(dxs[i] + o * row, dout + (o * total + off) * inner, row, 1);
+            for (int64_t o = 0; o < outer; o++) move_row(dxs[i] + o * row, dout + (o * total + off) * inner, row, 1);
         }
         off += sizes[i];
     }
@@ -213,11 +176,8 @@ void k_concat_bwd(float *const *dxs, const float *dout, int n, int ndim,
 #define RED_CHUNKS 64
 
 // out (outer, inner) = scale * sum over the middle axis of x (outer, n, inner)
-static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner,
-                       double scale)
-{
-    if (outer * inner <= 0)
-        return;
+static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner, double scale) {
+    if (outer * inner <= 0) return;
     if (outer == 1 && inner == 1) { /* everything: fixed chunks, summed in order */
         double part[RED_CHUNKS];
         int64_t chunk = (n + RED_CHUNKS - 1) / RED_CHUNKS;
@@ -225,13 +185,11 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
         for (int c = 0; c < RED_CHUNKS; c++) {
             int64_t i0 = c * chunk, i1 = K_MIN(n, i0 + chunk);
             double s = 0.0;
-            for (int64_t i = i0; i < i1; i++)
-                s += x[i];
+            for (int64_t i = i0; i < i1; i++) s += x[i];
             part[c] = s;
         }
         double s = 0.0;
-        for (int c = 0; c < RED_CHUNKS; c++)
-            s += part[c];
+        for (int c = 0; c < RED_CHUNKS; c++) s += part[c];
         out[0] = (float)(s * scale);
         return;
     }
@@ -239,8 +197,7 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
 #pragma omp parallel for if (outer * n >= K_PAR_MIN)
         for (int64_t o = 0; o < outer; o++) {
             double s = 0.0;
-            for (int64_t j = 0; j < n; j++)
-                s += x[o * n + j];
+            for (int64_t j = 0; j < n; j++) s += x[o * n + j];
             out[o] = (float)(s * scale);
         }
         return;
@@ -254,42 +211,34 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
             float *orow = out + o * inner + c0;
             const float *xb = x + o * n * inner + c0;
             memset(orow, 0, (size_t)len * sizeof *orow);
-            for (int64_t j = 0; j < n; j++)
-                move_row(orow, xb + j * inner, len, 1);
+            for (int64_t j = 0; j < n; j++) move_row(orow, xb + j * inner, len, 1);
             k_scal(orow, (float)scale, len);
         }
 }
 
 // dx (outer, n, inner) += scale * dout (outer, inner) broadcast over n
-static void reduce_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner,
-                       float scale)
-{
+static void reduce_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale) {
     int64_t rows = outer * n;
 #pragma omp parallel for if (rows * inner >= K_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         float *d = dx + r * inner;
         const float *g = dout + (r / n) * inner;
-        for (int64_t i = 0; i < inner; i++)
-            d[i] += scale * g[i];
+        for (int64_t i = 0; i < inner; i++) d[i] += scale * g[i];
     }
 }
 
-void k_sum_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner)
-{
+void k_sum_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(out, x, outer, n, inner, 1.0);
 }
 
-void k_sum_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner)
-{
+void k_sum_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, 1.0f);
 }
 
-void k_mean_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner)
-{
+void k_mean_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(out, x, outer, n, inner, n > 0 ? 1.0 / (double)n : 0.0);
 }
 
-void k_mean_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner)
-{
+void k_mean_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, n > 0 ? 1.0f / (float)n : 0.0f);
 }

@@ -52,15 +52,13 @@
 /* Vectorizable exp, tanh (plain arithmetic and bit moves, no libm call, so
  * `omp simd` loops over them vectorize; the runtime is compiled with
  * -fno-trapping-math so that their selects if-convert). */
-static inline float k_bits_f(uint32_t u)
-{
+static inline float k_bits_f(uint32_t u) {
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
 }
 
-static inline uint32_t k_f_bits(float f)
-{
+static inline uint32_t k_f_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
@@ -69,13 +67,12 @@ static inline uint32_t k_f_bits(float f)
 /* exp(x), relative error below 2 ulp (Cephes' expf polynomial on
  * |r| <= ln2/2, x = n ln2 + r); exp(x < -87.33) = 0 (no subnormal results),
  * exp(x > 88.72) = +inf, NaN stays NaN. */
-static inline float k_expf(float x)
-{
+static inline float k_expf(float x) {
     float xc = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
     float t = xc * 1.44269504088896341f + 12582912.0f; /* + 1.5 * 2^23: rounds n */
     float n = t - 12582912.0f;
     uint32_t e = (k_f_bits(t) - 0x4B400000u) << 23; /* n in the exponent field */
-    float r = xc - n * 0.693359375f;                 /* ln2 in two parts */
+    float r = xc - n * 0.693359375f;                /* ln2 in two parts */
     r = r - n * -2.12194440e-4f;
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -93,41 +90,33 @@ static inline float k_expf(float x)
 /* tanh(x) = 1 - 2 / (1 + exp(2x)); |x| > 9 gives +-1 (as in float). Absolute
  * error ~1e-7 (relative to tiny results it is larger: use it where the result
  * is added to O(1) terms, as in GELU). */
-static inline float k_tanhf(float x)
-{
+static inline float k_tanhf(float x) {
     float xc = x < -9.0f ? -9.0f : (x > 9.0f ? 9.0f : x);
     return 1.0f - 2.0f / (1.0f + k_expf(2.0f * xc));
 }
 
 /* sum of x[i]*y[i] */
-static inline float k_dot(const float *restrict x, const float *restrict y, int64_t n)
-{
+static inline float k_dot(const float *restrict x, const float *restrict y, int64_t n) {
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; i++)
-        s += x[i] * y[i];
+    for (int64_t i = 0; i < n; i++) s += x[i] * y[i];
     return s;
 }
 
 /* y += a*x */
-static inline void k_axpy(float *restrict y, float a, const float *restrict x, int64_t n)
-{
+static inline void k_axpy(float *restrict y, float a, const float *restrict x, int64_t n) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        y[i] += a * x[i];
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 /* x *= a */
-static inline void k_scal(float *x, float a, int64_t n)
-{
+static inline void k_scal(float *x, float a, int64_t n) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++)
-        x[i] *= a;
+    for (int64_t i = 0; i < n; i++) x[i] *= a;
 }
 
 /* Contiguous row-major strides of shape (ndim dims) into str. */
-static inline void k_strides(int ndim, const int64_t *shape, int64_t *str)
-{
+static inline void k_strides(int ndim, const int64_t *shape, int64_t *str) {
     int64_t s = 1;
     for (int d = ndim - 1; d >= 0; d--) {
         str[d] = s;
@@ -135,11 +124,9 @@ static inline void k_strides(int ndim, const int64_t *shape, int64_t *str)
     }
 }
 
-static inline int64_t k_numel(int ndim, const int64_t *shape)
-{
+static inline int64_t k_numel(int ndim, const int64_t *shape) {
     int64_t n = 1;
-    for (int d = 0; d < ndim; d++)
-        n *= shape[d];
+    for (int d = 0; d < ndim; d++) n *= shape[d];
     return n;
 }
 

@@ -26,16 +26,14 @@ typedef struct {
 } philox4x32;
 
 /* hi and lo 32-bit halves of the 64-bit product a * b */
-PHILOX_FN uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
-{
+PHILOX_FN uint32_t philox_mulhilo(uint32_t a, uint32_t b, uint32_t *hi) {
     uint64_t p = (uint64_t)a * (uint64_t)b;
     *hi = (uint32_t)(p >> 32);
     return (uint32_t)p;
 }
 
 /* The Philox4x32 bijection with 10 rounds of counter ctr under key (k0, k1). */
-PHILOX_FN philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1)
-{
+PHILOX_FN philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1) {
     for (int round = 0; round < 10; round++) {
         if (round > 0) {
             k0 += 0x9E3779B9u;
@@ -51,21 +49,16 @@ PHILOX_FN philox4x32 philox4x32_10(philox4x32 ctr, uint32_t k0, uint32_t k1)
 }
 
 /* The block holding the four random words of indices 4*block .. 4*block+3. */
-PHILOX_FN philox4x32 philox_block(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t block)
-{
+PHILOX_FN philox4x32 philox_block(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t block) {
     philox4x32 ctr = {{(uint32_t)block, (uint32_t)(block >> 32), op_id, step}};
     return philox4x32_10(ctr, (uint32_t)seed, (uint32_t)(seed >> 32));
 }
 
 /* A 32-bit word to a float in [0, 1): its top 24 bits times 2^-24 (exact). */
-PHILOX_FN float philox_to_unit(uint32_t x)
-{
-    return (float)(x >> 8) * (1.0f / 16777216.0f);
-}
+PHILOX_FN float philox_to_unit(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 
 /* The uniform float in [0, 1) for keys (seed, step, op_id, index). */
-PHILOX_FN float philox_uniform(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t index)
-{
+PHILOX_FN float philox_uniform(uint64_t seed, uint32_t step, uint32_t op_id, uint64_t index) {
     philox4x32 r = philox_block(seed, step, op_id, index >> 2);
     return philox_to_unit(r.v[index & 3]);
 }

@@ -86,15 +86,15 @@ static void print_summary(const Graph *g, FILE *out) {
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);
         char buf[ACC_SHAPE_STR];
-        if (n->op == OP_INPUT) fprintf(out, "%s %s %s%s", n_input++ ? "," : "", n->name, dtype_name(n->dtype),
-                                       shape_str(&n->shape, buf));
+        if (n->op == OP_INPUT)
+            fprintf(out, "%s %s %s%s", n_input++ ? "," : "", n->name, dtype_name(n->dtype), shape_str(&n->shape, buf));
         else if (n->op == OP_PARAM) n_param++;
         else n_op++;
     }
     fprintf(out, "\nparameters: %" PRId64 " (%" PRId64 " bytes, %s)\n", graph_param_count(g), graph_param_bytes(g),
             format_bytes(graph_param_bytes(g), b1, sizeof b1));
-    fprintf(out, "nodes: %d (%d parameter tensor%s, %d input%s, %d op%s)\n", g->nodes.n, n_param, n_param == 1 ? "" : "s",
-            n_input, n_input == 1 ? "" : "s", n_op, n_op == 1 ? "" : "s");
+    fprintf(out, "nodes: %d (%d parameter tensor%s, %d input%s, %d op%s)\n", g->nodes.n, n_param,
+            n_param == 1 ? "" : "s", n_input, n_input == 1 ? "" : "s", n_op, n_op == 1 ? "" : "s");
     const Node *loss = graph_node(g, g->loss);
     fprintf(out, "loss: %s\n", loss->name);
     /* activation bytes: every computed tensor, grouped by block instance in order */
@@ -151,8 +151,8 @@ static int cmd_explain(Options *o) {
     if (!rc) {
         report_explain(g, &pl.ad, &pl.sched, &pl.plan, &pl.hw, &pl.info, stdout);
         /* every policy at the same budget, scored by the same simulator */
-        static const char *const policies[] = {"none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention",
-                                               "sqrt", "optimal"};
+        static const char *const policies[] = {
+            "none", "full", "every:2", "uniform:2", "selective", "ops:matmul,attention", "sqrt", "optimal"};
         printf("\n%-22s %14s %10s  %s\n", "policy", "peak bytes", "overhead", "fits");
         int skipped = 0;
         for (size_t k = 0; k < sizeof policies / sizeof *policies; k++) {
@@ -174,8 +174,7 @@ static int cmd_explain(Options *o) {
             if (!same) plan_make(g, &pl.ad, &po, &p), last_s = acc_now_s() - ts;
             const Plan *q = same ? &pl.plan : &p;
             printf("%-22s %14" PRId64 " %9.2f%%  %s\n", policies[k], q->peak_bytes,
-                   100 * q->recompute_time / (q->fwd_time + q->bwd_time),
-                   q->status == PLAN_INFEASIBLE ? "no" : "yes");
+                   100 * q->recompute_time / (q->fwd_time + q->bwd_time), q->status == PLAN_INFEASIBLE ? "no" : "yes");
             if (!same) plan_free(&p);
         }
         fflush(stdout);
@@ -248,13 +247,15 @@ static int cmd_pareto(Options *o) {
         plan_make(g, &pl.ad, &po, &p);
         if (i < n) last_s = acc_now_s() - ts;
         double over = p.recompute_time / (p.fwd_time + p.bwd_time);
-        printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy.text, po.budget_bytes, p.peak_bytes, 100 * over,
-               p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
+        printf("%-22s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", po.policy.text, po.budget_bytes, p.peak_bytes,
+               100 * over,
+               p.status == PLAN_INFEASIBLE ? "infeasible"
+               : p.status == PLAN_OPTIMAL  ? "optimal"
+                                           : "ok");
         int same = -1; /* policies that give the same plan share one point */
         for (int j = 0; i >= n && j < k; j++)
             if (pts[j].label && pts[j].peak_bytes == p.peak_bytes && pts[j].overhead == over) same = j;
-        if (same >= 0)
-            pts[same].label = pool_printf(&g->pool, "%s, %s", pts[same].label, policies[i - n]);
+        if (same >= 0) pts[same].label = pool_printf(&g->pool, "%s, %s", pts[same].label, policies[i - n]);
         else if (p.status != PLAN_INFEASIBLE)
             pts[k++] = (MemvizPoint){p.peak_bytes, over, i < n ? NULL : policies[i - n]};
         plan_free(&p);
@@ -278,7 +279,9 @@ static int cmd_pareto(Options *o) {
         size_t len = strcspn(first, ",");
         printf("optimal@%-14.*s %14" PRId64 " %14" PRId64 " %9.2f%%  %s\n", (int)(len < 14 ? len : 14), first,
                po.budget_bytes, p.peak_bytes, 100 * over,
-               p.status == PLAN_INFEASIBLE ? "infeasible" : p.status == PLAN_OPTIMAL ? "optimal" : "ok");
+               p.status == PLAN_INFEASIBLE ? "infeasible"
+               : p.status == PLAN_OPTIMAL  ? "optimal"
+                                           : "ok");
         if (p.status != PLAN_INFEASIBLE) pts[k++] = (MemvizPoint){p.peak_bytes, over, NULL};
         plan_free(&p);
     }
@@ -312,9 +315,10 @@ static void print_compiled(const Compilation *c, const char *dir) {
             g->model, c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
             c->sched.n_recompute, 100 * p->recompute_time / (p->fwd_time + p->bwd_time), plan_status_name(p),
             100 * (gap < 0 ? 0 : gap), p->solve_s);
-    fprintf(stderr, "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
-                    "memory_activations.svg), "
-                    "%s/memory_snapshot.pickle (target %s)\n",
+    fprintf(stderr,
+            "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
+            "memory_activations.svg), "
+            "%s/memory_snapshot.pickle (target %s)\n",
             dir, g->model, dir, g->model, dir, dir, dir, dir, c->info.target);
 }
 
@@ -364,8 +368,8 @@ static int link_program(const Options *o, const Graph *g, const char *dir, const
     snprintf(dev_rt, sizeof dev_rt, "%s/%s", dir, tg->device_archive ? tg->device_archive : "");
     snprintf(exe, exe_len, "%s/%.*s", dir, (int)(strcspn(main_name, "_.")), main_name);
     const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-    const char *link[32] = {cc, "-std=c11", "-O2", "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt, inc_dev,
-                            def, main_src, lib};
+    const char *link[32] = {cc,      "-std=c11", "-O2",    "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt,
+                            inc_dev, def,        main_src, lib};
     int nl = 11;
     if (tg->device_archive) link[nl++] = dev_rt;
     link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath;
@@ -466,8 +470,8 @@ static int cmd_alloc(int argc, char **argv) {
     printf("arena: %" PRId64 " (%.4fx max-live%s)\n", arena, (double)arena / lb, r.optimal ? ", optimal" : "");
     int rc = 0;
     if (capacity > 0) {
-        printf("capacity: %" PRId64 " (%s, arena/capacity %.4f)\n", capacity, arena <= capacity ? "fits" : "does not fit",
-               (double)arena / (double)capacity);
+        printf("capacity: %" PRId64 " (%s, arena/capacity %.4f)\n", capacity,
+               arena <= capacity ? "fits" : "does not fit", (double)arena / (double)capacity);
         rc = arena <= capacity ? 0 : EXIT_INPUT;
     }
     if (out) {
@@ -497,7 +501,8 @@ static int calibrate_device(const CgTarget *target, bool tf32, const char *path)
     snprintf(model, sizeof model, "%s/calib.acdsl", dir);
     FILE *f = fopen(model, "w");
     int rc = !f || fputs("model calib;\ninput x: f32[4, 8];\nparam w: f32[8, 8] = normal(0.02);\n"
-                         "loss mean(matmul(x, w));\n", f) < 0;
+                         "loss mean(matmul(x, w));\n",
+                         f) < 0;
     if (f && fclose(f)) rc = 1;
     if (rc) fprintf(stderr, "acc: error: cannot write '%s'\n", model);
     Options o = {.cmd = "calibrate", .file = model, .target = target, .tf32 = tf32, .policy = plan_policy("optimal")};
@@ -507,8 +512,14 @@ static int calibrate_device(const CgTarget *target, bool tf32, const char *path)
     if (!rc) rc = link_program(&o, &c.g, dir, "calibrate_main.c", exe, sizeof exe);
     if (!rc) {
         /* the emulator measures a small problem: a check, not a measurement */
-        const char *argv[] = {exe, target->calibrate, path ? path : "-",
-                              target->emulated ? "--small" : tf32 ? "--tf32" : NULL, tf32 ? "--tf32" : NULL, NULL};
+        const char *argv[] = {exe,
+                              target->calibrate,
+                              path ? path : "-",
+                              target->emulated ? "--small"
+                              : tf32           ? "--tf32"
+                                               : NULL,
+                              tf32 ? "--tf32" : NULL,
+                              NULL};
         if (cg_run(argv, stderr)) rc = EXIT_INPUT;
     }
     remove_tree(dir);

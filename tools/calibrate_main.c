@@ -90,12 +90,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "acc: error: cannot write '%s'\n", argv[2]);
         return 1;
     }
-    fprintf(out, "# measured by acc calibrate on %s%s: GEMM %lldx%lldx%lld, GELU over %lld floats, add over %lld "
-                 "floats, launches in a replayed CUDA graph\n",
+    fprintf(out,
+            "# measured by acc calibrate on %s%s: GEMM %lldx%lldx%lld, GELU over %lld floats, add over %lld "
+            "floats, launches in a replayed CUDA graph\n",
             ACC_MODEL_DESC()->device->name, tf32 ? " (TF32)" : "", (long long)gemm, (long long)gemm, (long long)gemm,
             (long long)l2, (long long)stream);
-    fprintf(out, "name = %s\nmatmul_flops = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\nlaunch_latency = %.4g\n",
-            argv[1], 2.0 * (double)gemm * gemm * gemm / (t_gemm * 1e-3), 16.0 * (double)l2 / (t_gelu * 1e-3),
+    fprintf(out, "name = %s\nmatmul_flops = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\nlaunch_latency = %.4g\n", argv[1],
+            2.0 * (double)gemm * gemm * gemm / (t_gemm * 1e-3), 16.0 * (double)l2 / (t_gelu * 1e-3),
             12.0 * (double)stream / (t_add * 1e-3), t_launch * 1e-3);
     if (out != stdout && fclose(out)) {
         fprintf(stderr, "acc: error: cannot write '%s'\n", argv[2]);

@@ -19,19 +19,18 @@
 #include "options.h"
 #include "passes.h"
 
-static const char plan_usage[] =
-    "usage: acc plan --graph FILE.json (--budget SIZE | --budget-frac F) [options]\n"
-    "  --graph FILE.json   networkx node-link JSON (Checkmate's cost_cpu/cost_ram or\n"
-    "                      the random graphs' duration/out_cost)\n"
-    "  --budget SIZE       memory budget in the file's unit (bytes: 8G, 512M, ...)\n"
-    "  --budget-frac F     F x the peak of running the graph once in topological\n"
-    "                      order (rounded up to a whole unit)\n"
-    "  --method M          acc (default), checkmate-milp (Checkmate's MILP),\n"
-    "                      checkmate-lp (its LP relaxation, rounded)\n"
-    "  --time-limit S      seconds (default: acc 20, checkmate 60)\n"
-    "  --emit=lp PATH      write the integer program (CPLEX LP format)\n"
-    "  --schedule          include the schedule (node ids in execution order)\n"
-    "  -v                  progress on stderr\n";
+static const char plan_usage[] = "usage: acc plan --graph FILE.json (--budget SIZE | --budget-frac F) [options]\n"
+                                 "  --graph FILE.json   networkx node-link JSON (Checkmate's cost_cpu/cost_ram or\n"
+                                 "                      the random graphs' duration/out_cost)\n"
+                                 "  --budget SIZE       memory budget in the file's unit (bytes: 8G, 512M, ...)\n"
+                                 "  --budget-frac F     F x the peak of running the graph once in topological\n"
+                                 "                      order (rounded up to a whole unit)\n"
+                                 "  --method M          acc (default), checkmate-milp (Checkmate's MILP),\n"
+                                 "                      checkmate-lp (its LP relaxation, rounded)\n"
+                                 "  --time-limit S      seconds (default: acc 20, checkmate 60)\n"
+                                 "  --emit=lp PATH      write the integer program (CPLEX LP format)\n"
+                                 "  --schedule          include the schedule (node ids in execution order)\n"
+                                 "  -v                  progress on stderr\n";
 
 static int plan_usage_error(const char *msg, const char *arg) {
     fprintf(stderr, "acc: error: %s%s%s%s\n%s", msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", plan_usage);
@@ -111,8 +110,9 @@ int acc_plan_main(int argc, char **argv) {
     /* --time-limit bounds the whole command: what reading the graph took
      * comes out of the planner's share */
     if (limit > 0) limit = fmax(limit - (acc_now_s() - t0), 0.05 * limit);
-    DagPlanOptions o = {!strcmp(method, "acc") ? DAG_ACC : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
-                                                                                            : DAG_CHECKMATE_LP,
+    DagPlanOptions o = {!strcmp(method, "acc")              ? DAG_ACC
+                        : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
+                                                            : DAG_CHECKMATE_LP,
                         budget, limit, emit_lp, verbose};
     DagPlan p;
     if (!dag_plan(&d, &o, &p, err, sizeof err)) {
@@ -121,8 +121,9 @@ int acc_plan_main(int argc, char **argv) {
         return 1;
     }
     if (!strcmp(p.status, "too_large"))
-        fprintf(stderr, "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
-                        "tables grow with the square of the size); the JSON reports the topological order\n",
+        fprintf(stderr,
+                "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
+                "tables grow with the square of the size); the JSON reports the topological order\n",
                 d.n, DAG_DENSE_MAX_NODES);
     FILE *f = stdout;
     fprintf(f, "{\"graph\": ");

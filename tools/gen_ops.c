@@ -45,6 +45,7 @@ int main(int argc, char **argv) {
                " * gets this file as a header of kernels.cu, so it holds only C that CUDA C++\n"
                " * accepts too.\n"
                " */\n"
+               "/* clang-format off */\n"
                "#ifndef ACC_OPS_H\n#define ACC_OPS_H\n\n");
     fprintf(f, "enum {\n");
     for (int i = 0; i < n; i++) fprintf(f, "    ACC_OP_%s = %d,\n", rows[i].enum_name, i);

@@ -24,7 +24,7 @@ static const char *const step_kind[] = {"forward", "recompute", "seed", "backwar
 
 /* one colour per BufKind, persistent ones cool, per-step ones warm */
 static const char *const kind_colour[BUF_KIND_COUNT] = {"#4c72b0", "#64b5cd", "#8172b2", "#a39fc9", "#55a868",
-                                                         "#8c8c8c", "#dd8452", "#ccb974", "#c44e52"};
+                                                        "#8c8c8c", "#dd8452", "#ccb974", "#c44e52"};
 
 #define W 960.0
 #define H 420.0
@@ -108,7 +108,7 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
                  budget_bytes > 0 ? format_bytes(budget_bytes, b2, sizeof b2) : "none");
     svg_begin(o, title);
     double sy = y_axis(o, ymin, ymax), sx = (W - ML - MR) / (n > 0 ? n : 1);
-#define Y(bytes) (H - MB - ((double)(bytes) - ymin) * sy)
+#define Y(bytes) (H - MB - ((double)(bytes)-ymin) * sy)
     /* the device's workspace at the bottom, then the categories in order */
     double base = (double)extra_bytes;
     if (extra_bytes && !zoom)
@@ -134,37 +134,44 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
     }
     /* forward | backward, the budget, the peak */
     double xb = ML + s->first_bwd_step * sx;
-    fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#555\" stroke-dasharray=\"3 3\"/>\n", xb, MT,
-            xb, H - MB);
-    fprintf(o, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"end\">forward</text><text x=\"%.1f\" y=\"%.0f\">backward</text>\n",
-            xb - 4, MT + 12, xb + 4, MT + 12);
+    fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#555\" stroke-dasharray=\"3 3\"/>\n", xb,
+            MT, xb, H - MB);
+    fprintf(
+        o,
+        "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"end\">forward</text><text x=\"%.1f\" y=\"%.0f\">backward</text>\n",
+        xb - 4, MT + 12, xb + 4, MT + 12);
     if (budget_bytes > 0 && (double)budget_bytes <= ymax) {
         double y = Y(budget_bytes);
-        fprintf(o, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#d62728\" stroke-width=\"1.5\" "
-                   "stroke-dasharray=\"6 4\"/>\n<text x=\"%.1f\" y=\"%.2f\" fill=\"#d62728\">budget</text>\n",
+        fprintf(o,
+                "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#d62728\" stroke-width=\"1.5\" "
+                "stroke-dasharray=\"6 4\"/>\n<text x=\"%.1f\" y=\"%.2f\" fill=\"#d62728\">budget</text>\n",
                 ML, y, W - MR, y, W - MR + 4, y + 4);
     }
     double px = ML + (s->peak_step + 0.5) * sx, py = Y(s->peak_live_bytes + extra_bytes);
     const Step *pk = &s->steps.v[s->peak_step];
-    fprintf(o, "<circle cx=\"%.1f\" cy=\"%.2f\" r=\"4\" fill=\"black\"/>\n<text x=\"%.1f\" y=\"%.2f\">peak: %s of %s"
-               "</text>\n",
+    fprintf(o,
+            "<circle cx=\"%.1f\" cy=\"%.2f\" r=\"4\" fill=\"black\"/>\n<text x=\"%.1f\" y=\"%.2f\">peak: %s of %s"
+            "</text>\n",
             px, py, px + 6, py - 6, step_kind[pk->kind], graph_node(g, pk->node)->name);
     /* x axis: ticks at round step numbers, the recompute steps marked under it */
-    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", ML, H - MB, W - MR, H - MB);
+    fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", ML, H - MB, W - MR,
+            H - MB);
     double xstep = n > 1 ? tick_step((double)n) : 1;
     if (xstep < 1) xstep = 1;
     for (double v = 0; v <= (double)n; v += xstep) {
         double x = ML + v * sx;
-        fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>"
-                   "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+        fprintf(o,
+                "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>"
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
                 x, H - MB, x, H - MB + 4, x, H - MB + 22, v);
     }
     for (int t = 0; t < n; t++)
         if (s->steps.v[t].kind == ST_RECOMPUTE)
             fprintf(o, "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"6\" fill=\"#c44e52\"/>\n", ML + t * sx,
                     H - MB + 1, sx > 1 ? sx : 1);
-    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, marked "
-               "under the axis)</text>\n",
+    fprintf(o,
+            "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, marked "
+            "under the axis)</text>\n",
             (ML + W - MR) / 2, H - 10, n - 1, s->n_recompute);
 #undef Y
     double ly = MT + 10;
@@ -172,19 +179,22 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
         int64_t any = 0;
         for (int t = 0; t < n; t++) any |= live[(size_t)t * BUF_KIND_COUNT + c];
         if (!any) continue;
-        fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s"
-                   "</text>\n",
+        fprintf(o,
+                "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s"
+                "</text>\n",
                 W - MR + 50, ly, kind_colour[c], W - MR + 68, ly + 10, buf_kind_name((BufKind)c));
         ly += 18;
     }
     if (extra_bytes && !zoom) {
-        fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"#bbbbbb\"/><text x=\"%.0f\" "
-                   "y=\"%.0f\">GEMM workspace</text>\n",
+        fprintf(o,
+                "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"#bbbbbb\"/><text x=\"%.0f\" "
+                "y=\"%.0f\">GEMM workspace</text>\n",
                 W - MR + 50, ly, W - MR + 68, ly + 10);
         ly += 18;
     }
-    fprintf(o, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" fill=\"#c44e52\"/><text x=\"%.0f\" y=\"%.0f\">"
-               "recompute step</text>\n",
+    fprintf(o,
+            "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" fill=\"#c44e52\"/><text x=\"%.0f\" y=\"%.0f\">"
+            "recompute step</text>\n",
             W - MR + 50, ly + 3, W - MR + 68, ly + 10);
     fputs("</svg>\n", o);
     free(below);
@@ -209,7 +219,8 @@ static void pk_int(FILE *o, int64_t v) {
     do { /* LONG1: little-endian two's complement, as few bytes as keep the sign */
         b[n++] = (unsigned char)(u & 0xff);
         u >>= 8;
-    } while (n < 8 && !((v >= 0 && u == 0 && !(b[n - 1] & 0x80)) || (v < 0 && u == UINT64_MAX >> (8 * n) && (b[n - 1] & 0x80))));
+    } while (n < 8 &&
+             !((v >= 0 && u == 0 && !(b[n - 1] & 0x80)) || (v < 0 && u == UINT64_MAX >> (8 * n) && (b[n - 1] & 0x80))));
     fputc(0x8a, o);
     fputc(n, o);
     fwrite(b, 1, (size_t)n, o);
@@ -390,9 +401,11 @@ void memviz_pareto_svg(const char *model, const MemvizPoint *pts, int n, FILE *o
         fprintf(o, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#e0e0e0\"/>\n", x, MT, x, H - MB);
         fprintf(o, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", x, H - MB + 16, v);
     }
-    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">peak memory (MiB)</text>\n", (ML + W - MR) / 2, H - 12);
-    fprintf(o, "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">recompute overhead"
-               "</text>\n",
+    fprintf(o, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">peak memory (MiB)</text>\n", (ML + W - MR) / 2,
+            H - 12);
+    fprintf(o,
+            "<text x=\"16\" y=\"%.1f\" transform=\"rotate(-90 16 %.1f)\" text-anchor=\"middle\">recompute overhead"
+            "</text>\n",
             (H - MB + MT) / 2, (H - MB + MT) / 2);
     /* the optimal planner's points as steps in order of memory: between two
      * sampled peaks the best known plan is the one at the lower peak, so the
@@ -424,9 +437,11 @@ void memviz_pareto_svg(const char *model, const MemvizPoint *pts, int n, FILE *o
             fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#a0522d\">%s</text>\n", x + 6, y - 6, pts[i].label);
         }
     }
-    fprintf(o, "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"3\" fill=\"#4c72b0\"/><text x=\"%.0f\" y=\"%.0f\">optimal (acc)"
-               "</text>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"7\" height=\"7\" fill=\"#dd8452\"/><text x=\"%.0f\" y=\"%.0f\">"
-               "policies</text>\n",
-            W - MR + 50, MT + 16, W - MR + 60, MT + 20, W - MR + 46.5, MT + 32.5, W - MR + 60, MT + 40);
+    fprintf(
+        o,
+        "<circle cx=\"%.0f\" cy=\"%.0f\" r=\"3\" fill=\"#4c72b0\"/><text x=\"%.0f\" y=\"%.0f\">optimal (acc)"
+        "</text>\n<rect x=\"%.0f\" y=\"%.0f\" width=\"7\" height=\"7\" fill=\"#dd8452\"/><text x=\"%.0f\" y=\"%.0f\">"
+        "policies</text>\n",
+        W - MR + 50, MT + 16, W - MR + 60, MT + 20, W - MR + 46.5, MT + 32.5, W - MR + 60, MT + 40);
     fputs("</svg>\n", o);
 }

@@ -48,37 +48,54 @@ typedef struct {
 
 #define PLANNING "compile explain pareto run"
 static const OptionRow option_rows[] = {
-    {"-D", "NAME=VALUE", "override a hyperparameter (also -DNAME=VALUE); VALUE is a number (5, 0.1, 1e-3, -2) or "
-                         "true/false", "check " PLANNING},
-    {"--budget", "SIZE", "memory budget of the whole training step: 8G, 512M, 1.5GiB, 8000MB or a number of bytes; "
-                         "K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB powers of 1000",
+    {"-D", "NAME=VALUE",
+     "override a hyperparameter (also -DNAME=VALUE); VALUE is a number (5, 0.1, 1e-3, -2) or "
+     "true/false",
+     "check " PLANNING},
+    {"--budget", "SIZE",
+     "memory budget of the whole training step: 8G, 512M, 1.5GiB, 8000MB or a number of bytes; "
+     "K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB powers of 1000",
      "compile explain run"},
     {"-o", "DIR", "output directory (created if missing)", "compile"},
     {"-o", "FILE.svg", "write the plot", "pareto"},
     {"-o", "FILE.hw", "write the profile there instead of to standard output", "calibrate"},
     {"-o", "OUT.csv", "write the placement (the instance with an offset column)", "alloc"},
     {"--emit", "=ir", "only write the elaborated IR (DIR/<model>.ir)", "compile"},
-    {"--target", "T", "cpu, cuda (NVRTC kernels + cuBLAS; the default of compile and explain when acc was built "
-                      "with the CUDA Toolkit) or cuda-emu (the cuda target's kernels and schedule run by the CPU "
-                      "emulator); acc run defaults to cpu", PLANNING},
-    {"--target", "T", "cpu (default), cuda (this machine's GPU, through the generated library's launch layer) or "
-                      "cuda-emu (the same program on the emulator: a check, not a measurement)", "calibrate"},
-    {"--arch", "LIST", "cuda: GPU architectures to embed (default sm_80,sm_90; PTX for the newest is added for "
-                       "later GPUs)", "compile run"},
+    {"--target", "T",
+     "cpu, cuda (NVRTC kernels + cuBLAS; the default of compile and explain when acc was built "
+     "with the CUDA Toolkit) or cuda-emu (the cuda target's kernels and schedule run by the CPU "
+     "emulator); acc run defaults to cpu",
+     PLANNING},
+    {"--target", "T",
+     "cpu (default), cuda (this machine's GPU, through the generated library's launch layer) or "
+     "cuda-emu (the same program on the emulator: a check, not a measurement)",
+     "calibrate"},
+    {"--arch", "LIST",
+     "cuda: GPU architectures to embed (default sm_80,sm_90; PTX for the newest is added for "
+     "later GPUs)",
+     "compile run"},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
-    {"--no-fuse", NULL, "no fusion: every forward step its own kernel (no elementwise chains), and a matmul and its "
-                        "bias add stay two ops (no linear)", "compile explain pareto run"},
-    {"--policy", "P", "none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal (default): what to "
-                      "recompute", "compile explain run"},
+    {"--no-fuse", NULL,
+     "no fusion: every forward step its own kernel (no elementwise chains), and a matmul and its "
+     "bias add stay two ops (no linear)",
+     "compile explain pareto run"},
+    {"--policy", "P",
+     "none, full, every:K, uniform:N, selective, ops:LIST, sqrt, optimal (default): what to "
+     "recompute",
+     "compile explain run"},
     {"--save", "GLOB", "must-save tensors (fnmatch pattern on names; repeatable)", PLANNING},
     {"--recompute", "GLOB", "must-recompute tensors (repeatable)", PLANNING},
-    {"--hw", "NAME", "hardware profile for the cost model (hw/NAME.hw or a file; default cpu, h100-sxm for the cuda "
-                     "targets)", PLANNING},
+    {"--hw", "NAME",
+     "hardware profile for the cost model (hw/NAME.hw or a file; default cpu, h100-sxm for the cuda "
+     "targets)",
+     PLANNING},
     {"--time-limit", "S", "stop the optimal planner after S seconds (0 < S <= 1e6) with its best plan",
      "compile explain run"},
-    {"--time-limit", "S", "the optimal solves of the sweep together take at most S seconds (0 < S <= 1e6); the "
-                          "sweep's points that do not fit are skipped", "pareto"},
+    {"--time-limit", "S",
+     "the optimal solves of the sweep together take at most S seconds (0 < S <= 1e6); the "
+     "sweep's points that do not fit are skipped",
+     "pareto"},
     {"--time-limit", "S", "stop the search after S seconds (0 <= S <= 1e6; default 10; 0: the greedy placement only)",
      "alloc"},
     {"--capacity", "SIZE", "the arena's capacity (exit 1 when the placement does not fit)", "alloc"},
@@ -231,7 +248,8 @@ static int parse_define(const char *kv, Options *o) {
     bool numeric = end != v || is_digit(*v) || strchr("+-. \t", *v);
     if (numeric && !opt_decimal(v, true, &x))
         return usage_error("-D %s: the value must be a number (digits with an optional '-', fraction and exponent: "
-                           "5, -2, 0.1, 1e-3) or true/false", kv);
+                           "5, -2, 0.1, 1e-3) or true/false",
+                           kv);
     Define d = {strndup(kv, (size_t)(eq - kv)), eq + 1};
     VEC_PUSH(o->defs, d);
     return 0;
@@ -260,14 +278,16 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         if (!strcmp(name, "--help")) snprintf(name, sizeof name, "-h");
         if (!strcmp(a, "--emit")) return usage_error("--emit needs a kind: --emit=ir");
         bool known = false;
-        for (size_t r = 0; r < sizeof option_rows / sizeof *option_rows; r++) known |= !strcmp(option_rows[r].name, name);
+        for (size_t r = 0; r < sizeof option_rows / sizeof *option_rows; r++)
+            known |= !strcmp(option_rows[r].name, name);
         if (!known || (a[1] != '-' && a[2] && strcmp(name, "-D")))
             return usage_error("unknown option '%s' (acc %s --help lists the options)", a, cmd);
-        if (!opt_takes(cmd, name)) return usage_error("acc %s does not take %s (acc %s --help lists its options)", cmd, name, cmd);
+        if (!opt_takes(cmd, name))
+            return usage_error("acc %s does not take %s (acc %s --help lists its options)", cmd, name, cmd);
         if (a[1] == '-' && a[len] == '=' && !strcmp(name, "--tf32")) return usage_error("%s takes no value", name);
         const char *v = NULL;
-        bool flag = !strcmp(name, "-h") || !strcmp(name, "-v") || !strcmp(name, "--tf32") || !strcmp(name, "--no-fuse") ||
-                    !strcmp(name, "--keep");
+        bool flag = !strcmp(name, "-h") || !strcmp(name, "-v") || !strcmp(name, "--tf32") ||
+                    !strcmp(name, "--no-fuse") || !strcmp(name, "--keep");
         if (flag) {
             if (a[len] == '=') return usage_error("%s takes no value", name);
         } else if (!strcmp(name, "-D")) {
@@ -287,7 +307,8 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
             if (parse_define(v, o)) return EXIT_USAGE;
         } else if (!strcmp(name, "--budget")) {
             if (!parse_size(v, &o->budget_bytes))
-                return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824; at most 8 EiB)", v);
+                return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824; at most 8 EiB)",
+                                   v);
             o->has_budget = true;
         } else if (!strcmp(name, "-o")) o->out_dir = v;
         else if (!strcmp(name, "--emit")) {

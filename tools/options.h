@@ -15,7 +15,7 @@
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 
 /* Limits stated in the usage messages. */
-#define OPT_TIME_LIMIT_MAX 1e6     /* seconds */
+#define OPT_TIME_LIMIT_MAX 1e6 /* seconds */
 #define OPT_STEPS_MAX 1000000000LL
 #define OPT_LR_MAX 1000.0
 #define OPT_POINTS_MIN 2
@@ -26,7 +26,7 @@ typedef struct {
     const char *file, *out_dir, *emit, *dump_grads, *steps, *seed, *lr, *params, *inputs;
     const char *hw, *arch;
     const CgTarget *target; /* --target, looked up once; else the command's default */
-    Policy policy; /* --policy, parsed once (default optimal) */
+    Policy policy;          /* --policy, parsed once (default optimal) */
     double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep, tf32, no_fuse, verbose, help;

@@ -124,8 +124,7 @@ static int report_refusal(const Options *o, Compilation *c) {
                    format_bytes(min, b2, sizeof b2));
         fprintf(stderr, "where the memory goes at that peak:\n");
     } else {
-        diag_error(&d, x->loc,
-                   "policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)",
+        diag_error(&d, x->loc, "policy '%s' needs %" PRId64 " bytes (%s), over the budget of %" PRId64 " bytes (%s)",
                    c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
                    o->budget_bytes, format_bytes(o->budget_bytes, b2, sizeof b2));
         fprintf(stderr, "where the memory goes:\n");
@@ -135,13 +134,14 @@ static int report_refusal(const Options *o, Compilation *c) {
     fprintf(stderr, "note: the peak is at step %d (%s of '%s')", shown->peak_step, kind[pk->kind],
             graph_node(g, pk->node)->name);
     if (big)
-        fprintf(stderr, "; its largest buffer is %s'%s' (%" PRId64 " bytes)", big->kind == BUF_GRAD ? "the gradient of " : "",
-                x->name, big->size_bytes);
+        fprintf(stderr, "; its largest buffer is %s'%s' (%" PRId64 " bytes)",
+                big->kind == BUF_GRAD ? "the gradient of " : "", x->name, big->size_bytes);
     fputc('\n', stderr);
     if (!(o->budget_bytes < min)) {
-        fprintf(stderr, "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
-                        "cheapest plan that fits\n", m->min_peak_exact ? "" : "at most ", min,
-                format_bytes(min, b1, sizeof b1));
+        fprintf(stderr,
+                "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
+                "cheapest plan that fits\n",
+                m->min_peak_exact ? "" : "at most ", min, format_bytes(min, b1, sizeof b1));
     }
     if (own) sched_free(&ms), plan_free(&mp);
     return EXIT_INPUT;
@@ -203,8 +203,9 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
     snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", c->po.policy.text,
              c->sched.n_recompute, c->plan.recompute_time);
     /* no budget: the planned peak is the library's budget */
-    CgOptions cg = {o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, o->tf32,
-                    c->n_images, o->no_fuse};
+    CgOptions cg = {
+        o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, o->tf32, c->n_images,
+        o->no_fuse};
     int rc = 0;
     if (!cf || !hf) {
         fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
@@ -266,12 +267,15 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     /* plan: a decision per node under the whole step's budget, of which the
      * planner reserves the target's workspace (a budget of 0 fits nothing) */
     int64_t budget = !o->has_budget ? 0 : o->budget_bytes > 0 ? o->budget_bytes : 1;
-    c->po = (PlanOptions){o->policy, budget, o->target->workspace_bytes, o->time_limit_s, &c->hw, true,
-                          o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
+    c->po =
+        (PlanOptions){o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,     &c->hw, true,
+                      o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n};
     plan_make(g, &c->ad, &c->po, &c->plan);
     if (c->plan.solver_error[0])
-        fprintf(stderr, "acc: warning: %s; the search went on without that solve: the plan is checked, "
-                        "but may cost more than the optimum\n", c->plan.solver_error);
+        fprintf(stderr,
+                "acc: warning: %s; the search went on without that solve: the plan is checked, "
+                "but may cost more than the optimum\n",
+                c->plan.solver_error);
 
     /* schedule: forward, seed, backward with the recomputations inserted */
     sched_build(g, &c->ad, c->plan.dec, true, &c->sched);
@@ -279,8 +283,8 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     /* alloc: every buffer at an offset of one arena; the step's memory */
     alloc_assign(&c->sched);
     c->mem = plan_step_memory(&c->po, c->sched.arena_bytes);
-    c->info = (ReportInfo){c->po.policy.text, c->hw.name, o->target->name, o->has_budget ? o->budget_bytes : 0,
-                           c->mem, NULL};
+    c->info =
+        (ReportInfo){c->po.policy.text, c->hw.name, o->target->name, o->has_budget ? o->budget_bytes : 0, c->mem, NULL};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");

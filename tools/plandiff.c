@@ -93,13 +93,16 @@ static bool load(const char *path, PlanFile *pf) {
             Field fl = {strndup(line + 3, (size_t)(colon - line - 3)), strndup(colon + 3, vlen)};
             VEC_PUSH(pf->fields, fl);
         } else if (strcmp(line, "{")) {
-            fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile: unexpected line: %.80s\n", path, line);
+            fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile: unexpected line: %.80s\n", path,
+                    line);
             return false;
         }
     }
     if (!closed) {
         fprintf(stderr, "acc: error: '%s' is not a complete plan written by acc compile (%s)\n", path,
-                in_tensors ? "its tensor list is not closed" : tensors_done ? "its object is not closed" : "no tensor list");
+                in_tensors     ? "its tensor list is not closed"
+                : tensors_done ? "its object is not closed"
+                               : "no tensor list");
         return false;
     }
     return true;
@@ -178,7 +181,8 @@ int plan_diff(const char *path_a, const char *path_b, FILE *out) {
         else print_change(out, fa->key, fa->value, fb ? fb->value : "(absent)"), changes++;
     }
     for (int i = 0; i < b.fields.n; i++)
-        if (!field(&a, b.fields.v[i].key)) print_change(out, b.fields.v[i].key, "(absent)", b.fields.v[i].value), changes++;
+        if (!field(&a, b.fields.v[i].key))
+            print_change(out, b.fields.v[i].key, "(absent)", b.fields.v[i].value), changes++;
     int n_dec = 0;
     for (int i = 0; i < a.tensors.n; i++) {
         const Tensor *ta = &a.tensors.v[i], *tb = tensor(&b, ta->name);
@@ -197,9 +201,11 @@ int plan_diff(const char *path_a, const char *path_b, FILE *out) {
         }
     }
     for (int i = 0; i < b.tensors.n; i++)
-        if (!tensor(&a, b.tensors.v[i].name)) fprintf(out, "  tensor %s: only in %s\n", b.tensors.v[i].name, path_b), changes++;
-    if (changes) fprintf(out, "%d difference%s (%d decision%s changed)\n", changes, changes == 1 ? "" : "s", n_dec,
-                         n_dec == 1 ? "" : "s");
+        if (!tensor(&a, b.tensors.v[i].name))
+            fprintf(out, "  tensor %s: only in %s\n", b.tensors.v[i].name, path_b), changes++;
+    if (changes)
+        fprintf(out, "%d difference%s (%d decision%s changed)\n", changes, changes == 1 ? "" : "s", n_dec,
+                n_dec == 1 ? "" : "s");
     else fprintf(out, "plans are identical\n");
     unload(&a), unload(&b);
     return changes ? 1 : 0;

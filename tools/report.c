@@ -34,8 +34,11 @@ void report_breakdown(const Schedule *s, FILE *out) {
     Breakdown b = breakdown(s);
     char buf[32];
     for (int c = 0; c < BUF_KIND_COUNT; c++)
-        if (b.cat[c]) fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), b.cat[c], format_bytes(b.cat[c], buf, sizeof buf));
-    fprintf(out, "  %-22s %14" PRId64 "  %s\n", "fragmentation", b.fragmentation, format_bytes(b.fragmentation, buf, sizeof buf));
+        if (b.cat[c])
+            fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), b.cat[c],
+                    format_bytes(b.cat[c], buf, sizeof buf));
+    fprintf(out, "  %-22s %14" PRId64 "  %s\n", "fragmentation", b.fragmentation,
+            format_bytes(b.fragmentation, buf, sizeof buf));
     const Step *st = &s->steps.v[s->peak_step];
     fprintf(out, "  %-22s %14" PRId64 "  %s   (peak at step %d: %s of %s)\n", "total (arena)", s->arena_bytes,
             format_bytes(s->arena_bytes, buf, sizeof buf), s->peak_step, step_kind[st->kind],
@@ -76,8 +79,9 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, info->policy);
     /* the workspace after the schedule's arena, with its alignment */
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
-    fprintf(out, ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
-                 ",\n  \"fits\": %s,\n",
+    fprintf(out,
+            ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
+            ",\n  \"fits\": %s,\n",
             info->budget_bytes, peak, s->peak_live_bytes + workspace,
             info->budget_bytes <= 0 || peak <= info->budget_bytes ? "true" : "false");
     fprintf(out, "  \"memory\": {");
@@ -93,12 +97,14 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step, step_kind[pk->kind]);
     json_str(out, graph_node(g, pk->node)->name);
     fprintf(out, "},\n  \"steps\": %d,\n  \"recompute_steps\": %d,\n", s->steps.n, s->n_recompute);
-    fprintf(out, "  \"recompute_flops\": %.9g,\n  \"recompute_time_est\": %.9g,\n", p->recompute_flops, p->recompute_time);
+    fprintf(out, "  \"recompute_flops\": %.9g,\n  \"recompute_time_est\": %.9g,\n", p->recompute_flops,
+            p->recompute_time);
     fprintf(out, "  \"step_time_est\": %.9g,\n  \"overhead\": %.9g,\n", p->fwd_time + p->bwd_time + p->recompute_time,
             p->recompute_time / (p->fwd_time + p->bwd_time));
     double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
-    fprintf(out, "  \"solver\": {\"status\": \"%s\", \"objective\": %.9g, \"bound\": %.9g, \"gap\": %.9g, "
-                 "\"candidates\": %d, \"evaluations\": %d},\n",
+    fprintf(out,
+            "  \"solver\": {\"status\": \"%s\", \"objective\": %.9g, \"bound\": %.9g, \"gap\": %.9g, "
+            "\"candidates\": %d, \"evaluations\": %d},\n",
             plan_status_name(p), p->recompute_time, p->bound, gap < 0 ? 0 : gap, p->n_candidates, p->n_evals);
     fprintf(out, "  \"tensors\": [\n");
     bool first = true;
@@ -107,8 +113,9 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
         const Node *x = graph_node(g, i);
         fprintf(out, "%s    {\"name\": ", first ? "" : ",\n");
         json_str(out, x->name);
-        fprintf(out, ", \"op\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", \"recompute_time\": %.9g, "
-                     "\"recompute_flops\": %.9g}",
+        fprintf(out,
+                ", \"op\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", \"recompute_time\": %.9g, "
+                "\"recompute_flops\": %.9g}",
                 op_table[x->op].name, node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
                 cost_fwd_time(g, x, hw), op_table[x->op].flops(g, x));
         first = false;
@@ -143,7 +150,8 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
-            format_bytes(peak, b2, sizeof b2), peak, info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
+            format_bytes(peak, b2, sizeof b2), peak,
+            info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
     if (workspace)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
     fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", p->recompute_time * 1e3,

@@ -8,7 +8,7 @@
 typedef struct {
     const char *policy, *hw, *target;
     int64_t budget_bytes;
-    StepMemory mem;          /* the schedule's arena, then (device targets) the workspace */
+    StepMemory mem;           /* the schedule's arena, then (device targets) the workspace */
     const char *codegen_json; /* device targets: a JSON object on the kernel images, or NULL */
 } ReportInfo;
 

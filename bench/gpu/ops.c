@@ -31,7 +31,7 @@ typedef struct Case Case;
 typedef struct {
     const Case *c;
     acc_dev *d;
-    float *t[8];  /* the case's tensors, in the order of its sizes */
+    float *t[8]; /* the case's tensors, in the order of its sizes */
     int64_t reps;
 } Ctx;
 
@@ -57,9 +57,7 @@ static void l_layernorm_fwd(const Ctx *x) {
 static void l_layernorm_bwd(const Ctx *x) {
     g_layernorm_bwd(x->d, x->t[5], x->t[6], x->t[7], x->t[1], x->t[0], x->t[3], x->t[2], N_, x->c->C);
 }
-static void l_rmsnorm_fwd(const Ctx *x) {
-    g_rmsnorm_fwd(x->d, x->t[1], x->t[2], x->t[0], x->t[3], N_, x->c->C, 1e-5f);
-}
+static void l_rmsnorm_fwd(const Ctx *x) { g_rmsnorm_fwd(x->d, x->t[1], x->t[2], x->t[0], x->t[3], N_, x->c->C, 1e-5f); }
 static void l_rmsnorm_bwd(const Ctx *x) {
     g_rmsnorm_bwd(x->d, x->t[4], x->t[5], x->t[1], x->t[0], x->t[3], x->t[2], N_, x->c->C);
 }
@@ -71,9 +69,7 @@ static void l_xent_fwd(const Ctx *x) {
 static void l_xent_bwd(const Ctx *x) {
     g_cross_entropy_bwd(x->d, x->t[4], x->t[3], x->t[0], x->t[2], (const int32_t *)x->t[1], N_, x->c->V);
 }
-static void l_adamw(const Ctx *x) {
-    dev_adamw(x->d, x->t[0], x->t[1], x->t[2], x->t[3], x->c->sizes[0]);
-}
+static void l_adamw(const Ctx *x) { dev_adamw(x->d, x->t[0], x->t[1], x->t[2], x->t[3], x->c->sizes[0]); }
 static void l_embedding_fwd(const Ctx *x) {
     g_embedding_fwd(x->d, x->t[2], (const int32_t *)x->t[0], x->t[1], N_, x->c->V, x->c->C);
 }
@@ -94,8 +90,8 @@ static void l_attention_fwd(const Ctx *x) {
 }
 static void l_attention_bwd(const Ctx *x) {
     const Case *c = x->c;
-    g_attention_bwd(x->d, x->t[5], x->t[6], x->t[7], x->t[3], x->t[0], x->t[1], x->t[2], x->t[3], x->t[4], c->B,
-                    c->T, c->T, c->H, c->KVH, c->D, 1);
+    g_attention_bwd(x->d, x->t[5], x->t[6], x->t[7], x->t[3], x->t[0], x->t[1], x->t[2], x->t[3], x->t[4], c->B, c->T,
+                    c->T, c->H, c->KVH, c->D, 1);
 }
 static void l_matmul_fwd(const Ctx *x) {
     g_matmul_fwd(x->d, x->t[2], x->t[0], x->t[1], 1, N_, x->c->F, x->c->C, 0, 0, 0);
@@ -128,16 +124,19 @@ static int bench(const Case *c, int iters, int64_t reps, int tf32) {
     x.d = d;
     for (int i = 0; rc == ACC_OK && i < 8; i++) {
         if (!c->sizes[i]) x.t[i] = NULL;
-        else rc = devbench_fill(dv, d, x.t[i], c->sizes[i], i == c->index_tensor ? c->index_bound : 0, 17u + (unsigned)i);
+        else
+            rc =
+                devbench_fill(dv, d, x.t[i], c->sizes[i], i == c->index_tensor ? c->index_bound : 0, 17u + (unsigned)i);
     }
     double med = rc == ACC_OK ? devbench_time(dv, d, run_reps, &x, iters, (double)reps) : -1;
     if (med >= 0) {
-        printf("{\"case\": \"%s\", \"model\": \"%s\", \"B\": %lld, \"T\": %lld, \"C\": %lld, \"H\": %lld, \"KVH\": %lld, "
-               "\"D\": %lld, \"V\": %lld, \"F\": %lld, \"ms\": %.6f, \"bytes\": %.0f, \"flops\": %.0f, \"gbps\": %.1f, "
-               "\"tflops\": %.2f}\n",
-               c->name, c->model, (long long)c->B, (long long)c->T, (long long)c->C, (long long)c->H,
-               (long long)c->KVH, (long long)c->D, (long long)c->V, (long long)c->F, med, c->bytes, c->flops,
-               c->bytes / med * 1e-6, c->flops / med * 1e-9);
+        printf(
+            "{\"case\": \"%s\", \"model\": \"%s\", \"B\": %lld, \"T\": %lld, \"C\": %lld, \"H\": %lld, \"KVH\": %lld, "
+            "\"D\": %lld, \"V\": %lld, \"F\": %lld, \"ms\": %.6f, \"bytes\": %.0f, \"flops\": %.0f, \"gbps\": %.1f, "
+            "\"tflops\": %.2f}\n",
+            c->name, c->model, (long long)c->B, (long long)c->T, (long long)c->C, (long long)c->H, (long long)c->KVH,
+            (long long)c->D, (long long)c->V, (long long)c->F, med, c->bytes, c->flops, c->bytes / med * 1e-6,
+            c->flops / med * 1e-9);
         fflush(stdout);
     } else {
         fprintf(stderr, "ops: %s: %s\n", c->name, d ? dv->error(d) : "cannot open the device");
@@ -152,16 +151,11 @@ int main(int argc, char **argv) {
     int64_t reps = 10;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--small"))
-            small = 1;
-        else if (!strcmp(argv[i], "--tf32"))
-            tf32 = 1;
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-            iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
+        if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--tf32")) tf32 = 1;
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
             fprintf(stderr, "usage: ops [--small] [--tf32] [--iters N] [--reps N] [--only NAME]\n");
             return 2;
@@ -176,10 +170,12 @@ int main(int argc, char **argv) {
     int64_t s = small ? 16 : 1;
     int64_t gB = 8 / (small ? 4 : 1), gT = 1024 / s, gC = 768 / s, gH = 12 / (small ? 4 : 1), gV = 50257 / s;
     int64_t gN = gB * gT, gF = 4 * gC, gD = gC / gH;
-    int64_t lB = 2 / (small ? 2 : 1), lT = 2048 / s, lC = 2048 / s, lH = 32 / (small ? 8 : 1), lKV = 4 / (small ? 2 : 1);
+    int64_t lB = 2 / (small ? 2 : 1), lT = 2048 / s, lC = 2048 / s, lH = 32 / (small ? 8 : 1),
+            lKV = 4 / (small ? 2 : 1);
     int64_t lN = lB * lT, lD = lC / lH;
     int64_t np = small ? 1 << 16 : 124439808; /* GPT-2 small's parameters */
     double f4 = 4.0;
+    /* clang-format off */
     Case cases[] = {
         {"bias_grad", "gpt2", gB, gT, gC, gH, 0, 0, 0, gF, {gN * gF, gF}, -1, 0, f4 * (gN * gF + 2 * gF), 0, l_bias_grad},
         {"layernorm_fwd", "gpt2", gB, gT, gC, 0, 0, 0, 0, 0, {gN * gC, gN * gC, 2 * gN, gC, gC}, -1, 0,
@@ -228,6 +224,7 @@ int main(int argc, char **argv) {
          0, f4 * 2 * (gN * gC + gC * gF + gF + gN * gF), 4.0 * gN * gC * gF, l_linear_bwd},
         {"rope_fwd", "llama", lB, lT, lC, lH, 0, lD, 0, 0, {lN * lC, lN * lC}, -1, 0, f4 * 2 * lN * lC, 0, l_rope_fwd},
     };
+    /* clang-format on */
     int failed = 0, ran = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char key[64];

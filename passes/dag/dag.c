@@ -35,9 +35,9 @@ void dag_simulate(const Dag *d, const int *ev, int n_ev, DagSim *out, int64_t *m
     memset(out, 0, sizeof *out);
     out->valid = true;
     out->n_events = n_ev;
-    Pool mem = {0}; /* called for every plan scored: returned at the end */
+    Pool mem = {0};                                           /* called for every plan scored: returned at the end */
     int *inst = pool_alloc(&mem, (size_t)d->n * sizeof(int)); /* node -> event of its latest copy, -1 */
-    int *last = pool_alloc(&mem, (size_t)n_ev * sizeof(int));  /* event -> last event reading its copy */
+    int *last = pool_alloc(&mem, (size_t)n_ev * sizeof(int)); /* event -> last event reading its copy */
     int64_t *delta = pool_alloc(&mem, ((size_t)n_ev + 1) * sizeof(int64_t));
     for (int i = 0; i < d->n; i++) inst[i] = -1;
     int distinct = 0;
@@ -203,7 +203,7 @@ typedef struct {
     const Dag *d;
     int n;
     int64_t budget;
-    uint8_t *cut;    /* [n*n] cut[t*n+i] > 0: i is not kept into stage t */
+    uint8_t *cut; /* [n*n] cut[t*n+i] > 0: i is not kept into stage t */
     int *present, *plist, *mark, *stack, *need;
     Staged cur;
     int64_t *mem_at; /* grows: from the heap */
@@ -459,7 +459,8 @@ static void restore_cuts(Heur *h) {
         Cut c = runs.v[b];
         runs.v[b].node = -1;
         uint8_t *saved = acc_xcalloc((size_t)(c.hi - c.lo + 1), 1);
-        for (int t = c.lo; t <= c.hi; t++) saved[t - c.lo] = h->cut[(size_t)t * n + c.node], h->cut[(size_t)t * n + c.node] = 0;
+        for (int t = c.lo; t <= c.hi; t++)
+            saved[t - c.lo] = h->cut[(size_t)t * n + c.node], h->cut[(size_t)t * n + c.node] = 0;
         derive(h, &trial);
         Score sc = score(h, &trial);
         if (sc.peak <= h->budget && sc.cost < cur.cost) cur = sc;
@@ -627,7 +628,10 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         Score sc = score(h, &h->cur);
         if (verbose)
             fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
-                    k < 0 ? "greedy" : k == 0 ? "evict/next-use" : k == 1 ? "evict/staleness" : "evict/cost",
+                    k < 0    ? "greedy"
+                    : k == 0 ? "evict/next-use"
+                    : k == 1 ? "evict/staleness"
+                             : "evict/cost",
                     ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, acc_now_s() - t0);
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
@@ -661,7 +665,9 @@ static bool round_keep(const Dag *d, int64_t budget, const double *keep, double 
             for (int e = 0; e < h->cur.ev.n; e++) staged_push(out, h->cur.stage.v[e], h->cur.ev.v[e]);
         }
     }
-    if (verbose) fprintf(stderr, "acc plan: rounding the relaxation: %s %.8g\n", isfinite(best) ? "compute" : "nothing fits", best);
+    if (verbose)
+        fprintf(stderr, "acc plan: rounding the relaxation: %s %.8g\n", isfinite(best) ? "compute" : "nothing fits",
+                best);
     heur_free(h);
     return isfinite(best);
 }
@@ -767,8 +773,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     score_plan(d, o->budget, p);
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
     /* a solver's claim stands only if the simulator agrees */
-    if (!strcmp(p->status, "optimal") &&
-        (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
+    if (!strcmp(p->status, "optimal") && (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
         snprintf(p->status, sizeof p->status, "%s", p->fits ? "feasible" : "no_solution");
     if (p->fits && isfinite(p->bound)) {
         double b = p->bound < base_compute ? base_compute : p->bound;

@@ -32,10 +32,10 @@ typedef enum { J_NULL, J_FALSE, J_TRUE, J_NUM, J_STR, J_ARR, J_OBJ } JKind;
 typedef struct JVal JVal;
 struct JVal {
     JKind kind;
-    size_t off;        /* byte offset of its first character */
-    double num;        /* J_NUM */
-    bool integral;     /* J_NUM written without fraction or exponent */
-    const char *str;   /* J_STR: decoded, NUL-terminated (may contain NUL) */
+    size_t off;      /* byte offset of its first character */
+    double num;      /* J_NUM */
+    bool integral;   /* J_NUM written without fraction or exponent */
+    const char *str; /* J_STR: decoded, NUL-terminated (may contain NUL) */
     size_t len;
     int n;             /* J_ARR, J_OBJ: members */
     JVal *items;       /* [n] */
@@ -148,8 +148,8 @@ static bool parse_string(JParser *p, const char **out, size_t *out_len) {
             if (cp < 0) return jfail(p, esc, "\\u needs four hex digits");
             p->pos += 4;
             if (cp >= 0xd800 && cp < 0xdc00) { /* a high surrogate: its low half must follow */
-                int lo = p->pos + 6 <= end && p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u'
-                             ? hex4(p->s + p->pos + 2) : -1;
+                int lo =
+                    p->pos + 6 <= end && p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u' ? hex4(p->s + p->pos + 2) : -1;
                 if (lo < 0xdc00 || lo > 0xdfff) return jfail(p, esc, "unpaired UTF-16 surrogate in \\u escape");
                 p->pos += 6;
                 cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
@@ -159,8 +159,7 @@ static bool parse_string(JParser *p, const char **out, size_t *out_len) {
             k += put_utf8(o + k, (unsigned)cp); /* never longer than the escape it replaces */
             break;
         }
-        default:
-            return jfail(p, esc, "invalid escape '\\%c'", e >= 0x21 && e < 0x7f ? e : '?');
+        default: return jfail(p, esc, "invalid escape '\\%c'", e >= 0x21 && e < 0x7f ? e : '?');
         }
     }
     p->pos++;
@@ -250,10 +249,9 @@ static bool parse_container(JParser *p, JVal *v, int depth) {
                 p->pos++;
                 break;
             }
-            ok = p->pos >= p->len
-                     ? jfail(p, open, "unterminated %s", obj ? "object" : "array")
-                     : jfail(p, p->pos, "expected ',' or '%c' in %s, found %s", close, obj ? "object" : "array",
-                             describe(p, what, sizeof what));
+            ok = p->pos >= p->len ? jfail(p, open, "unterminated %s", obj ? "object" : "array")
+                                  : jfail(p, p->pos, "expected ',' or '%c' in %s, found %s", close,
+                                          obj ? "object" : "array", describe(p, what, sizeof what));
             break;
         }
     }
@@ -440,7 +438,12 @@ static bool topo_sort(int n, const Edge *e, int m, const int *rank, int *pos) {
     free(fill);
     int hn = 0, done = 0;
 #define HLESS(a, b) (rank[heap[a]] < rank[heap[b]])
-#define HSWAP(a, b) do { int t_ = heap[a]; heap[a] = heap[b]; heap[b] = t_; } while (0)
+#define HSWAP(a, b)        \
+    do {                   \
+        int t_ = heap[a];  \
+        heap[a] = heap[b]; \
+        heap[b] = t_;      \
+    } while (0)
     for (int i = 0; i < n; i++)
         if (!indeg[i]) {
             heap[hn] = i;

@@ -78,10 +78,10 @@ static double memory_ub(const Dag *d, int64_t budget, bool relaxation) {
 }
 
 static void set_status(DagPlan *p, const LpResult *r) {
-    const char *s = r->optimal && r->have_sol ? "optimal"
+    const char *s = r->optimal && r->have_sol           ? "optimal"
                     : r->infeasible || r->lp_infeasible ? "infeasible"
-                    : r->have_sol ? (r->timed_out ? "time_limit" : "feasible")
-                                  : "no_solution";
+                    : r->have_sol                       ? (r->timed_out ? "time_limit" : "feasible")
+                                                        : "no_solution";
     snprintf(p->status, sizeof p->status, "%s", s);
 }
 
@@ -166,7 +166,7 @@ static void build_checkmate(const Dag *d, int64_t budget, bool integral, bool na
                     int users = 0;
                     for (int w = d->out_off[i]; w < d->out_off[i + 1]; w++) users += d->out[w] > kk && d->out[w] <= t;
                     double kappa = 1 + (t + 1 < n) + users;
-                    int lo = lp_row(b, GLP_LO, 0, 0);  /* 1 - FREE <= hazards */
+                    int lo = lp_row(b, GLP_LO, 0, 0);         /* 1 - FREE <= hazards */
                     int hi = lp_row(b, GLP_UP, 0, kappa - 1); /* kappa (1 - FREE) >= hazards */
                     lp_coef(b, lo, f, 1), lp_coef(b, hi, f, kappa);
                     lp_coef(b, lo, cm_r(x, t, kk), -1), lp_coef(b, hi, cm_r(x, t, kk), -1);
@@ -342,7 +342,9 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
             if (ok && a == 0) {
                 p->bound = r.lp_solved ? r.lp_obj : NAN; /* the relaxation bounds Checkmate's optimum */
                 snprintf(p->status, sizeof p->status, "%s",
-                         r.lp_solved ? "feasible" : r.lp_infeasible ? "infeasible" : "no_solution");
+                         r.lp_solved       ? "feasible"
+                         : r.lp_infeasible ? "infeasible"
+                                           : "no_solution");
                 if (r.lp_solved) p->objective = r.lp_obj;
             }
             if (ok && r.have_sol) {
@@ -390,7 +392,7 @@ typedef struct {
 typedef VEC(FreeCol) FreeVec;
 
 typedef struct {
-    Pool mem;       /* sup and the arrays of columns below (acc_index_free frees them in one call) */
+    Pool mem; /* sup and the arrays of columns below (acc_index_free frees them in one call) */
     int n;
     IntVec *sup;    /* [n] nodes that may be recomputed in stage t, ascending */
     int **rcol;     /* [n][|sup[t]|] their R columns */
@@ -401,9 +403,7 @@ typedef struct {
     FreeVec frees;
 } AccIndex;
 
-static int acc_s(const AccIndex *x, int t, int i) {
-    return t > i && t <= x->s_hi[i] ? x->s_col0[i] + t - (i + 1) : 0;
-}
+static int acc_s(const AccIndex *x, int t, int i) { return t > i && t <= x->s_hi[i] ? x->s_col0[i] + t - (i + 1) : 0; }
 
 static int sup_pos(const IntVec *s, int i) {
     int lo = 0, hi = s->n - 1;
@@ -780,7 +780,10 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
         DagPlan tmp = {0};
         set_status(&tmp, &r);
         snprintf(out->status, sizeof out->status, "%s",
-                 relaxed ? (r.lp_solved ? "bound" : r.lp_infeasible ? "infeasible" : "no_bound") : tmp.status);
+                 relaxed ? (r.lp_solved       ? "bound"
+                            : r.lp_infeasible ? "infeasible"
+                                              : "no_bound")
+                         : tmp.status);
         out->lp = r.lp_obj;
         out->bound = relaxed ? r.lp_obj : r.bound;
         out->optimal = !relaxed && r.optimal && r.have_sol;
@@ -805,7 +808,10 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
         if (verbose)
             fprintf(stderr, "acc plan: acc %s: %s, LP %.8g, %s %.8g, incumbent %s, %.2f s\n",
                     relaxed ? "bound LP" : "MILP", out->status, r.lp_obj, relaxed ? "bound" : "objective",
-                    relaxed ? r.lp_obj : r.obj, !heur ? "none" : r.heur_accepted ? "accepted" : "rejected",
+                    relaxed ? r.lp_obj : r.obj,
+                    !heur             ? "none"
+                    : r.heur_accepted ? "accepted"
+                                      : "rejected",
                     acc_now_s() - t0);
     }
     free(r.vals);
@@ -857,8 +863,8 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
         double left = deadline - acc_now_s();
         double slice = ci + 1 < sizeof caps / sizeof *caps ? left / 2 : left;
         AccRun r;
-        if (!acc_run(d, budget, caps[ci], cur.ev.n ? &cur : NULL, acc_now_s() + slice, false, verbose, &r, err,
-                     err_len, NULL))
+        if (!acc_run(d, budget, caps[ci], cur.ev.n ? &cur : NULL, acc_now_s() + slice, false, verbose, &r, err, err_len,
+                     NULL))
             return false;
         any = true;
         bool full = r.n_bin < 0;

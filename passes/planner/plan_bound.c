@@ -51,7 +51,7 @@ typedef struct {
     int *col, *ycol, *kcol; /* [n] columns x (drop), y (recompute), k (keep); 0: none yet */
     VEC(Need) needs;
     VEC(Charge) charges;
-    Pool *mem;              /* pl_covering_bound's: also what the program's builders take, freed
+    Pool *mem; /* pl_covering_bound's: also what the program's builders take, freed
                              * even when GLPK fails midway (lp_guarded) */
 } Bound;
 
@@ -194,8 +194,7 @@ static int lp_early(Bound *b, const Row *rows, int n_rows, int fbs, int ns, int 
  * row r-1): the same program, with a few entries per row instead of all of
  * them. Kept intermediates count at forward rows after their last forward
  * read, and at early rows through the charges. */
-static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_node, const double *ent_size,
-                          int fbs) {
+static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_node, const double *ent_size, int fbs) {
     int n = b->c->g->nodes.n, n_cols = glp_get_num_cols(b->lp) + 1;
     double *prev = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
     double *cur = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
@@ -252,8 +251,7 @@ static double lp_value(Ctx *c, glp_prob *lp, bool warm) {
  * step nothing can make room (no plan fits), -2 if the deadline
  * (--time-limit) passed first: each row scans every buffer, and deep models
  * have tens of thousands of rows. */
-int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
-                      Rows *rows) {
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget, Rows *rows) {
     int n = c->g->nodes.n, nb = s->bufs.n, ns = s->steps.n, fbs = s->first_bwd_step;
     int64_t live = 0;
     int64_t *delta = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t));
@@ -368,7 +366,8 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
         for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) *cols[k] = pool_alloc(&mem, (size_t)n * sizeof(int));
         b.act_bytes = pool_alloc(&mem, (size_t)n * sizeof(double));
         b.read = c->read;
-        for (int i = 0; i < n; i++) b.p_last[i] = -1, b.fb[i] = ns, b.act_bytes[i] = b.col[i] = b.ycol[i] = b.kcol[i] = 0;
+        for (int i = 0; i < n; i++)
+            b.p_last[i] = -1, b.fb[i] = ns, b.act_bytes[i] = b.col[i] = b.ycol[i] = b.kcol[i] = 0;
         for (int k = 0; k < nb; k++) {
             const Buffer *x = &s.bufs.v[k];
             if ((x->kind != BUF_ACT && x->kind != BUF_AUX) || x->first < 0 || x->first >= fbs) continue;

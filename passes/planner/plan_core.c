@@ -122,8 +122,6 @@ void pl_read_spans(const Schedule *s, int *last_fwd, int *first_bwd) {
 }
 
 
-
-
 static const double *cmp_time;
 static int cmp_by_time(const void *a, const void *b) {
     double x = cmp_time[*(const int *)a], y = cmp_time[*(const int *)b];

@@ -112,8 +112,17 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
         cls[i] = k;
         count[k]++;
     }
-    Cover v = {cost, a, need, stride, n_rows, m, rep, count, pool_alloc(&mem, (size_t)(m + 1) * sizeof(int)),
-               pool_alloc(&mem, (size_t)(m + 1) * sizeof(double)), -1};
+    Cover v = {cost,
+               a,
+               need,
+               stride,
+               n_rows,
+               m,
+               rep,
+               count,
+               pool_alloc(&mem, (size_t)(m + 1) * sizeof(int)),
+               pool_alloc(&mem, (size_t)(m + 1) * sizeof(double)),
+               -1};
     char err[200];
     if (!lp_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
     double best = v.best;
@@ -158,7 +167,7 @@ static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp,
  * budget that fits into an error. */
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
-    Pool mem = {0}; /* called in loops: returned when it ends */
+    Pool mem = {0};                                                      /* called in loops: returned when it ends */
     double *a = pool_alloc(&mem, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
     double *cost = pool_alloc(&mem, (size_t)n * sizeof(double)), need[CUT_ROWS];
     int *id = pool_alloc(&mem, (size_t)n * sizeof(int)), *item = pool_alloc(&mem, (size_t)n * sizeof(int));

@@ -194,13 +194,13 @@ typedef struct {
     double *delta;             /* [flip * na + anchor]; pairs after the flips: their interaction */
     int *ind;                  /* [n (ACC_MAX_IN + 1) + 1] */
     double *val;
-    bool *pick;                /* [n] */
-    int *picked, *fcol;        /* [n] */
-    int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
-    int *rcol_of;              /* [n] */
-    int *program;              /* [3n] flip_program's scratch */
-    double *recomputed;        /* [n] */
-    double *start;             /* [1 + columns] */
+    bool *pick;         /* [n] */
+    int *picked, *fcol; /* [n] */
+    int *pair, *pcol;   /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
+    int *rcol_of;       /* [n] */
+    int *program;       /* [3n] flip_program's scratch */
+    double *recomputed; /* [n] */
+    double *start;      /* [1 + columns] */
 } Flip;
 
 /* This round's flips (every free tensor the backward reads, and every
@@ -474,18 +474,18 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
 typedef struct {
     Ctx *c;
     int64_t budget;
-    int k, *var, *var_of;   /* decision order; node -> variable, -1 */
+    int k, *var, *var_of; /* decision order; node -> variable, -1 */
     Decision *dec;
     int n_rows;
-    double *need, *covered, *avail; /* per row: excess, bytes dropped, bytes still droppable */
+    double *need, *covered, *avail;     /* per row: excess, bytes dropped, bytes still droppable */
     int *row_first, *row_len, *ent_var; /* row entries, by time per byte */
     double *ent_size;
-    int *vr_first, *vr_len, *vr_row;    /* rows of each variable, with sizes */
+    int *vr_first, *vr_len, *vr_row; /* rows of each variable, with sizes */
     double *vr_size;
     double fixed, best;
     Decision *best_dec;
     long long nodes;
-    bool stopped; /* the node limit, or the deadline with a plan in hand */
+    bool stopped;         /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
 } Bnb;
 
@@ -557,8 +557,7 @@ static int cmp_ratio(const void *a, const void *b) {
  * (which holds the heuristics' plan, or save-all if they found none, with
  * cost `incumbent`, INFINITY for none). Returns whether the search finished
  * (a proof) and sets *found. */
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                         bool *found) {
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found) {
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);

@@ -84,14 +84,15 @@ static int first_match(const char *const *globs, int n, const char *name) {
 /* A source of a must-save (save) or must-recompute for node x, as text, from
  * the command line's patterns (cl; *from_cl set) first, then the model's;
  * NULL if none. */
-static const char *pattern_source(const Node *x, const Graph *g, const char *const *cl, int n_cl, bool save,
-                                  char *buf, size_t len, bool *from_cl) {
+static const char *pattern_source(const Node *x, const Graph *g, const char *const *cl, int n_cl, bool save, char *buf,
+                                  size_t len, bool *from_cl) {
     int k = first_match(cl, n_cl, x->name);
     *from_cl = k >= 0;
     if (k >= 0) return snprintf(buf, len, "--%s '%s'", save ? "save" : "recompute", cl[k]), buf;
     if (x->hint == (save ? HINT_SAVE : HINT_RECOMPUTE))
         return snprintf(buf, len, "the model's annotation @%s (%s:%d)", save ? "save" : "recompute", x->loc.file,
-                        x->loc.line), buf;
+                        x->loc.line),
+               buf;
     const char *const *dsl = save ? g->save_globs.v : g->recompute_globs.v;
     k = first_match(dsl, save ? g->save_globs.n : g->recompute_globs.n, x->name);
     if (k >= 0) return snprintf(buf, len, "the model's %s \"%s\"", save ? "save" : "recompute", dsl[k]), buf;
@@ -130,8 +131,9 @@ bool plan_check_patterns(const Graph *g, const char *const *save, int n_save, co
         const char *sv = pattern_source(x, g, save, n_save, true, a, sizeof a, &cl_sv);
         const char *rc = pattern_source(x, g, rec, n_rec, false, b, sizeof b, &cl_rc);
         if (sv && rc && (cl_sv || cl_rc)) {
-            snprintf(err, err_len, "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed",
-                     x->name, sv, rc);
+            snprintf(err, err_len,
+                     "'%s' is both saved (%s) and recomputed (%s): a tensor is either saved or recomputed", x->name, sv,
+                     rc);
             *at = i;
             return false;
         }
@@ -260,8 +262,8 @@ static void policy_decisions(const Ctx *c, const Policy *p, Decision *dec) {
 
 typedef struct {
     int node;
-    double dcost;   /* change of recompute time */
-    int64_t dmem;   /* change of max-live */
+    double dcost; /* change of recompute time */
+    int64_t dmem; /* change of max-live */
 } Move;
 
 static int cmp_net(const void *a, const void *b) {
@@ -281,7 +283,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
     Pool mem = {0}; /* called in loops: returned when it ends */
     Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     Move *drops = pool_alloc(&mem, (size_t)n * sizeof(Move)), *saves = pool_alloc(&mem, (size_t)n * sizeof(Move));
-    double (*pairs)[4] = NULL; /* grows */
+    double(*pairs)[4] = NULL; /* grows */
     size_t pairs_cap = 0;
     for (int iter = 0; iter < 4 * n; iter++) {
         if (pl_out_of_time(c)) break;
@@ -415,8 +417,8 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         if (cut_cost < INFINITY && pl_out_of_time(c)) break; /* a plan that fits: the best so far */
     }
     if (best == INFINITY && cut_cost < INFINITY) best = cut_cost, memcpy(out, cut, (size_t)n * sizeof(Decision));
-    static const char *const seeds[] = {"full", "every:2", "every:3", "uniform:2", "sqrt", "selective",
-                                        "ops:matmul,attention", "ops:matmul"};
+    static const char *const seeds[] = {
+        "full", "every:2", "every:3", "uniform:2", "sqrt", "selective", "ops:matmul,attention", "ops:matmul"};
     for (size_t k = 0; k < sizeof seeds / sizeof *seeds; k++) {
         if (best < INFINITY && pl_out_of_time(c)) break;
         Policy pol = plan_policy(seeds[k]);
@@ -516,8 +518,9 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
     }
     Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
-    static const char *const seeds[] = {"none",      "full",      "every:2", "every:3", "uniform:2", "sqrt",
-                                        "selective", "ops:matmul,attention", "ops:matmul", NULL};
+    static const char *const seeds[] = {"none",       "full", "every:2",   "every:3",
+                                        "uniform:2",  "sqrt", "selective", "ops:matmul,attention",
+                                        "ops:matmul", NULL};
     int64_t best = INT64_MAX, checked = -1;
     Eval e;
     for (size_t t = 0; t < sizeof seeds / sizeof *seeds; t++) {

@@ -23,21 +23,21 @@ typedef struct {
     const Graph *g;
     const Autodiff *ad;
     const PlanOptions *o;
-    int64_t budget;  /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
-    Pool mem;      /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
-    double *time;  /* [n] forward time */
-    int *forced;   /* [n] -1 free, else the Decision the user forces */
-    bool *cand;    /* [n] may be dropped */
-    bool *read;    /* [n] read by the backward (else an intermediate) */
-    int *group;    /* [n] block instance index, -1 at top level */
+    int64_t budget; /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
+    Pool mem;       /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
+    double *time;   /* [n] forward time */
+    int *forced;    /* [n] -1 free, else the Decision the user forces */
+    bool *cand;     /* [n] may be dropped */
+    bool *read;     /* [n] read by the backward (else an intermediate) */
+    int *group;     /* [n] block instance index, -1 at top level */
     int n_groups;
     int n_evals;
     double t_start;
-    double deadline;  /* acc_now_s() past it: out of time (0: none; --time-limit) */
-    double alloc_s;   /* seconds of the last evaluation that allocated (the reserve below) */
-    bool timed_out;   /* the deadline ended some search early */
-    Schedule scratch; /* reused by evaluations that keep no schedule */
-    SchedIndex *index; /* for evaluations that need no allocation */
+    double deadline;        /* acc_now_s() past it: out of time (0: none; --time-limit) */
+    double alloc_s;         /* seconds of the last evaluation that allocated (the reserve below) */
+    bool timed_out;         /* the deadline ended some search early */
+    Schedule scratch;       /* reused by evaluations that keep no schedule */
+    SchedIndex *index;      /* for evaluations that need no allocation */
     char solver_error[200]; /* GLPK's first failure ("": none); the search went on without that solve */
 } Ctx;
 
@@ -63,8 +63,7 @@ typedef struct {
 /* Improve dec (within budget; target: the max-live its cut aims at) by the
  * flip search. */
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     bool *found);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found);
 
 /* ---- plan_cut.c: a plan that fits ---- */
 
@@ -73,8 +72,7 @@ void pl_restore(Ctx *c, Decision *dec, int64_t target);
 
 /* ---- plan_bound.c: the lower bound ---- */
 
-int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget,
-                  Rows *rows);
+int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *first_bwd, int64_t budget, Rows *rows);
 double pl_covering_bound(Ctx *c, int64_t budget);
 
 /* ---- plan_core.c: what every file above uses ---- */

@@ -107,7 +107,7 @@ typedef enum {
 #define KA_ENUM(name, sync) KID_##name,
     ACC_CUDA_KERNELS(KA_ENUM)
 #undef KA_ENUM
-    KID_COUNT
+        KID_COUNT
 } acc_kernel_id;
 
 /* The shared unary and binary kernels take the op table's codes (ACC_OP_*,

@@ -20,75 +20,68 @@ void g_zero(acc_dev *d, float *x, int64_t n);
 void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
                 uint32_t step);
 void g_fill(acc_dev *d, float *x, float value, int64_t n); /* the loss seed */
-void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M,
-    int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
-void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b,
-    int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N,
+                  int64_t K, int trans_a, int trans_b, int b_batched);
+void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch,
+                  int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
 void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
-    int64_t K, int trans_b);
+                  int64_t K, int trans_b);
 void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
-    int64_t M, int64_t N, int64_t K, int trans_b);
+                  int64_t M, int64_t N, int64_t K, int trans_b);
 /* the binary elementwise ops of the op table (acc_ops.h), as k_<op>_* */
-#define G_BINARY_DECL(code, name, reads)                                                                  \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim,                \
-        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);                        \
-    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads \
-        int ndim, const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+#define G_BINARY_DECL(code, name, reads)                                                                            \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
+                        const int64_t *a_shape, const int64_t *b_shape);                                            \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
+                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 ACC_EW_BINARY_OPS(G_BINARY_DECL)
 #undef G_BINARY_DECL
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
-#define G_UNARY_DECL(code, name, saved)                                   \
+#define G_UNARY_DECL(code, name, saved)                                     \
     void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n); \
     void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n);
 ACC_EW_UNARY_OPS(G_UNARY_DECL)
 #undef G_UNARY_DECL
-void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b,
-    int64_t N, int64_t C, float eps);
-void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x,
-    const float *w, const float *stats, int64_t N, int64_t C);
-void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
-    float eps);
+void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N,
+                     int64_t C, float eps);
+void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                     const float *stats, int64_t N, int64_t C);
+void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C, float eps);
 void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const float *x, const float *w,
-    const float *stats, int64_t N, int64_t C);
+                   const float *stats, int64_t N, int64_t C);
 void g_softmax_fwd(acc_dev *d, float *y, const float *x, int64_t N, int64_t C);
 void g_softmax_bwd(acc_dev *d, float *dx, const float *dy, const float *y, int64_t N, int64_t C);
-void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v,
-    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
-void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q,
-    const float *k, const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S,
-    int64_t H, int64_t KVH, int64_t D, int causal);
-void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D,
-    float theta);
-void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D,
-    float theta);
-int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
-    int64_t C);
-int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
-    int64_t C);
-int g_cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const float *logits, const int32_t *targets,
-    int64_t N, int64_t V);
-int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const float *logits,
-    const float *lse, const int32_t *targets, int64_t N, int64_t V);
+void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                     int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
+void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                     const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
+                     int64_t KVH, int64_t D, int causal);
+void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
+void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
+int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C);
+int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V, int64_t C);
+int g_cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N,
+                        int64_t V);
+int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const float *logits, const float *lse,
+                        const int32_t *targets, int64_t N, int64_t V);
 void g_dropout_fwd(acc_dev *d, float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
-    uint32_t op_id);
-void g_dropout_bwd(acc_dev *d, float *dx, const float *dout, int64_t n, float p, uint64_t seed,
-    uint32_t step, uint32_t op_id);
+                   uint32_t op_id);
+void g_dropout_bwd(acc_dev *d, float *dx, const float *dout, int64_t n, float p, uint64_t seed, uint32_t step,
+                   uint32_t op_id);
 void g_reshape_fwd(acc_dev *d, float *out, const float *x, int64_t n);
 void g_reshape_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
-void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0,
-    int dim1);
-void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0,
-    int dim1);
-void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis,
-    int64_t start, int64_t len);
-void g_slice_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis,
-    int64_t start, int64_t len);
-void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape,
-    int axis, const int64_t *sizes);
-void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim,
-    const int64_t *out_shape, int axis, const int64_t *sizes);
+void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1);
+void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0, int dim1);
+void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start,
+                 int64_t len);
+void g_slice_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis, int64_t start,
+                 int64_t len);
+void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes);
+void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes);
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
 void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);

@@ -28,6 +28,7 @@
 
 /* The driver and cuBLAS entry points used; cuda.h and cublas_v2.h map the
  * names to their current versions, and STR spells the versioned symbol. */
+/* clang-format off */
 #define CU_FUNCS(X)                                                                                                  \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
@@ -44,6 +45,7 @@
     X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                 \
     X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)   \
     X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+/* clang-format on */
 
 typedef struct {
     void *cu_lib, *blas_lib, *lt_lib;
@@ -91,8 +93,8 @@ static int cu_check(CudaDev *c, CUresult r, const char *what, const char *file, 
     const char *msg = NULL;
     if (c->api.cuGetErrorString) c->api.cuGetErrorString(r, &msg);
     int status = r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_SYSTEM_DRIVER_MISMATCH ? ACC_ERR_NO_DEVICE
-                 : r == CUDA_ERROR_OUT_OF_MEMORY                                   ? ACC_ERR_NOMEM
-                                                                                   : ACC_ERR_DEVICE;
+                 : r == CUDA_ERROR_OUT_OF_MEMORY                                     ? ACC_ERR_NOMEM
+                                                                                     : ACC_ERR_DEVICE;
     return dev_fail(&c->head, status, file, line, "%s: %s (CUresult %d)", what, msg ? msg : "unknown error", (int)r);
 }
 
@@ -128,8 +130,8 @@ static int load_api(CudaDev *c) {
         return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
                         "cuBLASLt (libcublasLt.so.%d) cannot be loaded: %s; install the CUDA %d runtime libraries",
                         CUBLAS_VER_MAJOR, dlerror(), CUBLAS_VER_MAJOR);
-#define FN_LOAD(f, lib)                                                                                           \
-    if (!(*(void **)&a->f = dlsym(a->lib, STR(f))))                                                               \
+#define FN_LOAD(f, lib)                                                                                            \
+    if (!(*(void **)&a->f = dlsym(a->lib, STR(f))))                                                                \
         return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "%s has no %s: driver or cuBLAS too old", \
                         #lib, STR(f));
 #define CU_LOAD(f) FN_LOAD(f, cu_lib)
@@ -174,10 +176,9 @@ static int cuda_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long 
     if (m > lim || n > lim || k > lim || lda > lim || ldb > lim || ldc > lim || batch > lim)
         return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "GEMM dimension above 2^31");
     const float one = 1.0f;
-    return BLAS_CHECK(c, c->api.cublasSgemmStridedBatched(c->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                          tb ? CUBLAS_OP_T : CUBLAS_OP_N, (int)m, (int)n, (int)k, &one,
-                                                          A, (int)lda, sA, B, (int)ldb, sB, &beta, C, (int)ldc, sC,
-                                                          (int)batch));
+    return BLAS_CHECK(c, c->api.cublasSgemmStridedBatched(
+                             c->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, (int)m, (int)n,
+                             (int)k, &one, A, (int)lda, sA, B, (int)ldb, sB, &beta, C, (int)ldc, sC, (int)batch));
 }
 
 /* The alignment of a device address, for cuBLASLt's preferences: a power of
@@ -211,14 +212,20 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
                                                    : CUBLASLT_EPILOGUE_BGRADB;
     uint64_t wsb = (uint64_t)ws_bytes;
     const float one = 1.0f;
-    int rc = BLAS_CHECK(c, a->cublasLtMatmulDescCreate(&op, c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                                                      CUDA_R_32F));
+    int rc = BLAS_CHECK(
+        c, a->cublasLtMatmulDescCreate(&op, c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, (uint64_t)(ta ? k : m), (uint64_t)(ta ? m : k), lda));
-    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, (uint64_t)(tb ? n : k), (uint64_t)(tb ? k : n), ldb));
+    if (!rc)
+        rc =
+            BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (!rc)
+        rc = BLAS_CHECK(
+            c, a->cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, (uint64_t)(ta ? k : m), (uint64_t)(ta ? m : k), lda));
+    if (!rc)
+        rc = BLAS_CHECK(
+            c, a->cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, (uint64_t)(tb ? n : k), (uint64_t)(tb ? k : n), ldb));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldd));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceCreate(&pref));
     if (!rc)
@@ -236,10 +243,8 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
     if (!rc) {
         memset(&res, 0, sizeof res);
         cublasStatus_t st = a->cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &found);
-        if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1))
-            rc = DEV_NO_ALGO;
-        else
-            rc = BLAS_CHECK(c, st);
+        if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1)) rc = DEV_NO_ALGO;
+        else rc = BLAS_CHECK(c, st);
     }
     if (!rc)
         rc = BLAS_CHECK(c, a->cublasLtMatmul(c->lt, op, &one, A, la, B, lb, &beta, D, ld, D, ld, &res.algo, ws,
@@ -269,9 +274,10 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
     if ((rc = CU_CHECK(c, a->cuInit(0)))) return rc;
     if ((rc = CU_CHECK(c, a->cuDriverGetVersion(&version)))) return rc;
     if (version < CUDA_VERSION)
-        return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
-                        "the NVIDIA driver supports CUDA %d.%d; this library was built with CUDA %d.%d: update the driver",
-                        version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+        return dev_fail(
+            &c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__,
+            "the NVIDIA driver supports CUDA %d.%d; this library was built with CUDA %d.%d: update the driver",
+            version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     if ((rc = CU_CHECK(c, a->cuDeviceGetCount(&count)))) return rc;
     if (count < 1) return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "no CUDA device");
     if ((rc = CU_CHECK(c, a->cuDeviceGet(&c->dev, 0)))) return rc;
@@ -416,7 +422,8 @@ static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
     if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
     float t;
     if (c->ev_used[ACC_PHASE_FWD] && c->ev_used[ACC_PHASE_BWD] && c->ev_used[ACC_PHASE_COUNT]) {
-        if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_FWD], c->ev[ACC_PHASE_BWD]))) ms[ACC_PHASE_FWD] = t;
+        if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_FWD], c->ev[ACC_PHASE_BWD])))
+            ms[ACC_PHASE_FWD] = t;
         if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_BWD], c->ev[ACC_PHASE_COUNT])))
             ms[ACC_PHASE_BWD] = t;
     }
@@ -426,5 +433,5 @@ static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
 
 static const char *cuda_error(const acc_dev *d) { return dev_error(d); }
 
-const acc_device acc_device_cuda = {"cuda", cuda_open, cuda_close, cuda_upload, cuda_download, cuda_zero,
-                                    cuda_mark, cuda_finish, cuda_run, dev_adamw, cuda_error};
+const acc_device acc_device_cuda = {"cuda",    cuda_open,   cuda_close, cuda_upload, cuda_download, cuda_zero,
+                                    cuda_mark, cuda_finish, cuda_run,   dev_adamw,   cuda_error};

@@ -87,7 +87,8 @@ static double now_ms(void) {
 static int emu_kernel_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a) {
     record((EmuDev *)d, &(Rec){.kind = REC_LAUNCH, .k = k, .grid = grid, .block = block, .a = *a});
     const char *err = emu_launch(kernels[k].fn, kernels[k].sync, (emu_dim3){grid, 1, 1}, (emu_dim3){block, 1, 1}, a);
-    if (err) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "%s<<<%u, %u>>>: %s", kernels[k].name, grid, block, err);
+    if (err)
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "%s<<<%u, %u>>>: %s", kernels[k].name, grid, block, err);
     return ACC_OK;
 }
 
@@ -117,11 +118,27 @@ static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long l
     if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 ||
         ldc < m || ldc < 1)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
-                        "gemm: invalid value (m %lld n %lld k %lld lda %lld ldb %lld ldc %lld)", m, n, k, lda, ldb, ldc);
-    record((EmuDev *)d, &(Rec){.kind = REC_GEMM, .ta = ta, .tb = tb, .m = m, .n = n, .kk = k, .A = A, .lda = lda,
-                               .sa = sA, .B = B, .ldb = ldb, .sb = sB, .beta = beta, .C = C, .ldc = ldc, .sc = sC,
+                        "gemm: invalid value (m %lld n %lld k %lld lda %lld ldb %lld ldc %lld)", m, n, k, lda, ldb,
+                        ldc);
+    record((EmuDev *)d, &(Rec){.kind = REC_GEMM,
+                               .ta = ta,
+                               .tb = tb,
+                               .m = m,
+                               .n = n,
+                               .kk = k,
+                               .A = A,
+                               .lda = lda,
+                               .sa = sA,
+                               .B = B,
+                               .ldb = ldb,
+                               .sb = sB,
+                               .beta = beta,
+                               .C = C,
+                               .ldc = ldc,
+                               .sc = sC,
                                .batch = batch});
-    for (long long b = 0; b < batch; b++) ref_gemm(ta, tb, m, n, k, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+    for (long long b = 0; b < batch; b++)
+        ref_gemm(ta, tb, m, n, k, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
     return ACC_OK;
 }
 
@@ -139,10 +156,25 @@ static int emu_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long lo
         ws_bytes < 0 || (ws_bytes && !ws))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
                         "gemm_ep: invalid value (epilogue %d m %lld n %lld k %lld lda %lld ldb %lld ldd %lld, bias %s, "
-                        "workspace %lld)", epi, m, n, k, lda, ldb, ldd, bias ? "set" : "NULL", ws_bytes);
+                        "workspace %lld)",
+                        epi, m, n, k, lda, ldb, ldd, bias ? "set" : "NULL", ws_bytes);
     if (((EmuDev *)d)->no_epilogue) return DEV_NO_ALGO;
-    record((EmuDev *)d, &(Rec){.kind = REC_GEMM_EP, .epi = epi, .ta = ta, .tb = tb, .m = m, .n = n, .kk = k, .A = A,
-                               .lda = lda, .B = B, .ldb = ldb, .beta = beta, .C = D, .ldc = ldd, .bias = bias, .ws = ws,
+    record((EmuDev *)d, &(Rec){.kind = REC_GEMM_EP,
+                               .epi = epi,
+                               .ta = ta,
+                               .tb = tb,
+                               .m = m,
+                               .n = n,
+                               .kk = k,
+                               .A = A,
+                               .lda = lda,
+                               .B = B,
+                               .ldb = ldb,
+                               .beta = beta,
+                               .C = D,
+                               .ldc = ldd,
+                               .bias = bias,
+                               .ws = ws,
                                .ws_bytes = ws_bytes});
     ref_gemm(ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd);
     if (epi == DEV_EPI_BIAS) {
@@ -197,7 +229,8 @@ static int in_arena(const EmuDev *e, const unsigned char *p, size_t n) {
 }
 
 static int emu_upload(acc_dev *d, unsigned char *dst, const void *src, size_t n) {
-    if (!in_arena((EmuDev *)d, dst, n)) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "upload outside the arena");
+    if (!in_arena((EmuDev *)d, dst, n))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "upload outside the arena");
     memcpy(dst, src, n);
     return d->status;
 }
@@ -210,7 +243,8 @@ static int emu_download(acc_dev *d, void *dst, const unsigned char *src, size_t 
 }
 
 static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
-    if (!in_arena((EmuDev *)d, dst, n)) return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
+    if (!in_arena((EmuDev *)d, dst, n))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
     memset(dst, 0, n);
     return d->status;
 }
@@ -256,21 +290,19 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
     }
     for (int i = 0; i < g->n && !d->status; i++) {
         const Rec *r = &g->v[i];
-        if (r->kind == REC_LAUNCH)
-            emu_kernel_launch(d, r->k, r->grid, r->block, &r->a);
+        if (r->kind == REC_LAUNCH) emu_kernel_launch(d, r->k, r->grid, r->block, &r->a);
         else if (r->kind == REC_GEMM)
-            emu_gemm(d, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta, r->C, r->ldc,
-                     r->sc, r->batch);
+            emu_gemm(d, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta, r->C,
+                     r->ldc, r->sc, r->batch);
         else if (r->kind == REC_GEMM_EP)
             emu_gemm_ep(d, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C, r->ldc,
                         r->bias, r->ws, r->ws_bytes);
-        else
-            emu_mark(d, r->phase);
+        else emu_mark(d, r->phase);
     }
     return d->status;
 }
 
 static const char *emu_error(const acc_dev *d) { return dev_error(d); }
 
-const acc_device acc_device_cuda_emu = {"cuda-emu", emu_open, emu_close, emu_upload, emu_download, emu_zero,
+const acc_device acc_device_cuda_emu = {"cuda-emu", emu_open,   emu_close, emu_upload, emu_download, emu_zero,
                                         emu_mark,   emu_finish, emu_run,   dev_adamw,  emu_error};

@@ -56,10 +56,8 @@ static inline int devbench_fill(const acc_device *dv, acc_dev *d, float *dst, in
         int64_t k = n - at < CHUNK ? n - at : CHUNK;
         for (int64_t i = 0; i < k; i++) {
             seed = seed * 1664525u + 1013904223u;
-            if (bound > 0)
-                ((int32_t *)(void *)buf)[i] = (int32_t)((seed >> 8) % (unsigned)bound);
-            else
-                buf[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+            if (bound > 0) ((int32_t *)(void *)buf)[i] = (int32_t)((seed >> 8) % (unsigned)bound);
+            else buf[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
         }
         int rc = dv->upload(d, (unsigned char *)(dst + at), buf, (size_t)k * 4);
         if (rc) return rc;

@@ -95,13 +95,13 @@ typedef struct {
     const acc_kargs *args;
     emu_dim3 grid, block, block_idx;
     int n_threads, cur;
-    int sync;               /* coroutines (the kernel synchronizes) */
+    int sync; /* coroutines (the kernel synchronizes) */
     EmuThread *th;
     char *stacks;
     size_t stack_bytes;
     EmuContext main_uc;
-    int block_waiting;      /* threads parked at __syncthreads */
-    int warp_waiting[32];   /* lanes parked at a warp barrier, per warp */
+    int block_waiting;    /* threads parked at __syncthreads */
+    int warp_waiting[32]; /* lanes parked at a warp barrier, per warp */
     const char *error;
 #ifdef EMU_ASAN
     void *fake_stack;
@@ -110,7 +110,7 @@ typedef struct {
 #endif
 } Emu;
 
-static _Thread_local Emu *emu_now; /* the launch this OS thread is running */
+static _Thread_local Emu *emu_now;       /* the launch this OS thread is running */
 static _Thread_local emu_dim3 plain_idx; /* thread index when running plainly */
 
 static EmuThread *self(void) { return &emu_now->th[emu_now->cur]; }

@@ -167,10 +167,8 @@ KERNEL ck_strided(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         long long di = a.i[14], si = a.i[21];
         idx6(i, &a.i[2], &a.i[8], &a.i[15], small, &di, &si);
-        if (a.i[1])
-            dst[di] += src[si];
-        else
-            dst[di] = src[si];
+        if (a.i[1]) dst[di] += src[si];
+        else dst[di] = src[si];
     }
 }
 
@@ -360,10 +358,8 @@ KERNEL ck_dropout(acc_kargs a) {
     long long seed = (long long)sc->seed, step = sc->step;
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         float v = dropout_at(x[i], a.f[0], seed, step, a.i[3], i);
-        if (a.i[4])
-            y[i] += v;
-        else
-            y[i] = v;
+        if (a.i[4]) y[i] += v;
+        else y[i] = v;
     }
 }
 
@@ -538,7 +534,8 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
     case COL_SUM: *v0 = g; break;
     case COL_BINARY: {
         long long ia = 0, ib = 0;
-        if (binary_reads((int)a->i[6])) idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
+        if (binary_reads((int)a->i[6]))
+            idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
         *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
         break;
     }
@@ -552,10 +549,8 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
 
 DEVFN void col_store(float *dst, long long at, float s, long long store) {
     if (!dst) return;
-    if (store == COL_ADD)
-        dst[at] += s;
-    else
-        dst[at] = s;
+    if (store == COL_ADD) dst[at] += s;
+    else dst[at] = s;
 }
 
 KERNEL ck_col_reduce(acc_kargs a) {
@@ -569,8 +564,7 @@ KERNEL ck_col_reduce(acc_kargs a) {
         float s0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (k < K) {
             long long r = r0 + w;
-            for (; r + 3 * COL_WARPS < r1; r += 4 * COL_WARPS)
-                UNROLL for (int u = 0; u < 4; u++) {
+            for (; r + 3 * COL_WARPS < r1; r += 4 * COL_WARPS) UNROLL for (int u = 0; u < 4; u++) {
                     float v0 = 0.0f, v1 = 0.0f;
                     long long ru = r + u * COL_WARPS;
                     col_value(&a, (ob * R + ru) * K + k, ru, &v0, &v1);
@@ -793,7 +787,8 @@ KERNEL ck_xent_bwd(acc_kargs a) {
         const float *l = a.p[2] + n * V;
         float *dl = a.p[0] + n * V, lse = a.p[3][n];
         long long t = tg[n];
-        for (long long c = threadIdx.x; c < V; c += blockDim.x) dl[c] += k * (expf(l[c] - lse) - (c == t ? 1.0f : 0.0f));
+        for (long long c = threadIdx.x; c < V; c += blockDim.x)
+            dl[c] += k * (expf(l[c] - lse) - (c == t ? 1.0f : 0.0f));
     }
 }
 
@@ -1049,7 +1044,7 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
                 UNROLL for (int c = 0; c < 8; c++) o[i][c] *= corr;
             }
             att_stage_wait();
-            __syncthreads(); /* V is staged; every thread is done with K; the probabilities are written */
+            __syncthreads();           /* V is staged; every thread is done with K; the probabilities are written */
             if (s0 + RT_KEYS < send) { /* the next K lands during O += P V */
                 long long s1 = s0 + RT_KEYS;
                 att_stage(ks, RT_LD, RT_KEYS, a.p[3] + kv0 + s1 * kld, kld,
@@ -1188,10 +1183,9 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             UNROLL for (int nt = 0; nt < 8; nt++) {
                 UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
                 if (8 * nt >= kn) continue;
-                UNROLL for (int kk = 0; kk < 8; kk++)
-                    if (8 * kk < D)
-                        mma_tf32(s[nt], qa[kk], tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig]),
-                                 tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig + 4]));
+                UNROLL for (int kk = 0; kk < 8; kk++) if (8 * kk < D)
+                    mma_tf32(s[nt], qa[kk], tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig]),
+                             tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig + 4]));
             }
             float mx[2] = {NEG_INF, NEG_INF}, sum[2] = {0.0f, 0.0f}, corr[2];
             UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
@@ -1216,7 +1210,7 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             l[0] = l[0] * corr[0] + sum[0];
             l[1] = l[1] * corr[1] + sum[1];
             att_stage_wait();
-            __syncthreads(); /* V is staged; every warp is done with K */
+            __syncthreads();    /* V is staged; every warp is done with K */
             if (s0 + 64 < send) /* the next K lands during O += P V */
                 att_stage(ks, TC_KLD, 64, a.p[3] + kv0 + (s0 + 64) * kld, kld,
                           (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64), D);
@@ -1224,10 +1218,9 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
                 if (8 * kc >= kn) continue;
                 float pa[4];
                 tc_c_to_a(pa, s[kc], lane);
-                UNROLL for (int nd = 0; nd < 8; nd++)
-                    if (8 * nd < D)
-                        mma_tf32(o[nd], pa, tf32(vs[(8 * kc + tig) * TC_VLD + 8 * nd + gid]),
-                                 tf32(vs[(8 * kc + tig + 4) * TC_VLD + 8 * nd + gid]));
+                UNROLL for (int nd = 0; nd < 8; nd++) if (8 * nd < D)
+                    mma_tf32(o[nd], pa, tf32(vs[(8 * kc + tig) * TC_VLD + 8 * nd + gid]),
+                             tf32(vs[(8 * kc + tig + 4) * TC_VLD + 8 * nd + gid]));
             }
         }
         float *og = a.p[0] + (b * T + t0) * qld + h * D;
@@ -1281,10 +1274,9 @@ DEVFN void tc_abt(float c[][4], int nt_n, float fa[8][4], const float *bs, int l
     UNROLL for (int nt = 0; nt < 4; nt++) {
         if (nt >= nt_n) continue;
         UNROLL for (int i = 0; i < 4; i++) c[nt][i] = 0.0f;
-        UNROLL for (int kk = 0; kk < 8; kk++)
-            if (8 * kk < D)
-                mma_tf32(c[nt], fa[kk], tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig]),
-                         tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig + 4]));
+        UNROLL for (int kk = 0; kk < 8; kk++) if (8 * kk < D)
+            mma_tf32(c[nt], fa[kk], tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig]),
+                     tf32(bs[(8 * nt + gid) * ls + 8 * kk + tig + 4]));
     }
 }
 
@@ -1296,10 +1288,9 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
         if (kc >= nt_n) continue;
         float pa[4];
         tc_c_to_a(pa, c[kc], lane);
-        UNROLL for (int nd = 0; nd < 8; nd++)
-            if (8 * nd < D)
-                mma_tf32(acc[nd], pa, tf32(bs[(8 * kc + tig) * ls + 8 * nd + gid]),
-                         tf32(bs[(8 * kc + tig + 4) * ls + 8 * nd + gid]));
+        UNROLL for (int nd = 0; nd < 8; nd++) if (8 * nd < D)
+            mma_tf32(acc[nd], pa, tf32(bs[(8 * kc + tig) * ls + 8 * nd + gid]),
+                     tf32(bs[(8 * kc + tig + 4) * ls + 8 * nd + gid]));
     }
 }
 
@@ -1330,7 +1321,7 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
         for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
             int kn = (int)(send - s0 < 32 ? send - s0 : 32), ntn = (kn + 7) / 8;
             att_stage_wait();
-            __syncthreads(); /* K and V of s0 are staged; every warp is done with the other buffers */
+            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
             if (s0 + 32 < send) { /* the next K and V land during this tile */
                 int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
                 att_stage(ks[c ^ 1], TC_QLD, 32, a.p[3] + kv0 + (s0 + 32) * kld, kld, nn, D);
@@ -1392,7 +1383,7 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
         long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
         long long krow0 = (b * S + s0) * kld + kvh * D;
-        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32; /* row tiles per query head */
+        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32;     /* row tiles per query head */
         int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
         float ka[8][4], va[8][4], gk[8][4], gv[8][4];
         tc_load_a(ka, a.p[4] + krow0 + k0 * kld, kld, wn, D, scale); /* S^T = (scale k) q^T */
@@ -1405,7 +1396,7 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
             long long t0 = tfirst + i % nrt * 32;
             int c = (int)(i & 1), qn = (int)(T - t0 < 32 ? T - t0 : 32), ntn = (qn + 7) / 8;
             att_stage_wait();
-            __syncthreads(); /* tile i is staged; every warp is done with tile i - 1 and its buffers */
+            __syncthreads();     /* tile i is staged; every warp is done with tile i - 1 and its buffers */
             if (i + 1 < G * nrt) /* the next tile lands during this one */
                 tc_stage_rows(qs[c ^ 1], gs[c ^ 1], rowl[c ^ 1], rowd[c ^ 1], &a, b, kvh * G + (i + 1) / nrt,
                               tfirst + (i + 1) % nrt * 32, D);
@@ -1515,7 +1506,7 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
             int kn = (int)(send - s0 < RB ? send - s0 : RB), nn = (int)(send - s0 - RB < RB ? send - s0 - RB : RB);
             att_stage_wait();
             __syncthreads(); /* this K and V are staged; every thread is done with the other K */
-            if (nn > 0) /* the next K lands during this tile */
+            if (nn > 0)      /* the next K lands during this tile */
                 att_stage(ks[c ^ 1], RT_LD, RB, a.p[3] + kv0 + (s0 + RB) * kld, kld, nn, D);
             float sc[2][4], dp[2][4];
             rb_scores(qs, gs, ks[c], vs, D4, g, x, sc, dp);
@@ -1525,21 +1516,20 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
                 dss[r * RB_PL + key] = p * (dp[i][j] - delta[i]);
             }
             __syncthreads(); /* every thread is done with V; (the group's rows of ds are written) */
-            if (nn > 0) /* the next V lands during dq += ds K */
+            if (nn > 0)      /* the next V lands during dq += ds K */
                 att_stage(vs, RT_LD, RB, a.p[4] + kv0 + (s0 + RB) * kld, kld, nn, D);
             for (int j = 0; j < kn; j += 4) { /* keys past kn: ds 0, K rows 0 */
                 kf4 d4[2];
                 UNROLL for (int i = 0; i < 2; i++) d4[i] = ld4(dss + (2 * g + i) * RB_PL + j);
-                UNROLL for (int jj = 0; jj < 4; jj++)
-                    UNROLL for (int i = 0; i < 2; i++) rb_axpy8(acc[i], f4_get(d4[i], jj), ks[c] + (j + jj) * RT_LD, x);
+                UNROLL for (int jj = 0; jj < 4; jj++) UNROLL for (int i = 0; i < 2; i++)
+                    rb_axpy8(acc[i], f4_get(d4[i], jj), ks[c] + (j + jj) * RT_LD, x);
             }
         }
         float *dq = a.p[0] + row0;
         UNROLL for (int i = 0; i < 2; i++) {
             int r = 2 * g + i;
             if (r >= qn) continue;
-            UNROLL for (int c = 0; c < 8; c++)
-                if (rb_col(x, c) < D) dq[r * qld + rb_col(x, c)] += scale * acc[i][c];
+            UNROLL for (int c = 0; c < 8; c++) if (rb_col(x, c) < D) dq[r * qld + rb_col(x, c)] += scale * acc[i][c];
         }
     }
 }
@@ -1549,7 +1539,7 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
 KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
     __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
     __shared__ KALIGN16 float pt[RB * RB_PL], dst[RB * RB_PL]; /* p and ds, (key, row) */
-    __shared__ float rowl[RB], rowd[RB];                          /* lse, delta */
+    __shared__ float rowl[RB], rowd[RB];                       /* lse, delta */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6];
     int g = threadIdx.x >> 3, x = threadIdx.x & 7;
@@ -1569,13 +1559,14 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
         __syncthreads(); /* the previous tile is done with every buffer */
         att_stage(ks, RT_LD, RB, a.p[4] + krow0, kld, kn, D);
         att_stage(vs, RT_LD, RB, a.p[5] + krow0, kld, kn, D);
-        if (nrt > 0) att_stage(qs, RT_LD, RB, a.p[3] + (b * T + tfirst) * qld + kvh * G * D, qld,
-                               (int)(T - tfirst < RB ? T - tfirst : RB), D);
+        if (nrt > 0)
+            att_stage(qs, RT_LD, RB, a.p[3] + (b * T + tfirst) * qld + kvh * G * D, qld,
+                      (int)(T - tfirst < RB ? T - tfirst : RB), D);
         /* row tile i: query head kvh G + i / nrt, rows tfirst + RB (i % nrt) */
         for (long long it = 0; it < G * nrt; it++) {
             long long h = kvh * G + it / nrt, t0 = tfirst + it % nrt * RB, row0 = (b * T + t0) * qld + h * D;
             int qn = (int)(T - t0 < RB ? T - t0 : RB);
-            if (it > 0) __syncthreads(); /* every thread is done with the last dout, p and ds */
+            if (it > 0) __syncthreads();                         /* every thread is done with the last dout, p and ds */
             att_stage(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D); /* (q was staged during the last tile) */
             for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
                 long long l0 = (b * H + h) * T + t0;
@@ -1592,14 +1583,14 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
                 pt[key * RB_PL + r] = p;
                 dst[key * RB_PL + r] = p * (dp[i][j] - rowd[r]);
             }
-            __syncthreads(); /* p and ds of every (key, row) are written */
+            __syncthreads();                  /* p and ds of every (key, row) are written */
             for (int i = 0; i < qn; i += 4) { /* rows past qn: p, ds, q and dout 0 */
                 kf4 d4[2];
                 UNROLL for (int k = 0; k < 2; k++) d4[k] = ld4(dst + (2 * g + k) * RB_PL + i);
-                UNROLL for (int ii = 0; ii < 4; ii++)
-                    UNROLL for (int k = 0; k < 2; k++) rb_axpy8(gk[k], f4_get(d4[k], ii), qs + (i + ii) * RT_LD, x);
+                UNROLL for (int ii = 0; ii < 4; ii++) UNROLL for (int k = 0; k < 2; k++)
+                    rb_axpy8(gk[k], f4_get(d4[k], ii), qs + (i + ii) * RT_LD, x);
             }
-            __syncthreads(); /* every thread is done with q */
+            __syncthreads();        /* every thread is done with q */
             if (it + 1 < G * nrt) { /* the next q lands during dv += p^T dout */
                 long long h1 = kvh * G + (it + 1) / nrt, t1 = tfirst + (it + 1) % nrt * RB;
                 att_stage(qs, RT_LD, RB, a.p[3] + (b * T + t1) * qld + h1 * D, qld, (int)(T - t1 < RB ? T - t1 : RB),
@@ -1608,8 +1599,8 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
             for (int i = 0; i < qn; i += 4) {
                 kf4 p4[2];
                 UNROLL for (int k = 0; k < 2; k++) p4[k] = ld4(pt + (2 * g + k) * RB_PL + i);
-                UNROLL for (int ii = 0; ii < 4; ii++)
-                    UNROLL for (int k = 0; k < 2; k++) rb_axpy8(gv[k], f4_get(p4[k], ii), gs + (i + ii) * RT_LD, x);
+                UNROLL for (int ii = 0; ii < 4; ii++) UNROLL for (int k = 0; k < 2; k++)
+                    rb_axpy8(gv[k], f4_get(p4[k], ii), gs + (i + ii) * RT_LD, x);
             }
         }
         UNROLL for (int k = 0; k < 2; k++) {
@@ -1681,12 +1672,11 @@ KERNEL ck_attention_fwd(acc_kargs a) {
             for (int j = 0; j < kn; j += 4) {
                 kf4 p4[ATT_FR];
                 UNROLL for (int r = 0; r < ATT_FR; r++) p4[r] = ld4(pw + r * ATT_TK + j);
-                UNROLL for (int jj = 0; jj < 4; jj++)
-                    UNROLL for (int c = 0; c < ATT_NC; c++) {
-                        if (32 * c >= D) continue;
-                        float vv = kv[(j + jj) * ATT_KS + lane + 32 * c];
-                        UNROLL for (int r = 0; r < ATT_FR; r++) o[r][c] += f4_get(p4[r], jj) * vv;
-                    }
+                UNROLL for (int jj = 0; jj < 4; jj++) UNROLL for (int c = 0; c < ATT_NC; c++) {
+                    if (32 * c >= D) continue;
+                    float vv = kv[(j + jj) * ATT_KS + lane + 32 * c];
+                    UNROLL for (int r = 0; r < ATT_FR; r++) o[r][c] += f4_get(p4[r], jj) * vv;
+                }
             }
         }
         float *og = a.p[0] + (b * T + t0) * qld + h * D;
@@ -1694,8 +1684,8 @@ KERNEL ck_attention_fwd(acc_kargs a) {
             int i = w * ATT_FR + r;
             float lt = warp_sum(l[r]);
             if (i >= qn) continue;
-            UNROLL for (int c = 0; c < ATT_NC; c++)
-                if (lane + 32 * c < D) og[i * qld + lane + 32 * c] = lt > 0.0f ? o[r][c] / lt : 0.0f;
+            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D) og[i * qld + lane + 32 * c] =
+                lt > 0.0f ? o[r][c] / lt : 0.0f;
             if (lane == 0) a.p[1][(b * H + h) * T + t0 + i] = m[r] + logf(lt);
         }
     }
@@ -1763,20 +1753,19 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
             for (int j = 0; j < kn; j += 4) {
                 kf4 d4[ATT_QR];
                 UNROLL for (int r = 0; r < ATT_QR; r++) d4[r] = ld4(dw + r * ATT_TK + j);
-                UNROLL for (int jj = 0; jj < 4; jj++)
-                    UNROLL for (int c = 0; c < ATT_NC; c++) {
-                        if (32 * c >= D) continue;
-                        float kk = kv[(j + jj) * ATT_KS + lane + 32 * c];
-                        UNROLL for (int r = 0; r < ATT_QR; r++) g[r][c] += f4_get(d4[r], jj) * kk;
-                    }
+                UNROLL for (int jj = 0; jj < 4; jj++) UNROLL for (int c = 0; c < ATT_NC; c++) {
+                    if (32 * c >= D) continue;
+                    float kk = kv[(j + jj) * ATT_KS + lane + 32 * c];
+                    UNROLL for (int r = 0; r < ATT_QR; r++) g[r][c] += f4_get(d4[r], jj) * kk;
+                }
             }
         }
         float *dq = a.p[0] + row0;
         UNROLL for (int r = 0; r < ATT_QR; r++) {
             int i = w * ATT_QR + r;
             if (i >= qn) continue;
-            UNROLL for (int c = 0; c < ATT_NC; c++)
-                if (lane + 32 * c < D) dq[i * qld + lane + 32 * c] += scale * g[r][c];
+            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D) dq[i * qld + lane + 32 * c] +=
+                scale * g[r][c];
         }
     }
 }
@@ -1794,11 +1783,11 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
 KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
     __shared__ KALIGN16 float ks[KA_ATT_DKDV_KEYS * ATT_KS];
     __shared__ KALIGN16 float vs[KA_ATT_DKDV_KEYS * ATT_KS];
-    __shared__ KALIGN16 float qs[ATT_DT * ATT_KS];             /* q rows */
-    __shared__ KALIGN16 float gs[ATT_DT * ATT_KS];             /* dout rows */
-    __shared__ KALIGN16 float ps[ATT_DT * KA_ATT_DKDV_KEYS];   /* p, (row, key) */
-    __shared__ KALIGN16 float dss[ATT_DT * KA_ATT_DKDV_KEYS];  /* ds, (row, key) */
-    __shared__ float rowl[ATT_DT], rowd[ATT_DT];               /* lse, delta */
+    __shared__ KALIGN16 float qs[ATT_DT * ATT_KS];            /* q rows */
+    __shared__ KALIGN16 float gs[ATT_DT * ATT_KS];            /* dout rows */
+    __shared__ KALIGN16 float ps[ATT_DT * KA_ATT_DKDV_KEYS];  /* p, (row, key) */
+    __shared__ KALIGN16 float dss[ATT_DT * KA_ATT_DKDV_KEYS]; /* ds, (row, key) */
+    __shared__ float rowl[ATT_DT], rowd[ATT_DT];              /* lse, delta */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], D4 = (D + 3) & ~3, causal = (int)a.i[6], lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     int key = w * ATT_KR + (lane & 7), r0 = (lane >> 3) * 2; /* this lane's pairs */
@@ -1809,8 +1798,7 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
         long long krow0 = (b * S + s0) * kld + kvh * D;
         int kn = (int)(S - s0 < KA_ATT_DKDV_KEYS ? S - s0 : KA_ATT_DKDV_KEYS);
         float gk[ATT_KR][ATT_NC], gv[ATT_KR][ATT_NC];
-        UNROLL for (int k = 0; k < ATT_KR; k++)
-            UNROLL for (int c = 0; c < ATT_NC; c++) gk[k][c] = gv[k][c] = 0.0f;
+        UNROLL for (int k = 0; k < ATT_KR; k++) UNROLL for (int c = 0; c < ATT_NC; c++) gk[k][c] = gv[k][c] = 0.0f;
         __syncthreads(); /* the previous tile is done with ks, vs */
         att_load(ks, ATT_KS, KA_ATT_DKDV_KEYS, a.p[4] + krow0, kld, kn, D, D4);
         att_load(vs, ATT_KS, KA_ATT_DKDV_KEYS, a.p[5] + krow0, kld, kn, D, D4);
@@ -1875,7 +1863,7 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
 #define ATT_R (KA_ATT_MAX_D / 32) /* registers per lane */
 
 /* The warp's rows: row r of `rows`, grid-stride; uniform over the warp. */
-#define WARP_ROWS(r, rows)                                                                 \
+#define WARP_ROWS(r, rows)                                                                         \
     for (long long r = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); r < (rows); \
          r += (long long)gridDim.x * (blockDim.x >> 5))
 

@@ -172,8 +172,7 @@ void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_
                   int64_t K, int trans_a, int trans_b, int b_batched) {
     if (!b_batched && !trans_a) /* one GEMM over batch*M rows */
         rm_gemm(d, out, a, b, batch * M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
-    else
-        rm_gemm(d, out, a, b, M, N, K, trans_a, trans_b, M * K, b_batched ? K * N : 0, M * N, batch, 0.0f);
+    else rm_gemm(d, out, a, b, M, N, K, trans_a, trans_b, M * K, b_batched ? K * N : 0, M * N, batch, 0.0f);
 }
 
 /* With A = op(a), B = op(b), out = A B: dA = dout B^T, dB = A^T dout. */
@@ -183,8 +182,7 @@ void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const flo
     if (da) {
         if (!trans_a && !b_batched) /* da (batch*M, K) = dout B^T */
             rm_gemm(d, da, dout, b, batch * M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
-        else if (!trans_a)
-            rm_gemm(d, da, dout, b, M, K, N, 0, !trans_b, M * N, sb, M * K, batch, 1.0f);
+        else if (!trans_a) rm_gemm(d, da, dout, b, M, K, N, 0, !trans_b, M * N, sb, M * K, batch, 1.0f);
         else /* da stored (K, M) = dA^T = B dout^T */
             rm_gemm(d, da, b, dout, K, M, N, trans_b, 1, sb, M * N, M * K, batch, 1.0f);
     }
@@ -195,24 +193,20 @@ void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const flo
         else /* db stored (N, K) = dB^T = dout^T A */
             rm_gemm(d, db, dout, a, N, K, M, 1, trans_a, M * N, M * K, K * N, batch, 1.0f);
     } else if (!trans_a) { /* b shared: contract over all batch*M rows at once */
-        if (!trans_b)
-            rm_gemm(d, db, a, dout, K, N, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
-        else
-            rm_gemm(d, db, dout, a, N, K, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+        if (!trans_b) rm_gemm(d, db, a, dout, K, N, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else rm_gemm(d, db, dout, a, N, K, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
     } else { /* b shared, a stored (K, M) per item: one accumulating GEMM per item, in order */
         for (int64_t i = 0; i < batch; i++) {
-            if (!trans_b)
-                rm_gemm(d, db, a + i * M * K, dout + i * M * N, K, N, M, 0, 0, 0, 0, 0, 1, 1.0f);
-            else
-                rm_gemm(d, db, dout + i * M * N, a + i * M * K, N, K, M, 1, 1, 0, 0, 0, 1, 1.0f);
+            if (!trans_b) rm_gemm(d, db, a + i * M * K, dout + i * M * N, K, N, M, 0, 0, 0, 0, 0, 1, 1.0f);
+            else rm_gemm(d, db, dout + i * M * N, a + i * M * K, N, K, M, 1, 1, 0, 0, 0, 1, 1.0f);
         }
     }
 }
 
 static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const float *y, int ndim, const int64_t *so,
                        const int64_t *sa, const int64_t *sb);
-static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x,
-                           const float *y, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb);
+static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x, const float *y,
+                           int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb);
 
 /* ---- linear: a GEMM with a bias epilogue ----------------------------------------- */
 
@@ -268,10 +262,8 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
         }
     }
     if (dw) {
-        if (!trans_b)
-            rm_gemm(d, dw, x, dout, K, N, M, 1, 0, 0, 0, 0, 1, 1.0f);
-        else
-            rm_gemm(d, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
+        if (!trans_b) rm_gemm(d, dw, x, dout, K, N, M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else rm_gemm(d, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
     }
     const int64_t so[] = {M, N}, sb[] = {1, N};
     binary_bwd_one(d, ACC_OP_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb);
@@ -281,8 +273,7 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
 
 /* The six padded dims of out and each operand's strides over them (0 where
  * it broadcasts). */
-static void broadcast_args(acc_kargs *a, int first, int ndim, const int64_t *so, const int64_t *sa,
-                           const int64_t *sb) {
+static void broadcast_args(acc_kargs *a, int first, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
     int64_t st_a = 1, st_b = 1;
     for (int k = 5; k >= 0; k--) {
         int j = k - (6 - ndim);
@@ -311,8 +302,8 @@ static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const flo
 /* The gradient of one operand (which: 0 a, 1 b) of shape sx. When sx is a
  * suffix of out's shape (a bias), a column reduction over the leading rows;
  * otherwise one thread per element of dx. */
-static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x,
-                           const float *y, int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
+static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x, const float *y,
+                           int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
     if (!dx) return;
     const int64_t *sx = which ? sb : sa;
     int64_t R = 1, K = 1;
@@ -369,12 +360,12 @@ void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t 
 }
 
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
-#define UNARY(code, name, saved)                                                                      \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n) {                        \
-        unary(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, 0.0f, n);                           \
-    }                                                                                               \
-    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n) {   \
-        unary(d, KID_ck_unary_bwd, ACC_OP_##code, dx, dout, saved, 0.0f, n);                        \
+#define UNARY(code, name, saved)                                                                   \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n) {                       \
+        unary(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, 0.0f, n);                          \
+    }                                                                                              \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n) { \
+        unary(d, KID_ck_unary_bwd, ACC_OP_##code, dx, dout, saved, 0.0f, n);                       \
     }
 ACC_EW_UNARY_OPS(UNARY)
 #undef UNARY
@@ -456,12 +447,9 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
     attention_ints(&a, B, T, S, H, KVH, D, causal);
     if (d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0)
         launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
-    else if (D <= KA_ATT_RT_D)
-        launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
-    else if (D <= KA_ATT_TILE_D)
-        launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
-    else
-        launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
+    else if (D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
+    else if (D <= KA_ATT_TILE_D) launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
+    else launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
 }
 
 void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
@@ -483,26 +471,18 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
     if (dq) {
         acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (delta && tc)
-            launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
-        else if (delta && D <= KA_ATT_RT_D)
-            launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
-        else if (tiled)
-            launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
-        else
-            launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
+        if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+        else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
+        else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
+        else launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
     }
     if (dk || dv) {
         acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
-        if (delta && tc)
-            launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
-        else if (delta && D <= KA_ATT_RT_D)
-            launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
-        else if (tiled)
-            launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
-        else
-            launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
+        if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
+        else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
+        else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
+        else launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
     }
 }
 
@@ -521,8 +501,7 @@ void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, 
     rope(d, dx, dout, B, T, H, D, theta, 1);
 }
 
-int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
-                    int64_t C) {
+int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C) {
     acc_kargs a = {{out, DP(idx), DP(table)}, {N, V, C}, {0}};
     dev_launch(d, KID_ck_embedding_fwd, N * C, KA_BLOCK, &a);
     return 0;
@@ -531,8 +510,7 @@ int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *tab
 /* ck_embedding_sort then ck_embedding_bwd, over segments of tokens whose
  * sort fits the scratch region (4 ints a token); segments in order keep the
  * sums of every row in token order. */
-int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V,
-                    int64_t C) {
+int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V, int64_t C) {
     if (!dtable) return 0;
     int64_t seg = d->scratch_bytes / 16, bits = 1;
     if (seg > INT32_MAX / 4) seg = INT32_MAX / 4;
@@ -597,10 +575,8 @@ static void transpose(acc_dev *d, float *out, const float *x, int nd, const int6
     for (int k = 0; k < nd; k++) dims[k] = sx[k], st[k] = xs[k];
     dims[d0] = sx[d1], dims[d1] = sx[d0], st[d0] = xs[d1], st[d1] = xs[d0];
     contiguous_strides(nd, dims, os);
-    if (!bwd)
-        strided(d, out, x, 0, nd, dims, os, 0, st, 0);
-    else /* dx (shape sx) += swap(dout), dout has the swapped dims */
-        strided(d, out, x, 1, nd, dims, st, 0, os, 0);
+    if (!bwd) strided(d, out, x, 0, nd, dims, os, 0, st, 0);
+    else /* dx (shape sx) += swap(dout), dout has the swapped dims */ strided(d, out, x, 1, nd, dims, st, 0, os, 0);
 }
 
 void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
@@ -612,17 +588,15 @@ void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const i
 
 /* slice: iterate over the slice's dims (x's with len on axis). into = 0:
  * y (contiguous) (+)= x[slice]; into = 1: y[slice] (+)= x (contiguous). */
-static void slice(acc_dev *d, float *y, const float *x, int nd, const int64_t *sx, int axis, int64_t start,
-                  int64_t len, int into, int accumulate) {
+static void slice(acc_dev *d, float *y, const float *x, int nd, const int64_t *sx, int axis, int64_t start, int64_t len,
+                  int into, int accumulate) {
     int64_t dims[6] = {0}, xs[6] = {0}, os[6] = {0};
     contiguous_strides(nd, sx, xs);
     for (int k = 0; k < nd; k++) dims[k] = sx[k];
     dims[axis] = len;
     contiguous_strides(nd, dims, os);
-    if (!into)
-        strided(d, y, x, accumulate, nd, dims, os, 0, xs, start * xs[axis]);
-    else
-        strided(d, y, x, accumulate, nd, dims, xs, start * xs[axis], os, 0);
+    if (!into) strided(d, y, x, accumulate, nd, dims, os, 0, xs, start * xs[axis]);
+    else strided(d, y, x, accumulate, nd, dims, xs, start * xs[axis], os, 0);
 }
 
 void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start,
@@ -641,8 +615,8 @@ void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndi
     for (int i = 0; i < n; off += sizes[i], i++) slice(d, out, xs[i], ndim, out_shape, axis, off, sizes[i], 1, 0);
 }
 
-void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape,
-                  int axis, const int64_t *sizes) {
+void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
+                  const int64_t *sizes) {
     int64_t off = 0;
     for (int i = 0; i < n; off += sizes[i], i++)
         if (dxs[i]) slice(d, dxs[i], dout, ndim, out_shape, axis, off, sizes[i], 0, 1);
@@ -662,8 +636,7 @@ static void reduce_fwd(acc_dev *d, float *out, const float *x, int64_t outer, in
     launch_rows(d, KID_ck_reduce_fwd, outer * inner, n, &a);
 }
 
-static void reduce_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner,
-                       float scale) {
+static void reduce_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale) {
     acc_kargs a = {{dx, DP(dout)}, {outer, n, inner}, {scale}};
     dev_launch(d, KID_ck_reduce_bwd, outer * n * inner, KA_BLOCK, &a);
 }

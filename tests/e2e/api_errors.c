@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     acc_options opt = {sizeof opt, ACC_API_VERSION, 1, 7};
     ASSERT(ACC_OK, mlp_create(&opt, &m));
     ASSERT_TRUE(m != NULL);
-    {   /* a step before the parameters have values */
+    { /* a step before the parameters have values */
         mlp_model *m2 = NULL;
         const acc_model_desc *d2 = mlp_desc();
         float *x2 = calloc((size_t)d2->inputs[0].elems, 4), loss2 = 0;
@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     data[0] = 12345.0f;
     ASSERT(ACC_OK, mlp_load_params(m, path));
     ASSERT_TRUE(data[0] == before);
-    {   /* a bad file changes no parameter: trailing bytes, a truncated last
+    { /* a bad file changes no parameter: trailing bytes, a truncated last
          * tensor, a tensor of another model */
         char bad[4096];
         int last = d->n_params - 1;
@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
         ASSERT(ACC_OK, mlp_load_params(m, path));
         ASSERT_TRUE(data[0] == first0 && lastp[0] == last0);
     }
-    {   /* input files: the shape, not only the size; no allocation from a
+    { /* input files: the shape, not only the size; no allocation from a
          * header that asks for terabytes; nothing after the last tensor */
         char in[4096];
         const acc_input_desc *xi = &d->inputs[0];

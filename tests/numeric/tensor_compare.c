@@ -279,8 +279,9 @@ static int compare_files(const char *ref_path, const char *got_path, double rtol
             printf("%-4s %-32s %-12s max_abs %.3e max_rel %.3e worst %s ref %.9g got %.9g (%.3g of tol)\n",
                    fails ? "FAIL" : "ok", r->name, rs, max_abs, max_rel, is, (double)r->data[worst_i],
                    (double)g->data[worst_i], worst);
-            if (fails) printf("     %lld of %lld elements outside |got - ref| <= %g + %g |ref|\n", (long long)fails,
-                              (long long)r->elems, atol, rtol);
+            if (fails)
+                printf("     %lld of %lld elements outside |got - ref| <= %g + %g |ref|\n", (long long)fails,
+                       (long long)r->elems, atol, rtol);
         }
     }
     printf("%s: %u tensors, %lld elements, max_abs %.3e, max_rel %.3e, worst %.3g of tol (%s); rtol %g atol %g\n",

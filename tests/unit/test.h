@@ -15,15 +15,12 @@
 static int test_passed, test_failed;
 
 static inline bool test_result(bool ok) {
-    if (ok)
-        test_passed++;
-    else
-        test_failed++;
+    if (ok) test_passed++;
+    else test_failed++;
     return ok;
 }
 
-static inline bool test_int(const char *file, int line, const char *expr, intmax_t expected,
-                            intmax_t actual) {
+static inline bool test_int(const char *file, int line, const char *expr, intmax_t expected, intmax_t actual) {
     if (expected != actual) printf("%s:%d: %s: expected %jd, got %jd\n", file, line, expr, expected, actual);
     return test_result(expected == actual);
 }
@@ -33,8 +30,7 @@ static inline bool test_true(const char *file, int line, const char *expr, bool 
     return test_result(cond);
 }
 
-static inline bool test_str(const char *file, int line, const char *expr, const char *expected,
-                            const char *actual) {
+static inline bool test_str(const char *file, int line, const char *expr, const char *expected, const char *actual) {
     bool ok = expected && actual ? !strcmp(expected, actual) : expected == actual;
     if (!ok)
         printf("%s:%d: %s: expected \"%s\", got \"%s\"\n", file, line, expr, expected ? expected : "(null)",
@@ -47,11 +43,10 @@ static inline int test_done(void) {
     return test_failed ? 1 : 0;
 }
 
-#define ASSERT(expected, actual)                                                                             \
-    test_int(__FILE__, __LINE__, "ASSERT(" #expected ", " #actual ")", (intmax_t)(expected),                 \
-             (intmax_t)(actual))
+#define ASSERT(expected, actual) \
+    test_int(__FILE__, __LINE__, "ASSERT(" #expected ", " #actual ")", (intmax_t)(expected), (intmax_t)(actual))
 #define ASSERT_TRUE(cond) test_true(__FILE__, __LINE__, #cond, (cond))
-#define ASSERT_STR(expected, actual)                                                                         \
+#define ASSERT_STR(expected, actual) \
     test_str(__FILE__, __LINE__, "ASSERT_STR(" #expected ", " #actual ")", (expected), (actual))
 #define TEST_DONE() return test_done()
 

@@ -154,8 +154,9 @@ static void test_random_vs_brute_force(void) {
         int64_t got = solve(it, n, off, &r);
         if (got != want || !r.optimal) {
             mismatches++;
-            if (mismatches < 4) printf("trial %d: n=%d optimum %lld, got %lld (optimal %d)\n", trial, n, (long long)want,
-                                       (long long)got, r.optimal);
+            if (mismatches < 4)
+                printf("trial %d: n=%d optimum %lld, got %lld (optimal %d)\n", trial, n, (long long)want,
+                       (long long)got, r.optimal);
         }
         greedy_worse += r.greedy_arena > want;
         above_bound += want > r.lower_bound;
@@ -215,12 +216,12 @@ static bool parse(const char *text, AllocInstance *inst, char *err, size_t len) 
     return ok;
 }
 
-#define CSV_BAD(text, msg)                                                                                  \
-    do {                                                                                                    \
-        AllocInstance inst_;                                                                                \
-        char err_[256] = "";                                                                                \
-        ASSERT(false, parse(text, &inst_, err_, sizeof err_));                                              \
-        if (!ASSERT_TRUE(strstr(err_, msg) != NULL)) printf("  error was: %s\n", err_);                     \
+#define CSV_BAD(text, msg)                                                              \
+    do {                                                                                \
+        AllocInstance inst_;                                                            \
+        char err_[256] = "";                                                            \
+        ASSERT(false, parse(text, &inst_, err_, sizeof err_));                          \
+        if (!ASSERT_TRUE(strstr(err_, msg) != NULL)) printf("  error was: %s\n", err_); \
     } while (0)
 
 static void test_csv(void) {

@@ -54,16 +54,17 @@ static void test_json_good(void) {
     dag_free(&d);
     /* the random graphs' schema: "name" ids, links "0"/"1", graph.order; node 1
      * is the sink, so the ids are not a topological order */
-    const char *rnd = "{\"directed\": true, \"graph\": {\"name\": \"r\", \"order\": [0, 2, 3, 1]},"
-                      " \"nodes\": [{\"out_cost\": 5, \"duration\": 0, \"name\": 0},"
-                      " {\"out_cost\": 1, \"duration\": 4, \"name\": 1}, {\"out_cost\": 3, \"duration\": 2.5, \"name\": 2},"
-                      " {\"out_cost\": 2, \"duration\": 1, \"name\": 3}],"
-                      " \"edges\": [{\"0\": 0, \"1\": 2}, {\"0\": 0, \"1\": 3}, {\"0\": 2, \"1\": 1}, {\"0\": 3, \"1\": 1},"
-                      " {\"0\": 3, \"1\": 1}]}";
+    const char *rnd =
+        "{\"directed\": true, \"graph\": {\"name\": \"r\", \"order\": [0, 2, 3, 1]},"
+        " \"nodes\": [{\"out_cost\": 5, \"duration\": 0, \"name\": 0},"
+        " {\"out_cost\": 1, \"duration\": 4, \"name\": 1}, {\"out_cost\": 3, \"duration\": 2.5, \"name\": 2},"
+        " {\"out_cost\": 2, \"duration\": 1, \"name\": 3}],"
+        " \"edges\": [{\"0\": 0, \"1\": 2}, {\"0\": 0, \"1\": 3}, {\"0\": 2, \"1\": 1}, {\"0\": 3, \"1\": 1},"
+        " {\"0\": 3, \"1\": 1}]}";
     ASSERT_TRUE(parse(rnd, &d, err, sizeof err));
     ASSERT_STR("graph.order", d.order);
     ASSERT(4, d.n);
-    ASSERT(4, d.n_edges); /* the duplicate link is one edge */
+    ASSERT(4, d.n_edges);        /* the duplicate link is one edge */
     ASSERT_STR("1", d.label[3]); /* the sink runs last */
     ASSERT(2500, (int)(1000 * d.cost[1]));
     dag_free(&d);
@@ -179,7 +180,7 @@ static void test_json_mutations(void) {
             switch (rnd() % 4) {
             case 0: buf[at] = (char)(rnd() % 256); break;
             case 1: memmove(buf + at, buf + at + 1, n - at), n--; break; /* delete */
-            case 2: n = at; break;                                    /* truncate */
+            case 2: n = at; break;                                       /* truncate */
             default: buf[at] = "{}[]\",:0-e.\\ntf"[rnd() % 15]; break;
             }
         }

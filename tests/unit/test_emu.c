@@ -35,15 +35,15 @@
 
 static int failures, checks;
 
-#define EXPECT(cond, ...)                      \
-    do {                                       \
-        checks++;                              \
-        if (!(cond)) {                         \
-            failures++;                        \
+#define EXPECT(cond, ...)                               \
+    do {                                                \
+        checks++;                                       \
+        if (!(cond)) {                                  \
+            failures++;                                 \
             printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);               \
-            printf("\n");                      \
-        }                                      \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+        }                                               \
     } while (0)
 
 static void k_reverse(acc_kargs a);
@@ -89,10 +89,8 @@ static void k_warp_rotate(acc_kargs a) {
 
 /* the lanes of warp 0 split between a shuffle and a __syncwarp */
 static void k_warp_mixed(acc_kargs a) {
-    if (threadIdx.x & 1)
-        __syncwarp();
-    else
-        a.p[0][threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+    if (threadIdx.x & 1) __syncwarp();
+    else a.p[0][threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
 }
 
 static void test_executor(void) {
@@ -212,11 +210,11 @@ static double worst_ratio(const float *want, const float *got, int64_t n, double
  * 16-byte aligned when `aligned` (the kernels stage tiles by cp.async, which
  * the emulator leaves NaN until the wait) and at odd offsets otherwise (the
  * kernels load tiles synchronously). */
-static double attention_worst; /* over every shape and tensor checked in FP32 */
+static double attention_worst;                              /* over every shape and tensor checked in FP32 */
 static double attention_rtol = 1e-4, attention_atol = 1e-5; /* TF32: looser */
 
-static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
-                            int64_t D, int causal, int no_dk, int aligned) {
+static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                            int causal, int no_dk, int aligned) {
     int64_t nq = B * T * H * D, nk = B * S * KVH * D, nl = B * H * T;
     /* host: q k v dout out lse dq dk dv; device: the same, then out2 lse2 */
     int64_t sizes[11] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, nq, nl}, total = 0;
@@ -246,9 +244,11 @@ static void check_attention(acc_dev *d, float *dev, int64_t B, int64_t T, int64_
         if (i == DO || (i == DK && no_dk)) continue;
         double r = worst_ratio(h[i], g[i], sizes[i], attention_rtol, attention_atol);
         if (attention_rtol == 1e-4) attention_worst = r > attention_worst || r != r ? r : attention_worst;
-        EXPECT(r <= 1.0, "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d aligned %d: %s off by %.3g "
-               "of the tolerance", (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH,
-               (long long)D, causal, aligned, names[i], r);
+        EXPECT(r <= 1.0,
+               "attention B %lld T %lld S %lld H %lld KVH %lld D %lld causal %d aligned %d: %s off by %.3g "
+               "of the tolerance",
+               (long long)B, (long long)T, (long long)S, (long long)H, (long long)KVH, (long long)D, causal, aligned,
+               names[i], r);
     }
     EXPECT(!memcmp(g[O], g[O2], (size_t)nq * sizeof(float)) && !memcmp(g[L], g[L2], (size_t)nl * sizeof(float)),
            "attention D %lld causal %d: a recomputed forward differs from the first", (long long)D, causal);
@@ -309,9 +309,9 @@ static void test_attention(void) {
         int64_t B, T, S, H, KVH, D;
         int causal, no_dk;
     } cases[] = {
-        {2, 37, 37, 4, 2, 16, 1, 0},  {2, 37, 37, 4, 2, 16, 0, 0},   {2, 37, 37, 4, 2, 64, 1, 0},
-        {2, 37, 37, 4, 2, 64, 0, 0},  {2, 37, 45, 4, 2, 64, 0, 0},   {2, 37, 37, 4, 4, 64, 1, 1},
-        {2, 37, 37, 4, 2, 160, 1, 0}, {2, 37, 37, 4, 2, 160, 0, 0},  {1, 70, 70, 2, 1, 128, 1, 0},
+        {2, 37, 37, 4, 2, 16, 1, 0},  {2, 37, 37, 4, 2, 16, 0, 0},  {2, 37, 37, 4, 2, 64, 1, 0},
+        {2, 37, 37, 4, 2, 64, 0, 0},  {2, 37, 45, 4, 2, 64, 0, 0},  {2, 37, 37, 4, 4, 64, 1, 1},
+        {2, 37, 37, 4, 2, 160, 1, 0}, {2, 37, 37, 4, 2, 160, 0, 0}, {1, 70, 70, 2, 1, 128, 1, 0},
         {1, 33, 33, 2, 2, 13, 1, 0},  {1, 5, 70, 4, 1, 96, 0, 0},
     };
     /* without a workspace (the backward computes delta in its kernels, the
@@ -332,7 +332,8 @@ static void test_attention(void) {
     }
     attention_rtol = 1e-4, attention_atol = 1e-5;
     printf("attention: %zu shapes, aligned and not, with and without a workspace and with TF32, worst FP32 element "
-           "at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n", sizeof cases / sizeof cases[0], attention_worst);
+           "at %.3g of the tolerance (rtol 1e-4, atol 1e-5)\n",
+           sizeof cases / sizeof cases[0], attention_worst);
 }
 
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
@@ -345,21 +346,19 @@ static void expect_close(const char *what, const float *want, const float *got, 
  * them. */
 #define BIN_OPERANDS_0(a, b)
 #define BIN_OPERANDS_1(a, b) a, b,
-#define BIN_BWD(code, name, reads)                                                                          \
-    static void bwd_##name(acc_dev *d, float *hda, float *hdb, const float *dout, const float *a,           \
-                           const float *b, float *gda, float *gdb, const float *gd, const float *ga,        \
-                           const float *gb, int ndim, const int64_t *so, const int64_t *sa,                 \
-                           const int64_t *sb) {                                                             \
-        k_##name##_bwd(hda, hdb, dout, BIN_OPERANDS_##reads(a, b) ndim, so, sa, sb);                        \
-        g_##name##_bwd(d, gda, gdb, gd, BIN_OPERANDS_##reads(ga, gb) ndim, so, sa, sb);                     \
+#define BIN_BWD(code, name, reads)                                                                                \
+    static void bwd_##name(acc_dev *d, float *hda, float *hdb, const float *dout, const float *a, const float *b, \
+                           float *gda, float *gdb, const float *gd, const float *ga, const float *gb, int ndim,   \
+                           const int64_t *so, const int64_t *sa, const int64_t *sb) {                             \
+        k_##name##_bwd(hda, hdb, dout, BIN_OPERANDS_##reads(a, b) ndim, so, sa, sb);                              \
+        g_##name##_bwd(d, gda, gdb, gd, BIN_OPERANDS_##reads(ga, gb) ndim, so, sa, sb);                           \
     }
 ACC_EW_BINARY_OPS(BIN_BWD)
 #undef BIN_BWD
 typedef struct {
     const char *name;
     void (*bwd)(acc_dev *, float *, float *, const float *, const float *, const float *, float *, float *,
-                const float *, const float *, const float *, int, const int64_t *, const int64_t *,
-                const int64_t *);
+                const float *, const float *, const float *, int, const int64_t *, const int64_t *, const int64_t *);
 } BinOp;
 static const BinOp bin_ops[] = {
 #define BIN_OP(code, name, reads) {#name, bwd_##name},
@@ -419,10 +418,8 @@ static void test_reductions(void) {
                 float *y = db + C, *hdx = y + n, *hdw = hdx + n, *hdb = hdw + C;
                 float *g = dev, *gdy = g, *gx = g + n, *gw = gx + n, *gst = gw + C, *gdx = gst + 2 * N, *gdw = gdx + n,
                       *gdb = gdw + C, *gy = gdb + C;
-                if (rms)
-                    k_rmsnorm_fwd(y, st, x, wt, N, C, 1e-5f);
-                else
-                    k_layernorm_fwd(y, st, x, wt, wt, N, C, 1e-5f);
+                if (rms) k_rmsnorm_fwd(y, st, x, wt, N, C, 1e-5f);
+                else k_layernorm_fwd(y, st, x, wt, wt, N, C, 1e-5f);
                 memcpy(gdy, dy, (size_t)(2 * n + C + 2 * N + n + 2 * C) * sizeof *h);
                 memcpy(hdx, dx, (size_t)(n + 2 * C) * sizeof *h);
                 (void)gy;
@@ -455,7 +452,8 @@ static void test_reductions(void) {
                         g_sum_fwd(d, gout, dev, outer, rn, inner);
                     }
                     char what[64];
-                    snprintf(what, sizeof what, "%s over %s axis", mean ? "mean" : "sum", last ? "the last" : "a middle");
+                    snprintf(what, sizeof what, "%s over %s axis", mean ? "mean" : "sum",
+                             last ? "the last" : "a middle");
                     expect_close(what, out, gout, outer * inner, ws);
                 }
         }
@@ -471,9 +469,10 @@ static void test_reductions(void) {
             memcpy(gidx, idx, (size_t)T * sizeof *idx);
             EXPECT(k_embedding_bwd(dt, dout, idx, T, V, E) == 0, "k_embedding_bwd refused valid ids");
             g_embedding_bwd(d, gdt, gdout, gidx, T, V, E);
-            EXPECT(!memcmp(dt, gdt, (size_t)(V * E) * sizeof *h),
-                   "embedding_bwd (workspace %lld, %lld tokens a segment): not bit-identical to the CPU's (max diff %g)",
-                   ws, ws / 16, max_diff(dt, gdt, V * E));
+            EXPECT(
+                !memcmp(dt, gdt, (size_t)(V * E) * sizeof *h),
+                "embedding_bwd (workspace %lld, %lld tokens a segment): not bit-identical to the CPU's (max diff %g)",
+                ws, ws / 16, max_diff(dt, gdt, V * E));
         }
         EXPECT(d->status == ACC_OK, "device error: %s", dev_error(d));
         free(h);
@@ -561,8 +560,8 @@ static void test_linear(void) {
             memset(dMM, 0, (size_t)no * 4);
             memcpy(dx, dx0, (size_t)nx * 4), memcpy(dw, dw0, (size_t)nw * 4), memcpy(db, db0, (size_t)N * 4);
             char what[96];
-            snprintf(what, sizeof what, "linear %lldx%lldx%lld tb %d way %d", (long long)M, (long long)N,
-                     (long long)K, tb, way);
+            snprintf(what, sizeof what, "linear %lldx%lldx%lld tb %d way %d", (long long)M, (long long)N, (long long)K,
+                     tb, way);
             k_linear_fwd(o, x, w, b, M, N, K, tb);
             g_linear_fwd(d, O, X, W, B, M, N, K, tb);
             expect_close(what, o, O, no, ws);
@@ -580,8 +579,7 @@ static void test_linear(void) {
             EXPECT(!memcmp(dX, dX2, (size_t)nx * 4) && !memcmp(dW, dW2, (size_t)nw * 4),
                    "%s: dx, dw not bit-identical to matmul + bias add", what);
             expect_close(what, dB2, dB, N, ws);
-            if (way == 2)
-                EXPECT(!memcmp(dB, dB2, (size_t)N * 4), "%s: the fallback's db is not the bias add's", what);
+            if (way == 2) EXPECT(!memcmp(dB, dB2, (size_t)N * 4), "%s: the fallback's db is not the bias add's", what);
             EXPECT(d->status == ACC_OK, "%s: device error: %s", what, dev_error(d));
             free(h);
             acc_device_cuda_emu.close(d);

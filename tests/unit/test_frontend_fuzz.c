@@ -33,6 +33,7 @@ static size_t below(size_t n) { return n ? (size_t)(rng() % n) : 0; }
 
 /* Tokens worth inserting: keywords, ops, punctuation, odd literals, comment
  * and string openers, names the models use. */
+/* clang-format off */
 static const char *const tokens[] = {
     "model", "hparam", "input", "param", "block", "repeat", "as", "return", "loss", "save", "recompute",
     "true", "false", "@save", "@recompute", "@nope", "matmul", "add", "gelu", "relu", "silu", "tanh", "exp",
@@ -45,6 +46,7 @@ static const char *const tokens[] = {
     "9223372036854775807", "99999999999999999999", "0.0", "1e999", "1e-400", ".5", "2.5", "\"*\"", "\"\"",
     "\"layers.*\"", "\xff", "\x80\x80", "\x00", "\t", "\r",
 };
+/* clang-format on */
 
 typedef struct {
     char *data;
@@ -67,7 +69,8 @@ static void mutate(Buf *b, const Buf *files, int n_files) {
     case 1: /* overwrite a byte with anything */
         if (b->len) b->data[below(b->len)] = (char)below(256);
         break;
-    case 2: case 3: { /* insert a token */
+    case 2:
+    case 3: { /* insert a token */
         const char *t = tokens[below(sizeof tokens / sizeof *tokens)];
         insert(b, at, t, t[0] ? strlen(t) : 1);
         break;
@@ -85,9 +88,7 @@ static void mutate(Buf *b, const Buf *files, int n_files) {
         insert(b, below(b->len + 1), tmp, n);
         break;
     }
-    case 6: /* truncate */
-        b->len = at;
-        break;
+    case 6: /* truncate */ b->len = at; break;
     case 7: { /* random bytes */
         char tmp[16];
         size_t n = 1 + below(sizeof tmp);

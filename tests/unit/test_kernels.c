@@ -28,8 +28,7 @@
 #include "test.h"
 
 /* The thread count of the OpenMP team (1 without OpenMP). */
-static int threads_get(void)
-{
+static int threads_get(void) {
 #ifdef _OPENMP
     return omp_get_max_threads();
 #else
@@ -37,8 +36,7 @@ static int threads_get(void)
 #endif
 }
 
-static void threads_set(int n)
-{
+static void threads_set(int n) {
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #else
@@ -50,21 +48,16 @@ static void threads_set(int n)
 
 static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
 
-static uint32_t rnd_u32(void)
-{
+static uint32_t rnd_u32(void) {
     rng_state ^= rng_state >> 12;
     rng_state ^= rng_state << 25;
     rng_state ^= rng_state >> 27;
     return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
-static float rnd_unif(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f);
-}
+static float rnd_unif(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f); }
 
-static void *xmalloc(size_t n)
-{
+static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) {
         fprintf(stderr, "out of memory\n");
@@ -73,16 +66,13 @@ static void *xmalloc(size_t n)
     return p;
 }
 
-static float *rnd_buf(int64_t n, float lo, float hi)
-{
+static float *rnd_buf(int64_t n, float lo, float hi) {
     float *p = xmalloc((size_t)n * sizeof *p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = rnd_unif(lo, hi);
+    for (int64_t i = 0; i < n; i++) p[i] = rnd_unif(lo, hi);
     return p;
 }
 
-static float *zero_buf(int64_t n)
-{
+static float *zero_buf(int64_t n) {
     float *p = xmalloc((size_t)n * sizeof *p);
     memset(p, 0, (size_t)n * sizeof *p);
     return p;
@@ -90,20 +80,16 @@ static float *zero_buf(int64_t n)
 
 /* Values in [lo, hi] with a random sign: keeps inputs away from 0 (relu's
  * kink, division). */
-static float *rnd_signed_buf(int64_t n, float lo, float hi)
-{
+static float *rnd_signed_buf(int64_t n, float lo, float hi) {
     float *p = rnd_buf(n, lo, hi);
     for (int64_t i = 0; i < n; i++)
-        if (rnd_u32() & 1)
-            p[i] = -p[i];
+        if (rnd_u32() & 1) p[i] = -p[i];
     return p;
 }
 
-static double max_abs_diff(const float *a, const double *b, int64_t n)
-{
+static double max_abs_diff(const float *a, const double *b, int64_t n) {
     double m = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        m = fmax(m, fabs((double)a[i] - b[i]));
+    for (int64_t i = 0; i < n; i++) m = fmax(m, fabs((double)a[i] - b[i]));
     return m;
 }
 
@@ -119,12 +105,10 @@ static const char *const kernel_ops[] = {
 static int fd_checked[N_KERNEL_OPS];
 
 /* Mark the op a case named "<op> ..." checks. */
-static void fd_mark(const char *case_name)
-{
+static void fd_mark(const char *case_name) {
     size_t len = strcspn(case_name, " ");
     for (int k = 0; k < N_KERNEL_OPS; k++)
-        if (strlen(kernel_ops[k]) == len && !strncmp(kernel_ops[k], case_name, len))
-            fd_checked[k] = 1;
+        if (strlen(kernel_ops[k]) == len && !strncmp(kernel_ops[k], case_name, len)) fd_checked[k] = 1;
 }
 
 #define MAX_IN 8
@@ -151,9 +135,7 @@ struct Case {
     void (*bwd)(Case *);
 };
 
-static Case case_new(const char *name, void (*fwd)(Case *), void (*bwd)(Case *), int64_t on,
-                     int64_t auxn)
-{
+static Case case_new(const char *name, void (*fwd)(Case *), void (*bwd)(Case *), int64_t on, int64_t auxn) {
     Case c;
     memset(&c, 0, sizeof c);
     c.name = name;
@@ -167,8 +149,7 @@ static Case case_new(const char *name, void (*fwd)(Case *), void (*bwd)(Case *),
     return c;
 }
 
-static float *case_in(Case *c, float *buf, int64_t n, int diff)
-{
+static float *case_in(Case *c, float *buf, int64_t n, int diff) {
     c->x[c->nin] = buf;
     c->xn[c->nin] = n;
     c->diff[c->nin] = diff;
@@ -176,8 +157,7 @@ static float *case_in(Case *c, float *buf, int64_t n, int diff)
     return buf;
 }
 
-static void case_free(Case *c)
-{
+static void case_free(Case *c) {
     for (int i = 0; i < c->nin; i++) {
         free(c->x[i]);
         free(c->dx[i]);
@@ -188,11 +168,9 @@ static void case_free(Case *c)
     free(c->idx);
 }
 
-static double case_loss(const Case *c)
-{
+static double case_loss(const Case *c) {
     double s = 0.0;
-    for (int64_t i = 0; i < c->on; i++)
-        s += (double)c->out[i] * (double)c->dout[i];
+    for (int64_t i = 0; i < c->on; i++) s += (double)c->out[i] * (double)c->dout[i];
     return s;
 }
 
@@ -212,13 +190,11 @@ static double case_loss(const Case *c)
  * matmul weight, a sum over 1e5 elements) the noise grows with their square
  * root, so those cases take h = 1e-2: they are linear or nearly so in that
  * input, and the truncation error stays far below the tolerance. */
-static void gradcheck(Case *c, int max_checks)
-{
+static void gradcheck(Case *c, int max_checks) {
     c->fwd(c);
     float *g0[MAX_IN] = {0};
     for (int i = 0; i < c->nin; i++) {
-        if (!c->diff[i])
-            continue;
+        if (!c->diff[i]) continue;
         g0[i] = rnd_buf(c->xn[i], -1.0f, 1.0f);
         c->dx[i] = xmalloc((size_t)c->xn[i] * sizeof(float));
         memcpy(c->dx[i], g0[i], (size_t)c->xn[i] * sizeof(float));
@@ -232,8 +208,7 @@ static void gradcheck(Case *c, int max_checks)
     threads_set(1);
     int bad = 0, checked = 0;
     for (int i = 0; i < c->nin; i++) {
-        if (!c->diff[i])
-            continue;
+        if (!c->diff[i]) continue;
         int64_t n = c->xn[i];
         int64_t nchk = n <= max_checks ? n : max_checks;
         for (int64_t k = 0; k < nchk; k++) {
@@ -253,8 +228,8 @@ static void gradcheck(Case *c, int max_checks)
             checked++;
             if (fabs(ana - num) > tol) {
                 if (bad < 5)
-                    printf("  %s: d input %d [%lld]: analytic %.6g, numeric %.6g\n", c->name, i,
-                           (long long)j, ana, num);
+                    printf("  %s: d input %d [%lld]: analytic %.6g, numeric %.6g\n", c->name, i, (long long)j, ana,
+                           num);
                 bad++;
             }
         }
@@ -264,36 +239,31 @@ static void gradcheck(Case *c, int max_checks)
     c->fwd(c);
     if (!test_true(__FILE__, __LINE__, c->name, bad == 0 && checked > 0))
         printf("  %s: %d of %d gradient entries off\n", c->name, bad, checked);
-    else
-        fd_mark(c->name);
+    else fd_mark(c->name);
 }
 
 /* Every op with kernels has a finite-difference check above. */
-static void test_fd_coverage(void)
-{
+static void test_fd_coverage(void) {
     for (int k = 0; k < N_KERNEL_OPS; k++)
         if (!test_true(__FILE__, __LINE__, kernel_ops[k], fd_checked[k]))
-            printf("  op %s has no finite-difference gradient check (tests/unit/test_kernels.c)\n",
-                   kernel_ops[k]);
+            printf("  op %s has no finite-difference gradient check (tests/unit/test_kernels.c)\n", kernel_ops[k]);
 }
 
 /* ---- philox ------------------------------------------------------------- */
 
-static void test_philox(void)
-{
+static void test_philox(void) {
     /* Random123 tests/kat_vectors, "philox4x32 10": ctr[4] key[2] -> out[4] */
     static const uint32_t kat[3][10] = {
         {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
-        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
-         0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
-        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
-         0x94fdcceb, 0x5001e420, 0x24126ea1},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6,
+         0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
+         0x24126ea1},
     };
     for (int t = 0; t < 3; t++) {
         philox4x32 ctr = {{kat[t][0], kat[t][1], kat[t][2], kat[t][3]}};
         philox4x32 r = philox4x32_10(ctr, kat[t][4], kat[t][5]);
-        for (int i = 0; i < 4; i++)
-            ASSERT(kat[t][6 + i], r.v[i]);
+        for (int i = 0; i < 4; i++) ASSERT(kat[t][6 + i], r.v[i]);
     }
     /* uniform: in [0,1), a pure function of its keys, sensitive to each key */
     float u = philox_uniform(42, 7, 3, 12345);
@@ -308,37 +278,31 @@ static void test_philox(void)
 
 /* ---- matmul ------------------------------------------------------------- */
 
-static void mm_fwd(Case *c)
-{
-    k_matmul_fwd(c->out, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2], c->d[3], c->i0, c->i1,
+static void mm_fwd(Case *c) {
+    k_matmul_fwd(c->out, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2], c->d[3], c->i0, c->i1, c->i2);
+}
+
+static void mm_bwd(Case *c) {
+    k_matmul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2], c->d[3], c->i0, c->i1,
                  c->i2);
 }
 
-static void mm_bwd(Case *c)
-{
-    k_matmul_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2],
-                 c->d[3], c->i0, c->i1, c->i2);
-}
-
 // naive op(a) @ op(b) in double
-static void mm_ref(double *out, const float *a, const float *b, int64_t batch, int64_t M,
-                   int64_t N, int64_t K, int ta, int tb, int bb)
-{
+static void mm_ref(double *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N, int64_t K, int ta,
+                   int tb, int bb) {
     for (int64_t p = 0; p < batch; p++) {
         const float *ap = a + p * M * K, *bp = b + (bb ? p * K * N : 0);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
                 double s = 0.0;
                 for (int64_t k = 0; k < K; k++)
-                    s += (double)(ta ? ap[k * M + i] : ap[i * K + k]) *
-                         (double)(tb ? bp[j * K + k] : bp[k * N + j]);
+                    s += (double)(ta ? ap[k * M + i] : ap[i * K + k]) * (double)(tb ? bp[j * K + k] : bp[k * N + j]);
                 out[(p * M + i) * N + j] = s;
             }
     }
 }
 
-static void test_matmul(void)
-{
+static void test_matmul(void) {
     static char names[8][48];
     for (int combo = 0; combo < 8; combo++) {
         int ta = combo & 1, tb = (combo >> 1) & 1, bb = (combo >> 2) & 1;
@@ -374,19 +338,13 @@ static void test_matmul(void)
 
 /* ---- linear ------------------------------------------------------------- */
 
-static void lin_fwd(Case *c)
-{
-    k_linear_fwd(c->out, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->i1);
+static void lin_fwd(Case *c) { k_linear_fwd(c->out, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->i1); }
+
+static void lin_bwd(Case *c) {
+    k_linear_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->d[0], c->d[1], c->d[2], c->i1);
 }
 
-static void lin_bwd(Case *c)
-{
-    k_linear_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->d[0], c->d[1],
-                 c->d[2], c->i1);
-}
-
-static float *copy_buf(const float *x, int64_t n)
-{
+static float *copy_buf(const float *x, int64_t n) {
     float *y = xmalloc((size_t)n * sizeof *y);
     memcpy(y, x, (size_t)n * sizeof *y);
     return y;
@@ -395,15 +353,14 @@ static float *copy_buf(const float *x, int64_t n)
 /* linear is matmul, then the bias add: the finite-difference check, and bit
  * for bit the two kernels it fuses (k_matmul + k_add, forward and backward,
  * the gradients accumulating into the same starting values). */
-static void test_linear(void)
-{
+static void test_linear(void) {
     static const int64_t shapes[][3] = {{1, 5, 3}, {12, 7, 9}, {300, 70, 50}};
     static char names[6][48];
     for (int t = 0; t < 6; t++) {
         int tb = t & 1;
         int64_t M = shapes[t / 2][0], N = shapes[t / 2][1], K = shapes[t / 2][2];
-        snprintf(names[t], sizeof names[t], "linear %lldx%lldx%lld tb=%d", (long long)M,
-                 (long long)N, (long long)K, tb);
+        snprintf(names[t], sizeof names[t], "linear %lldx%lldx%lld tb=%d", (long long)M, (long long)N, (long long)K,
+                 tb);
         Case c = case_new(names[t], lin_fwd, lin_bwd, M * N, 0);
         c.d[0] = M, c.d[1] = N, c.d[2] = K, c.i1 = tb;
         case_in(&c, rnd_buf(M * K, -1, 1), M * K, 1);
@@ -430,8 +387,7 @@ static void test_linear(void)
         ASSERT(0, memcmp(db, db2, (size_t)N * sizeof *db));
         free(mm), free(want), free(dx), free(dw), free(db), free(dx2), free(dw2), free(db2);
         free(dmm);
-        if (M * N * K > 100000)
-            c.h = 1e-2f; /* bilinear in x and w, linear in b */
+        if (M * N * K > 100000) c.h = 1e-2f; /* bilinear in x and w, linear in b */
         gradcheck(&c, 100);
         case_free(&c);
     }
@@ -450,15 +406,10 @@ static double ref_div(double x, double y) { return x / y; }
  * given the operands if it reads them) and their references. */
 #define BIN_BWD_OPERANDS_0
 #define BIN_BWD_OPERANDS_1 c->x[0], c->x[1],
-#define BIN_CASE(code, name, reads)                                                               \
-    static void bin_fwd_##name(Case *c)                                                           \
-    {                                                                                             \
-        k_##name##_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2);                     \
-    }                                                                                             \
-    static void bin_bwd_##name(Case *c)                                                           \
-    {                                                                                             \
-        k_##name##_bwd(c->dx[0], c->dx[1], c->dout, BIN_BWD_OPERANDS_##reads c->nd, c->s0, c->s1, \
-                       c->s2);                                                                    \
+#define BIN_CASE(code, name, reads)                                                                               \
+    static void bin_fwd_##name(Case *c) { k_##name##_fwd(c->out, c->x[0], c->x[1], c->nd, c->s0, c->s1, c->s2); } \
+    static void bin_bwd_##name(Case *c) {                                                                         \
+        k_##name##_bwd(c->dx[0], c->dx[1], c->dout, BIN_BWD_OPERANDS_##reads c->nd, c->s0, c->s1, c->s2);         \
     }
 ACC_EW_BINARY_OPS(BIN_CASE)
 #undef BIN_CASE
@@ -475,12 +426,10 @@ static const BinaryOp bin_ops[] = {
 #define N_BIN_OPS (int)(sizeof bin_ops / sizeof *bin_ops)
 
 // naive broadcasting a OP b by multi-index arithmetic, in double
-static void bin_ref(double *out, const BinaryOp *op, const float *a, const float *b, int nd,
-                    const int64_t *os, const int64_t *as, const int64_t *bs)
-{
+static void bin_ref(double *out, const BinaryOp *op, const float *a, const float *b, int nd, const int64_t *os,
+                    const int64_t *as, const int64_t *bs) {
     int64_t n = 1;
-    for (int d = 0; d < nd; d++)
-        n *= os[d];
+    for (int d = 0; d < nd; d++) n *= os[d];
     for (int64_t e = 0; e < n; e++) {
         int64_t rem = e, ia = 0, ib = 0, sa = 1, sb = 1;
         for (int d = nd - 1; d >= 0; d--) {
@@ -502,8 +451,7 @@ typedef struct {
     int64_t os[K_MAX_DIMS], as[K_MAX_DIMS], bs[K_MAX_DIMS];
 } BinShape;
 
-static void test_binary(void)
-{
+static void test_binary(void) {
     static const BinShape shapes[] = {
         {"same [2,3,4]", 3, {2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
         {"bias [2,3,8]+[1,1,8]", 3, {2, 3, 8}, {2, 3, 8}, {1, 1, 8}},
@@ -512,8 +460,7 @@ static void test_binary(void)
         {"scalar [2,3,4]+[1,1,1]", 3, {2, 3, 4}, {2, 3, 4}, {1, 1, 1}},
         {"column [6,5]+[6,1]", 2, {6, 5}, {6, 5}, {6, 1}},
         {"4-d [2,1,3,1]+[1,4,1,5]", 4, {2, 4, 3, 5}, {2, 1, 3, 1}, {1, 4, 1, 5}},
-        {"6-d [2,1,2,3,1,2]+[1,2,1,3,2,1]", 6, {2, 2, 2, 3, 2, 2}, {2, 1, 2, 3, 1, 2},
-         {1, 2, 1, 3, 2, 1}},
+        {"6-d [2,1,2,3,1,2]+[1,2,1,3,2,1]", 6, {2, 2, 2, 3, 2, 2}, {2, 1, 2, 3, 1, 2}, {1, 2, 1, 3, 2, 1}},
         {"big bias [64,33,40]+[40]", 3, {64, 33, 40}, {64, 33, 40}, {1, 1, 40}},
         {"big [64,1,40]*[64,33,1]", 3, {64, 33, 40}, {64, 1, 40}, {64, 33, 1}},
         {"big same [3,100,300]", 3, {3, 100, 300}, {3, 100, 300}, {3, 100, 300}},
@@ -529,8 +476,7 @@ static void test_binary(void)
             char *name = names[s * N_BIN_OPS + k];
             snprintf(name, sizeof names[0], "%s %s", op->name, bs->what);
             int64_t on = 1, an = 1, bn = 1;
-            for (int d = 0; d < bs->nd; d++)
-                on *= bs->os[d], an *= bs->as[d], bn *= bs->bs[d];
+            for (int d = 0; d < bs->nd; d++) on *= bs->os[d], an *= bs->as[d], bn *= bs->bs[d];
             Case c = case_new(name, op->fwd, op->bwd, on, 0);
             c.nd = bs->nd;
             memcpy(c.s0, bs->os, sizeof c.s0);
@@ -541,8 +487,7 @@ static void test_binary(void)
             c.fwd(&c);
             double *ref = xmalloc((size_t)on * sizeof *ref);
             bin_ref(ref, op, c.x[0], c.x[1], c.nd, c.s0, c.s1, c.s2);
-            if (!ASSERT_TRUE(max_abs_diff(c.out, ref, on) < 1e-6))
-                printf("  forward of %s\n", name);
+            if (!ASSERT_TRUE(max_abs_diff(c.out, ref, on) < 1e-6)) printf("  forward of %s\n", name);
             free(ref);
             if (an == on) { /* in place over a */
                 float *y = xmalloc((size_t)on * sizeof *y);
@@ -566,8 +511,7 @@ static void test_binary(void)
 
 /* A double-precision reference of each plain unary op of the table
  * (ACC_EW_UNARY_OPS): ref_<op>(x). */
-static double ref_gelu(double x)
-{
+static double ref_gelu(double x) {
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
 }
 static double ref_relu(double x) { return x > 0 ? x : 0; }
@@ -586,36 +530,28 @@ typedef struct {
     int saved_out;
     double (*ref)(double);
 } UnaryOp;
-static const UnaryOp un_ops[] = {
-    {"scale", NULL, NULL, 0, NULL},
+static const UnaryOp un_ops[] = {{"scale", NULL, NULL, 0, NULL},
 #define UN_OP(code, name, saved) {#name, k_##name##_fwd, k_##name##_bwd, UN_SAVED_##saved, ref_##name},
-    ACC_EW_UNARY_OPS(UN_OP)
+                                 ACC_EW_UNARY_OPS(UN_OP)
 #undef UN_OP
 };
 #define N_UN_OPS (int)(sizeof un_ops / sizeof *un_ops)
 
-static void un_fwd(Case *c)
-{
+static void un_fwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
-    if (u->fwd)
-        u->fwd(c->out, c->x[0], c->on);
-    else
-        k_scale_fwd(c->out, c->x[0], c->f0, c->on);
+    if (u->fwd) u->fwd(c->out, c->x[0], c->on);
+    else k_scale_fwd(c->out, c->x[0], c->f0, c->on);
 }
 
-static void un_bwd(Case *c)
-{
+static void un_bwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
-    if (u->bwd)
-        u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
-    else
-        k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
+    if (u->bwd) u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
+    else k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
 }
 
 /* Each unary op against its reference, in place, and by finite differences;
  * inputs away from 0 for relu, whose derivative jumps there. */
-static void test_unary(void)
-{
+static void test_unary(void) {
     static char names[2 * N_UN_OPS][48];
     for (int big = 0; big < 2; big++)
         for (int op = 0; op < N_UN_OPS; op++) {
@@ -633,8 +569,7 @@ static void test_unary(void)
                 double r = u->ref ? u->ref(c.x[0][i]) : c.f0 * (double)c.x[0][i];
                 err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
             }
-            if (!ASSERT_TRUE(err < 1e-5))
-                printf("  forward of %s: rel err %g\n", name, err);
+            if (!ASSERT_TRUE(err < 1e-5)) printf("  forward of %s: rel err %g\n", name, err);
             float *y = xmalloc((size_t)n * sizeof *y); /* in place */
             memcpy(y, c.x[0], (size_t)n * sizeof *y);
             Case ip = c;
@@ -650,41 +585,28 @@ static void test_unary(void)
 
 /* ---- layernorm, rmsnorm, softmax ---------------------------------------- */
 
-static void ln_fwd(Case *c)
-{
-    k_layernorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->f0);
+static void ln_fwd(Case *c) { k_layernorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->f0); }
+
+static void ln_bwd(Case *c) {
+    k_layernorm_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->aux, c->d[0], c->d[1]);
 }
 
-static void ln_bwd(Case *c)
-{
-    k_layernorm_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->aux, c->d[0],
-                    c->d[1]);
-}
+static void rms_fwd(Case *c) { k_rmsnorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->d[0], c->d[1], c->f0); }
 
-static void rms_fwd(Case *c)
-{
-    k_rmsnorm_fwd(c->out, c->aux, c->x[0], c->x[1], c->d[0], c->d[1], c->f0);
-}
-
-static void rms_bwd(Case *c)
-{
-    k_rmsnorm_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->aux, c->d[0], c->d[1]);
-}
+static void rms_bwd(Case *c) { k_rmsnorm_bwd(c->dx[0], c->dx[1], c->dout, c->x[0], c->x[1], c->aux, c->d[0], c->d[1]); }
 
 static void sm_fwd(Case *c) { k_softmax_fwd(c->out, c->x[0], c->d[0], c->d[1]); }
 
 static void sm_bwd(Case *c) { k_softmax_bwd(c->dx[0], c->dout, c->out, c->d[0], c->d[1]); }
 
-static void test_norms(void)
-{
+static void test_norms(void) {
     static const int64_t sizes[2][2] = {{5, 16}, {400, 100}};
     static char names[6][48];
     for (int s = 0; s < 2; s++) {
         int64_t N = sizes[s][0], C = sizes[s][1], n = N * C;
         int checks = s ? 8 : 200;
 
-        snprintf(names[3 * s], sizeof names[0], "layernorm [%lld,%lld]", (long long)N,
-                 (long long)C);
+        snprintf(names[3 * s], sizeof names[0], "layernorm [%lld,%lld]", (long long)N, (long long)C);
         Case c = case_new(names[3 * s], ln_fwd, ln_bwd, n, 2 * N);
         c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
         case_in(&c, rnd_buf(n, -2, 2), n, 1);
@@ -695,23 +617,19 @@ static void test_norms(void)
         for (int64_t r = 0; r < N; r++) {
             const float *x = c.x[0] + r * C;
             double mean = 0, var = 0;
-            for (int64_t j = 0; j < C; j++)
-                mean += x[j];
+            for (int64_t j = 0; j < C; j++) mean += x[j];
             mean /= (double)C;
-            for (int64_t j = 0; j < C; j++)
-                var += (x[j] - mean) * (x[j] - mean);
+            for (int64_t j = 0; j < C; j++) var += (x[j] - mean) * (x[j] - mean);
             double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
             for (int64_t j = 0; j < C; j++)
-                err = fmax(err, fabs(c.out[r * C + j] -
-                                     ((x[j] - mean) * rstd * c.x[1][j] + c.x[2][j])));
+                err = fmax(err, fabs(c.out[r * C + j] - ((x[j] - mean) * rstd * c.x[1][j] + c.x[2][j])));
             err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
         }
         ASSERT_TRUE(err < 1e-5);
         gradcheck(&c, checks);
         case_free(&c);
 
-        snprintf(names[3 * s + 1], sizeof names[0], "rmsnorm [%lld,%lld]", (long long)N,
-                 (long long)C);
+        snprintf(names[3 * s + 1], sizeof names[0], "rmsnorm [%lld,%lld]", (long long)N, (long long)C);
         c = case_new(names[3 * s + 1], rms_fwd, rms_bwd, n, N);
         c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
         case_in(&c, rnd_buf(n, -2, 2), n, 1);
@@ -721,19 +639,16 @@ static void test_norms(void)
         for (int64_t r = 0; r < N; r++) {
             const float *x = c.x[0] + r * C;
             double ss = 0;
-            for (int64_t j = 0; j < C; j++)
-                ss += (double)x[j] * x[j];
+            for (int64_t j = 0; j < C; j++) ss += (double)x[j] * x[j];
             double rstd = 1.0 / sqrt(ss / (double)C + 1e-5);
-            for (int64_t j = 0; j < C; j++)
-                err = fmax(err, fabs(c.out[r * C + j] - x[j] * rstd * c.x[1][j]));
+            for (int64_t j = 0; j < C; j++) err = fmax(err, fabs(c.out[r * C + j] - x[j] * rstd * c.x[1][j]));
             err = fmax(err, fabs(c.aux[r] - rstd) / rstd);
         }
         ASSERT_TRUE(err < 1e-5);
         gradcheck(&c, checks);
         case_free(&c);
 
-        snprintf(names[3 * s + 2], sizeof names[0], "softmax [%lld,%lld]", (long long)N,
-                 (long long)C);
+        snprintf(names[3 * s + 2], sizeof names[0], "softmax [%lld,%lld]", (long long)N, (long long)C);
         c = case_new(names[3 * s + 2], sm_fwd, sm_bwd, n, 0);
         c.d[0] = N, c.d[1] = C;
         case_in(&c, rnd_buf(n, -3, 3), n, 1);
@@ -742,12 +657,9 @@ static void test_norms(void)
         for (int64_t r = 0; r < N; r++) {
             const float *x = c.x[0] + r * C;
             double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < C; j++)
-                mx = fmax(mx, x[j]);
-            for (int64_t j = 0; j < C; j++)
-                sum += exp(x[j] - mx);
-            for (int64_t j = 0; j < C; j++)
-                err = fmax(err, fabs(c.out[r * C + j] - exp(x[j] - mx) / sum));
+            for (int64_t j = 0; j < C; j++) mx = fmax(mx, x[j]);
+            for (int64_t j = 0; j < C; j++) sum += exp(x[j] - mx);
+            for (int64_t j = 0; j < C; j++) err = fmax(err, fabs(c.out[r * C + j] - exp(x[j] - mx) / sum));
         }
         ASSERT_TRUE(err < 1e-6);
         float *y = xmalloc((size_t)n * sizeof *y); /* in place */
@@ -762,22 +674,19 @@ static void test_norms(void)
 
 /* ---- attention ---------------------------------------------------------- */
 
-static void att_fwd(Case *c)
-{
-    k_attention_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->d[3],
-                    c->d[4], c->d[5], c->i0);
+static void att_fwd(Case *c) {
+    k_attention_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5],
+                    c->i0);
 }
 
-static void att_bwd(Case *c)
-{
-    k_attention_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->x[2], c->out,
-                    c->aux, c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
+static void att_bwd(Case *c) {
+    k_attention_bwd(c->dx[0], c->dx[1], c->dx[2], c->dout, c->x[0], c->x[1], c->x[2], c->out, c->aux, c->d[0], c->d[1],
+                    c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
 }
 
 // naive attention with an explicit score row and softmax, in double
-static void att_ref(double *out, double *lse, const float *q, const float *k, const float *v,
-                    int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal)
-{
+static void att_ref(double *out, double *lse, const float *q, const float *k, const float *v, int64_t B, int64_t T,
+                    int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
     double *sc = xmalloc((size_t)S * sizeof *sc);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
@@ -789,18 +698,15 @@ static void att_ref(double *out, double *lse, const float *q, const float *k, co
                 for (int64_t s = 0; s < ns; s++) {
                     const float *kj = k + (b * S + s) * KVH * D + kh * D;
                     double dot = 0;
-                    for (int64_t i = 0; i < D; i++)
-                        dot += (double)qi[i] * kj[i];
+                    for (int64_t i = 0; i < D; i++) dot += (double)qi[i] * kj[i];
                     sc[s] = dot / sqrt((double)D);
                     mx = fmax(mx, sc[s]);
                 }
-                for (int64_t s = 0; s < ns; s++)
-                    sum += exp(sc[s] - mx);
+                for (int64_t s = 0; s < ns; s++) sum += exp(sc[s] - mx);
                 lse[(b * H + h) * T + t] = mx + log(sum);
                 for (int64_t i = 0; i < D; i++) {
                     double o = 0;
-                    for (int64_t s = 0; s < ns; s++)
-                        o += exp(sc[s] - mx) / sum * v[(b * S + s) * KVH * D + kh * D + i];
+                    for (int64_t s = 0; s < ns; s++) o += exp(sc[s] - mx) / sum * v[(b * S + s) * KVH * D + kh * D + i];
                     out[(b * T + t) * H * D + h * D + i] = o;
                 }
             }
@@ -808,8 +714,7 @@ static void att_ref(double *out, double *lse, const float *q, const float *k, co
     free(sc);
 }
 
-static void test_attention(void)
-{
+static void test_attention(void) {
     static const struct {
         const char *name;
         int64_t B, T, S, H, KVH, D;
@@ -822,8 +727,7 @@ static void test_attention(void)
         {"attention MHA non-causal T=70 S=130", 2, 70, 130, 2, 2, 16, 0, 12},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int64_t B = cases[i].B, T = cases[i].T, S = cases[i].S, H = cases[i].H,
-                KVH = cases[i].KVH, D = cases[i].D;
+        int64_t B = cases[i].B, T = cases[i].T, S = cases[i].S, H = cases[i].H, KVH = cases[i].KVH, D = cases[i].D;
         int64_t nq = B * T * H * D, nk = B * S * KVH * D;
         Case c = case_new(cases[i].name, att_fwd, att_bwd, nq, B * H * T);
         c.d[0] = B, c.d[1] = T, c.d[2] = S, c.d[3] = H, c.d[4] = KVH, c.d[5] = D;
@@ -835,8 +739,7 @@ static void test_attention(void)
         double *ro = xmalloc((size_t)nq * sizeof *ro), *rl = xmalloc((size_t)(B * H * T) * sizeof *rl);
         att_ref(ro, rl, c.x[0], c.x[1], c.x[2], B, T, S, H, KVH, D, c.i0);
         double eo = max_abs_diff(c.out, ro, nq), el = max_abs_diff(c.aux, rl, B * H * T);
-        if (!ASSERT_TRUE(eo < 1e-5 && el < 1e-5))
-            printf("  %s forward: out err %g, lse err %g\n", c.name, eo, el);
+        if (!ASSERT_TRUE(eo < 1e-5 && el < 1e-5)) printf("  %s forward: out err %g, lse err %g\n", c.name, eo, el);
         free(ro);
         free(rl);
         gradcheck(&c, cases[i].checks);
@@ -846,18 +749,11 @@ static void test_attention(void)
 
 /* ---- rope --------------------------------------------------------------- */
 
-static void rope_fwd(Case *c)
-{
-    k_rope_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2], c->d[3], c->f0);
-}
+static void rope_fwd(Case *c) { k_rope_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2], c->d[3], c->f0); }
 
-static void rope_bwd(Case *c)
-{
-    k_rope_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2], c->d[3], c->f0);
-}
+static void rope_bwd(Case *c) { k_rope_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2], c->d[3], c->f0); }
 
-static void test_rope(void)
-{
+static void test_rope(void) {
     int64_t B = 2, T = 5, H = 3, D = 8, n = B * T * H * D;
     Case c = case_new("rope", rope_fwd, rope_bwd, n, 0);
     c.d[0] = B, c.d[1] = T, c.d[2] = H, c.d[3] = D, c.f0 = 100.0f;
@@ -891,24 +787,16 @@ static void emb_fwd(Case *c) { k_embedding_fwd(c->out, c->idx, c->x[0], c->d[0],
 
 static void emb_bwd(Case *c) { k_embedding_bwd(c->dx[0], c->dout, c->idx, c->d[0], c->d[1], c->d[2]); }
 
-static void xent_fwd(Case *c)
-{
-    k_cross_entropy_fwd(c->out, c->aux, c->x[0], c->idx, c->d[0], c->d[1]);
-}
+static void xent_fwd(Case *c) { k_cross_entropy_fwd(c->out, c->aux, c->x[0], c->idx, c->d[0], c->d[1]); }
 
-static void xent_bwd(Case *c)
-{
-    k_cross_entropy_bwd(c->dx[0], c->dout, c->x[0], c->aux, c->idx, c->d[0], c->d[1]);
-}
+static void xent_bwd(Case *c) { k_cross_entropy_bwd(c->dx[0], c->dout, c->x[0], c->aux, c->idx, c->d[0], c->d[1]); }
 
-static void test_embedding_xent(void)
-{
+static void test_embedding_xent(void) {
     static const int64_t esz[2][3] = {{9, 5, 4}, {300, 50, 130}}; /* N, V, C */
     static char names[2][48];
     for (int s = 0; s < 2; s++) {
         int64_t N = esz[s][0], V = esz[s][1], C = esz[s][2];
-        snprintf(names[s], sizeof names[0], "embedding N=%lld V=%lld C=%lld", (long long)N,
-                 (long long)V, (long long)C);
+        snprintf(names[s], sizeof names[0], "embedding N=%lld V=%lld C=%lld", (long long)N, (long long)V, (long long)C);
         Case c = case_new(names[s], emb_fwd, emb_bwd, N * C, 0);
         c.d[0] = N, c.d[1] = V, c.d[2] = C;
         c.idx = xmalloc((size_t)N * sizeof *c.idx);
@@ -930,8 +818,7 @@ static void test_embedding_xent(void)
         c.idx[N / 2] = -1;
         ASSERT(1, k_embedding_fwd(probe, c.idx, c.x[0], N, V, C) != 0);
         int untouched = 1;
-        for (int64_t i = 0; i < N * C; i++)
-            untouched &= probe[i] == 0.0f;
+        for (int64_t i = 0; i < N * C; i++) untouched &= probe[i] == 0.0f;
         ASSERT_TRUE(untouched);
         free(probe);
         c.idx[N / 2] = saved;
@@ -942,22 +829,18 @@ static void test_embedding_xent(void)
     static char xnames[2][48];
     for (int s = 0; s < 2; s++) {
         int64_t N = xsz[s][0], V = xsz[s][1];
-        snprintf(xnames[s], sizeof xnames[0], "cross_entropy N=%lld V=%lld", (long long)N,
-                 (long long)V);
+        snprintf(xnames[s], sizeof xnames[0], "cross_entropy N=%lld V=%lld", (long long)N, (long long)V);
         Case c = case_new(xnames[s], xent_fwd, xent_bwd, 1, N);
         c.d[0] = N, c.d[1] = V;
         c.idx = xmalloc((size_t)N * sizeof *c.idx);
-        for (int64_t i = 0; i < N; i++)
-            c.idx[i] = (int32_t)(rnd_u32() % (uint32_t)V);
+        for (int64_t i = 0; i < N; i++) c.idx[i] = (int32_t)(rnd_u32() % (uint32_t)V);
         case_in(&c, rnd_buf(N * V, -3, 3), N * V, 1);
         ASSERT(0, k_cross_entropy_fwd(c.out, c.aux, c.x[0], c.idx, N, V));
         double loss = 0.0, lerr = 0.0;
         for (int64_t r = 0; r < N; r++) {
             double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < V; j++)
-                mx = fmax(mx, c.x[0][r * V + j]);
-            for (int64_t j = 0; j < V; j++)
-                sum += exp(c.x[0][r * V + j] - mx);
+            for (int64_t j = 0; j < V; j++) mx = fmax(mx, c.x[0][r * V + j]);
+            for (int64_t j = 0; j < V; j++) sum += exp(c.x[0][r * V + j] - mx);
             lerr = fmax(lerr, fabs(c.aux[r] - (mx + log(sum))));
             loss += mx + log(sum) - c.x[0][r * V + c.idx[r]];
         }
@@ -978,18 +861,11 @@ static void test_embedding_xent(void)
 
 enum { DROP_SEED = 1234, DROP_STEP = 7, DROP_OP = 42 };
 
-static void drop_fwd(Case *c)
-{
-    k_dropout_fwd(c->out, c->x[0], c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP);
-}
+static void drop_fwd(Case *c) { k_dropout_fwd(c->out, c->x[0], c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP); }
 
-static void drop_bwd(Case *c)
-{
-    k_dropout_bwd(c->dx[0], c->dout, c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP);
-}
+static void drop_bwd(Case *c) { k_dropout_bwd(c->dx[0], c->dout, c->on, c->f0, DROP_SEED, DROP_STEP, DROP_OP); }
 
-static void test_dropout(void)
-{
+static void test_dropout(void) {
     int64_t n = 101;
     Case c = case_new("dropout p=0.3", drop_fwd, drop_bwd, n, 0);
     c.f0 = 0.3f;
@@ -1002,8 +878,7 @@ static void test_dropout(void)
     float p = 0.3f, scale = 1.0f / (1.0f - p);
     float *x = rnd_signed_buf(n, 0.1f, 1.0f), *y1 = zero_buf(n), *y2 = zero_buf(n);
     float *ones = xmalloc((size_t)n * sizeof *ones), *dx = zero_buf(n);
-    for (int64_t i = 0; i < n; i++)
-        ones[i] = 1.0f;
+    for (int64_t i = 0; i < n; i++) ones[i] = 1.0f;
     k_dropout_fwd(y1, x, n, p, 99, 5, 3);
     k_dropout_fwd(y2, x, n, p, 99, 5, 3);
     ASSERT_TRUE(memcmp(y1, y2, (size_t)n * sizeof *y1) == 0);
@@ -1011,11 +886,9 @@ static void test_dropout(void)
     for (int64_t i = 0; i < n; i++) {
         int keep = y1[i] != 0.0f;
         kept += keep;
-        if (keep)
-            scaled_ok &= y1[i] == x[i] * scale;
+        if (keep) scaled_ok &= y1[i] == x[i] * scale;
         /* element i's mask is philox_uniform(seed, step, op, i) >= p */
-        if (i < 4096)
-            same_mask &= keep == (philox_uniform(99, 5, 3, (uint64_t)i) >= p);
+        if (i < 4096) same_mask &= keep == (philox_uniform(99, 5, 3, (uint64_t)i) >= p);
     }
     double frac = (double)kept / (double)n;
     if (!ASSERT_TRUE(fabs(frac - (1.0 - p)) < 0.003))
@@ -1024,8 +897,7 @@ static void test_dropout(void)
     ASSERT_TRUE(same_mask);
     k_dropout_bwd(dx, ones, n, p, 99, 5, 3);
     int match = 1;
-    for (int64_t i = 0; i < n; i++)
-        match &= (dx[i] != 0.0f) == (y1[i] != 0.0f) && (dx[i] == 0.0f || dx[i] == scale);
+    for (int64_t i = 0; i < n; i++) match &= (dx[i] != 0.0f) == (y1[i] != 0.0f) && (dx[i] == 0.0f || dx[i] == scale);
     ASSERT_TRUE(match);
     /* other keys give another mask */
     k_dropout_fwd(y2, x, n, p, 99, 6, 3);
@@ -1037,8 +909,7 @@ static void test_dropout(void)
     ASSERT_TRUE(memcmp(x, y2, (size_t)n * sizeof *x) == 0);
     k_dropout_fwd(y2, x, n, 1.0f, 99, 5, 3);
     int all_zero = 1;
-    for (int64_t i = 0; i < n; i++)
-        all_zero &= y2[i] == 0.0f;
+    for (int64_t i = 0; i < n; i++) all_zero &= y2[i] == 0.0f;
     ASSERT_TRUE(all_zero);
     free(x);
     free(y1);
@@ -1057,21 +928,13 @@ static void tr_fwd(Case *c) { k_transpose_fwd(c->out, c->x[0], c->nd, c->s0, c->
 
 static void tr_bwd(Case *c) { k_transpose_bwd(c->dx[0], c->dout, c->nd, c->s0, c->i0, c->i1); }
 
-static void slice_fwd(Case *c)
-{
-    k_slice_fwd(c->out, c->x[0], c->nd, c->s0, c->i0, c->d[0], c->d[1]);
-}
+static void slice_fwd(Case *c) { k_slice_fwd(c->out, c->x[0], c->nd, c->s0, c->i0, c->d[0], c->d[1]); }
 
-static void slice_bwd(Case *c)
-{
-    k_slice_bwd(c->dx[0], c->dout, c->nd, c->s0, c->i0, c->d[0], c->d[1]);
-}
+static void slice_bwd(Case *c) { k_slice_bwd(c->dx[0], c->dout, c->nd, c->s0, c->i0, c->d[0], c->d[1]); }
 
-static void cat_fwd(Case *c)
-{
+static void cat_fwd(Case *c) {
     const float *xs[MAX_IN];
-    for (int i = 0; i < c->nin; i++)
-        xs[i] = c->x[i];
+    for (int i = 0; i < c->nin; i++) xs[i] = c->x[i];
     k_concat_fwd(c->out, xs, c->nin, c->nd, c->s0, c->i0, c->d);
 }
 
@@ -1079,11 +942,9 @@ static void cat_bwd(Case *c) { k_concat_bwd(c->dx, c->dout, c->nin, c->nd, c->s0
 
 /* The flat index in x (shape xs) of out's element e, out being x with dims
  * d0 and d1 swapped. */
-static int64_t tr_src(int64_t e, int nd, const int64_t *xs, int d0, int d1)
-{
+static int64_t tr_src(int64_t e, int nd, const int64_t *xs, int d0, int d1) {
     int64_t os[K_MAX_DIMS], idx[K_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        os[d] = xs[d];
+    for (int d = 0; d < nd; d++) os[d] = xs[d];
     os[d0] = xs[d1];
     os[d1] = xs[d0];
     for (int d = nd - 1; d >= 0; d--) {
@@ -1094,13 +955,11 @@ static int64_t tr_src(int64_t e, int nd, const int64_t *xs, int d0, int d1)
     idx[d0] = idx[d1];
     idx[d1] = t;
     int64_t off = 0;
-    for (int d = 0; d < nd; d++)
-        off = off * xs[d] + idx[d];
+    for (int d = 0; d < nd; d++) off = off * xs[d] + idx[d];
     return off;
 }
 
-static void test_movement(void)
-{
+static void test_movement(void) {
     Case c = case_new("reshape", reshape_fwd, reshape_bwd, 24, 0);
     case_in(&c, rnd_buf(24, -1, 1), 24, 1);
     gradcheck(&c, 200);
@@ -1123,8 +982,7 @@ static void test_movement(void)
     };
     for (size_t i = 0; i < sizeof trs / sizeof trs[0]; i++) {
         int64_t n = 1;
-        for (int d = 0; d < trs[i].nd; d++)
-            n *= trs[i].xs[d];
+        for (int d = 0; d < trs[i].nd; d++) n *= trs[i].xs[d];
         c = case_new(trs[i].name, tr_fwd, tr_bwd, n, 0);
         c.nd = trs[i].nd;
         memcpy(c.s0, trs[i].xs, sizeof c.s0);
@@ -1133,10 +991,8 @@ static void test_movement(void)
         c.fwd(&c);
         int d0 = c.i0 < 0 ? c.i0 + c.nd : c.i0, d1 = c.i1 < 0 ? c.i1 + c.nd : c.i1;
         int ok = 1;
-        for (int64_t e = 0; e < n; e++)
-            ok &= c.out[e] == c.x[0][tr_src(e, c.nd, c.s0, d0, d1)];
-        if (!ASSERT_TRUE(ok))
-            printf("  forward of %s\n", c.name);
+        for (int64_t e = 0; e < n; e++) ok &= c.out[e] == c.x[0][tr_src(e, c.nd, c.s0, d0, d1)];
+        if (!ASSERT_TRUE(ok)) printf("  forward of %s\n", c.name);
         gradcheck(&c, n > 1000 ? 12 : 200);
         case_free(&c);
     }
@@ -1167,16 +1023,13 @@ static void test_movement(void)
         case_in(&c, rnd_buf(n, -1, 1), n, 1);
         c.fwd(&c);
         int64_t outer = 1, inner = 1;
-        for (int d = 0; d < axis; d++)
-            outer *= c.s0[d];
-        for (int d = axis + 1; d < c.nd; d++)
-            inner *= c.s0[d];
+        for (int d = 0; d < axis; d++) outer *= c.s0[d];
+        for (int d = axis + 1; d < c.nd; d++) inner *= c.s0[d];
         int ok = 1;
         for (int64_t o = 0; o < outer; o++)
             for (int64_t j = 0; j < c.d[1]; j++)
                 for (int64_t k = 0; k < inner; k++)
-                    ok &= c.out[(o * c.d[1] + j) * inner + k] ==
-                          c.x[0][(o * c.s0[axis] + c.d[0] + j) * inner + k];
+                    ok &= c.out[(o * c.d[1] + j) * inner + k] == c.x[0][(o * c.s0[axis] + c.d[0] + j) * inner + k];
         ASSERT_TRUE(ok);
         gradcheck(&c, n > 1000 ? 12 : 200);
         case_free(&c);
@@ -1196,8 +1049,7 @@ static void test_movement(void)
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
         int axis = cats[i].axis < 0 ? cats[i].axis + cats[i].nd : cats[i].axis;
         int64_t on = 1;
-        for (int d = 0; d < cats[i].nd; d++)
-            on *= cats[i].os[d];
+        for (int d = 0; d < cats[i].nd; d++) on *= cats[i].os[d];
         c = case_new(cats[i].name, cat_fwd, cat_bwd, on, 0);
         c.nd = cats[i].nd;
         memcpy(c.s0, cats[i].os, sizeof c.s0);
@@ -1210,18 +1062,15 @@ static void test_movement(void)
         c.fwd(&c);
         /* each output element is the matching element of its input */
         int64_t outer = 1, inner = 1;
-        for (int d = 0; d < axis; d++)
-            outer *= c.s0[d];
-        for (int d = axis + 1; d < c.nd; d++)
-            inner *= c.s0[d];
+        for (int d = 0; d < axis; d++) outer *= c.s0[d];
+        for (int d = axis + 1; d < c.nd; d++) inner *= c.s0[d];
         int ok = 1;
         for (int64_t o = 0; o < outer; o++) {
             int64_t a = 0;
             for (int k = 0; k < c.nin; k++)
                 for (int64_t j = 0; j < c.d[k]; j++, a++)
                     for (int64_t m = 0; m < inner; m++)
-                        ok &= c.out[(o * c.s0[axis] + a) * inner + m] ==
-                              c.x[k][(o * c.d[k] + j) * inner + m];
+                        ok &= c.out[(o * c.s0[axis] + a) * inner + m] == c.x[k][(o * c.d[k] + j) * inner + m];
         }
         ASSERT_TRUE(ok);
         gradcheck(&c, on > 1000 ? 12 : 200);
@@ -1231,24 +1080,17 @@ static void test_movement(void)
 
 /* ---- sum and mean ------------------------------------------------------- */
 
-static void red_fwd(Case *c)
-{
-    if (c->i0)
-        k_mean_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
-    else
-        k_sum_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+static void red_fwd(Case *c) {
+    if (c->i0) k_mean_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else k_sum_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
 }
 
-static void red_bwd(Case *c)
-{
-    if (c->i0)
-        k_mean_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
-    else
-        k_sum_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
+static void red_bwd(Case *c) {
+    if (c->i0) k_mean_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
+    else k_sum_bwd(c->dx[0], c->dout, c->d[0], c->d[1], c->d[2]);
 }
 
-static void test_reductions(void)
-{
+static void test_reductions(void) {
     static const int64_t shapes[][3] = {
         {1, 24, 1}, {3, 4, 5}, {6, 5, 1}, {1, 4, 7}, {1, 100000, 1}, {20, 30, 400},
     };
@@ -1258,8 +1100,8 @@ static void test_reductions(void)
         for (int mean = 0; mean < 2; mean++) {
             int64_t O = shapes[s][0], N = shapes[s][1], I = shapes[s][2];
             char *name = names[2 * s + mean];
-            snprintf(name, sizeof names[0], "%s (%lld,%lld,%lld)", mean ? "mean" : "sum",
-                     (long long)O, (long long)N, (long long)I);
+            snprintf(name, sizeof names[0], "%s (%lld,%lld,%lld)", mean ? "mean" : "sum", (long long)O, (long long)N,
+                     (long long)I);
             Case c = case_new(name, red_fwd, red_bwd, O * I, 0);
             c.d[0] = O, c.d[1] = N, c.d[2] = I, c.i0 = mean;
             case_in(&c, rnd_buf(O * N * I, -1, 1), O * N * I, 1);
@@ -1268,18 +1110,14 @@ static void test_reductions(void)
             for (int64_t o = 0; o < O; o++)
                 for (int64_t i = 0; i < I; i++) {
                     double sum = 0;
-                    for (int64_t j = 0; j < N; j++)
-                        sum += c.x[0][(o * N + j) * I + i];
-                    if (mean)
-                        sum /= (double)N;
+                    for (int64_t j = 0; j < N; j++) sum += c.x[0][(o * N + j) * I + i];
+                    if (mean) sum /= (double)N;
                     err = fmax(err, fabs(c.out[o * I + i] - sum));
                 }
-            if (!ASSERT_TRUE(err < 1e-4))
-                printf("  forward of %s: err %g\n", name, err);
+            if (!ASSERT_TRUE(err < 1e-4)) printf("  forward of %s: err %g\n", name, err);
             /* sums over many elements: a larger step keeps the rounding of
              * the float output (~1e-7 relative of ~N^0.5) under the tolerance */
-            if (N * I > 10000)
-                c.h = 1e-2f;
+            if (N * I > 10000) c.h = 1e-2f;
             gradcheck(&c, 12);
             case_free(&c);
         }
@@ -1287,14 +1125,12 @@ static void test_reductions(void)
 
 /* ---- adamw and helpers -------------------------------------------------- */
 
-static void test_adamw(void)
-{
+static void test_adamw(void) {
     int64_t n = 1000;
     float *p = rnd_buf(n, -1, 1), *m = zero_buf(n), *v = zero_buf(n);
     double *rp = xmalloc((size_t)n * sizeof *rp), *rm = xmalloc((size_t)n * sizeof *rm);
     double *rv = xmalloc((size_t)n * sizeof *rv);
-    for (int64_t i = 0; i < n; i++)
-        rp[i] = p[i], rm[i] = 0.0, rv[i] = 0.0;
+    for (int64_t i = 0; i < n; i++) rp[i] = p[i], rm[i] = 0.0, rv[i] = 0.0;
     const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1;
     double err = 0.0;
     for (int t = 1; t <= 5; t++) {
@@ -1309,8 +1145,7 @@ static void test_adamw(void)
         free(g);
     }
     err = fmax(max_abs_diff(p, rp, n), fmax(max_abs_diff(m, rm, n), max_abs_diff(v, rv, n)));
-    if (!ASSERT_TRUE(err < 1e-5))
-        printf("  adamw: err %g\n", err);
+    if (!ASSERT_TRUE(err < 1e-5)) printf("  adamw: err %g\n", err);
     free(p), free(m), free(v), free(rp), free(rm), free(rv);
 
     float a[5] = {1, 2, 3, 4, 5}, b[5] = {1, 1, 1, 1, 1};
@@ -1325,8 +1160,7 @@ static void test_adamw(void)
 /* ---- determinism across thread counts ---------------------------------- */
 
 /* Results of the kernels that sum across rows, tasks or chunks, as bytes. */
-static void det_run(float *res, int64_t *len)
-{
+static void det_run(float *res, int64_t *len) {
     uint64_t saved = rng_state;
     rng_state = 77;
     int64_t N = 256, C = 200, n = N * C, at = 0;
@@ -1349,8 +1183,7 @@ static void det_run(float *res, int64_t *len)
     k_mean_fwd(res + at, x, 1, N, C);
     at += C;
     int32_t idx[256];
-    for (int i = 0; i < 256; i++)
-        idx[i] = (i * 7) % 50;
+    for (int i = 0; i < 256; i++) idx[i] = (i * 7) % 50;
     k_embedding_bwd(res + at, dy, idx, N, 50, C);
     at += 50 * C;
     int64_t B = 2, T = 96, H = 4, KVH = 2, D = 16, nq = B * T * H * D, nk = B * T * KVH * D;
@@ -1358,8 +1191,7 @@ static void det_run(float *res, int64_t *len)
     float *g = rnd_buf(nq, -1, 1), *o = res + at, *l = res + at + nq;
     at += nq + B * H * T;
     k_attention_fwd(o, l, q, k, v, B, T, T, H, KVH, D, 1);
-    k_attention_bwd(res + at, res + at + nq, res + at + nq + nk, g, q, k, v, o, l, B, T, T, H,
-                    KVH, D, 1);
+    k_attention_bwd(res + at, res + at + nq, res + at + nq + nk, g, q, k, v, o, l, B, T, T, H, KVH, D, 1);
     at += nq + 2 * nk;
     *len = at;
     free(x), free(dy), free(w), free(b), free(col), free(y), free(st);
@@ -1367,8 +1199,7 @@ static void det_run(float *res, int64_t *len)
     rng_state = saved;
 }
 
-static void test_determinism(void)
-{
+static void test_determinism(void) {
     int64_t cap = 300000, len1 = 0, len3 = 0;
     float *r1 = zero_buf(cap), *r3 = zero_buf(cap);
     int team = threads_get();
@@ -1388,8 +1219,7 @@ static void test_determinism(void)
  * of the table (ACC_EW_UNARY_OPS), dropout or nothing; a broadcast operand on
  * either side whose period is 1, shorter than a tile, not a multiple of it,
  * and the whole tensor, and lengths that end inside a tile. */
-static void test_ew_chain(void)
-{
+static void test_ew_chain(void) {
     typedef void (*Binary)(float *, const float *, const float *, int, const int64_t *, const int64_t *,
                            const int64_t *);
     static const int bin_code[] = {
@@ -1402,10 +1232,9 @@ static void test_ew_chain(void)
         ACC_EW_BINARY_OPS(BIN_FN)
 #undef BIN_FN
     };
-    static const int un_code[N_UN_OPS] = {
-        ACC_OP_SCALE,
+    static const int un_code[N_UN_OPS] = {ACC_OP_SCALE,
 #define UN_CODE(code, name, saved) ACC_OP_##code,
-        ACC_EW_UNARY_OPS(UN_CODE)
+                                          ACC_EW_UNARY_OPS(UN_CODE)
 #undef UN_CODE
     };
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}};
@@ -1443,8 +1272,7 @@ static void test_ew_chain(void)
     ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
 }
 
-int main(void)
-{
+int main(void) {
     test_philox();
     test_matmul();
     test_linear();

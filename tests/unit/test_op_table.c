@@ -33,8 +33,9 @@ typedef struct {
 } KernelOp;
 
 static const KernelOp kernel_ops[] = {
-#define KOP(code, name, ew) \
-    {ACC_OP_##code, ew, #name, (AnyFn)k_##name##_fwd, (AnyFn)k_##name##_bwd, (AnyFn)g_##name##_fwd, (AnyFn)g_##name##_bwd},
+#define KOP(code, name, ew)                                                                                \
+    {ACC_OP_##code,        ew, #name, (AnyFn)k_##name##_fwd, (AnyFn)k_##name##_bwd, (AnyFn)g_##name##_fwd, \
+     (AnyFn)g_##name##_bwd},
     ACC_KERNEL_OPS(KOP)
 #undef KOP
 };

@@ -27,8 +27,8 @@ static double rng_unit(void) {
 }
 
 /* One random plan of g (each node dropped with probability p) both ways. */
-static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, bool optimizer, double p,
-                       const double *time, Decision *dec) {
+static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, bool optimizer, double p, const double *time,
+                       Decision *dec) {
     for (int i = 0; i < g->nodes.n; i++) dec[i] = rng_unit() < p ? DEC_RECOMPUTE : DEC_SAVE;
     Schedule s;
     sched_build(g, ad, dec, optimizer, &s);
@@ -70,27 +70,26 @@ static void check_model(const char *path, const Define *defs, int n_defs, bool f
     graph_free(&g);
 }
 
-static const char fuse_src[] =
-    "model m;\n"
-    "input x: f32[2, 3, 4];\n"
-    "param w: f32[4, 5] = normal(0.1);\n"
-    "param wt: f32[5, 4] = normal(0.1);\n"
-    "param b: f32[5] = zeros;\n"
-    "param b1: f32[1, 5] = zeros;\n"
-    "param b2: f32[3, 5] = zeros;\n"
-    "param w4: f32[3, 4] = normal(0.1);\n"
-    "a1 = matmul(x, w) + b;\n"                    /* fused */
-    "a2 = b1 + matmul(x, wt, transpose_b=true);\n" /* fused: bias on the left, [1, 5] */
-    "a3 = matmul(x, w) + b2;\n"                    /* not: the bias is not the last dim's */
-    "m4 = matmul(x, w);\n"
-    "a4 = m4 + b;\n"                               /* not: m4 is read twice */
-    "a5 = matmul(x, w4, transpose_a=true);\n"
-    "@save s6 = matmul(x, w);\n"
-    "a6 = s6 + b;\n"                               /* not: a hint on the matmul */
-    "a7 = matmul(x, w) + b;\n"                     /* not: the glob below names it */
-    "a8 = matmul(x, w) + b;\n"                     /* not: --save names it */
-    "save \"matmul_3\";\n"
-    "loss sum(a1 + a2 + a3 + m4 + a4 + a6 + a7 + a8) + sum(a5);\n";
+static const char fuse_src[] = "model m;\n"
+                               "input x: f32[2, 3, 4];\n"
+                               "param w: f32[4, 5] = normal(0.1);\n"
+                               "param wt: f32[5, 4] = normal(0.1);\n"
+                               "param b: f32[5] = zeros;\n"
+                               "param b1: f32[1, 5] = zeros;\n"
+                               "param b2: f32[3, 5] = zeros;\n"
+                               "param w4: f32[3, 4] = normal(0.1);\n"
+                               "a1 = matmul(x, w) + b;\n"                     /* fused */
+                               "a2 = b1 + matmul(x, wt, transpose_b=true);\n" /* fused: bias on the left, [1, 5] */
+                               "a3 = matmul(x, w) + b2;\n"                    /* not: the bias is not the last dim's */
+                               "m4 = matmul(x, w);\n"
+                               "a4 = m4 + b;\n" /* not: m4 is read twice */
+                               "a5 = matmul(x, w4, transpose_a=true);\n"
+                               "@save s6 = matmul(x, w);\n"
+                               "a6 = s6 + b;\n"           /* not: a hint on the matmul */
+                               "a7 = matmul(x, w) + b;\n" /* not: the glob below names it */
+                               "a8 = matmul(x, w) + b;\n" /* not: --save names it */
+                               "save \"matmul_3\";\n"
+                               "loss sum(a1 + a2 + a3 + m4 + a4 + a6 + a7 + a8) + sum(a5);\n";
 
 static void test_fuse_linear(void) {
     Graph g;
@@ -139,7 +138,8 @@ static void test_fuse_linear(void) {
 
 int main(void) {
     Define gpt2[] = {{"L", "3"}, {"C", "32"}, {"H", "4"}, {"T", "16"}, {"B", "2"}, {"V", "64"}};
-    Define llama[] = {{"B", "2"}, {"T", "16"}, {"V", "64"}, {"C", "32"}, {"L", "2"}, {"H", "4"}, {"KVH", "2"}, {"F", "64"}};
+    Define llama[] = {{"B", "2"}, {"T", "16"}, {"V", "64"},  {"C", "32"},
+                      {"L", "2"}, {"H", "4"},  {"KVH", "2"}, {"F", "64"}};
     Define mlp[] = {{"B", "4"}, {"D_in", "16"}, {"hidden", "8"}, {"classes", "3"}};
     Define unet[] = {{"B", "2"}, {"N", "16"}, {"C0", "4"}, {"E", "2"}};
     for (int fuse = 0; fuse < 2; fuse++) {

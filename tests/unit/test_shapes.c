@@ -51,8 +51,7 @@ static bool run(const Graph *g, OpKind op, const Attrs *a, int n_in, const int *
 /* An error message is one line "op: ..." that contains want. */
 static bool err_ok(OpKind op, const char *err, const char *want) {
     size_t k = strlen(op_table[op].name);
-    return !strncmp(err, op_table[op].name, k) && !strncmp(err + k, ": ", 2) && !strchr(err, '\n') &&
-           strstr(err, want);
+    return !strncmp(err, op_table[op].name, k) && !strncmp(err + k, ": ", 2) && !strchr(err, '\n') && strstr(err, want);
 }
 
 #define EXPECT_OK(op, a, want_shape, want_dt, want_aux, ...)                                                 \
@@ -69,12 +68,12 @@ static bool err_ok(OpKind op, const char *err, const char *want) {
         }                                                                                                    \
     } while (0)
 
-#define EXPECT_ERR(op, a, want, ...)                                                                         \
-    do {                                                                                                     \
-        Node n_;                                                                                             \
-        char e_[256];                                                                                        \
-        ASSERT(false, run(&g, op, a, NIN(__VA_ARGS__), (const int[]){__VA_ARGS__}, &n_, e_, sizeof e_));     \
-        if (!ASSERT_TRUE(err_ok(op, e_, want))) printf("  got: \"%s\"\n", e_);                               \
+#define EXPECT_ERR(op, a, want, ...)                                                                     \
+    do {                                                                                                 \
+        Node n_;                                                                                         \
+        char e_[256];                                                                                    \
+        ASSERT(false, run(&g, op, a, NIN(__VA_ARGS__), (const int[]){__VA_ARGS__}, &n_, e_, sizeof e_)); \
+        if (!ASSERT_TRUE(err_ok(op, e_, want))) printf("  got: \"%s\"\n", e_);                           \
     } while (0)
 
 /* Default attributes of op k. */
@@ -251,8 +250,8 @@ static void test_attention(void) {
     a.kv_heads = -2;
     EXPECT_ERR(OP_ATTENTION, &a, "kv_heads must be >= 0", q, kv, kv);
     a.kv_heads = 0;
-    EXPECT_ERR(OP_ATTENTION, &a,
-               "causal attention needs equal query and key lengths: q [4,64,768], k [4,32,768]", q, k2, k2);
+    EXPECT_ERR(OP_ATTENTION, &a, "causal attention needs equal query and key lengths: q [4,64,768], k [4,32,768]", q,
+               k2, k2);
     a.causal = false;
     EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2); /* cross-attention */
     EXPECT_ERR(OP_ATTENTION, &a, "k and v shapes differ: [4,32,768] vs [4,64,768]", q, k2, kv);
@@ -299,8 +298,7 @@ static void test_embedding(void) {
     graph_init(&g, "t");
     Attrs a = defaults(OP_EMBEDDING);
     int idx = I32(4, 64), tab = F32(50257, 768), s = leaf(&g, DT_I32, 0, NULL), i5 = I32(1, 2, 3, 4, 5);
-    int i6 = I32(1, 2, 3, 4, 5, 6), fidx = F32(4, 64), t3 = F32(2, 3, 4), big = I32(BIG, 1024),
-        wide = F32(2, BIG);
+    int i6 = I32(1, 2, 3, 4, 5, 6), fidx = F32(4, 64), t3 = F32(2, 3, 4), big = I32(BIG, 1024), wide = F32(2, BIG);
     EXPECT_OK(OP_EMBEDDING, &a, "[4,64,768]", DT_F32, 0, idx, tab);
     EXPECT_OK(OP_EMBEDDING, &a, "[768]", DT_F32, 0, s, tab);
     EXPECT_OK(OP_EMBEDDING, &a, "[1,2,3,4,5,768]", DT_F32, 0, i5, tab);
@@ -317,14 +315,13 @@ static void test_xent(void) {
     Graph g;
     graph_init(&g, "t");
     Attrs a = defaults(OP_CROSS_ENTROPY);
-    int l3 = F32(4, 64, 50257), t2 = I32(4, 64), l1 = F32(10), t0 = leaf(&g, DT_I32, 0, NULL),
-        l2 = F32(256, 10);
+    int l3 = F32(4, 64, 50257), t2 = I32(4, 64), l1 = F32(10), t0 = leaf(&g, DT_I32, 0, NULL), l2 = F32(256, 10);
     int t1 = I32(256), bad = I32(4, 63), tf = F32(4, 64), s = leaf(&g, DT_F32, 0, NULL);
     EXPECT_OK(OP_CROSS_ENTROPY, &a, "[]", DT_F32, 4 * 64, l3, t2);
     EXPECT_OK(OP_CROSS_ENTROPY, &a, "[]", DT_F32, 1, l1, t0);
     EXPECT_OK(OP_CROSS_ENTROPY, &a, "[]", DT_F32, 256, l2, t1);
-    EXPECT_ERR(OP_CROSS_ENTROPY, &a,
-               "targets must be logits' shape without the last dim: [4,64,50257] vs [4,63]", l3, bad);
+    EXPECT_ERR(OP_CROSS_ENTROPY, &a, "targets must be logits' shape without the last dim: [4,64,50257] vs [4,63]", l3,
+               bad);
     EXPECT_ERR(OP_CROSS_ENTROPY, &a, "without the last dim", l3, t1);
     EXPECT_ERR(OP_CROSS_ENTROPY, &a, "targets must be i32, got f32[4,64]", l3, tf);
     EXPECT_ERR(OP_CROSS_ENTROPY, &a, "logits must be f32", t2, t2);
@@ -558,8 +555,7 @@ static void test_verify(void) {
  * yields a valid shape or a one-line "op: ..." error, and never crashes. */
 static void test_random(void) {
     static const int64_t dims[] = {1, 2, 3, 4, 6, 8, 12, 64, 768, 1 << 20, BIG, 0, -1};
-    static const int64_t ints[] = {0,      1, 2, 3, -1, -2, -7, 4, 64, ATTR_NONE, INT64_MAX, INT64_MIN + 1,
-                                   1 << 30};
+    static const int64_t ints[] = {0, 1, 2, 3, -1, -2, -7, 4, 64, ATTR_NONE, INT64_MAX, INT64_MIN + 1, 1 << 30};
     static const double reals[] = {0, 1e-5, 0.5, 1, -1, 1e308, -0.0, 10000};
     Graph g;
     graph_init(&g, "t");
@@ -589,8 +585,7 @@ static void test_random(void) {
         a.theta = reals[RND(sizeof reals / sizeof *reals)];
         a.shape.ndim = (int)RND(ACC_MAX_DIMS + 2);
         if (RND(16) == 0) a.shape.ndim = -1;
-        for (int k = 0; k < ACC_MAX_DIMS; k++)
-            a.shape.dim[k] = RND(3) ? dims[RND(sizeof dims / sizeof *dims)] : -1;
+        for (int k = 0; k < ACC_MAX_DIMS; k++) a.shape.dim[k] = RND(3) ? dims[RND(sizeof dims / sizeof *dims)] : -1;
         int in[ACC_MAX_IN];
         int n_in = op_table[op].min_in + (int)RND(op_table[op].max_in - op_table[op].min_in + 1);
         if (RND(50) == 0) n_in = (int)RND(ACC_MAX_IN + 3);
@@ -606,12 +601,10 @@ static void test_random(void) {
             char e2[96];
             bool ok = n.shape.ndim >= 0 && n.shape.ndim <= ACC_MAX_DIMS && n.aux_elems >= 0 &&
                       (unsigned)n.dtype < DT_COUNT && shape_elems(&n.shape) <= ACC_MAX_ELEMS;
-            for (int k = 0; k < n.shape.ndim; k++)
-                ok = ok && n.shape.dim[k] >= 1 && n.shape.dim[k] <= ACC_MAX_DIM;
+            for (int k = 0; k < n.shape.ndim; k++) ok = ok && n.shape.dim[k] >= 1 && n.shape.dim[k] <= ACC_MAX_DIM;
             /* rerunning the rule on its own result is stable */
             ok = ok && op_table[op].shape(&g, &copy, e2, sizeof e2) && shape_eq(&copy.shape, &n.shape);
-            if (!ok && n_bad++ < 5)
-                printf("  random: bad result: %s -> %s\n", op_table[op].name, SHAPE_TEXT(&n.shape));
+            if (!ok && n_bad++ < 5) printf("  random: bad result: %s -> %s\n", op_table[op].name, SHAPE_TEXT(&n.shape));
         } else {
             n_err++;
             size_t k = strlen(op_table[op].name);

@@ -4,22 +4,21 @@
 #include "test.h"
 
 /* parse s, expecting success with the given byte count */
-#define OK(s, want)                                                                                          \
-    do {                                                                                                     \
-        int64_t b_ = -1;                                                                                     \
-        if (ASSERT_TRUE(parse_size(s, &b_))) ASSERT(want, b_);                                               \
+#define OK(s, want)                                            \
+    do {                                                       \
+        int64_t b_ = -1;                                       \
+        if (ASSERT_TRUE(parse_size(s, &b_))) ASSERT(want, b_); \
     } while (0)
 /* parse s, expecting rejection that leaves the output alone */
-#define BAD(s)                                                                                               \
-    do {                                                                                                     \
-        int64_t b_ = -7;                                                                                     \
-        ASSERT(false, parse_size(s, &b_));                                                                   \
-        ASSERT(-7, b_);                                                                                      \
+#define BAD(s)                             \
+    do {                                   \
+        int64_t b_ = -7;                   \
+        ASSERT(false, parse_size(s, &b_)); \
+        ASSERT(-7, b_);                    \
     } while (0)
 #define FMT(bytes, want) ASSERT_STR(want, format_bytes(bytes, buf, sizeof buf))
 
-static const int64_t KI = (int64_t)1 << 10, MI = (int64_t)1 << 20, GI = (int64_t)1 << 30,
-                     TI = (int64_t)1 << 40;
+static const int64_t KI = (int64_t)1 << 10, MI = (int64_t)1 << 20, GI = (int64_t)1 << 30, TI = (int64_t)1 << 40;
 
 static void test_plain(void) {
     OK("1", 1);
