@@ -77,7 +77,8 @@ static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list
     if (loc.line > 0) show_line(d, loc);
 }
 
-void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
+/* Count an error and show it, unless too many were shown already. */
+static void verror(Diag *d, Loc loc, const char *fmt, va_list ap) {
     d->n_errors++;
     if (d->stopped) return;
     if (d->n_errors > DIAG_MAX_ERRORS) {
@@ -86,9 +87,13 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
         return;
     }
     d->n_shown++;
+    vreport(d, loc, "error", fmt, ap);
+}
+
+void diag_error(Diag *d, Loc loc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vreport(d, loc, "error", fmt, ap);
+    verror(d, loc, fmt, ap);
     va_end(ap);
 }
 
@@ -101,18 +106,9 @@ void diag_note(Diag *d, Loc loc, const char *fmt, ...) {
 }
 
 void diag_error_file(Diag *d, const char *fmt, ...) {
-    Loc none = {d->file, 0, 0, 0};
-    d->n_errors++;
-    if (d->stopped) return;
-    if (d->n_errors > DIAG_MAX_ERRORS) {
-        fprintf(d->out, "%s: fatal error: too many errors emitted, stopping now\n", d->file);
-        d->stopped = true;
-        return;
-    }
-    d->n_shown++;
     va_list ap;
     va_start(ap, fmt);
-    vreport(d, none, "error", fmt, ap);
+    verror(d, (Loc){d->file, 0, 0, 0}, fmt, ap);
     va_end(ap);
 }
 

@@ -851,12 +851,17 @@ DEVFN void att_load(float *dst, int ls, int rows, const float *src, long long ld
  * aligned (D or ld not a multiple of 4) are copied at once, as att_load
  * does. The emulator fills a copy's destination with NaN until the wait
  * (emu.c), so a missing wait or barrier shows there as a wrong result. */
-DEVFN void cp_async16(float *dst, const float *src, int bytes) {
+
+/* One cp.async of `size` bytes (16 or 4) from global src to shared dst, the
+ * part past `bytes` zero-filled (bytes 0: zeros, src not read). */
+DEVFN void cp_async(float *dst, const float *src, int size, int bytes) {
 #ifdef __CUDACC__
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+    if (size == 16) /* bypassing L1 (.cg takes 16 bytes only) */
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
 #else
-    emu_cp_async(dst, src, 16, bytes);
+    emu_cp_async(dst, src, size, bytes);
 #endif
 }
 
@@ -876,7 +881,7 @@ DEVFN void att_stage(float *dst, int ls, int rows, const float *src, long long l
     int q = D >> 2;
     for (int e = (int)threadIdx.x; e < rows * q; e += (int)blockDim.x) {
         int j = e / q, c = 4 * (e - j * q);
-        cp_async16(dst + j * ls + c, j < n ? src + j * ld + c : src, j < n ? 16 : 0);
+        cp_async(dst + j * ls + c, j < n ? src + j * ld + c : src, 16, j < n ? 16 : 0);
     }
 }
 
@@ -1346,15 +1351,6 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
     }
 }
 
-/* A 4-byte cp.async (zero-filled when bytes is 0), as cp_async16. */
-DEVFN void cp_async4(float *dst, const float *src, int bytes) {
-#ifdef __CUDACC__
-    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-#else
-    emu_cp_async(dst, src, 4, bytes);
-#endif
-}
 
 /* Start staging the 32-row tile of query head h from row t0 for dk/dv: q,
  * dout, lse and delta (zeros past row T). */
@@ -1365,8 +1361,8 @@ DEVFN void tc_stage_rows(float *qs, float *gs, float *rl, float *rd, const acc_k
     att_stage(qs, TC_QLD, 32, a->p[3] + row0, qld, n, D);
     att_stage(gs, TC_QLD, 32, a->p[2] + row0, qld, n, D);
     for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
-        cp_async4(rl + r, a->p[7] + (r < n ? l0 + r : l0), r < n ? 4 : 0);
-        cp_async4(rd + r, a->p[8] + (r < n ? l0 + r : l0), r < n ? 4 : 0);
+        cp_async(rl + r, a->p[7] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
+        cp_async(rd + r, a->p[8] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
     }
 }
 
@@ -1570,8 +1566,8 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
             att_stage(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D); /* (q was staged during the last tile) */
             for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
                 long long l0 = (b * H + h) * T + t0;
-                cp_async4(rowl + j, a.p[7] + (j < qn ? l0 + j : l0), j < qn ? 4 : 0);
-                cp_async4(rowd + j, a.p[8] + (j < qn ? l0 + j : l0), j < qn ? 4 : 0);
+                cp_async(rowl + j, a.p[7] + (j < qn ? l0 + j : l0), 4, j < qn ? 4 : 0);
+                cp_async(rowd + j, a.p[8] + (j < qn ? l0 + j : l0), 4, j < qn ? 4 : 0);
             }
             att_stage_wait();
             __syncthreads(); /* the rows (and K and V) are staged */
