@@ -78,6 +78,7 @@ static void vreport(Diag *d, Loc loc, const char *kind, const char *fmt, va_list
 }
 
 /* Count an error and show it, unless too many were shown already. */
+static void verror(Diag *d, Loc loc, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 static void verror(Diag *d, Loc loc, const char *fmt, va_list ap) {
     d->n_errors++;
     if (d->stopped) return;
