@@ -31,9 +31,12 @@ bool lp_guarded(void (*body)(void *arg), void *arg, char *err, size_t err_len);
 /* ---- building a program ---------------------------------------------------------- */
 
 /* A program under construction: columns go to GLPK at once, rows and their
- * coefficients are kept (for lp_check_point too) and loaded by lp_load.
- * Zero-initialise, set lp (glp_create_prob) and names; lp_build_free
- * deletes lp too. */
+ * coefficients are kept (for lp_check_point too) and given to GLPK by
+ * lp_load. Rows may be added after a load (and a solve): the next lp_load
+ * appends them, so a cutting-plane loop adds its cuts through b too.
+ * lp_build_init starts one; lp_build_free deletes lp too. After a failed
+ * lp_guarded, GLPK's environment is gone and lp with it: set lp to NULL
+ * before lp_build_free. */
 typedef struct {
     glp_prob *lp;
     VEC(int) ia;
@@ -41,17 +44,25 @@ typedef struct {
     VEC(double) ar;
     VEC(double) row_lb, row_ub; /* [row] for checking an incumbent */
     VEC(int) row_type;
-    int n_cols, n_rows, n_bin;
+    int n_cols, n_rows, n_int;
+    int n_loaded, nz_loaded; /* rows and coefficients given to GLPK */
     bool names;
 } LpBuild;
 
-/* A column (1-based index returned): binary, or continuous in [lb, ub]; obj:
- * its objective coefficient; name kept when b->names. */
-int lp_col(LpBuild *b, const char *name, bool binary, double lb, double ub, double obj);
-/* A row of GLPK type (GLP_LO, GLP_UP, GLP_DB, GLP_FX) and bounds, filled by lp_coef. */
+/* An empty minimisation; name: the program's (NULL: none); names: keep the
+ * columns' names too (for lp_write). */
+void lp_build_init(LpBuild *b, const char *name, bool names);
+/* A column (1-based index returned): integer, or continuous, in [lb, ub]
+ * (ub INFINITY: no upper bound); obj: its objective coefficient; name kept
+ * when b->names. */
+int lp_col(LpBuild *b, const char *name, bool integer, double lb, double ub, double obj);
+/* A row of GLPK type (GLP_LO, GLP_UP, GLP_DB, GLP_FX) and bounds, filled by
+ * lp_coef (before the lp_load that gives it to GLPK). */
 int lp_row(LpBuild *b, int type, double lb, double ub);
 void lp_coef(LpBuild *b, int row, int col, double v);
-/* Give GLPK the rows and the matrix. */
+/* Give GLPK the rows not given yet, and their coefficients. The matrix GLPK
+ * holds is the same, row by row and column by column in the same order,
+ * whether the rows come in one load or in several. */
 void lp_load(LpBuild *b);
 /* Does x (1-based, every column) satisfy every row within tol? bad_row: the first that does not. */
 bool lp_check_point(const LpBuild *b, const double *x, double tol, int *bad_row);
