@@ -1,5 +1,6 @@
 /* lp.c - the one GLPK helper (lp.h): GLPK without abort(), building a
- * program, GLPK in a child process under a watchdog, writing a program.
+ * program, the node limit and answer of an in-process solve, GLPK in a
+ * child process under a watchdog, writing a program.
  *
  * GLPK reports an internal error (a failed assertion, no memory) or a misuse
  * of its API (zero columns, an index out of range) through glp_error_hook:
@@ -174,6 +175,17 @@ void lp_build_free(LpBuild *b) {
     VEC_FREE(b->ia), VEC_FREE(b->ja), VEC_FREE(b->ar);
     VEC_FREE(b->row_lb), VEC_FREE(b->row_ub), VEC_FREE(b->row_type);
     memset(b, 0, sizeof *b);
+}
+
+/* ---- solving in process ---------------------------------------------------------- */
+
+void lp_node_limit(glp_tree *tree, void *left) {
+    int *n = left;
+    if (glp_ios_reason(tree) == GLP_ISELECT && --*n <= 0) glp_ios_terminate(tree);
+}
+
+bool lp_mip_found(glp_prob *lp, int rc) {
+    return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
 }
 
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len) {

@@ -1,10 +1,14 @@
 /* lp.h - the one GLPK helper every integer program of acc uses (lp.c):
  * running GLPK without abort() with its terminal output captured
- * (lp_guarded), building a program from (row, column, value) triplets
- * (LpBuild), solving one in a child process under a watchdog
- * (lp_run_watched), and writing one in CPLEX LP format (lp_write).
- * Used by the model planner (planner/) and the planner of published graphs
- * (dag/). Part of passes/, not of its interface (passes.h).
+ * (lp_guarded), building a program from (row, column, value) triplets, rows
+ * added after a solve too (LpBuild), the node limit and the answer of an
+ * in-process branch and bound (lp_node_limit, lp_mip_found), solving one in
+ * a child process under a watchdog (lp_run_watched), and writing one in
+ * CPLEX LP format (lp_write). Used by the model planner (planner/), which
+ * solves in process under lp_guarded with limits that are counts (nodes,
+ * iterations: the same plan on a loaded machine) and warm starts, and by
+ * the planner of published graphs (dag/), whose large programs run under
+ * the watchdog. Part of passes/, not of its interface (passes.h).
  */
 #ifndef ACC_LP_H
 #define ACC_LP_H
@@ -67,6 +71,17 @@ void lp_load(LpBuild *b);
 /* Does x (1-based, every column) satisfy every row within tol? bad_row: the first that does not. */
 bool lp_check_point(const LpBuild *b, const double *x, double tol, int *bad_row);
 void lp_build_free(LpBuild *b);
+/* ---- solving in process ---------------------------------------------------------- */
+
+/* A glp_iocp callback (cb_info: an int): one less of *left for each
+ * subproblem GLPK selects, and branch and bound stopped when none is left.
+ * A node limit, unlike GLPK's time limit, gives the same answer on a loaded
+ * machine. */
+void lp_node_limit(glp_tree *tree, void *left);
+/* Whether glp_intopt, returning rc, left an integer solution: optimal, or
+ * the best found when a callback stopped it. */
+bool lp_mip_found(glp_prob *lp, int rc);
+
 /* Write lp in CPLEX LP format to path (nothing if path is NULL). */
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len);
 

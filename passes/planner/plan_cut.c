@@ -17,13 +17,8 @@
 
 /* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
 
-/* Stop branch and bound after a fixed number of subproblems: a node limit,
- * unlike GLPK's time limit, gives the same answer on a loaded machine. */
+/* Branch and bound stops after this many subproblems (lp_node_limit). */
 #define KNAPSACK_NODE_LIMIT 20000
-static void node_limit(glp_tree *tree, void *info) {
-    int *left = info;
-    if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
-}
 
 /* cover_min_cost's integer program over the m item classes (rep: a class's
  * first item, count: its size; on an answer, count: how many it takes). */
@@ -58,11 +53,11 @@ static void cover_solve(void *arg) {
     io.mir_cuts = GLP_ON;
     io.cov_cuts = GLP_ON;
     int nodes_left = KNAPSACK_NODE_LIMIT;
-    io.cb_func = node_limit;
+    io.cb_func = lp_node_limit;
     io.cb_info = &nodes_left;
     int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
     v->best = -1;
-    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+    if (lp_mip_found(lp, rc)) {
         v->best = glp_mip_obj_val(lp) / 1e6;
         for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
     }

@@ -148,7 +148,7 @@ static void flip_callback(glp_tree *tree, void *info) {
         cb->given = true;
         glp_ios_heur_sol(tree, cb->start);
     }
-    if (glp_ios_reason(tree) == GLP_ISELECT && --cb->nodes_left <= 0) glp_ios_terminate(tree);
+    lp_node_limit(tree, &cb->nodes_left);
 }
 
 /* One memory row of the flip program: at anchor k, the live bytes with the
@@ -308,7 +308,7 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     int nodes_left = cb.nodes_left;
     F->work += nnz * (nodes_given - nodes_left + 1);
     if (rc == GLP_ETMLIM) c->timed_out = true;
-    return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
+    return lp_mip_found(lp, rc);
 }
 
 /* The plan of the chosen set (F->tmp, scored into e; it may be over the
