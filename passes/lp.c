@@ -1,5 +1,6 @@
 /* lp.c - the one GLPK helper (lp.h): GLPK without abort(), building a
- * program, GLPK in a child process under a watchdog, writing a program.
+ * program, the node limit and answer of an in-process solve, GLPK in a
+ * child process under a watchdog, writing a program.
  *
  * GLPK reports an internal error (a failed assertion, no memory) or a misuse
  * of its API (zero columns, an index out of range) through glp_error_hook:
@@ -79,12 +80,19 @@ bool lp_guarded(void (*body)(void *arg), void *arg, char *err, size_t err_len) {
 
 /* ---- building a program ---------------------------------------------------------- */
 
-int lp_col(LpBuild *b, const char *name, bool binary, double lb, double ub, double obj) {
+void lp_build_init(LpBuild *b, const char *name, bool names) {
+    memset(b, 0, sizeof *b);
+    b->lp = glp_create_prob();
+    b->names = names;
+    if (name) glp_set_prob_name(b->lp, name);
+    glp_set_obj_dir(b->lp, GLP_MIN);
+}
+
+int lp_col(LpBuild *b, const char *name, bool integer, double lb, double ub, double obj) {
     int j = ++b->n_cols;
     glp_add_cols(b->lp, 1);
-    if (binary) glp_set_col_kind(b->lp, j, GLP_BV), b->n_bin++;
-    else glp_set_col_bnds(b->lp, j, lb == ub ? GLP_FX : GLP_DB, lb, ub);
-    if (binary && lb == ub) glp_set_col_bnds(b->lp, j, GLP_FX, lb, ub);
+    if (integer) glp_set_col_kind(b->lp, j, GLP_IV), b->n_int++;
+    glp_set_col_bnds(b->lp, j, lb == ub ? GLP_FX : ub == INFINITY ? GLP_LO : GLP_DB, lb, ub);
     if (obj != 0) glp_set_obj_coef(b->lp, j, obj);
     if (b->names && name) glp_set_col_name(b->lp, j, name);
     return j;
@@ -99,27 +107,51 @@ int lp_row(LpBuild *b, int type, double lb, double ub) {
 }
 
 void lp_coef(LpBuild *b, int row, int col, double v) {
+    ACC_ASSERT(row > b->n_loaded && row <= b->n_rows && col >= 1 && col <= b->n_cols);
     if (v == 0) return;
     VEC_PUSH(b->ia, row);
     VEC_PUSH(b->ja, col);
     VEC_PUSH(b->ar, v);
 }
 
+/* The first load gives GLPK every coefficient at once (glp_load_matrix);
+ * a later one gives it each new row (glp_set_mat_row), its coefficients in
+ * the order lp_coef had them. Either way GLPK's list of a row holds its
+ * coefficients in reverse order of lp_coef, and the list of a column its
+ * rows last first: the same matrix, element for element, so the same
+ * answers. */
 void lp_load(LpBuild *b) {
-    if (b->n_rows) glp_add_rows(b->lp, b->n_rows); /* GLPK rejects adding none */
-    for (int i = 0; i < b->n_rows; i++)
+    int m0 = b->n_loaded, nz0 = b->nz_loaded, nz = b->ia.n - nz0, m = b->n_rows - m0;
+    if (m) glp_add_rows(b->lp, m); /* GLPK rejects adding none */
+    for (int i = m0; i < b->n_rows; i++)
         glp_set_row_bnds(b->lp, i + 1, b->row_type.v[i], b->row_lb.v[i], b->row_ub.v[i]);
     /* GLPK's arrays are 1-based */
-    int nz = b->ia.n;
     int *ia = acc_xcalloc((size_t)nz + 1, sizeof(int)), *ja = acc_xcalloc((size_t)nz + 1, sizeof(int));
     double *ar = acc_xcalloc((size_t)nz + 1, sizeof(double));
-    if (nz) {
-        memcpy(ia + 1, b->ia.v, (size_t)nz * sizeof(int));
-        memcpy(ja + 1, b->ja.v, (size_t)nz * sizeof(int));
-        memcpy(ar + 1, b->ar.v, (size_t)nz * sizeof(double));
+    if (m0 == 0) {
+        if (nz) {
+            memcpy(ia + 1, b->ia.v, (size_t)nz * sizeof(int));
+            memcpy(ja + 1, b->ja.v, (size_t)nz * sizeof(int));
+            memcpy(ar + 1, b->ar.v, (size_t)nz * sizeof(double));
+        }
+        glp_load_matrix(b->lp, nz, ia, ja, ar);
+    } else { /* the new rows' coefficients grouped by row, each row's in order */
+        int *first = acc_xcalloc((size_t)m + 2, sizeof(int)); /* [r]: where row m0 + r starts in ja, ar */
+        int *fill = acc_xcalloc((size_t)m + 2, sizeof(int));
+        for (int k = nz0; k < b->ia.n; k++) first[b->ia.v[k] - m0 + 1]++;
+        first[1] = 1;
+        for (int r = 2; r <= m + 1; r++) first[r] += first[r - 1];
+        memcpy(fill, first, ((size_t)m + 2) * sizeof(int));
+        for (int k = nz0; k < b->ia.n; k++) {
+            int at = fill[b->ia.v[k] - m0]++;
+            ja[at] = b->ja.v[k], ar[at] = b->ar.v[k];
+        }
+        for (int r = 1; r <= m; r++) /* glp_set_mat_row reads ind[1..len] */
+            glp_set_mat_row(b->lp, m0 + r, first[r + 1] - first[r], ja + first[r] - 1, ar + first[r] - 1);
+        free(first), free(fill);
     }
-    glp_load_matrix(b->lp, nz, ia, ja, ar);
     free(ia), free(ja), free(ar);
+    b->n_loaded = b->n_rows, b->nz_loaded = b->ia.n;
 }
 
 /* Does x (1-based, every column) satisfy every row within tol? */
@@ -142,6 +174,18 @@ void lp_build_free(LpBuild *b) {
     if (b->lp) glp_delete_prob(b->lp);
     VEC_FREE(b->ia), VEC_FREE(b->ja), VEC_FREE(b->ar);
     VEC_FREE(b->row_lb), VEC_FREE(b->row_ub), VEC_FREE(b->row_type);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- solving in process ---------------------------------------------------------- */
+
+void lp_node_limit(glp_tree *tree, void *left) {
+    int *n = left;
+    if (glp_ios_reason(tree) == GLP_ISELECT && --*n <= 0) glp_ios_terminate(tree);
+}
+
+bool lp_mip_found(glp_prob *lp, int rc) {
+    return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
 }
 
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len) {

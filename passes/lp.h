@@ -1,10 +1,14 @@
 /* lp.h - the one GLPK helper every integer program of acc uses (lp.c):
  * running GLPK without abort() with its terminal output captured
- * (lp_guarded), building a program from (row, column, value) triplets
- * (LpBuild), solving one in a child process under a watchdog
- * (lp_run_watched), and writing one in CPLEX LP format (lp_write).
- * Used by the model planner (planner/) and the planner of published graphs
- * (dag/). Part of passes/, not of its interface (passes.h).
+ * (lp_guarded), building a program from (row, column, value) triplets, rows
+ * added after a solve too (LpBuild), the node limit and the answer of an
+ * in-process branch and bound (lp_node_limit, lp_mip_found), solving one in
+ * a child process under a watchdog (lp_run_watched), and writing one in
+ * CPLEX LP format (lp_write). Used by the model planner (planner/), which
+ * solves in process under lp_guarded with limits that are counts (nodes,
+ * iterations: the same plan on a loaded machine) and warm starts, and by
+ * the planner of published graphs (dag/), whose large programs run under
+ * the watchdog. Part of passes/, not of its interface (passes.h).
  */
 #ifndef ACC_LP_H
 #define ACC_LP_H
@@ -31,9 +35,12 @@ bool lp_guarded(void (*body)(void *arg), void *arg, char *err, size_t err_len);
 /* ---- building a program ---------------------------------------------------------- */
 
 /* A program under construction: columns go to GLPK at once, rows and their
- * coefficients are kept (for lp_check_point too) and loaded by lp_load.
- * Zero-initialise, set lp (glp_create_prob) and names; lp_build_free
- * deletes lp too. */
+ * coefficients are kept (for lp_check_point too) and given to GLPK by
+ * lp_load. Rows may be added after a load (and a solve): the next lp_load
+ * appends them, so a cutting-plane loop adds its cuts through b too.
+ * lp_build_init starts one; lp_build_free deletes lp too. After a failed
+ * lp_guarded, GLPK's environment is gone and lp with it: set lp to NULL
+ * before lp_build_free. */
 typedef struct {
     glp_prob *lp;
     VEC(int) ia;
@@ -41,21 +48,40 @@ typedef struct {
     VEC(double) ar;
     VEC(double) row_lb, row_ub; /* [row] for checking an incumbent */
     VEC(int) row_type;
-    int n_cols, n_rows, n_bin;
+    int n_cols, n_rows, n_int;
+    int n_loaded, nz_loaded; /* rows and coefficients given to GLPK */
     bool names;
 } LpBuild;
 
-/* A column (1-based index returned): binary, or continuous in [lb, ub]; obj:
- * its objective coefficient; name kept when b->names. */
-int lp_col(LpBuild *b, const char *name, bool binary, double lb, double ub, double obj);
-/* A row of GLPK type (GLP_LO, GLP_UP, GLP_DB, GLP_FX) and bounds, filled by lp_coef. */
+/* An empty minimisation; name: the program's (NULL: none); names: keep the
+ * columns' names too (for lp_write). */
+void lp_build_init(LpBuild *b, const char *name, bool names);
+/* A column (1-based index returned): integer, or continuous, in [lb, ub]
+ * (ub INFINITY: no upper bound); obj: its objective coefficient; name kept
+ * when b->names. */
+int lp_col(LpBuild *b, const char *name, bool integer, double lb, double ub, double obj);
+/* A row of GLPK type (GLP_LO, GLP_UP, GLP_DB, GLP_FX) and bounds, filled by
+ * lp_coef (before the lp_load that gives it to GLPK). */
 int lp_row(LpBuild *b, int type, double lb, double ub);
 void lp_coef(LpBuild *b, int row, int col, double v);
-/* Give GLPK the rows and the matrix. */
+/* Give GLPK the rows not given yet, and their coefficients. The matrix GLPK
+ * holds is the same, row by row and column by column in the same order,
+ * whether the rows come in one load or in several. */
 void lp_load(LpBuild *b);
 /* Does x (1-based, every column) satisfy every row within tol? bad_row: the first that does not. */
 bool lp_check_point(const LpBuild *b, const double *x, double tol, int *bad_row);
 void lp_build_free(LpBuild *b);
+/* ---- solving in process ---------------------------------------------------------- */
+
+/* A glp_iocp callback (cb_info: an int): one less of *left for each
+ * subproblem GLPK selects, and branch and bound stopped when none is left.
+ * A node limit, unlike GLPK's time limit, gives the same answer on a loaded
+ * machine. */
+void lp_node_limit(glp_tree *tree, void *left);
+/* Whether glp_intopt, returning rc, left an integer solution: optimal, or
+ * the best found when a callback stopped it. */
+bool lp_mip_found(glp_prob *lp, int rc);
+
 /* Write lp in CPLEX LP format to path (nothing if path is NULL). */
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len);
 

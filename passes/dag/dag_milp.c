@@ -106,10 +106,7 @@ static void build_checkmate(const Dag *d, int64_t budget, bool integral, bool na
     int n = d->n;
     double ub = memory_ub(d, budget, !integral), sc = (double)budget;
     char nm[64];
-    b->lp = glp_create_prob();
-    b->names = names;
-    glp_set_prob_name(b->lp, "checkmate");
-    glp_set_obj_dir(b->lp, GLP_MIN);
+    lp_build_init(b, "checkmate", names);
     x->n = n;
     x->r0 = b->n_cols + 1;
     for (int t = 0; t < n; t++)
@@ -289,12 +286,12 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
         return true;
     }
     build_checkmate(d, budget, integral, emit_lp != NULL, &b, &x);
-    p->n_binaries = b.n_bin;
+    p->n_binaries = b.n_int;
     p->n_rows = b.n_rows;
     p->bound_scope = "checkmate";
     if (verbose)
         fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, built in %.2f s\n",
-                integral ? "MILP" : "LP", b.n_cols, b.n_bin, b.n_rows, acc_now_s() - t0);
+                integral ? "MILP" : "LP", b.n_cols, b.n_int, b.n_rows, acc_now_s() - t0);
     if (!lp_write(b.lp, emit_lp, err, err_len)) {
         lp_build_free(&b);
         return false;
@@ -506,10 +503,7 @@ static void build_acc(const Dag *d, int64_t budget, AccIndex *x, LpBuild *b, boo
     int n = d->n;
     double ub = memory_ub(d, budget, relaxed), sc = (double)budget;
     char nm[64];
-    b->lp = glp_create_prob();
-    b->names = names;
-    glp_set_prob_name(b->lp, relaxed ? "acc_relaxation" : "acc");
-    glp_set_obj_dir(b->lp, GLP_MIN);
+    lp_build_init(b, relaxed ? "acc_relaxation" : "acc", names);
     double base = 0;
     for (int i = 0; i < n; i++) base += d->cost[i];
     glp_set_obj_coef(b->lp, 0, base); /* every node runs once */
@@ -739,12 +733,12 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     memset(out, 0, sizeof *out);
     out->obj = out->bound = out->lp = NAN;
     out->size = size;
-    out->n_bin = b.n_bin, out->n_rows = b.n_rows;
+    out->n_bin = b.n_int, out->n_rows = b.n_rows;
     bool full = k == 1 << 30;
     if (verbose)
         fprintf(stderr, "acc plan: acc %s: support %s%d hops (%ld pairs), %d columns (%d binary), %d rows\n",
                 relaxed ? "bound LP" : "MILP", full ? "every earlier node, " : "", full ? n : k, size, b.n_cols,
-                b.n_bin, b.n_rows);
+                b.n_int, b.n_rows);
     if (emit_lp) {
         bool ok = lp_write(b.lp, emit_lp, err, err_len);
         lp_build_free(&b);

@@ -43,7 +43,7 @@ typedef struct {
 
 typedef struct {
     Ctx *c;
-    glp_prob *lp;
+    LpBuild prog;           /* the covering program (freed by pl_covering_bound, even when GLPK fails midway) */
     const bool *read;       /* [n] read by the backward */
     int *p_last;            /* [n] last forward step reading node's tensor in P0, -1 if none */
     int *fb;                /* [n] first backward step reading it in P0, ns if none */
@@ -55,13 +55,8 @@ typedef struct {
                              * even when GLPK fails midway (lp_guarded) */
 } Bound;
 
-/* A 0/1 column costing `time` seconds (the objective is in microseconds). */
-static int lp_binary(glp_prob *lp, double time) {
-    int k = glp_add_cols(lp, 1);
-    glp_set_col_bnds(lp, k, GLP_DB, 0, 1);
-    glp_set_obj_coef(lp, k, time * 1e6);
-    return k;
-}
+/* A column in [0, 1] costing `time` seconds (the objective is in microseconds). */
+static int lp_binary(Bound *b, double time) { return lp_col(&b->prog, NULL, false, 0, 1, time * 1e6); }
 
 /* An intermediate: a candidate the backward does not read, freed after the forward in P0. */
 static bool lp_is_intermediate(const Bound *b, int q) {
@@ -74,15 +69,15 @@ static void lp_require_inputs(Bound *b, int from_col, int node);
 /* The y and k columns of intermediate q, created with what y_q requires. */
 static void lp_intermediate(Bound *b, int q) {
     if (b->ycol[q]) return;
-    b->ycol[q] = lp_binary(b->lp, b->c->time[q]);
-    b->kcol[q] = lp_binary(b->lp, 0);
+    b->ycol[q] = lp_binary(b, b->c->time[q]);
+    b->kcol[q] = lp_binary(b, 0);
     lp_require_inputs(b, b->ycol[q], q);
 }
 
 /* The x column of read node i, created with what x_i requires. */
 static int lp_drop(Bound *b, int i) {
     if (!b->col[i]) {
-        b->col[i] = lp_binary(b->lp, b->c->time[i]);
+        b->col[i] = lp_binary(b, b->c->time[i]);
         lp_require_inputs(b, b->col[i], i);
     }
     return b->col[i];
@@ -96,10 +91,8 @@ static void lp_require_inputs(Bound *b, int from_col, int node) {
         int q = x->in[j];
         if (!lp_is_intermediate(b, q)) continue;
         lp_intermediate(b, q);
-        int r = glp_add_rows(b->lp, 1), li[4] = {0, from_col, b->ycol[q], b->kcol[q]};
-        double lv[4] = {0, 1, -1, -1};
-        glp_set_row_bnds(b->lp, r, GLP_UP, 0, 0);
-        glp_set_mat_row(b->lp, r, 3, li, lv);
+        int r = lp_row(&b->prog, GLP_UP, 0, 0);
+        lp_coef(&b->prog, r, from_col, 1), lp_coef(&b->prog, r, b->ycol[q], -1), lp_coef(&b->prog, r, b->kcol[q], -1);
         Need nd = {q, from_col, node};
         VEC_PUSH(b->needs, nd);
     }
@@ -131,7 +124,7 @@ static void lp_early_charges(Bound *b, int row, const int *f, int n_f, const boo
     double lv[EARLY_MAX + 4];
     ACC_ASSERT(n_f <= EARLY_MAX);
     for (int k = 0; k < b->needs.n;) {
-        int q = b->needs.v[k].q, m = lp_binary(b->lp, 0);
+        int q = b->needs.v[k].q, m = lp_binary(b, 0);
         for (; k < b->needs.n && b->needs.v[k].q == q; k++) {
             const Need *nd = &b->needs.v[k];
             int len = 0;
@@ -145,9 +138,8 @@ static void lp_early_charges(Bound *b, int row, const int *f, int n_f, const boo
                 else li[++len] = b->col[f[j]], lv[len] = 1;
             }
             if (free_q) continue;
-            int r = glp_add_rows(b->lp, 1);
-            glp_set_row_bnds(b->lp, r, GLP_LO, 0, 0);
-            glp_set_mat_row(b->lp, r, len, li, lv);
+            int r = lp_row(&b->prog, GLP_LO, 0, 0);
+            for (int j = 1; j <= len; j++) lp_coef(&b->prog, r, li[j], lv[j]);
         }
         Charge ch = {row, m, q};
         VEC_PUSH(b->charges, ch);
@@ -195,11 +187,10 @@ static int lp_early(Bound *b, const Row *rows, int n_rows, int fbs, int ns, int 
  * them. Kept intermediates count at forward rows after their last forward
  * read, and at early rows through the charges. */
 static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_node, const double *ent_size, int fbs) {
-    int n = b->c->g->nodes.n, n_cols = glp_get_num_cols(b->lp) + 1;
+    LpBuild *p = &b->prog;
+    int n = b->c->g->nodes.n, n_cols = p->n_cols + 1;
     double *prev = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
     double *cur = pool_alloc(b->mem, (size_t)n_cols * sizeof(double));
-    int *ind = pool_alloc(b->mem, (size_t)(n_cols + 3) * sizeof(int));
-    double *val = pool_alloc(b->mem, (size_t)(n_cols + 3) * sizeof(double));
     for (int k = 0; k < n_cols; k++) prev[k] = 0;
     int prev_s = 0;
     for (int k = 0; k < n_rows; k++) {
@@ -211,15 +202,11 @@ static void lp_cover_rows(Bound *b, const Row *rows, int n_rows, const int *ent_
             if (b->kcol[q] && b->p_last[q] < rw->t) cur[b->kcol[q]] = -b->act_bytes[q] / 1e6;
         for (int j = 0; j < b->charges.n; j++)
             if (b->charges.v[j].row == k) cur[b->charges.v[j].col] = -b->act_bytes[b->charges.v[j].q] / 1e6;
-        int sc = glp_add_cols(b->lp, 1), m = 0;
-        glp_set_col_bnds(b->lp, sc, GLP_LO, rw->need / 1e6, 0);
-        ind[++m] = sc, val[m] = 1;
-        if (prev_s) ind[++m] = prev_s, val[m] = -1;
+        int sc = lp_col(p, NULL, false, rw->need / 1e6, INFINITY, 0), r = lp_row(p, GLP_FX, 0, 0);
+        lp_coef(p, r, sc, 1);
+        if (prev_s) lp_coef(p, r, prev_s, -1);
         for (int j = 1; j < n_cols; j++)
-            if (cur[j] != prev[j]) ind[++m] = j, val[m] = prev[j] - cur[j];
-        int r = glp_add_rows(b->lp, 1);
-        glp_set_row_bnds(b->lp, r, GLP_FX, 0, 0);
-        glp_set_mat_row(b->lp, r, m, ind, val);
+            if (cur[j] != prev[j]) lp_coef(p, r, j, prev[j] - cur[j]);
         double *tmp = prev;
         prev = cur, cur = tmp, prev_s = sc;
     }
@@ -318,26 +305,27 @@ static void bound_solve(void *arg) {
     Bound *b = run->b;
     Ctx *c = b->c;
     const Rows *rows = run->rows;
-    b->lp = glp_create_prob();
-    glp_set_obj_dir(b->lp, GLP_MIN);
+    lp_build_init(&b->prog, NULL, false);
     for (int k = 0; k < rows->ent_node.n; k++) lp_drop(b, rows->ent_node.v[k]);
     int f[EARLY_MAX + 1];
     int n_f = lp_early(b, rows->v.v, run->n_rows, run->fbs, run->ns, f);
     lp_cover_rows(b, rows->v.v, run->n_rows, rows->ent_node.v, rows->ent_size.v, run->fbs);
-    glp_scale_prob(b->lp, GLP_SF_AUTO);
+    lp_load(&b->prog);
+    glp_prob *lp = b->prog.lp;
+    glp_scale_prob(lp, GLP_SF_AUTO);
     int w = n_f > 0 && b->charges.n ? b->col[f[0]] : 0;
     if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
-        glp_set_col_bnds(b->lp, w, GLP_FX, 0, 0);
-        run->bound = lp_value(c, b->lp, false);
+        glp_set_col_bnds(lp, w, GLP_FX, 0, 0);
+        run->bound = lp_value(c, lp, false);
         if (c->time[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
-            glp_set_col_bnds(b->lp, w, GLP_FX, 1, 1);
-            double v1 = lp_value(c, b->lp, true);
+            glp_set_col_bnds(lp, w, GLP_FX, 1, 1);
+            double v1 = lp_value(c, lp, true);
             run->bound = v1 < run->bound ? v1 : run->bound;
         }
     } else {
-        run->bound = lp_value(c, b->lp, false);
+        run->bound = lp_value(c, lp, false);
     }
-    glp_delete_prob(b->lp);
+    lp_build_free(&b->prog);
 }
 
 /* The bound for budget (INFINITY: no plan fits; 0 when there is nothing to
@@ -361,7 +349,7 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
     double bound = n_rows == -1 ? INFINITY : 0;
     if (n_rows > 0) {
-        Bound b = {c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}, &mem};
+        Bound b = {c, {0}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, {0}, {0}, &mem};
         int **cols[] = {&b.p_last, &b.fb, &b.col, &b.ycol, &b.kcol};
         for (size_t k = 0; k < sizeof cols / sizeof *cols; k++) *cols[k] = pool_alloc(&mem, (size_t)n * sizeof(int));
         b.act_bytes = pool_alloc(&mem, (size_t)n * sizeof(double));
@@ -376,8 +364,10 @@ double pl_covering_bound(Ctx *c, int64_t budget) {
         }
         BoundRun run = {&b, &rows, n_rows, fbs, ns, 0};
         char err[200];
-        if (!lp_guarded(bound_solve, &run, err, sizeof err)) pl_solver_failed(c, err), run.bound = 0;
+        if (!lp_guarded(bound_solve, &run, err, sizeof err)) /* the program went with GLPK's environment */
+            pl_solver_failed(c, err), run.bound = 0, b.prog.lp = NULL;
         bound = run.bound;
+        lp_build_free(&b.prog);
         VEC_FREE(b.needs), VEC_FREE(b.charges);
     }
     sched_free(&s);

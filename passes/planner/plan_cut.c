@@ -17,13 +17,8 @@
 
 /* ---- GLPK: a covering program, min cost x s.t. A x >= need ----------------- */
 
-/* Stop branch and bound after a fixed number of subproblems: a node limit,
- * unlike GLPK's time limit, gives the same answer on a loaded machine. */
+/* Branch and bound stops after this many subproblems (lp_node_limit). */
 #define KNAPSACK_NODE_LIMIT 20000
-static void node_limit(glp_tree *tree, void *info) {
-    int *left = info;
-    if (glp_ios_reason(tree) == GLP_ISELECT && --*left <= 0) glp_ios_terminate(tree);
-}
 
 /* cover_min_cost's integer program over the m item classes (rep: a class's
  * first item, count: its size; on an answer, count: how many it takes). */
@@ -31,31 +26,23 @@ typedef struct {
     const double *cost, *a, *need;
     int stride, n_rows, m;
     const int *rep;
-    int *count, *ind;
-    double *val;
-    double best; /* -1: no answer */
+    int *count;
+    LpBuild prog; /* freed by cover_min_cost, even when GLPK fails midway */
+    double best;  /* -1: no answer */
 } Cover;
 
 static void cover_solve(void *arg) {
     Cover *v = arg;
     int m = v->m, stride = v->stride;
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_rows(lp, v->n_rows);
-    glp_add_cols(lp, m);
-    for (int k = 0; k < m; k++) {
-        glp_set_col_kind(lp, k + 1, GLP_IV);
-        glp_set_col_bnds(lp, k + 1, GLP_DB, 0, v->count[k]);
-        glp_set_obj_coef(lp, k + 1, v->cost[v->rep[k]] * 1e6); /* microseconds: GLPK's tolerances are absolute */
-    }
-    for (int r = 0; r < v->n_rows; r++) {
-        int len = 0;
-        for (int k = 0; k < m; k++)
-            if (v->a[(size_t)v->rep[k] * stride + r] != 0)
-                v->ind[++len] = k + 1, v->val[len] = v->a[(size_t)v->rep[k] * stride + r];
-        glp_set_row_bnds(lp, r + 1, GLP_LO, v->need[r], 0);
-        glp_set_mat_row(lp, r + 1, len, v->ind, v->val);
-    }
+    LpBuild *b = &v->prog;
+    lp_build_init(b, NULL, false);
+    for (int r = 0; r < v->n_rows; r++) lp_row(b, GLP_LO, v->need[r], 0);
+    for (int k = 0; k < m; k++) /* microseconds: GLPK's tolerances are absolute */
+        lp_col(b, NULL, true, 0, v->count[k], v->cost[v->rep[k]] * 1e6);
+    for (int r = 0; r < v->n_rows; r++)
+        for (int k = 0; k < m; k++) lp_coef(b, r + 1, k + 1, v->a[(size_t)v->rep[k] * stride + r]);
+    lp_load(b);
+    glp_prob *lp = b->lp;
     glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp sm;
     glp_init_smcp(&sm);
@@ -66,15 +53,15 @@ static void cover_solve(void *arg) {
     io.mir_cuts = GLP_ON;
     io.cov_cuts = GLP_ON;
     int nodes_left = KNAPSACK_NODE_LIMIT;
-    io.cb_func = node_limit;
+    io.cb_func = lp_node_limit;
     io.cb_info = &nodes_left;
     int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
     v->best = -1;
-    if ((rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS)) {
+    if (lp_mip_found(lp, rc)) {
         v->best = glp_mip_obj_val(lp) / 1e6;
         for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
     }
-    glp_delete_prob(lp);
+    lp_build_free(b);
 }
 
 
@@ -112,19 +99,11 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
         cls[i] = k;
         count[k]++;
     }
-    Cover v = {cost,
-               a,
-               need,
-               stride,
-               n_rows,
-               m,
-               rep,
-               count,
-               pool_alloc(&mem, (size_t)(m + 1) * sizeof(int)),
-               pool_alloc(&mem, (size_t)(m + 1) * sizeof(double)),
-               -1};
+    Cover v = {cost, a, need, stride, n_rows, m, rep, count, {0}, -1};
     char err[200];
-    if (!lp_guarded(cover_solve, &v, err, sizeof err)) pl_solver_failed(c, err), v.best = -1;
+    if (!lp_guarded(cover_solve, &v, err, sizeof err)) /* the program went with GLPK's environment */
+        pl_solver_failed(c, err), v.best = -1, v.prog.lp = NULL;
+    lp_build_free(&v.prog);
     double best = v.best;
     if (best >= 0) {
         for (int i = 0; i < n; i++)

@@ -65,20 +65,16 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
  * recomputed node reads it (r_j >= r_k for each consumer k, unless j is
  * kept), or when a flip's closure drops it (r_j >= x_f) - so two flips that
  * share the intermediates their recomputation needs pay for them once. */
-static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant,
-                              int *rcol, int *scratch /* [3n] */) {
+static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant, int *rcol,
+                         int *scratch /* [3n] */, LpBuild *p) {
     int n = c->g->nodes.n;
     int *xcol = scratch, *stamp = scratch + n, *list = scratch + 2 * n;
     for (int i = 0; i < n; i++) xcol[i] = rcol[i] = 0, stamp[i] = -1;
-    glp_prob *lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_cols(lp, n_flips);
+    lp_build_init(p, NULL, false);
     *constant = 0;
     for (int f = 0; f < n_flips; f++) {
         int i = flip[f];
-        xcol[i] = f + 1;
-        glp_set_col_kind(lp, f + 1, GLP_BV);
-        if (c->read[i]) glp_set_obj_coef(lp, f + 1, (dec[i] == DEC_SAVE ? 1 : -1) * c->time[i] * 1e6);
+        xcol[i] = lp_col(p, NULL, true, 0, 1, c->read[i] ? (dec[i] == DEC_SAVE ? 1 : -1) * c->time[i] * 1e6 : 0);
     }
     for (int i = 0; i < n; i++)
         if (c->cand[i] && c->read[i] && dec[i] == DEC_RECOMPUTE) *constant += c->time[i];
@@ -89,21 +85,16 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
             for (int k = 0; k < m; k++) rcol[list[k]] = -1;
         }
     for (int i = 0; i < n; i++)
-        if (c->cand[i] && !c->read[i] && (dec[i] == DEC_RECOMPUTE || rcol[i] < 0)) {
-            rcol[i] = glp_add_cols(lp, 1);
-            glp_set_col_bnds(lp, rcol[i], GLP_DB, 0, 1);
-            glp_set_obj_coef(lp, rcol[i], c->time[i] * 1e6);
-        }
+        if (c->cand[i] && !c->read[i] && (dec[i] == DEC_RECOMPUTE || rcol[i] < 0))
+            rcol[i] = lp_col(p, NULL, false, 0, 1, c->time[i] * 1e6);
     int ind[4];
     double val[4];
     for (int f = 0; f < n_flips; f++) /* r_j >= x_f for j in f's closure */
         if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
             int m = pl_closure_list(c, dec, flip[f], stamp, n + f, list, 0);
             for (int k = 0; k < m; k++) {
-                int r = glp_add_rows(lp, 1);
-                ind[1] = rcol[list[k]], val[1] = 1, ind[2] = f + 1, val[2] = -1;
-                glp_set_row_bnds(lp, r, GLP_LO, 0, 0);
-                glp_set_mat_row(lp, r, 2, ind, val);
+                int r = lp_row(p, GLP_LO, 0, 0);
+                lp_coef(p, r, rcol[list[k]], 1), lp_coef(p, r, f + 1, -1);
             }
         }
     for (int k = 0; k < n; k++) { /* r_j >= (k recomputed) - x_j for dropped j read by k */
@@ -127,12 +118,10 @@ static glp_prob *flip_program(const Ctx *c, const Decision *dec, const int *flip
             } else {
                 continue;
             }
-            int r = glp_add_rows(lp, 1);
-            glp_set_row_bnds(lp, r, GLP_LO, lo, 0);
-            glp_set_mat_row(lp, r, len, ind, val);
+            int r = lp_row(p, GLP_LO, lo, 0);
+            for (int e = 1; e <= len; e++) lp_coef(p, r, ind[e], val[e]);
         }
     }
-    return lp;
 }
 
 /* dec with flips f[0..m) applied into out: the drops first (each with the
@@ -159,20 +148,17 @@ static void flip_callback(glp_tree *tree, void *info) {
         cb->given = true;
         glp_ios_heur_sol(tree, cb->start);
     }
-    if (glp_ios_reason(tree) == GLP_ISELECT && --cb->nodes_left <= 0) glp_ios_terminate(tree);
+    lp_node_limit(tree, &cb->nodes_left);
 }
 
 /* One memory row of the flip program: at anchor k, the live bytes with the
  * flips' (and interacting pairs') changes added stay within target. */
-static void flip_row(glp_prob *lp, const double *delta, int na, int k, int n_flips, int n_pairs, const int *pcol,
-                     double room, int *ind, double *val) {
-    int len = 0;
+static void flip_row(LpBuild *p, const double *delta, int na, int k, int n_flips, int n_pairs, const int *pcol,
+                     double room) {
+    int r = lp_row(p, GLP_UP, 0, room / 1e3); /* kilobytes: keep the matrix well scaled */
     for (int f = 0; f < n_flips + n_pairs; f++)
         if (delta[(size_t)f * na + k] != 0 && (f < n_flips || pcol[f - n_flips]))
-            ind[++len] = f < n_flips ? f + 1 : pcol[f - n_flips], val[len] = delta[(size_t)f * na + k] / 1e3;
-    int r = glp_add_rows(lp, 1);
-    glp_set_row_bnds(lp, r, GLP_UP, 0, room / 1e3); /* kilobytes: keep the matrix well scaled */
-    glp_set_mat_row(lp, r, len, ind, val);
+            lp_coef(p, r, f < n_flips ? f + 1 : pcol[f - n_flips], delta[(size_t)f * na + k] / 1e3);
 }
 
 /* The flip search's state: its arguments, the round's flips, pairs and
@@ -192,15 +178,14 @@ typedef struct {
     Decision *tmp;             /* [n] */
     int *flip;                 /* [n] */
     double *delta;             /* [flip * na + anchor]; pairs after the flips: their interaction */
-    int *ind;                  /* [n (ACC_MAX_IN + 1) + 1] */
-    double *val;
-    bool *pick;         /* [n] */
-    int *picked, *fcol; /* [n] */
-    int *pair, *pcol;   /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
-    int *rcol_of;       /* [n] */
-    int *program;       /* [3n] flip_program's scratch */
-    double *recomputed; /* [n] */
-    double *start;      /* [1 + columns] */
+    LpBuild prog;              /* the round's program (pl_flip_search frees it, should GLPK fail midway) */
+    bool *pick;                /* [n] */
+    int *picked, *fcol;        /* [n] */
+    int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
+    int *rcol_of;              /* [n] */
+    int *program;              /* [3n] flip_program's scratch */
+    double *recomputed;        /* [n] */
+    double *start;             /* [1 + columns] */
 } Flip;
 
 /* This round's flips (every free tensor the backward reads, and every
@@ -255,7 +240,7 @@ static void price_flips(Flip *F) {
 /* A column z_p = x_a x_b for each pair that interacts (pcol[p], 0 if it
  * does not): linearised from below when the pair needs more memory than the
  * sum of its flips, from above when it needs less. */
-static void add_pair_columns(Flip *F, glp_prob *lp) {
+static void add_pair_columns(Flip *F, LpBuild *lp) {
     int n_flips = F->n_flips, na = F->na;
     for (int p = 0; p < F->n_pairs; p++) {
         const double *d = &F->delta[(size_t)(n_flips + p) * na];
@@ -263,20 +248,14 @@ static void add_pair_columns(Flip *F, glp_prob *lp) {
         for (int k = 0; k < na; k++) more |= d[k] > 0, less |= d[k] < 0;
         F->pcol[p] = 0;
         if (!more && !less) continue;
-        int z = F->pcol[p] = glp_add_cols(lp, 1), xa = F->pair[2 * p] + 1, xb = F->pair[2 * p + 1] + 1;
-        glp_set_col_bnds(lp, z, GLP_DB, 0, 1);
-        int li[4] = {0, z, xa, xb};
-        double lv[4] = {0, 1, -1, -1};
+        int z = F->pcol[p] = lp_col(lp, NULL, false, 0, 1, 0), xa = F->pair[2 * p] + 1, xb = F->pair[2 * p + 1] + 1;
         if (more) { /* z >= x_a + x_b - 1 */
-            int r = glp_add_rows(lp, 1);
-            glp_set_row_bnds(lp, r, GLP_LO, -1, 0);
-            glp_set_mat_row(lp, r, 3, li, lv);
+            int r = lp_row(lp, GLP_LO, -1, 0);
+            lp_coef(lp, r, z, 1), lp_coef(lp, r, xa, -1), lp_coef(lp, r, xb, -1);
         }
         for (int q = 0; q < 2 && less; q++) { /* z <= x_a, z <= x_b */
-            int r = glp_add_rows(lp, 1);
-            li[2] = q ? xb : xa;
-            glp_set_row_bnds(lp, r, GLP_UP, 0, 0);
-            glp_set_mat_row(lp, r, 2, li, lv);
+            int r = lp_row(lp, GLP_UP, 0, 0);
+            lp_coef(lp, r, z, 1), lp_coef(lp, r, q ? xb : xa, -1);
         }
     }
 }
@@ -284,10 +263,11 @@ static void add_pair_columns(Flip *F, glp_prob *lp) {
 /* The round's program: flip_program, the pairs' columns, and the memory rows
  * of the steps one flip alone could push over the target (in_lp). Also
  * records which nodes dec recomputes (the first incumbent's r columns). */
-static glp_prob *round_program(Flip *F, double *constant) {
+static void round_program(Flip *F, double *constant) {
     Ctx *c = F->c;
     int n = c->g->nodes.n, n_flips = F->n_flips, na = F->na;
-    glp_prob *lp = flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program);
+    LpBuild *lp = &F->prog;
+    flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program, lp);
     sched_rebuild(c->g, c->ad, F->dec, c->o->optimizer, &c->scratch);
     for (int i = 0; i < n; i++) F->recomputed[i] = 0;
     for (int t = 0; t < c->scratch.steps.n; t++)
@@ -299,10 +279,8 @@ static glp_prob *round_program(Flip *F, double *constant) {
             worst = F->delta[(size_t)f * na + k] > worst ? F->delta[(size_t)f * na + k] : worst;
         F->in_lp[k] = (double)F->base_prof[k] + worst > (double)F->target;
         if (F->in_lp[k])
-            flip_row(lp, F->delta, na, k, n_flips, F->n_pairs, F->pcol, (double)(F->target - F->base_prof[k]), F->ind,
-                     F->val);
+            flip_row(lp, F->delta, na, k, n_flips, F->n_pairs, F->pcol, (double)(F->target - F->base_prof[k]));
     }
-    return lp;
 }
 
 /* Branch and bound on the round's program within what is left of FLIP_WORK
@@ -330,7 +308,7 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     int nodes_left = cb.nodes_left;
     F->work += nnz * (nodes_given - nodes_left + 1);
     if (rc == GLP_ETMLIM) c->timed_out = true;
-    return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
+    return lp_mip_found(lp, rc);
 }
 
 /* The plan of the chosen set (F->tmp, scored into e; it may be over the
@@ -355,22 +333,22 @@ static bool take_if_better(Flip *F, Eval *e) {
 
 /* Exclude the chosen set (pick, m flips) from the program: sum over picked
  * (1 - x) + sum over the others x >= 1. */
-static void exclude_set(Flip *F, glp_prob *lp, int m) {
-    int len = 0;
-    for (int f = 0; f < F->n_flips; f++) F->ind[++len] = f + 1, F->val[len] = F->pick[f] ? -1 : 1;
-    int r = glp_add_rows(lp, 1);
-    glp_set_row_bnds(lp, r, GLP_LO, 1 - m, 0);
-    glp_set_mat_row(lp, r, len, F->ind, F->val);
+static void exclude_set(Flip *F, int m) {
+    int r = lp_row(&F->prog, GLP_LO, 1 - m, 0);
+    for (int f = 0; f < F->n_flips; f++) lp_coef(&F->prog, r, f + 1, F->pick[f] ? -1 : 1);
 }
 
 /* Solve the round's program up to FLIP_SOLVES times: a set that the
  * simulation finds over the target at a step the program lacks adds that
  * step's row; a set that is no better once simulated (and repaired) is
- * excluded. Whether dec improved. */
-static bool improve_round(Flip *F, glp_prob *lp, double constant) {
+ * excluded (the rows go to GLPK before the next solve). Whether dec
+ * improved. */
+static bool improve_round(Flip *F, double constant) {
     Ctx *c = F->c;
     int na = F->na;
+    glp_prob *lp = F->prog.lp;
     for (int solve = 0; solve < FLIP_SOLVES && !pl_out_of_time(c); solve++) {
+        lp_load(&F->prog);
         double nnz = glp_get_num_nz(lp) + 1;
         if (F->work + nnz >= FLIP_WORK) break;
         if (!solve_program(F, lp, nnz)) break;
@@ -387,12 +365,12 @@ static bool improve_round(Flip *F, glp_prob *lp, double constant) {
         for (int k = 0; k < na; k++)
             if (F->prof[k] > F->target && !F->in_lp[k]) {
                 F->in_lp[k] = added = true;
-                flip_row(lp, F->delta, na, k, F->n_flips, F->n_pairs, F->pcol, (double)(F->target - F->base_prof[k]),
-                         F->ind, F->val);
+                flip_row(&F->prog, F->delta, na, k, F->n_flips, F->n_pairs, F->pcol,
+                         (double)(F->target - F->base_prof[k]));
             }
         if (added) continue;
         if (take_if_better(F, &e)) return true;
-        exclude_set(F, lp, m);
+        exclude_set(F, m);
     }
     return false;
 }
@@ -423,9 +401,9 @@ static void flip_rounds(void *arg) {
         price_flips(F);
         if (c->timed_out) break; /* the flips were not all simulated */
         double constant;
-        glp_prob *lp = round_program(F, &constant);
-        bool improved = improve_round(F, lp, constant);
-        glp_delete_prob(lp);
+        round_program(F, &constant);
+        bool improved = improve_round(F, constant);
+        lp_build_free(&F->prog);
         if (!improved) break;
     }
 }
@@ -440,8 +418,6 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.in_lp = pool_alloc(&F.mem, ns_max * sizeof(bool));
     F.tmp = pool_alloc(&F.mem, n * sizeof(Decision));
     F.flip = pool_alloc(&F.mem, n * sizeof(int));
-    F.ind = pool_alloc(&F.mem, (n * (ACC_MAX_IN + 1) + 1) * sizeof(int));
-    F.val = pool_alloc(&F.mem, (n * (ACC_MAX_IN + 1) + 1) * sizeof(double));
     F.pick = pool_alloc(&F.mem, n * sizeof(bool));
     F.picked = pool_alloc(&F.mem, n * sizeof(int));
     F.fcol = pool_alloc(&F.mem, n * sizeof(int));
@@ -451,7 +427,9 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.program = pool_alloc(&F.mem, 3 * n * sizeof(int));
     F.recomputed = pool_alloc(&F.mem, n * sizeof(double));
     char err[200];
-    if (!lp_guarded(flip_rounds, &F, err, sizeof err)) pl_solver_failed(c, err); /* dec: the last plan taken */
+    if (!lp_guarded(flip_rounds, &F, err, sizeof err)) /* dec: the last plan taken */
+        pl_solver_failed(c, err), F.prog.lp = NULL;    /* the program went with GLPK's environment */
+    lp_build_free(&F.prog);
     pool_free(&F.mem);
     free(F.delta), free(F.start);
 }
