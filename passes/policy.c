@@ -40,6 +40,10 @@ bool plan_policy_parse(const char *p, Policy *out, char *err, size_t err_len) {
     }
     if (!strncmp(p, "ops:", 4)) {
         char buf[256];
+        if (strlen(p + 4) >= sizeof buf) { /* not cut short silently */
+            POLICY_ERR("policy '%.32s...': the list of ops is longer than %zu characters", p, sizeof buf - 1);
+            return false;
+        }
         snprintf(buf, sizeof buf, "%s", p + 4);
         size_t len = strlen(buf);
         if (!*buf || buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,")) {

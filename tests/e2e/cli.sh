@@ -47,6 +47,7 @@ expect 2 "0 < F <= 1e6, got ' 0.5'" plan --graph x.json --budget-frac " 0.5"
 expect 2 "from 2 to 1000, got '1'" pareto $m --points 1
 expect 2 "none empty" explain $m --policy ops:matmul,,relu
 expect 2 "none empty" explain $m --policy ops:matmul,
+expect 2 "longer than 255 characters" explain $m --policy "ops:$(printf 'matmul,%.0s' $(seq 40))attention"
 expect 2 "from 1 to 100000" explain $m --policy every:+2
 expect 2 "invalid size '1.5'" explain $m --budget 1.5
 # options a command does not take; unknown options and commands
