@@ -1,4 +1,4 @@
-/* dag_impl.h - private to dag.c and dag_milp.c: schedules in Checkmate's
+/* dag_impl.h - private to passes/dag/: schedules in Checkmate's
  * stage form and the solvers' entry points.
  *
  * A staged schedule: stage t (t = 0..n-1, the topological order) executes
@@ -16,6 +16,7 @@ typedef struct {
     VEC(int) stage; /* stage per event */
 } Staged;
 
+/* dag_sim.c */
 void staged_clear(Staged *s);
 void staged_free(Staged *s);
 void staged_push(Staged *s, int stage, int node);
