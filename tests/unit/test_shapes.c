@@ -169,6 +169,14 @@ static void test_broadcast(void) {
     EXPECT_OK(OP_MUL, &a, "[4,64,768]", DT_F32, 0, r, c);
     EXPECT_ERR(OP_SUB, &a, "inputs must be f32, got f32[4,64,768] and i32[768]", x, i);
     EXPECT_ERR(OP_DIV, &a, "result too large", col, row);
+    /* every op of the table with add's rule (the binary elementwise ops) */
+    for (int k = 0; k < OP_COUNT; k++) {
+        if (op_table[k].shape != op_table[OP_ADD].shape) continue;
+        EXPECT_OK((OpKind)k, &a, "[4,64,768]", DT_F32, 0, x, b);
+        EXPECT_OK((OpKind)k, &a, "[4,63,768]", DT_F32, 0, r2, c);
+        EXPECT_ERR((OpKind)k, &a, "shapes do not broadcast: [4,64,768] vs [4,64,767]", x, bad);
+        EXPECT_ERR((OpKind)k, &a, "inputs must be f32, got f32[4,64,768] and i32[768]", x, i);
+    }
     graph_free(&g);
 }
 
