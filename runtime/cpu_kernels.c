@@ -13,6 +13,8 @@
 #include "kernels_internal.h"
 #include "philox.h"
 
+#ifndef ACC_KT_BF16 /* (the bf16 instance: not written yet) */
+
 /* ---- helpers ------------------------------------------------------------ */
 
 void k_zero(float *x, int64_t n) {
@@ -367,7 +369,7 @@ static void binary_bwd(int op, float *da, float *db, const float *dout, const fl
                         const int64_t *a_shape, const int64_t *b_shape) {                                            \
         binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                                     \
     }                                                                                                                \
-    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,               \
+    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim,               \
                         const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape) {                  \
         binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape, a_shape, b_shape); \
     }
@@ -624,3 +626,5 @@ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, 
                     bc2);
     }
 }
+
+#endif

@@ -11,6 +11,8 @@
 
 #include "kernels_internal.h"
 
+#ifndef ACC_KT_BF16 /* (the bf16 instance: not written yet) */
+
 /* dst[0..n) = or += src[0..n) */
 static void move_row(float *restrict dst, const float *restrict src, int64_t n, int accumulate) {
     if (accumulate) {
@@ -242,3 +244,5 @@ void k_mean_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t in
 void k_mean_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, n > 0 ? 1.0f / (float)n : 0.0f);
 }
+
+#endif

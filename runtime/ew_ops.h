@@ -31,10 +31,10 @@
 #define EW_DIV_DB(g, x, y) (-(g) * (x) / ((y) * (y)))
 
 /* The operands a binary op's backward entry point takes after dout, by the
- * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>), and the
+ * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>(element type)), and the
  * arguments that pass them on (NULL where the op does not read them). */
-#define ACC_EW_BWD_OPERANDS_0
-#define ACC_EW_BWD_OPERANDS_1 const float *a, const float *b,
+#define ACC_EW_BWD_OPERANDS_0(T)
+#define ACC_EW_BWD_OPERANDS_1(T) const T *a, const T *b,
 #define ACC_EW_BWD_OPERAND_ARGS_0 NULL, NULL
 #define ACC_EW_BWD_OPERAND_ARGS_1 a, b
 
@@ -49,7 +49,7 @@
  * param is scale's alpha or dropout's p, op_id dropout's stream. */
 typedef struct {
     int op; /* ACC_OP_* */
-    const float *operand;
+    const void *operand; /* of the chain's element type (float or acc_bf16) */
     int64_t modulus;
     int operand_right;
     float param;

@@ -32,7 +32,7 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
 #define G_BINARY_DECL(code, name, reads)                                                                            \
     void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
                         const int64_t *a_shape, const int64_t *b_shape);                                            \
-    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim,  \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim,  \
                         const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 ACC_EW_BINARY_OPS(G_BINARY_DECL)
 #undef G_BINARY_DECL

@@ -338,7 +338,7 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
                         const int64_t *sa, const int64_t *sb) {                                                    \
         binary_fwd(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb);                                                 \
     }                                                                                                              \
-    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads int ndim, \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim, \
                         const int64_t *so, const int64_t *sa, const int64_t *sb) {                                 \
         binary_bwd_one(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
         binary_bwd_one(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \

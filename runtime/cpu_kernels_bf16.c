@@ -1,0 +1,3 @@
+/* cpu_kernels_bf16.c - the bf16 instance of cpu_kernels.c (ktype.h). */
+#define ACC_KT_BF16 1
+#include "cpu_kernels.c"
