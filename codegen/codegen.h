@@ -26,6 +26,7 @@ typedef struct {
     int64_t workspace_bytes;        /* the device library's workspace, reserved by every plan (in the budget) */
     const char *hw;                 /* the default hardware profile of the cost model */
     const char *calibrate;          /* tools/calibrate_main.c's mode */
+    bool bf16;                      /* it has bf16 kernels: --precision bf16 compiles for it */
 } CgTarget;
 
 /* The row of target name, NULL if none; the default target of compile,

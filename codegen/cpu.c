@@ -22,11 +22,22 @@ typedef struct {
 /* Steps per generated function (see emit_source). */
 #define CG_STEPS_PER_FN 128
 
-/* "F(offset)": the float pointer of buffer b, or NULL. */
+/* "F(offset)": the float pointer of buffer b ("H(offset)", acc_bf16, for a
+ * bf16 tensor or gradient), or NULL. Parameters, their gradients, the
+ * optimizer state, the loss and the statistics tails are f32. */
 static const char *ptr(const Emit *e, int b, char *buf) {
     if (b < 0) return "NULL";
-    snprintf(buf, 48, "F(%" PRId64 ")", e->s->bufs.v[b].offset);
+    const Buffer *bf = &e->s->bufs.v[b];
+    bool bf16 = (bf->kind == BUF_ACT || bf->kind == BUF_GRAD || bf->kind == BUF_INPUT) &&
+                graph_node(e->g, bf->node)->dtype == DT_BF16;
+    snprintf(buf, 48, "%s(%" PRId64 ")", bf16 ? "H" : "F", bf->offset);
     return buf;
+}
+
+/* "_bf16" where buffer b holds bf16 (the helpers k_zero, k_fill), else "". */
+static const char *buf_sfx(const Emit *e, int b) {
+    char p[48];
+    return ptr(e, b, p)[0] == 'H' ? "_bf16" : "";
 }
 
 static const char *iptr(const Emit *e, int b, char *buf) {
@@ -110,6 +121,14 @@ static void emit_concat_shapes(Emit *e, const Node *n, int ax) {
     fprintf(e->out, "};\n");
 }
 
+/* "_bf16" where n's kernel is the bf16 instance (a bf16 input or output),
+ * else "" (f32; int32 tensors through the copies' f32 instance). */
+static const char *sfx(const Emit *e, const Node *n) {
+    bool bf16 = n->dtype == DT_BF16;
+    for (int j = 0; j < n->n_in; j++) bf16 |= in_node(e, n, j)->dtype == DT_BF16;
+    return bf16 ? "_bf16" : "";
+}
+
 static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     const Node *a = in_node(e, n, 0), *b = in_node(e, n, 1);
     int nd = n->shape.ndim > 0 ? n->shape.ndim : 1;
@@ -123,13 +142,13 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     fprintf(e->out, ";\n        ");
     const char *k = op_table[n->op].cpu_kernel;
     if (fwd)
-        fprintf(e->out, "%s_fwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1),
-                ptr(e, st->in[1], p2), nd);
+        fprintf(e->out, "%s_fwd%s(%s, %s, %s, %d, so, sa, sb);\n", k, sfx(e, n), ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), nd);
     else if (!op_table[n->op].grad_reads) /* add, sub: the backward reads no operand */
-        fprintf(e->out, "%s_bwd(%s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
+        fprintf(e->out, "%s_bwd%s(%s, %s, %s, %d, so, sa, sb);\n", k, sfx(e, n), ptr(e, st->grad_in[0], p0),
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), nd);
     else
-        fprintf(e->out, "%s_bwd(%s, %s, %s, %s, %s, %d, so, sa, sb);\n", k, ptr(e, st->grad_in[0], p0),
+        fprintf(e->out, "%s_bwd%s(%s, %s, %s, %s, %s, %d, so, sa, sb);\n", k, sfx(e, n), ptr(e, st->grad_in[0], p0),
                 ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p2), ptr(e, st->in[0], p3), ptr(e, st->in[1], p4), nd);
     fprintf(e->out, "    }\n");
 }
@@ -153,9 +172,10 @@ static void emit_unary(Emit *e, const Step *st, const Node *n, bool fwd) {
     const char *k = op_table[n->op].cpu_kernel;
     int64_t elems = shape_elems(&n->shape);
     if (fwd)
-        fprintf(e->out, "    %s_fwd(%s, %s, %" PRId64 ");\n", k, ptr(e, st->out, p0), ptr(e, st->in[0], p1), elems);
+        fprintf(e->out, "    %s_fwd%s(%s, %s, %" PRId64 ");\n", k, sfx(e, n), ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), elems);
     else
-        fprintf(e->out, "    %s_bwd(%s, %s, %s, %" PRId64 ");\n", k, ptr(e, st->grad_in[0], p1),
+        fprintf(e->out, "    %s_bwd%s(%s, %s, %s, %" PRId64 ");\n", k, sfx(e, n), ptr(e, st->grad_in[0], p1),
                 ptr(e, st->grad_out, p0), ptr(e, op_table[n->op].grad_reads & GR_OUT ? st->out : st->in[0], p2), elems);
 }
 
@@ -164,27 +184,27 @@ static void emit_matmul(Emit *e, const Step *st, const Node *n, bool fwd) {
     MatmulDims d = matmul_dims(e, n);
     if (fwd)
         fprintf(e->out,
-                "    k_matmul_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K, d.trans_a,
-                d.trans_b, d.b_batched);
+                "    k_matmul_fwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), d.batch, d.M, d.N, d.K,
+                d.trans_a, d.trans_b, d.b_batched);
     else
-        fprintf(e->out,
-                "    k_matmul_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                ", %d, %d, %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p3),
-                ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
+        fprintf(
+            e->out,
+            "    k_matmul_bwd%s(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d, %d, %d);\n",
+            sfx(e, n), ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0),
+            ptr(e, st->in[0], p3), ptr(e, st->in[1], p4), d.batch, d.M, d.N, d.K, d.trans_a, d.trans_b, d.b_batched);
 }
 
 static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48];
     int64_t elems = shape_elems(&n->shape), N = n->shape.dim[n->shape.ndim - 1];
     if (fwd)
-        fprintf(e->out, "    k_linear_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+        fprintf(e->out, "    k_linear_fwd%s(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", sfx(e, n),
                 ptr(e, st->out, p0), ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), ptr(e, st->in[2], p3), elems / N, N,
                 linear_k(e, n), n->attr.transpose_b);
     else
-        fprintf(e->out, "    k_linear_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
+        fprintf(e->out, "    k_linear_bwd%s(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
+                sfx(e, n), ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
                 ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), elems / N, N, linear_k(e, n),
                 n->attr.transpose_b);
 }
@@ -193,10 +213,10 @@ static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     int64_t elems = shape_elems(&n->shape);
     if (fwd)
-        fprintf(e->out, "    k_scale_fwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->out, p0),
+        fprintf(e->out, "    k_scale_fwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
                 ptr(e, st->in[0], p1), n->attr.alpha, elems);
     else
-        fprintf(e->out, "    k_scale_bwd(%s, %s, (float)%.9g, %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
+        fprintf(e->out, "    k_scale_bwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->grad_in[0], p1),
                 ptr(e, st->grad_out, p0), n->attr.alpha, elems);
 }
 
@@ -204,11 +224,11 @@ static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
     int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
     if (fwd)
-        fprintf(e->out, "    k_layernorm_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
-                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
+        fprintf(e->out, "    k_layernorm_fwd%s(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
                 ptr(e, st->in[2], p4), rows, C, n->attr.eps);
     else
-        fprintf(e->out, "    k_layernorm_bwd(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+        fprintf(e->out, "    k_layernorm_bwd%s(%s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n", sfx(e, n),
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
                 ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
 }
@@ -217,11 +237,11 @@ static void emit_rmsnorm(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
     int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
     if (fwd)
-        fprintf(e->out, "    k_rmsnorm_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+        fprintf(e->out, "    k_rmsnorm_fwd%s(%s, %s, %s, %s, %" PRId64 ", %" PRId64 ", (float)%.9g);\n", sfx(e, n),
                 ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3), rows, C,
                 n->attr.eps);
     else
-        fprintf(e->out, "    k_rmsnorm_bwd(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n",
+        fprintf(e->out, "    k_rmsnorm_bwd%s(%s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ");\n", sfx(e, n),
                 ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4),
                 ptr(e, st->in[1], p5), ptr(e, st->aux, p6), rows, C);
 }
@@ -230,11 +250,11 @@ static void emit_softmax(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48];
     int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
     if (fwd)
-        fprintf(e->out, "    k_softmax_fwd(%s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->out, p0),
+        fprintf(e->out, "    k_softmax_fwd%s(%s, %s, %" PRId64 ", %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
                 ptr(e, st->in[0], p1), rows, C);
     else
-        fprintf(e->out, "    k_softmax_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ");\n", ptr(e, st->grad_in[0], p1),
-                ptr(e, st->grad_out, p0), ptr(e, st->out, p2), rows, C);
+        fprintf(e->out, "    k_softmax_bwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ");\n", sfx(e, n),
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_out, p0), ptr(e, st->out, p2), rows, C);
 }
 
 static void emit_attention(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -242,15 +262,15 @@ static void emit_attention(Emit *e, const Step *st, const Node *n, bool fwd) {
     AttnDims d = attn_dims(e, n);
     if (fwd)
         fprintf(e->out,
-                "    k_attention_fwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                "    k_attention_fwd%s(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                 ", %" PRId64 ", %d);\n",
-                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), ptr(e, st->in[1], p3),
                 ptr(e, st->in[2], p4), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
     else
         fprintf(e->out,
-                "    k_attention_bwd(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
+                "    k_attention_bwd%s(%s, %s, %s, %s, %s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
                 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
+                sfx(e, n), ptr(e, st->grad_in[0], p1), ptr(e, st->grad_in[1], p2), ptr(e, st->grad_in[2], p3),
                 ptr(e, st->grad_out, p0), ptr(e, st->in[0], p4), ptr(e, st->in[1], p5), ptr(e, st->in[2], p6),
                 ptr(e, st->out, p7), ptr(e, st->aux, p8), d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
 }
@@ -259,8 +279,8 @@ static void emit_rope(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
-    fprintf(e->out, "    k_rope_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
-            fwd ? "fwd" : "bwd", dst, src, n->shape.dim[0], n->shape.dim[1], n->attr.heads,
+    fprintf(e->out, "    k_rope_%s%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", (float)%.9g);\n",
+            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, n->shape.dim[0], n->shape.dim[1], n->attr.heads,
             n->shape.dim[2] / n->attr.heads, n->attr.theta);
 }
 
@@ -270,16 +290,16 @@ static void emit_embedding(Emit *e, const Step *st, const Node *n, bool fwd) {
     int64_t elems = shape_elems(&n->shape);
     if (fwd)
         fprintf(e->out,
-                "    if (k_embedding_fwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                "    if (k_embedding_fwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
                 "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
-                ptr(e, st->out, p0), iptr(e, st->in[0], p1), ptr(e, st->in[1], p2), elems / t->shape.dim[1],
+                sfx(e, n), ptr(e, st->out, p0), iptr(e, st->in[0], p1), ptr(e, st->in[1], p2), elems / t->shape.dim[1],
                 t->shape.dim[0], t->shape.dim[1], n->name);
     else
         fprintf(e->out,
-                "    if (k_embedding_bwd(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
+                "    if (k_embedding_bwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 "))\n"
                 "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: index out of range\");\n",
-                ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p0), iptr(e, st->in[0], p2), elems / t->shape.dim[1],
-                t->shape.dim[0], t->shape.dim[1], n->name);
+                sfx(e, n), ptr(e, st->grad_in[1], p1), ptr(e, st->grad_out, p0), iptr(e, st->in[0], p2),
+                elems / t->shape.dim[1], t->shape.dim[0], t->shape.dim[1], n->name);
 }
 
 static void emit_cross_entropy(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -288,31 +308,32 @@ static void emit_cross_entropy(Emit *e, const Step *st, const Node *n, bool fwd)
     int64_t V = l->shape.dim[l->shape.ndim - 1];
     if (fwd)
         fprintf(e->out,
-                "    if (k_cross_entropy_fwd(%s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                "    if (k_cross_entropy_fwd%s(%s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
                 "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
-                ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), iptr(e, st->in[1], p3),
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->aux, p1), ptr(e, st->in[0], p2), iptr(e, st->in[1], p3),
                 shape_elems(&l->shape) / V, V, n->name);
     else
         fprintf(e->out,
-                "    if (k_cross_entropy_bwd(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
+                "    if (k_cross_entropy_bwd%s(%s, %s, %s, %s, %s, %" PRId64 ", %" PRId64 "))\n"
                 "        return acc_fail(ctx, ACC_ERR_DATA, \"%s: target out of range\");\n",
-                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p2), ptr(e, st->aux, p3),
-                iptr(e, st->in[1], p4), shape_elems(&l->shape) / V, V, n->name);
+                sfx(e, n), ptr(e, st->grad_in[0], p1), ptr(e, st->grad_out, p0), ptr(e, st->in[0], p2),
+                ptr(e, st->aux, p3), iptr(e, st->in[1], p4), shape_elems(&l->shape) / V, V, n->name);
 }
 
 static void emit_dropout(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
-    fprintf(e->out, "    k_dropout_%s(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
-            fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape), n->attr.p, n->id);
+    fprintf(e->out, "    k_dropout_%s%s(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
+            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, n->id);
 }
 
 static void emit_reshape(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
-    fprintf(e->out, "    k_reshape_%s(%s, %s, %" PRId64 ");\n", fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape));
+    fprintf(e->out, "    k_reshape_%s%s(%s, %s, %" PRId64 ");\n", fwd ? "fwd" : "bwd", sfx(e, n), dst, src,
+            shape_elems(&n->shape));
 }
 
 /* transpose and slice: their forward (out <- x) and backward (dx += dout)
@@ -327,11 +348,11 @@ static void emit_strided(Emit *e, const Step *st, const Node *n, bool fwd) {
     fprintf(e->out, "    {\n        static const int64_t sx[] = ");
     emit_dims(e->out, &x->shape, nd);
     if (n->op == OP_TRANSPOSE)
-        fprintf(e->out, ";\n        k_transpose_%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, dst, src, nd,
+        fprintf(e->out, ";\n        k_transpose_%s%s(%s, %s, %d, sx, %d, %d);\n    }\n", dir, sfx(e, n), dst, src, nd,
                 norm_axis(n->attr.dim0, nd), norm_axis(n->attr.dim1, nd));
     else
-        fprintf(e->out, ";\n        k_slice_%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir, dst, src,
-                nd, norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
+        fprintf(e->out, ";\n        k_slice_%s%s(%s, %s, %d, sx, %d, %" PRId64 ", %" PRId64 ");\n    }\n", dir,
+                sfx(e, n), dst, src, nd, norm_axis(n->attr.axis, nd), n->attr.start, n->attr.len);
 }
 
 static void emit_concat(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -339,16 +360,26 @@ static void emit_concat(Emit *e, const Step *st, const Node *n, bool fwd) {
     int rank = n->shape.ndim, ax = norm_axis(n->attr.axis, rank);
     emit_concat_shapes(e, n, ax);
     if (fwd) {
-        fprintf(e->out, "        const float *xs[] = {");
+        fprintf(e->out, "        const %s *xs[] = {", n->dtype == DT_BF16 ? "acc_bf16" : "float");
         for (int j = 0; j < n->n_in; j++) fprintf(e->out, "%s%s", j ? ", " : "", ptr(e, st->in[j], p0));
-        fprintf(e->out, "};\n        k_concat_fwd(%s, xs, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->out, p1),
-                n->n_in, rank, ax);
+        fprintf(e->out, "};\n        k_concat_fwd%s(%s, xs, %d, %d, so, %d, sizes);\n    }\n", sfx(e, n),
+                ptr(e, st->out, p1), n->n_in, rank, ax);
     } else {
-        fprintf(e->out, "        float *dxs[] = {");
+        fprintf(e->out, "        %s *dxs[] = {", n->dtype == DT_BF16 ? "acc_bf16" : "float");
         for (int j = 0; j < n->n_in; j++) fprintf(e->out, "%s%s", j ? ", " : "", ptr(e, st->grad_in[j], p1));
-        fprintf(e->out, "};\n        k_concat_bwd(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", ptr(e, st->grad_out, p0),
-                n->n_in, rank, ax);
+        fprintf(e->out, "};\n        k_concat_bwd%s(dxs, %s, %d, %d, so, %d, sizes);\n    }\n", sfx(e, n),
+                ptr(e, st->grad_out, p0), n->n_in, rank, ax);
     }
+}
+
+/* cast (the precision pass's): f32 -> bf16 is k_cast_*_bf16, bf16 -> f32
+ * k_uncast_*_bf16; forward out = x converted, backward dx += dout converted. */
+static void emit_cast(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
+    const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
+    fprintf(e->out, "    k_%s_%s_bf16(%s, %s, %" PRId64 ");\n", n->dtype == DT_BF16 ? "cast" : "uncast",
+            fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape));
 }
 
 /* sum and mean */
@@ -358,14 +389,14 @@ static void emit_reduce(Emit *e, const Step *st, const Node *n, bool fwd) {
     reduce_dims(e, n, &outer, &mid, &inner);
     const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
-    fprintf(e->out, "    %s_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
-            fwd ? "fwd" : "bwd", dst, src, outer, mid, inner);
+    fprintf(e->out, "    %s_%s%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
+            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, outer, mid, inner);
 }
 
 /* The emission of every op, from its row. */
 typedef void (*EmitFn)(Emit *e, const Step *st, const Node *n, bool fwd);
 static const EmitFn emit_op[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) emit,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) emit,
 #include "ops.def"
 #undef X
 };
@@ -392,8 +423,8 @@ static void emit_chain(Emit *e, const CgChain *c) {
                 ptr(e, op->operand_buf, p0), op->operand_buf >= 0 ? op->modulus : 1, op->operand_right, op->param,
                 op->op_id);
     }
-    fprintf(e->out, "        };\n        k_ew_chain(%s, %s, ops, %d, %" PRId64 ", ctx->seed, ctx->step);\n    }\n",
-            ptr(e, c->out_buf, p0), ptr(e, c->ops[0].value_buf, p1), c->n_ops, c->elems);
+    fprintf(e->out, "        };\n        k_ew_chain%s(%s, %s, ops, %d, %" PRId64 ", ctx->seed, ctx->step);\n    }\n",
+            buf_sfx(e, c->out_buf), ptr(e, c->out_buf, p0), ptr(e, c->ops[0].value_buf, p1), c->n_ops, c->elems);
 }
 
 /* The largest index an i32 input may hold: the smallest table or class count
@@ -433,7 +464,9 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     fprintf(o,
             "#include <stddef.h>\n#include <stdint.h>\n\n#include \"accrt.h\"\n#include \"%s\"\n#include \"%s.h\"\n\n",
             tg->kernels_header, m);
-    fprintf(o, "#define F(off) ((float *)(A + (off)))\n#define I(off) ((const int32_t *)(A + (off)))\n\n");
+    fprintf(o, "#define F(off) ((float *)(A + (off)))\n#define I(off) ((const int32_t *)(A + (off)))\n");
+    if (g->act_dtype == DT_BF16) fprintf(o, "#define H(off) ((acc_bf16 *)(A + (off)))\n");
+    fprintf(o, "\n");
     /* the schedule in functions of at most CG_STEPS_PER_FN steps: cc's time
      * on one function grows faster than its length */
     int n_parts = 0;
@@ -462,13 +495,14 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         case ST_FWD:
         case ST_RECOMPUTE: emit_fwd(e, st); break;
         case ST_SEED:
-            fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill(%s, 1.0f, 1);\n", ptr(e, st->grad_out, p));
+            fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, 1.0f, 1);\n", buf_sfx(e, st->grad_out),
+                    ptr(e, st->grad_out, p));
             break;
         case ST_BWD:
             for (int j = 0; j < n->n_in; j++)
                 if (st->zero_in[j])
-                    fprintf(o, "    k_zero(%s, %" PRId64 ");\n", ptr(e, st->grad_in[j], p),
-                            shape_elems(&in_node(e, n, j)->shape));
+                    fprintf(o, "    k_zero%s(%s, %" PRId64 ");\n", buf_sfx(e, st->grad_in[j]),
+                            ptr(e, st->grad_in[j], p), shape_elems(&in_node(e, n, j)->shape));
             emit_bwd(e, st);
             break;
         }

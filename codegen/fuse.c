@@ -27,7 +27,7 @@
  * the ops of the table's fusion class OPF_ELEM. */
 const char *cg_chain_op_name(OpKind op) {
     static const char *const code[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) "ACC_OP_" #e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) "ACC_OP_" #e,
 #include "ops.def"
 #undef X
     };

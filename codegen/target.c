@@ -3,7 +3,8 @@
  * One row per target: its name, the runtime's device layer the host schedule
  * runs on, the archives and libraries a program links, the workspace the
  * device library needs (every plan for the target reserves it inside the
- * budget), the default hardware profile and calibrate's mode. The driver
+ * budget), the default hardware profile, calibrate's mode and whether it
+ * has bf16 kernels. The driver
  * looks a target up once (cg_target_find) and every later phase reads the
  * row; no phase compares target names.
  */
@@ -30,7 +31,8 @@ static const CgTarget targets[] = {
      .archives = "libaccrt.a",
      .libs = "-lopenblas -fopenmp -lm",
      .hw = "cpu",
-     .calibrate = "cpu-local"},
+     .calibrate = "cpu-local",
+     .bf16 = true},
     {.name = "cuda",
      .device = "cuda",
      .kernels_header = "cuda_schedule.h",

@@ -283,7 +283,7 @@ static const char *suggest_callee(const Elab *E, const char *name) {
     const char *best = NULL;
     int best_d = 3;
     for (int k = 0; k < OP_COUNT; k++) {
-        if (op_table[k].flags & OPF_LEAF) continue;
+        if (!op_callable((OpKind)k)) continue;
         int dd = edit_distance(name, op_table[k].name);
         if (dd < best_d) best_d = dd, best = op_table[k].name;
     }
@@ -944,8 +944,11 @@ static void exec_param(Elab *E, Frame *f, const Stmt *s) {
     Shape sh;
     Init init = {0};
     bool ok = eval_type(E, f, &s->type, &dt, &sh);
-    if (ok && dt == DT_I32) {
-        diag_error(E->d, s->type.dtype_loc, "parameters must have a floating-point dtype");
+    if (ok && dt != DT_F32) {
+        diag_error(E->d, s->type.dtype_loc,
+                   "parameters are f32 (the master weights the optimizer updates), got %s; --precision bf16 "
+                   "computes in bf16",
+                   dtype_name(dt));
         ok = false;
     }
     if (!s->value) {

@@ -124,25 +124,33 @@ const char *shape_str(const Shape *s, char *buf) {
 
 /* ---- the op table -------------------------------------------------------- */
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
     bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) double cost(const Graph *, const Node *);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
+    double cost(const Graph *, const Node *);
 #include "ops.def"
 #undef X
 
 const OpInfo op_table[OP_COUNT] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
-    [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
+    [OP_##e] = {name, mn, mx, attrs, shape, flags, grad, kernel, cost, prec},
 #include "ops.def"
 #undef X
 };
 
 OpKind op_lookup(const char *dsl_name) {
     for (int k = 0; k < OP_COUNT; k++)
-        if (!(op_table[k].flags & OPF_LEAF) && !strcmp(op_table[k].name, dsl_name)) return (OpKind)k;
+        if (op_callable((OpKind)k) && !strcmp(op_table[k].name, dsl_name)) return (OpKind)k;
     return OP_COUNT;
+}
+
+char op_prec_class(OpKind k, int i) {
+    const char *r = op_table[k].prec, *colon = strchr(r, ':');
+    if (!colon) return 0;
+    if (i < 0) return colon[1];
+    return i < colon - r ? r[i] : 0;
 }
 
 #define F(name, type) \
@@ -244,7 +252,8 @@ const char *name_pattern_problem(const char *p) {
 
 bool name_pattern_is_glob(const char *p) { return strpbrk(p, "*?[\\") != NULL; }
 
-int64_t node_bytes(const Node *n) { return shape_elems(&n->shape) * (int64_t)dtype_size(n->dtype) + n->aux_elems * 4; }
+int64_t node_tensor_bytes(const Node *n) { return shape_elems(&n->shape) * (int64_t)dtype_size(n->dtype); }
+int64_t node_bytes(const Node *n) { return node_tensor_bytes(n) + n->aux_elems * 4; }
 
 int64_t graph_param_count(const Graph *g) {
     int64_t c = 0;

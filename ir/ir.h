@@ -103,6 +103,8 @@ void diag_error_file(Diag *d, const char *fmt, ...) __attribute__((format(printf
 
 typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16, DT_COUNT } DType;
 const char *dtype_name(DType t);
+/* Whether kernels compute on t: f32 and bf16 (f16 is a storage type only). */
+static inline bool dtype_is_float(DType t) { return t == DT_F32 || t == DT_BF16; }
 size_t dtype_size(DType t);
 bool dtype_parse(const char *s, DType *out);
 
@@ -127,6 +129,7 @@ enum {
     OPF_LEAF = 1 << 0,      /* input or parameter, no computation */
     OPF_ELEM = 1 << 1,      /* fusion class: may join an elementwise chain (codegen/fuse.c) */
     OPF_RECOMPUTE = 1 << 2, /* recompute permission: recomputing gives the forward's bits */
+    OPF_INTERNAL = 1 << 3,  /* inserted by a pass (cast), not callable from the DSL */
 };
 
 /* What an op's backward reads of the forward pass (the op table's grad column). */
@@ -140,7 +143,7 @@ enum {
 };
 
 typedef enum {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) OP_##e,
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) OP_##e,
 #include "ops.def"
 #undef X
     OP_COUNT
@@ -181,11 +184,17 @@ typedef struct {
     unsigned grad_reads; /* GR_* */
     const char *cpu_kernel;
     double (*flops)(const Graph *g, const Node *n); /* forward FLOPs */
+    const char *prec;                               /* precision rule: "aff:a" (ops.def) */
 } OpInfo;
 
 extern const OpInfo op_table[OP_COUNT];
 static inline const OpInfo *op_info(OpKind k) { return &op_table[k]; }
-OpKind op_lookup(const char *dsl_name); /* OP_COUNT if none */
+OpKind op_lookup(const char *dsl_name); /* OP_COUNT if none (and for leaves and internal ops) */
+/* Whether ops callable from the DSL include k (not a leaf, not internal). */
+static inline bool op_callable(OpKind k) { return !(op_table[k].flags & (OPF_LEAF | OPF_INTERNAL)); }
+/* The class of input i in op k's precision rule: 'a', 'f' or 'i' ('c' for
+ * cast, 0 past the rule's inputs), and of the output (i = -1). */
+char op_prec_class(OpKind k, int i);
 /* Fill a with the defaults of op k's attribute string. */
 void attrs_defaults(OpKind k, Attrs *a);
 
@@ -226,6 +235,7 @@ struct Graph {
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;
     VEC(const char *) hparams; /* "B=4" as bound, in file order */
+    DType act_dtype;           /* the activations' dtype: DT_F32, or DT_BF16 (passes/precision.c) */
     const char *source;        /* the DSL file it came from */
     const char *source_text;   /* its text, for diagnostics after the front end (NULL: none) */
     size_t source_len;
@@ -243,6 +253,9 @@ int graph_find(const Graph *g, const char *name); /* -1 if none */
 Diag diag_for_graph(const Graph *g, FILE *out);
 
 int64_t node_bytes(const Node *n); /* tensor plus aux tail */
+/* Bytes of the tensor alone: its gradient has its dtype (a bf16 activation's
+ * gradient is bf16). */
+int64_t node_tensor_bytes(const Node *n);
 /* Whether b is a bias of width n for an output of rank r: [n], or [n] with
  * leading ones and rank at most r (the third input of linear). */
 bool shape_is_bias(const Shape *b, int64_t n, int r);

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) \
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
     bool shape(const Graph *, Node *, char *, size_t);
 #include "ops.def"
 #undef X
@@ -68,6 +68,14 @@ static bool check_inputs(const Graph *g, const Node *n, char *err, size_t err_le
     return true;
 }
 
+/* The dtype the precision rule (ops.def) gives input i of n (i >= 0) or
+ * its output (i = -1): the graph's activation dtype for 'a', f32 for 'f',
+ * i32 for 'i'. */
+static DType prec_dtype(const Graph *g, const Node *n, int i) {
+    char c = op_prec_class(n->op, i);
+    return c == 'a' ? g->act_dtype : c == 'i' ? DT_I32 : DT_F32;
+}
+
 /* Check that input i (called what in messages) has dtype t. */
 static bool want_dtype(const Graph *g, const Node *n, int i, const char *what, DType t, char *err, size_t err_len) {
     const Node *x = IN(i);
@@ -103,8 +111,8 @@ bool shape_leaf(const Graph *g, Node *n, char *err, size_t err_len) {
 }
 
 bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "a", DT_F32, err, err_len) ||
-        !want_dtype(g, n, 1, "b", DT_F32, err, err_len))
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "a", prec_dtype(g, n, 0), err, err_len) ||
+        !want_dtype(g, n, 1, "b", prec_dtype(g, n, 1), err, err_len))
         return false;
     const Shape *a = &IN(0)->shape, *b = &IN(1)->shape;
     bool ta = n->attr.transpose_a, tb = n->attr.transpose_b;
@@ -121,7 +129,7 @@ bool shape_matmul(const Graph *g, Node *n, char *err, size_t err_len) {
     for (int i = 0; i < ra - 2; i++) out.dim[i] = a->dim[i];
     out.dim[ra - 2] = m;
     out.dim[ra - 1] = nb;
-    return set_out(n, &out, DT_F32, 0, err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 /* Whether b is a bias of width nb for an output of rank r: [nb], or [nb] with
@@ -135,8 +143,9 @@ bool shape_is_bias(const Shape *b, int64_t nb, int r) {
 
 /* linear(x, w, b): x[..., K] @ w[K, N] (w[N, K] with transpose_b) + b[N] */
 bool shape_linear(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len) ||
-        !want_dtype(g, n, 1, "w", DT_F32, err, err_len) || !want_dtype(g, n, 2, "b", DT_F32, err, err_len))
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len) ||
+        !want_dtype(g, n, 1, "w", prec_dtype(g, n, 1), err, err_len) ||
+        !want_dtype(g, n, 2, "b", prec_dtype(g, n, 2), err, err_len))
         return false;
     const Shape *x = &IN(0)->shape, *w = &IN(1)->shape, *b = &IN(2)->shape;
     bool tb = n->attr.transpose_b;
@@ -150,15 +159,16 @@ bool shape_linear(const Graph *g, Node *n, char *err, size_t err_len) {
         return FAIL("b must be [%" PRId64 "] (or with leading ones): %s x %s%s + %s", nb, SHP(x), SHP(w), tr, SHP(b));
     Shape out = *x;
     out.dim[r - 1] = nb;
-    return set_out(n, &out, DT_F32, 0, err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0), *y = IN(1);
-    if (x->dtype != DT_F32 || y->dtype != DT_F32)
-        return FAIL("inputs must be f32, got %s%s and %s%s", dtype_name(x->dtype), SHP(&x->shape), dtype_name(y->dtype),
-                    SHP(&y->shape));
+    DType want = prec_dtype(g, n, 0);
+    if (x->dtype != want || y->dtype != want)
+        return FAIL("inputs must be %s, got %s%s and %s%s", dtype_name(want), dtype_name(x->dtype), SHP(&x->shape),
+                    dtype_name(y->dtype), SHP(&y->shape));
     int rx = x->shape.ndim, ry = y->shape.ndim, r = rx > ry ? rx : ry;
     Shape out = {.ndim = r};
     for (int i = 1; i <= r; i++) {
@@ -167,16 +177,16 @@ bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
             return FAIL("shapes do not broadcast: %s vs %s", SHP(&x->shape), SHP(&y->shape));
         out.dim[r - i] = dx == 1 ? dy : dx;
     }
-    return set_out(n, &out, DT_F32, 0, err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 bool shape_same(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;
     if (n->op == OP_SOFTMAX && x->ndim < 1) return FAIL("x must have rank >= 1: %s", SHP(x));
     if (n->op == OP_DROPOUT && !(n->attr.p >= 0 && n->attr.p < 1))
         return FAIL("p must be in [0, 1), got %g", n->attr.p);
-    return set_out(n, x, DT_F32, 0, err, err_len);
+    return set_out(n, x, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 /* Common checks of layernorm and rmsnorm: x f32 [..., C], each further input
@@ -185,7 +195,7 @@ static bool check_norm(const Graph *g, Node *n, int64_t *rows, char *err, size_t
     static const char *const names[] = {"x", "w", "b"};
     if (!check_inputs(g, n, err, err_len)) return false;
     for (int i = 0; i < n->n_in; i++)
-        if (!want_dtype(g, n, i, names[i], DT_F32, err, err_len)) return false;
+        if (!want_dtype(g, n, i, names[i], prec_dtype(g, n, i), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;
     if (x->ndim < 1) return FAIL("x must have rank >= 1: %s", SHP(x));
     int64_t c = last_dim(x);
@@ -202,18 +212,19 @@ static bool check_norm(const Graph *g, Node *n, int64_t *rows, char *err, size_t
 bool shape_layernorm(const Graph *g, Node *n, char *err, size_t err_len) {
     int64_t rows;
     if (!check_norm(g, n, &rows, err, err_len)) return false;
-    return set_out(n, &IN(0)->shape, DT_F32, 2 * rows, err, err_len);
+    return set_out(n, &IN(0)->shape, prec_dtype(g, n, -1), 2 * rows, err, err_len);
 }
 
 bool shape_rmsnorm(const Graph *g, Node *n, char *err, size_t err_len) {
     int64_t rows;
     if (!check_norm(g, n, &rows, err, err_len)) return false;
-    return set_out(n, &IN(0)->shape, DT_F32, rows, err, err_len);
+    return set_out(n, &IN(0)->shape, prec_dtype(g, n, -1), rows, err, err_len);
 }
 
 bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "q", DT_F32, err, err_len) ||
-        !want_dtype(g, n, 1, "k", DT_F32, err, err_len) || !want_dtype(g, n, 2, "v", DT_F32, err, err_len))
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "q", prec_dtype(g, n, 0), err, err_len) ||
+        !want_dtype(g, n, 1, "k", prec_dtype(g, n, 1), err, err_len) ||
+        !want_dtype(g, n, 2, "v", prec_dtype(g, n, 2), err, err_len))
         return false;
     const Shape *q = &IN(0)->shape, *k = &IN(1)->shape, *v = &IN(2)->shape;
     if (q->ndim != 3 || k->ndim != 3 || v->ndim != 3)
@@ -232,11 +243,11 @@ bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
         return FAIL("k's last dim must be kv_heads*D = %" PRId64 "*%" PRId64 ": q %s, k %s", kvh, d, SHP(q), SHP(k));
     if (n->attr.causal && q->dim[1] != k->dim[1])
         return FAIL("causal attention needs equal query and key lengths: q %s, k %s", SHP(q), SHP(k));
-    return set_out(n, q, DT_F32, q->dim[0] * h * q->dim[1], err, err_len);
+    return set_out(n, q, prec_dtype(g, n, -1), q->dim[0] * h * q->dim[1], err, err_len);
 }
 
 bool shape_rope(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;
     int64_t h = n->attr.heads;
     if (x->ndim != 3) return FAIL("x must have rank 3 [B, T, heads*D]: %s", SHP(x));
@@ -244,24 +255,24 @@ bool shape_rope(const Graph *g, Node *n, char *err, size_t err_len) {
     if (x->dim[2] % h || (x->dim[2] / h) % 2)
         return FAIL("x's last dim must be heads*D with D even, heads=%" PRId64 ": %s", h, SHP(x));
     if (!(n->attr.theta > 0) || !isfinite(n->attr.theta)) return FAIL("theta must be > 0, got %g", n->attr.theta);
-    return set_out(n, x, DT_F32, 0, err, err_len);
+    return set_out(n, x, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 bool shape_embedding(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "idx", DT_I32, err, err_len) ||
-        !want_dtype(g, n, 1, "table", DT_F32, err, err_len))
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "idx", prec_dtype(g, n, 0), err, err_len) ||
+        !want_dtype(g, n, 1, "table", prec_dtype(g, n, 1), err, err_len))
         return false;
     const Shape *idx = &IN(0)->shape, *t = &IN(1)->shape;
     if (t->ndim != 2) return FAIL("table must have rank 2 [V, C]: %s", SHP(t));
     if (idx->ndim > ACC_MAX_DIMS - 1) return FAIL("idx must have rank <= %d: %s", ACC_MAX_DIMS - 1, SHP(idx));
     Shape out = *idx;
     out.dim[out.ndim++] = t->dim[1];
-    return set_out(n, &out, DT_F32, 0, err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
 bool shape_xent(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "logits", DT_F32, err, err_len) ||
-        !want_dtype(g, n, 1, "targets", DT_I32, err, err_len))
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "logits", prec_dtype(g, n, 0), err, err_len) ||
+        !want_dtype(g, n, 1, "targets", prec_dtype(g, n, 1), err, err_len))
         return false;
     const Shape *l = &IN(0)->shape, *t = &IN(1)->shape;
     if (l->ndim < 1) return FAIL("logits must have rank >= 1: %s", SHP(l));
@@ -270,7 +281,7 @@ bool shape_xent(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!shape_eq(&rows, t))
         return FAIL("targets must be logits' shape without the last dim: %s vs %s", SHP(l), SHP(t));
     Shape out = {.ndim = 0};
-    return set_out(n, &out, DT_F32, shape_elems(&rows), err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), shape_elems(&rows), err, err_len);
 }
 
 bool shape_reshape(const Graph *g, Node *n, char *err, size_t err_len) {
@@ -348,17 +359,26 @@ bool shape_concat(const Graph *g, Node *n, char *err, size_t err_len) {
 }
 
 bool shape_reduce(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", DT_F32, err, err_len)) return false;
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;
     bool keep = n->attr.keepdim;
     Shape out = {.ndim = 0};
     if (n->attr.axis == ATTR_NONE) {
         for (int i = 0; keep && i < x->ndim; i++) out.dim[out.ndim++] = 1;
-        return set_out(n, &out, DT_F32, 0, err, err_len);
+        return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
     }
     int ax = 0;
     if (!get_axis(n, "axis", n->attr.axis, x, &ax, err, err_len)) return false;
     for (int i = 0; i < x->ndim; i++)
         if (i != ax || keep) out.dim[out.ndim++] = i == ax ? 1 : x->dim[i];
-    return set_out(n, &out, DT_F32, 0, err, err_len);
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
+}
+
+/* cast: x to the node's own dtype (set by the precision pass), f32 <-> bf16. */
+bool shape_cast(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *x = IN(0);
+    if (!dtype_is_float(x->dtype) || !dtype_is_float(n->dtype) || x->dtype == n->dtype)
+        return FAIL("cannot cast %s%s to %s", dtype_name(x->dtype), SHP(&x->shape), dtype_name(n->dtype));
+    return set_out(n, &x->shape, n->dtype, 0, err, err_len);
 }

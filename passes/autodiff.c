@@ -1,7 +1,7 @@
 /* autodiff.c - reverse-mode differentiation of the forward graph.
  *
  * requires: a verified graph with a loss. provides: which nodes contribute to
- * the loss (live), which get a gradient (need_grad: f32, live, and depending
+ * the loss (live), which get a gradient (need_grad: a float dtype, live, depending
  * on a parameter), the backward order, and per backward step the forward
  * buffers it reads, from the op table's grad column. The gradient kernels
  * themselves are the runtime's *_bwd functions; every one accumulates into
@@ -26,12 +26,13 @@ void ad_build(const Graph *g, Autodiff *ad) {
         const Node *x = graph_node(g, i);
         for (int j = 0; j < x->n_in; j++) ad->live[x->in[j]] = true;
     }
-    /* need_grad: a live f32 tensor that depends on a parameter */
+    /* need_grad: a live float tensor (f32, bf16) that depends on a parameter; its
+     * gradient has its dtype (a parameter's is f32: a cast's backward widens) */
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
         bool dep = x->op == OP_PARAM;
         for (int j = 0; j < x->n_in && !dep; j++) dep = ad->need_grad[x->in[j]];
-        ad->need_grad[i] = dep && ad->live[i] && x->dtype == DT_F32;
+        ad->need_grad[i] = dep && ad->live[i] && dtype_is_float(x->dtype);
     }
     for (int i = n - 1; i >= 0; i--)
         if (ad->need_grad[i] && !(op_table[graph_node(g, i)->op].flags & OPF_LEAF)) VEC_PUSH(ad->bwd, i);

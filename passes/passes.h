@@ -34,6 +34,16 @@ typedef struct {
  * ids dense again, the graph verified. Returns the number fused. */
 int fuse_linear(Graph *g, const FuseOptions *o);
 
+/* ---- precision ----------------------------------------------------------- */
+
+/* requires: a verified graph of f32 activations (the front end's). provides:
+ * with act DT_BF16, every op's inputs in the dtypes its precision rule asks
+ * (ops.def): casts inserted, one per tensor and dtype, before the first op
+ * that reads them; g->act_dtype set; outputs' dtypes from the rules; a loss
+ * that would be bf16 widened by a cast; ids dense again, the graph verified.
+ * With DT_F32 the graph is left as it is. Returns the number of casts. */
+int precision_apply(Graph *g, DType act);
+
 /* ---- autodiff ------------------------------------------------------------ */
 
 /* What one backward step reads of the forward pass. */

@@ -65,7 +65,7 @@ static void emit_compute(Builder *b, int node, StepKind kind) {
     }
     bool is_loss = node == b->g->loss;
     if (is_loss && kind == ST_FWD) st.out = b->s->loss_buf;
-    else st.out = new_buf(b->s, BUF_ACT, node, shape_elems(&x->shape) * (int64_t)dtype_size(x->dtype), false);
+    else st.out = new_buf(b->s, BUF_ACT, node, node_tensor_bytes(x), false);
     if (x->aux_elems) st.aux = new_buf(b->s, BUF_AUX, node, x->aux_elems * 4, false);
     b->cur[node] = st.out;
     b->cur_aux[node] = st.aux;
@@ -103,7 +103,7 @@ static void emit_backward(Builder *b, int node) {
             if (y->op == OP_PARAM) {
                 b->grad[in] = b->s->pgrad_buf[in];
             } else {
-                b->grad[in] = new_buf(b->s, BUF_GRAD, in, shape_elems(&y->shape) * 4, false);
+                b->grad[in] = new_buf(b->s, BUF_GRAD, in, node_tensor_bytes(y), false);
             }
             st.zero_in[j] = true;
         }
@@ -290,11 +290,11 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) 
     int n_fwd = 0;
     for (int i = 0; i < n; i++) {
         const Node *nd = graph_node(g, i);
-        int64_t act = round_up(shape_elems(&nd->shape) * (int64_t)dtype_size(nd->dtype));
+        int64_t act = round_up(node_tensor_bytes(nd));
         int64_t *sb = &x->slot_bytes[i * SL_COUNT];
         sb[SL_ACT] = sb[SL_RACT] = act > 0 ? act : ACC_ALIGN;
         sb[SL_AUX] = sb[SL_RAUX] = round_up(nd->aux_elems * 4);
-        sb[SL_GRAD] = round_up(i == g->loss ? 4 : shape_elems(&nd->shape) * 4 > 0 ? shape_elems(&nd->shape) * 4 : 1);
+        sb[SL_GRAD] = round_up(i == g->loss ? 4 : node_tensor_bytes(nd) > 0 ? node_tensor_bytes(nd) : 1);
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
         if (nd->op == OP_PARAM)
             x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * (optimizer ? 4 : 2);

@@ -38,7 +38,8 @@ enum {
     ACC_OP_CONCAT = 25,
     ACC_OP_SUM = 26,
     ACC_OP_MEAN = 27,
-    ACC_OP_COUNT = 28
+    ACC_OP_CAST = 28,
+    ACC_OP_COUNT = 29
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -71,7 +72,8 @@ enum {
     X(SLICE, slice, 0) \
     X(CONCAT, concat, 0) \
     X(SUM, sum, 0) \
-    X(MEAN, mean, 0)
+    X(MEAN, mean, 0) \
+    X(CAST, cast, 0)
 
 /* The plain unary elementwise ops (one input, no attributes), whose
  * kernels all have one form: X(CODE, name, saved), saved the buffer the
@@ -154,4 +156,6 @@ enum {
 #define k_sum_bwd(...) g_sum_bwd(D, __VA_ARGS__)
 #define k_mean_fwd(...) g_mean_fwd(D, __VA_ARGS__)
 #define k_mean_bwd(...) g_mean_bwd(D, __VA_ARGS__)
+#define k_cast_fwd(...) g_cast_fwd(D, __VA_ARGS__)
+#define k_cast_bwd(...) g_cast_bwd(D, __VA_ARGS__)
 #endif

@@ -74,6 +74,11 @@ static const OptionRow option_rows[] = {
      "cuda: GPU architectures to embed (default sm_80,sm_90; PTX for the newest is added for "
      "later GPUs)",
      "compile run"},
+    {"--precision", "P",
+     "fp32 (default), tf32 (as --tf32) or bf16: activations, their gradients and the GEMMs' operands "
+     "in bf16, computed in fp32 (f32 master weights, optimizer state, statistics and loss); the cpu "
+     "target only, so far",
+     PLANNING},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
     {"--no-fuse", NULL,
@@ -324,7 +329,13 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         } else if (!strcmp(name, "--save")) VEC_PUSH(o->save_globs, v);
         else if (!strcmp(name, "--recompute")) VEC_PUSH(o->recompute_globs, v);
         else if (!strcmp(name, "--hw")) o->hw = v;
-        else if (!strcmp(name, "--time-limit")) {
+        else if (!strcmp(name, "--precision")) {
+            if (strcmp(v, "fp32") && strcmp(v, "tf32") && strcmp(v, "bf16"))
+                return usage_error("unknown --precision '%s' (known: fp32, tf32, bf16)", v);
+            if (o->precision && strcmp(o->precision, v))
+                return usage_error("--precision %s and --precision %s exclude each other", o->precision, v);
+            o->precision = v;
+        } else if (!strcmp(name, "--time-limit")) {
             if (!opt_seconds(v, false, &o->time_limit_s))
                 return usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got '%s'", v);
         } else if (!strcmp(name, "--points")) {
@@ -354,6 +365,13 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
      * with the CUDA Toolkit, else cpu; explain and pareto plan for the same
      * target (and so the same cost model); run trains on the CPU */
     if (!o->target) o->target = cg_target_default(!strcmp(cmd, "run"));
+    if (o->precision && o->tf32 && strcmp(o->precision, "tf32"))
+        return usage_error("--tf32 and --precision %s exclude each other", o->precision);
+    if (o->precision && !strcmp(o->precision, "tf32")) o->tf32 = true;
+    if (o->precision && !strcmp(o->precision, "bf16")) o->act_dtype = DT_BF16;
+    if (o->act_dtype == DT_BF16 && !o->target->bf16)
+        return usage_error("target '%s' has no bf16 kernels yet: --precision bf16 runs on the cpu target",
+                           o->target->name);
     return 0;
 }
 

@@ -3,6 +3,7 @@
  *   parse      .acdsl text -> AST; elaborate: blocks instantiated, repeats
  *              unrolled, shapes inferred, the graph verified (frontend/)
  *   fuse       bias GEMMs -> linear nodes (not with --no-fuse)
+ *   precision  bf16 activations: casts inserted (--precision bf16)
  *   constrain  the target's cost model; --save/--recompute checked honest
  *   autodiff   which nodes get gradients, what each backward reads
  *   plan       SAVE/RECOMPUTE per node within the budget (the planner
@@ -238,6 +239,8 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
         FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
         fuse_linear(g, &fo);
     }
+    /* precision: bf16 activations, casts where an op's rule asks (--precision bf16) */
+    precision_apply(g, o->act_dtype);
     if (until == ACC_UNTIL_GRAPH) return 0;
 
     /* constrain: the cost model of the machine the target runs on (unless
@@ -283,8 +286,15 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     /* alloc: every buffer at an offset of one arena; the step's memory */
     alloc_assign(&c->sched);
     c->mem = plan_step_memory(&c->po, c->sched.arena_bytes);
-    c->info =
-        (ReportInfo){c->po.policy.text, c->hw.name, o->target->name, o->has_budget ? o->budget_bytes : 0, c->mem, NULL};
+    c->info = (ReportInfo){c->po.policy.text,
+                           c->hw.name,
+                           o->target->name,
+                           o->act_dtype == DT_BF16 ? "bf16"
+                           : o->tf32               ? "tf32"
+                                                   : "fp32",
+                           o->has_budget ? o->budget_bytes : 0,
+                           c->mem,
+                           NULL};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");

@@ -77,6 +77,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, hw->name);
     fprintf(out, ",\n  \"policy\": ");
     json_str(out, info->policy);
+    fprintf(out, ",\n  \"precision\": \"%s\"", info->precision ? info->precision : "fp32");
     /* the workspace after the schedule's arena, with its alignment */
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out,
@@ -114,9 +115,9 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
         fprintf(out, "%s    {\"name\": ", first ? "" : ",\n");
         json_str(out, x->name);
         fprintf(out,
-                ", \"op\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", \"recompute_time\": %.9g, "
-                "\"recompute_flops\": %.9g}",
-                op_table[x->op].name, node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
+                ", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", "
+                "\"recompute_time\": %.9g, \"recompute_flops\": %.9g}",
+                op_table[x->op].name, dtype_name(x->dtype), node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
                 cost_fwd_time(g, x, hw), op_table[x->op].flops(g, x));
         first = false;
     }
@@ -146,7 +147,8 @@ static bool same_block(const Autodiff *ad, const Graph *g, int a0, int a1, int b
 void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
-    fprintf(out, "model %s (%s), policy %s, hardware %s\n", g->model, g->source, info->policy, hw->name);
+    fprintf(out, "model %s (%s), policy %s, precision %s, hardware %s\n", g->model, g->source, info->policy,
+            info->precision ? info->precision : "fp32", hw->name);
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
@@ -164,7 +166,7 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     fprintf(out, "\n\n");
     fprintf(out, "memory at the peak:\n");
     report_breakdown(s, out);
-    fprintf(out, "\n%-40s %-14s %12s  %-9s %12s\n", "tensor", "op", "bytes", "decision", "recompute");
+    fprintf(out, "\n%-40s %-14s %-5s %12s  %-9s %12s\n", "tensor", "op", "dtype", "bytes", "decision", "recompute");
     /* block instances in order; an instance with the same tensors (names
      * after the block's prefix, ops, sizes) as the last one printed in full
      * is folded into one line: its totals and what it recomputes */
@@ -200,8 +202,9 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
             for (int i = start; i < end; i++) {
                 if (!is_candidate(ad, g, i)) continue;
                 const Node *x = graph_node(g, i);
-                fprintf(out, "  %-38s %-14s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name,
-                        node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute", cost_fwd_time(g, x, hw) * 1e6);
+                fprintf(out, "  %-38s %-14s %-5s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name,
+                        dtype_name(x->dtype), node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
+                        cost_fwd_time(g, x, hw) * 1e6);
             }
             if (*group) full = start, full_end = end;
         }

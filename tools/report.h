@@ -7,6 +7,7 @@
 
 typedef struct {
     const char *policy, *hw, *target;
+    const char *precision; /* "fp32", "tf32" or "bf16" */
     int64_t budget_bytes;
     StepMemory mem;           /* the schedule's arena, then (device targets) the workspace */
     const char *codegen_json; /* device targets: a JSON object on the kernel images, or NULL */

@@ -101,6 +101,10 @@ typedef struct {
     X(ck_attention_bwd_dq_wide, 1)   \
     X(ck_attention_bwd_dkdv_wide, 1) \
     X(ck_ew_chain, 0)                \
+    X(ck_cast_fwd, 0)                \
+    X(ck_cast_bwd, 0)                \
+    X(ck_uncast_fwd, 0)              \
+    X(ck_uncast_bwd, 0)              \
     X(ck_adamw, 0)
 
 typedef enum {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "accrt.h"
+#include "bf16.h"
 #include "ew_ops.h"
 
 void g_zero(acc_dev *d, float *x, int64_t n);
@@ -29,13 +30,21 @@ void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const 
 void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                   int64_t M, int64_t N, int64_t K, int trans_b);
 /* the binary elementwise ops of the op table (acc_ops.h), as k_<op>_* */
-#define G_BINARY_DECL(code, name, reads)                                                                            \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape, \
-                        const int64_t *a_shape, const int64_t *b_shape);                                            \
-    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim,  \
-                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+#define G_BINARY_DECL(code, name, reads)                                                                               \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,    \
+                        const int64_t *a_shape, const int64_t *b_shape);                                               \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout,                                           \
+                        ACC_EW_BWD_OPERANDS_##reads(float) int ndim, const int64_t *out_shape, const int64_t *a_shape, \
+                        const int64_t *b_shape);
 ACC_EW_BINARY_OPS(G_BINARY_DECL)
 #undef G_BINARY_DECL
+/* The casts of the precision pass (cpu_kernels_t.h's k_cast_* and
+ * k_uncast_* of the bf16 instance): out = round(x), dx += widen(dout);
+ * out = widen(x), dx = round(dx + dout). */
+void g_cast_fwd(acc_dev *d, acc_bf16 *out, const float *x, int64_t n);
+void g_cast_bwd(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n);
+void g_uncast_fwd(acc_dev *d, float *out, const acc_bf16 *x, int64_t n);
+void g_uncast_bwd(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
 /* the plain unary elementwise ops of the op table (acc_ops.h) */

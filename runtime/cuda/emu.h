@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "bf16.h"
+
 typedef struct {
     unsigned x, y, z;
 } emu_dim3;

@@ -205,6 +205,52 @@ DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
 DEVFN float ew_exp(float v) { return expf(v); }
 DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
 
+/* bf16, stored as the high 16 bits of a float: widening is exact; rounding
+ * is to nearest, ties to even, a NaN kept (quietened): runtime/bf16.h's
+ * rule, bit for bit, so both targets store the same bf16 tensors. */
+DEVFN float bf16_widen(unsigned short h) {
+#ifdef __CUDACC__
+    return __uint_as_float((uint32_t)h << 16);
+#else
+    return acc_bf16_f32(h);
+#endif
+}
+DEVFN unsigned short bf16_round(float f) {
+#ifdef __CUDACC__
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+#else
+    return acc_f32_bf16(f);
+#endif
+}
+
+/* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
+KERNEL ck_cast_fwd(acc_kargs a) {
+    unsigned short *out = (unsigned short *)a.p[0];
+    const float *x = a.p[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = bf16_round(x[i]);
+}
+/* p0 dx, p1 dout (bf16); i0 n: dx += widen(dout) */
+KERNEL ck_cast_bwd(acc_kargs a) {
+    float *dx = a.p[0];
+    const unsigned short *dy = (const unsigned short *)a.p[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) dx[i] += bf16_widen(dy[i]);
+}
+/* p0 out, p1 x (bf16); i0 n: out = widen(x) */
+KERNEL ck_uncast_fwd(acc_kargs a) {
+    float *out = a.p[0];
+    const unsigned short *x = (const unsigned short *)a.p[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = bf16_widen(x[i]);
+}
+/* p0 dx (bf16), p1 dout; i0 n: dx = round(widen(dx) + dout) */
+KERNEL ck_uncast_bwd(acc_kargs a) {
+    unsigned short *dx = (unsigned short *)a.p[0];
+    const float *dy = a.p[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) dx[i] = bf16_round(bf16_widen(dx[i]) + dy[i]);
+}
+
 /* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
  * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
  * op table's (acc_ops.h). */

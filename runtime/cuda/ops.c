@@ -333,15 +333,16 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
 }
 
 /* the binary elementwise ops of the op table (acc_ops.h) */
-#define BINARY(code, name, reads)                                                                                  \
-    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so,       \
-                        const int64_t *sa, const int64_t *sb) {                                                    \
-        binary_fwd(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb);                                                 \
-    }                                                                                                              \
-    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim, \
-                        const int64_t *so, const int64_t *sa, const int64_t *sb) {                                 \
-        binary_bwd_one(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
-        binary_bwd_one(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);          \
+#define BINARY(code, name, reads)                                                                            \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so, \
+                        const int64_t *sa, const int64_t *sb) {                                              \
+        binary_fwd(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb);                                           \
+    }                                                                                                        \
+    void g_##name##_bwd(acc_dev *d, float *da, float *db, const float *dout,                                 \
+                        ACC_EW_BWD_OPERANDS_##reads(float) int ndim, const int64_t *so, const int64_t *sa,   \
+                        const int64_t *sb) {                                                                 \
+        binary_bwd_one(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);    \
+        binary_bwd_one(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb);    \
     }
 ACC_EW_BINARY_OPS(BINARY)
 #undef BINARY
@@ -358,6 +359,16 @@ void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n)
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n) {
     unary(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n);
 }
+
+/* the precision pass's casts: bf16 pointers travel as the kargs' float ones */
+static void cast(acc_dev *d, acc_kernel_id k, void *out, const void *x, int64_t n) {
+    acc_kargs a = {{(float *)out, DP(x)}, {n}, {0}};
+    dev_launch(d, k, n, KA_BLOCK, &a);
+}
+void g_cast_fwd(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { cast(d, KID_ck_cast_fwd, out, x, n); }
+void g_cast_bwd(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { cast(d, KID_ck_cast_bwd, dx, dout, n); }
+void g_uncast_fwd(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { cast(d, KID_ck_uncast_fwd, out, x, n); }
+void g_uncast_bwd(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) { cast(d, KID_ck_uncast_bwd, dx, dout, n); }
 
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
 #define UNARY(code, name, saved)                                                                   \

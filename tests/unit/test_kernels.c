@@ -1272,8 +1272,59 @@ static void test_ew_chain(void) {
     ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
 }
 
+/* The precision pass's casts. Their gradient is the identity converted
+ * (cast back), as autocast's is. A finite difference sees it where rounding
+ * is exact: at a bf16 value x with h its bf16 spacing, x - h and x + h are
+ * bf16 values too, so (cast(x + h) - cast(x - h)) / 2h is the derivative
+ * without rounding error; the backward must give the same, accumulated. */
+static void test_cast(void) {
+    enum { N = 1000 };
+    static float x[N], xp[N], xm[N], dx[N], d2[N], back[N];
+    static acc_bf16 y[N], yp[N], ym[N], dy[N], dh[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = acc_bf16_f32(acc_f32_bf16(rnd_unif(-4.0f, 4.0f)));
+        int e;
+        frexpf(x[i], &e);
+        float h = x[i] == 0.0f ? 1e-3f : ldexpf(1.0f, e - 8); /* the bf16 spacing in [2^(e-1), 2^e) */
+        xp[i] = x[i] + h, xm[i] = x[i] - h;
+        dy[i] = acc_f32_bf16(1.0f);
+        dx[i] = 0.5f;
+        d2[i] = 0.0f;
+        dh[i] = acc_f32_bf16(0.25f);
+    }
+    k_cast_fwd_bf16(y, x, N);
+    k_cast_fwd_bf16(yp, xp, N);
+    k_cast_fwd_bf16(ym, xm, N);
+    k_cast_bwd_bf16(dx, dy, N);
+    k_uncast_fwd_bf16(back, y, N);
+    k_uncast_bwd_bf16(dh, d2, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        float num = (acc_bf16_f32(yp[i]) - acc_bf16_f32(ym[i])) / (xp[i] - xm[i]);
+        if (x[i] != 0.0f && num != 1.0f) bad++;  /* the derivative, exactly */
+        if (dx[i] != 1.5f) bad++;                /* dx += widen(dout) */
+        if (back[i] != x[i]) bad++;              /* a bf16 value round-trips */
+        if (acc_bf16_f32(dh[i]) != 0.25f) bad++; /* dx += 0 leaves it */
+        if (acc_bf16_f32(y[i]) != x[i]) bad++;
+    }
+    if (test_true(__FILE__, __LINE__, "cast", bad == 0)) fd_mark("cast (finite differences at bf16 values)");
+    else printf("  cast: %d entries off\n", bad);
+    /* rounding: to nearest, ties to even, NaN kept, overflow to infinity */
+    float ties[] = {1.0f + 1.0f / 256, 1.0f + 3.0f / 256, 3.4e38f, -0.0f};
+    acc_bf16 r[4];
+    k_cast_fwd_bf16(r, ties, 4);
+    ASSERT(0x3f80, r[0]); /* 1 + 2^-8 ties to 1 (even) */
+    ASSERT(0x3f82, r[1]); /* 1 + 3*2^-8 ties to 1 + 2^-6 (even) */
+    ASSERT(0x7f80, r[2]); /* rounds up past the largest bf16: +inf */
+    ASSERT(0x8000, r[3]);
+    float nan = NAN;
+    k_cast_fwd_bf16(r, &nan, 1);
+    ASSERT_TRUE(acc_bf16_f32(r[0]) != acc_bf16_f32(r[0]));
+}
+
 int main(void) {
     test_philox();
+    test_cast();
     test_matmul();
     test_linear();
     test_binary();

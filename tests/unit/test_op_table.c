@@ -44,7 +44,7 @@ static const KernelOp kernel_ops[] = {
 /* The generated header and the table agree, row by row. */
 static void test_codes(void) {
     ASSERT(OP_COUNT, ACC_OP_COUNT);
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit) ASSERT(OP_##e, ACC_OP_##e);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) ASSERT(OP_##e, ACC_OP_##e);
 #include "ops.def"
 #undef X
     int with_kernels = 0;

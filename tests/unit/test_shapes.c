@@ -491,6 +491,68 @@ static void test_reduce(void) {
     graph_free(&g);
 }
 
+/* cast: to the node's own dtype, f32 <-> bf16 only. */
+static bool run_cast(const Graph *g, int x, DType to, Node *out, char *err, size_t err_len) {
+    memset(out, 0, sizeof *out);
+    out->op = OP_CAST;
+    out->n_in = 1;
+    out->in[0] = x;
+    out->dtype = to;
+    out->aux_elems = -7;
+    return op_table[OP_CAST].shape(g, out, err, err_len);
+}
+
+static void test_cast(void) {
+    Graph g;
+    graph_init(&g, "t");
+    int f = F32(2, 3), h = leaf(&g, DT_BF16, 2, (const int64_t[]){2, 3}), i = I32(2, 3);
+    Node n;
+    char e[256];
+    if (ASSERT_TRUE(run_cast(&g, f, DT_BF16, &n, e, sizeof e))) {
+        ASSERT_STR("[2,3]", SHAPE_TEXT(&n.shape));
+        ASSERT(DT_BF16, n.dtype);
+        ASSERT(0, n.aux_elems);
+        shape_tested[OP_CAST] = true;
+    }
+    if (ASSERT_TRUE(run_cast(&g, h, DT_F32, &n, e, sizeof e))) ASSERT(DT_F32, n.dtype);
+    ASSERT(false, run_cast(&g, f, DT_F32, &n, e, sizeof e));
+    ASSERT_TRUE(err_ok(OP_CAST, e, "cannot cast f32[2,3] to f32"));
+    ASSERT(false, run_cast(&g, i, DT_BF16, &n, e, sizeof e));
+    ASSERT_TRUE(err_ok(OP_CAST, e, "cannot cast i32[2,3] to bf16"));
+    ASSERT(false, run_cast(&g, f, DT_F16, &n, e, sizeof e));
+    graph_free(&g);
+}
+
+/* With bf16 activations (g.act_dtype, set by the precision pass) each rule
+ * asks its row's precision: 'a' inputs and outputs bf16, 'f' ones f32. */
+static void test_precision_rules(void) {
+    Graph g;
+    graph_init(&g, "t");
+    g.act_dtype = DT_BF16;
+    const int64_t d23[] = {2, 3}, d3[] = {3}, d33[] = {3, 3};
+    int x = leaf(&g, DT_BF16, 2, d23), w = leaf(&g, DT_BF16, 2, d33), wf = leaf(&g, DT_F32, 2, d33);
+    int nw = leaf(&g, DT_F32, 1, d3), nwh = leaf(&g, DT_BF16, 1, d3), xf = F32(2, 3), t = I32(2);
+    Attrs a = defaults(OP_MATMUL);
+    EXPECT_OK(OP_MATMUL, &a, "[2,3]", DT_BF16, 0, x, w);
+    EXPECT_ERR(OP_MATMUL, &a, "b must be bf16, got f32[3,3]", x, wf);
+    a = defaults(OP_ADD);
+    EXPECT_OK(OP_ADD, &a, "[2,3]", DT_BF16, 0, x, x);
+    EXPECT_ERR(OP_ADD, &a, "inputs must be bf16, got bf16[2,3] and f32[2,3]", x, xf);
+    a = defaults(OP_LAYERNORM);
+    EXPECT_OK(OP_LAYERNORM, &a, "[2,3]", DT_BF16, 4, x, nw, nw);
+    EXPECT_ERR(OP_LAYERNORM, &a, "w must be f32, got bf16[3]", x, nwh, nw);
+    a = defaults(OP_CROSS_ENTROPY);
+    EXPECT_OK(OP_CROSS_ENTROPY, &a, "[]", DT_F32, 2, x, t);
+    a = defaults(OP_SUM);
+    EXPECT_OK(OP_SUM, &a, "[]", DT_F32, 0, x);
+    a = defaults(OP_GELU);
+    EXPECT_ERR(OP_GELU, &a, "x must be bf16, got f32[2,3]", xf);
+    a = defaults(OP_RESHAPE);
+    a.shape = (Shape){.ndim = 1, .dim = {6}};
+    EXPECT_OK(OP_RESHAPE, &a, "[6]", DT_BF16, 0, x);
+    graph_free(&g);
+}
+
 /* Malformed inputs: bad ids, ranks, dims, dtypes, element counts. */
 static void test_bad_inputs(void) {
     Graph g;
@@ -652,6 +714,8 @@ int main(void) {
     test_slice();
     test_concat();
     test_reduce();
+    test_cast();
+    test_precision_rules();
     test_bad_inputs();
     test_verify();
     test_random();
