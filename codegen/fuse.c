@@ -48,12 +48,12 @@ static bool overlaps(const Buffer *a, const Buffer *b) {
     return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
 }
 
-/* The chain-shaped f32 elementwise step t, or NULL. */
+/* The chain-shaped elementwise step t (in the activation dtype), or NULL. */
 static const Node *ew_node(const Graph *g, const Schedule *s, int t) {
     const Step *st = &s->steps.v[t];
     if (st->kind != ST_FWD && st->kind != ST_RECOMPUTE) return NULL;
     const Node *n = graph_node(g, st->node);
-    return cg_chain_op_name(n->op) && n->dtype == DT_F32 ? n : NULL;
+    return cg_chain_op_name(n->op) && n->dtype == g->act_dtype ? n : NULL;
 }
 
 /* Fill op k of chain c from step t; `from` is the buffer carrying the chain
@@ -81,7 +81,7 @@ static bool add_op(const Graph *g, const Schedule *s, int t, int from, const Sha
     }
     if (v < 0 || st->in[0] == st->in[1]) return false;
     const Node *o = graph_node(g, n->in[1 - v]);
-    if (!is_suffix(&o->shape, shape) || o->dtype != DT_F32) return false;
+    if (!is_suffix(&o->shape, shape) || o->dtype != g->act_dtype) return false;
     op->value_buf = st->in[v];
     op->operand_buf = st->in[1 - v];
     op->operand_right = v == 1; /* the operand is the left input: o OP v */

@@ -86,7 +86,7 @@ typedef struct {
     const Stmt *stack[MAX_BLOCK_DEPTH];
     int depth;
     StrMap names, scopes, blocks, binds, leaves;
-    const Stmt *model_stmt, *loss_stmt;
+    const Stmt *model_stmt, *loss_stmt, *precision_stmt;
     bool too_big;
     bool recursion_reported; /* check_recursion found a cycle */
     int64_t total_bytes;     /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
@@ -1115,7 +1115,7 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
     bool top = f == E->top;
     static const char *const top_only[] = {
         [S_MODEL] = "model", [S_HPARAM] = "hparam",       [S_INPUT] = "input", [S_LOSS] = "loss",
-        [S_SAVE] = "save",   [S_RECOMPUTE] = "recompute", [S_BLOCK] = "block"};
+        [S_SAVE] = "save",   [S_RECOMPUTE] = "recompute", [S_BLOCK] = "block", [S_PRECISION] = "precision"};
     if (!top && s->kind < (int)(sizeof top_only / sizeof *top_only) && top_only[s->kind]) {
         diag_error(E->d, s->loc, "'%s' is only allowed at the top level", top_only[s->kind]);
         return;
@@ -1134,6 +1134,19 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             diag_error(E->d, s->name_loc, "model name '%s' cannot name the generated library: it is %s", s->name, why);
         return;
     case S_HPARAM: exec_hparam(E, f, s); return;
+    case S_PRECISION:
+        if (E->precision_stmt) {
+            diag_error(E->d, s->loc, "the precision is set twice");
+            diag_note(E->d, E->precision_stmt->loc, "previous setting is here");
+            return;
+        }
+        E->precision_stmt = s;
+        if (strcmp(s->name, "fp32") && strcmp(s->name, "tf32") && strcmp(s->name, "bf16")) {
+            diag_error(E->d, s->name_loc, "unknown precision '%s' (expected fp32, tf32 or bf16)", s->name);
+            return;
+        }
+        E->g->precision = pool_strdup(&E->g->pool, s->name);
+        return;
     case S_INPUT: {
         Binding *prev = lookup(E, f, s->name);
         if (prev) {

@@ -53,6 +53,7 @@ typedef enum {
     S_SAVE,      /* save "glob", ...; */
     S_RECOMPUTE, /* recompute "glob", ...; */
     S_BLOCK,     /* block NAME(formals) { ... } */
+    S_PRECISION, /* precision fp32|tf32|bf16; */
 } StmtKind;
 
 typedef struct Name Name;

@@ -305,7 +305,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         double x;
         if (!strcmp(name, "-h")) o->help = true;
         else if (!strcmp(name, "-v")) o->verbose = true;
-        else if (!strcmp(name, "--tf32")) o->tf32 = true;
+        else if (!strcmp(name, "--tf32")) o->tf32 = true; /* = --precision tf32 */
         else if (!strcmp(name, "--no-fuse")) o->no_fuse = true;
         else if (!strcmp(name, "--keep")) o->keep = true;
         else if (!strcmp(name, "-D")) {
@@ -367,11 +367,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
     if (!o->target) o->target = cg_target_default(!strcmp(cmd, "run"));
     if (o->precision && o->tf32 && strcmp(o->precision, "tf32"))
         return usage_error("--tf32 and --precision %s exclude each other", o->precision);
-    if (o->precision && !strcmp(o->precision, "tf32")) o->tf32 = true;
-    if (o->precision && !strcmp(o->precision, "bf16")) o->act_dtype = DT_BF16;
-    if (o->act_dtype == DT_BF16 && !o->target->bf16)
-        return usage_error("target '%s' has no bf16 kernels yet: --precision bf16 runs on the cpu target",
-                           o->target->name);
+    if (o->tf32) o->precision = "tf32";
     return 0;
 }
 

@@ -30,8 +30,7 @@ typedef struct {
     double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep, tf32, no_fuse, verbose, help;
-    const char *precision; /* --precision: "fp32", "tf32" (sets tf32) or "bf16" (sets act_dtype) */
-    DType act_dtype;       /* the activations' dtype: DT_BF16 with --precision bf16, else DT_F32 */
+    const char *precision; /* --precision: "fp32", "tf32" or "bf16" (over the DSL's `precision`); --tf32 is "tf32" */
     int points;
     VEC(Define) defs;
     VEC(const char *) save_globs;

@@ -205,7 +205,7 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
              c->sched.n_recompute, c->plan.recompute_time);
     /* no budget: the planned peak is the library's budget */
     CgOptions cg = {
-        o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, o->tf32, c->n_images,
+        o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, !strcmp(c->precision, "tf32"), c->n_images,
         o->no_fuse};
     int rc = 0;
     if (!cf || !hf) {
@@ -239,8 +239,16 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
         FuseOptions fo = {o->save_globs.v, o->save_globs.n, o->recompute_globs.v, o->recompute_globs.n};
         fuse_linear(g, &fo);
     }
-    /* precision: bf16 activations, casts where an op's rule asks (--precision bf16) */
-    precision_apply(g, o->act_dtype);
+    /* precision: --precision, else the DSL's; bf16 activations, casts where an
+     * op's rule asks */
+    c->precision = o->precision ? o->precision : g->precision ? g->precision : "fp32";
+    bool bf16 = !strcmp(c->precision, "bf16");
+    if (bf16 && !o->target->bf16) {
+        fprintf(stderr, "acc: error: target '%s' has no bf16 kernels yet: precision bf16 runs on the cpu target\n",
+                o->target->name);
+        return EXIT_USAGE;
+    }
+    precision_apply(g, bf16 ? DT_BF16 : DT_F32);
     if (until == ACC_UNTIL_GRAPH) return 0;
 
     /* constrain: the cost model of the machine the target runs on (unless
@@ -289,9 +297,7 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     c->info = (ReportInfo){c->po.policy.text,
                            c->hw.name,
                            o->target->name,
-                           o->act_dtype == DT_BF16 ? "bf16"
-                           : o->tf32               ? "tf32"
-                                                   : "fp32",
+                           c->precision,
                            o->has_budget ? o->budget_bytes : 0,
                            c->mem,
                            NULL};
