@@ -7,6 +7,10 @@
 # equal the planned peak and fit the budget. Also without fusion (--no-fuse:
 # no elementwise chains, and matmul and bias add as two ops instead of one
 # linear op, whose CPU kernels are those two bit for bit): the same bytes.
+# With --precision bf16 the --no-fuse comparison is skipped: an unfused
+# matmul rounds its product to bf16 before the bias add, the linear op once
+# after it, so the two compilations differ by design (the elementwise chains
+# round after every op, as the unfused ops do, and stay invisible).
 set -eu
 acc=$1
 model=$2
@@ -46,8 +50,13 @@ check() { # check NAME BUDGET(0: none): same gradients, measured == planned <= b
 
 run ref "$@" --policy none >/dev/null
 # elementwise chains (one kernel for consecutive elementwise steps) change nothing
-run nofuse "$@" --policy none --no-fuse >/dev/null
-check nofuse 0
+case " $* " in
+*" bf16 "*) echo "skip nofuse: bf16 (linear rounds once where matmul and add round twice)" ;;
+*)
+    run nofuse "$@" --policy none --no-fuse >/dev/null
+    check nofuse 0
+    ;;
+esac
 for p in full every:2 uniform:2 selective ops:matmul,attention sqrt; do
     n=$(echo "$p" | tr ':,' '__')
     run "$n" "$@" --policy "$p" >/dev/null

@@ -11,6 +11,8 @@
 # reference's model and shapes. Options:
 #   --rtol R, --atol A      gradient tolerance (default 1e-4, 2e-6):
 #                           |got - ref| <= A + R |ref| for every element
+#   --norm N                instead: per tensor ||got - ref|| <= N ||ref||
+#                           (tensor_compare --norm; for --precision bf16)
 #   --loss-rtol R           loss tolerance, relative (default 1e-5; the
 #                           printed loss has 6 decimals, atol 2e-6 covers that)
 # Any other argument goes to `acc run` (e.g. --budget 64K, or -D overrides,
@@ -32,11 +34,13 @@ atol=2e-6
 loss_rtol=1e-5
 loss_atol=2e-6
 extra=""
+norm=""
 while [ $# -gt 0 ]; do
     case $1 in
     --rtol) rtol=$2; shift 2 ;;
     --atol) atol=$2; shift 2 ;;
     --loss-rtol) loss_rtol=$2; shift 2 ;;
+    --norm) norm="--norm $2"; shift 2 ;;
     *) extra="$extra $1"; shift ;;
     esac
 done
@@ -73,7 +77,8 @@ cat "$tmp/out"
 
 status=0
 "$tc" --loss "$ref.loss" "$tmp/out" --rtol "$loss_rtol" --atol "$loss_atol" || status=1
-"$tc" "$ref.grads.bin" "$tmp/grads.bin" --rtol "$rtol" --atol "$atol" || status=1
+# shellcheck disable=SC2086 # norm is "" or "--norm N"
+"$tc" "$ref.grads.bin" "$tmp/grads.bin" --rtol "$rtol" --atol "$atol" $norm || status=1
 if [ $status -ne 0 ]; then
     echo "ref_test: $name: FAIL (see above)"
 else

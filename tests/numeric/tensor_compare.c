@@ -1,6 +1,6 @@
 /* tensor_compare.c - compare two libaccrt tensor files element by element.
  *
- *   tensor_compare REF.bin GOT.bin [--rtol R] [--atol A] [--quiet]
+ *   tensor_compare REF.bin GOT.bin [--rtol R] [--atol A] [--norm N] [--quiet]
  *   tensor_compare --loss REF.loss RUN_OUTPUT [--rtol R] [--atol A]
  *
  * The first form reads two tensor files ("ACCPARAM", u32 version 1, u32
@@ -9,6 +9,11 @@
  * tensors (count, names, shapes, in order) and that every element satisfies
  *
  *     |got - ref| <= atol + rtol * |ref|      (NaN or Inf in got fails)
+ *
+ * With --norm N the element rule is replaced by one per tensor, the one that
+ * suits a lower precision (bf16 against fp32, whose single elements can be
+ * far off where terms cancel): ||got - ref||_2 <= N ||ref||_2 (+ atol * the
+ * square root of the element count, for tensors that are nearly zero).
  *
  * It prints one line per tensor: the max absolute error, the max relative
  * error (|got - ref| / |ref| over the elements with |ref| > atol: below that
@@ -57,7 +62,7 @@ typedef struct {
 } TensorFile;
 
 static int usage(void) {
-    fputs("usage: tensor_compare REF.bin GOT.bin [--rtol R] [--atol A] [--quiet]\n"
+    fputs("usage: tensor_compare REF.bin GOT.bin [--rtol R] [--atol A] [--norm N] [--quiet]\n"
           "       tensor_compare --loss REF.loss RUN_OUTPUT [--rtol R] [--atol A]\n",
           stderr);
     return 2;
@@ -219,7 +224,7 @@ static double ratio(double ref, double got, double rtol, double atol) {
     return d > 0 ? INFINITY : 0.0;
 }
 
-static int compare_files(const char *ref_path, const char *got_path, double rtol, double atol, int quiet) {
+static int compare_files(const char *ref_path, const char *got_path, double rtol, double atol, double norm, int quiet) {
     TensorFile ref, got;
     if (load(ref_path, &ref)) return 2;
     if (load(got_path, &got)) {
@@ -250,11 +255,12 @@ static int compare_files(const char *ref_path, const char *got_path, double rtol
             bad = 1;
             continue;
         }
-        double max_abs = 0, max_rel = 0, worst = -1;
+        double max_abs = 0, max_rel = 0, worst = -1, ss_d = 0, ss_r = 0;
         int64_t worst_i = 0, fails = 0;
         for (int64_t k = 0; k < r->elems; k++) {
             double a = r->data[k], b = g->data[k];
             double d = fabs(b - a);
+            ss_d += (b - a) * (b - a), ss_r += a * a;
             if (!isfinite(b) || !isfinite(a)) d = (a == b) ? 0.0 : INFINITY;
             if (d > max_abs) max_abs = d;
             if (fabs(a) > atol && a != 0 && d / fabs(a) > max_rel) max_rel = d / fabs(a);
@@ -265,6 +271,13 @@ static int compare_files(const char *ref_path, const char *got_path, double rtol
                 worst_i = k;
             }
         }
+        double nrel = 0;
+        if (norm > 0) { /* one rule per tensor: the relative 2-norm of the difference */
+            double lim = norm * sqrt(ss_r) + atol * sqrt((double)r->elems);
+            nrel = ss_r > 0 ? sqrt(ss_d / ss_r) : sqrt(ss_d);
+            fails = !(sqrt(ss_d) <= lim) ? r->elems : 0;
+            worst = lim > 0 ? sqrt(ss_d) / lim : INFINITY;
+        }
         elems += r->elems;
         failing += fails;
         if (fails) bad = 1;
@@ -274,7 +287,10 @@ static int compare_files(const char *ref_path, const char *got_path, double rtol
             all_ratio = worst;
             all_worst = r->name;
         }
-        if (!quiet || fails) {
+        if (norm > 0 && (!quiet || fails)) {
+            printf("%-4s %-32s %-12s |got - ref| / |ref| = %.3e (%.3g of tol; norm %g)\n", fails ? "FAIL" : "ok",
+                   r->name, rs, nrel, worst, norm);
+        } else if (!quiet || fails) {
             index_str(r, worst_i, is, sizeof is);
             printf("%-4s %-32s %-12s max_abs %.3e max_rel %.3e worst %s ref %.9g got %.9g (%.3g of tol)\n",
                    fails ? "FAIL" : "ok", r->name, rs, max_abs, max_rel, is, (double)r->data[worst_i],
@@ -349,7 +365,7 @@ static int parse_tol(const char *s, double *v) {
 }
 
 int main(int argc, char **argv) {
-    double rtol = 1e-4, atol = 2e-6;
+    double rtol = 1e-4, atol = 2e-6, norm = 0;
     int loss_mode = 0, quiet = 0;
     const char *pos[2];
     int npos = 0;
@@ -358,6 +374,12 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--rtol") || !strcmp(a, "--atol")) {
             if (i + 1 >= argc || parse_tol(argv[i + 1], a[2] == 'r' ? &rtol : &atol)) {
                 fprintf(stderr, "tensor_compare: %s needs a non-negative number\n", a);
+                return usage();
+            }
+            i++;
+        } else if (!strcmp(a, "--norm")) {
+            if (i + 1 >= argc || parse_tol(argv[i + 1], &norm) || norm <= 0) {
+                fprintf(stderr, "tensor_compare: --norm needs a positive number\n");
                 return usage();
             }
             i++;
@@ -375,5 +397,6 @@ int main(int argc, char **argv) {
         }
     }
     if (npos != 2) return usage();
-    return loss_mode ? compare_loss(pos[0], pos[1], rtol, atol) : compare_files(pos[0], pos[1], rtol, atol, quiet);
+    return loss_mode ? compare_loss(pos[0], pos[1], rtol, atol)
+                     : compare_files(pos[0], pos[1], rtol, atol, norm, quiet);
 }
