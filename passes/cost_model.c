@@ -2,7 +2,8 @@
  *
  * requires: the op table's FLOP rules. provides: a node's forward time on a
  * profile: max(FLOPs / rate, bytes / bandwidth) + launch latency, where GEMM-like
- * ops (matmul, linear, attention) use the matmul rate. This is what the planner
+ * ops (matmul, linear, attention) use the matmul rate (its bf16 rate on bf16
+ * tensors); bytes come from the tensors' dtypes. This is what the planner
  * minimises: recompute time, not FLOPs, so a memory-bound op over a large
  * tensor weighs what it costs.
  */
@@ -49,11 +50,12 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
             snprintf(hw->name, sizeof hw->name, "%s", val);
             continue;
         }
-        double *field = !strcmp(key, "matmul_flops")     ? &hw->matmul_flops
-                        : !strcmp(key, "vector_flops")   ? &hw->vector_flops
-                        : !strcmp(key, "mem_bw")         ? &hw->mem_bw
-                        : !strcmp(key, "launch_latency") ? &hw->launch_latency
-                                                         : NULL;
+        double *field = !strcmp(key, "matmul_flops")        ? &hw->matmul_flops
+                        : !strcmp(key, "matmul_flops_bf16") ? &hw->matmul_flops_bf16
+                        : !strcmp(key, "vector_flops")      ? &hw->vector_flops
+                        : !strcmp(key, "mem_bw")            ? &hw->mem_bw
+                        : !strcmp(key, "launch_latency")    ? &hw->launch_latency
+                                                            : NULL;
         if (!field || *end || !(v >= 0)) {
             snprintf(err, err_len, "%s:%d: unknown key or bad value '%s = %s'", path, lineno, key, val);
             ok = false;
@@ -67,6 +69,7 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
         ok = false;
     }
     if (ok && !hw->name[0]) snprintf(hw->name, sizeof hw->name, "%s", name);
+    if (ok && !(hw->matmul_flops_bf16 > 0)) hw->matmul_flops_bf16 = hw->matmul_flops;
     return ok;
 }
 
@@ -79,8 +82,8 @@ double cost_bytes(const Graph *g, const Node *n) {
 double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw) {
     if (op_table[n->op].flags & OPF_LEAF) return 0;
     double flops = op_table[n->op].flops(g, n);
-    double rate =
-        n->op == OP_MATMUL || n->op == OP_LINEAR || n->op == OP_ATTENTION ? hw->matmul_flops : hw->vector_flops;
+    bool gemm = n->op == OP_MATMUL || n->op == OP_LINEAR || n->op == OP_ATTENTION;
+    double rate = !gemm ? hw->vector_flops : n->dtype == DT_BF16 ? hw->matmul_flops_bf16 : hw->matmul_flops;
     double t_compute = flops / rate, t_mem = cost_bytes(g, n) / hw->mem_bw;
     return (t_compute > t_mem ? t_compute : t_mem) + hw->launch_latency;
 }

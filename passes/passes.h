@@ -256,10 +256,11 @@ bool plan_check(const Schedule *s, FILE *err);
 /* A hardware profile (hw/<name>.hw): key = value lines. */
 typedef struct {
     char name[128];
-    double matmul_flops;   /* FLOP/s of GEMM-like ops (matmul, attention) */
-    double vector_flops;   /* FLOP/s of everything else */
-    double mem_bw;         /* bytes/s */
-    double launch_latency; /* seconds per kernel */
+    double matmul_flops;      /* FLOP/s of GEMM-like ops (matmul, attention) */
+    double matmul_flops_bf16; /* the same on bf16 operands (0 in the file: matmul_flops) */
+    double vector_flops;      /* FLOP/s of everything else */
+    double mem_bw;            /* bytes/s */
+    double launch_latency;    /* seconds per kernel */
 } HwProfile;
 
 /* Load profile NAME from the hw/ directory (or a path ending in .hw). */
