@@ -1,5 +1,14 @@
-/* cpu_kernels.c - helpers, matmul (OpenBLAS), broadcasting elementwise ops,
- * unary activations, dropout and AdamW.
+/* cpu_kernels.c - helpers, matmul, broadcasting elementwise ops, unary
+ * activations, dropout, elementwise chains, casts and AdamW.
+ *
+ * Compiled twice (ktype.h): as float, and as bf16 by cpu_kernels_bf16.c.
+ * Both instances compute in float; the bf16 one widens every load and rounds
+ * every store, and keeps in float whatever the fp32 kernel keeps in float
+ * (running sums, a chain's running value), so that its outputs are
+ * acc_f32_bf16 of the fp32 kernel's on the same inputs wherever the
+ * arithmetic is the same. The exception is the GEMM: fp32 is one cblas_sgemm,
+ * bf16 a blocked GEMM over widened panels (bgemm below), which sums in
+ * another order.
  *
  * Invariant (see cpu_kernels.h): forward kernels overwrite, backward kernels
  * accumulate; nothing allocates; results do not depend on the thread count.
@@ -11,32 +20,56 @@
 #include <string.h>
 
 #include "kernels_internal.h"
+#include "ktype.h"
 #include "philox.h"
-
-#ifndef ACC_KT_BF16 /* (the bf16 instance: not written yet) */
 
 /* ---- helpers ------------------------------------------------------------ */
 
-void k_zero(float *x, int64_t n) {
+void KN(k_zero)(KT *x, int64_t n) { /* +0.0 is all zero bits in both types */
     if (n > 0) memset(x, 0, (size_t)n * sizeof *x);
 }
 
-void k_fill(float *x, float value, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = value;
+void KN(k_fill)(KT *x, float value, int64_t n) {
+    for (int64_t i = 0; i < n; i++) KST(x, i, value);
 }
 
-void k_add_into(float *y, const float *x, int64_t n) {
+void KN(k_add_into)(KT *y, const KT *x, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    for (int64_t i = 0; i < n; i++) KST(y, i, KLD(y, i) + KLD(x, i));
 }
 
-void k_copy(float *y, const float *x, int64_t n) {
+void KN(k_copy)(KT *y, const KT *x, int64_t n) {
     if (n > 0 && y != x) memcpy(y, x, (size_t)n * sizeof *y);
+}
+
+/* ---- casts ---------------------------------------------------------------- */
+
+/* In the float instance KLD and KST are plain accesses: copies and adds. */
+void KN(k_cast_fwd)(KT *out, const float *x, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) KST(out, i, x[i]);
+}
+
+void KN(k_cast_bwd)(float *dx, const KT *dout, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] += KLD(dout, i);
+}
+
+void KN(k_uncast_fwd)(float *out, const KT *x, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = KLD(x, i);
+}
+
+void KN(k_uncast_bwd)(KT *dx, const float *dout, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) KST(dx, i, KLD(dx, i) + dout[i]);
 }
 
 /* ---- matmul ------------------------------------------------------------- */
 
 static CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
+
+#ifndef ACC_KT_BF16
 
 /* C (m, n) = alpha * op(A) @ op(B) + beta * C, row-major */
 static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda, const float *B,
@@ -45,12 +78,121 @@ static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A
                 (int)ldc);
 }
 
+#else
+
+/* The bf16 GEMM. OpenBLAS here has cblas_sgemm only (Debian's build exports
+ * no cblas_sbgemm), so C is cut into fixed tiles of BG_MT x BG_NT; a tile
+ * walks K in blocks of BG_KB, widens the block's panels of op(A) and op(B)
+ * into float buffers on the stack and lets cblas_sgemm accumulate them into a
+ * float tile, which is rounded into C once at the end. Stack per call:
+ * (BG_MT*BG_KB + BG_KB*BG_NT + BG_MT*BG_NT) floats = 192 KiB (no malloc, no
+ * thread-local state: the library may be dlopen'ed). Tiles run in parallel;
+ * the tiling and the order of the K blocks are fixed, and OpenBLAS's OpenMP
+ * build runs one thread inside a parallel region (its num_cpu_avail asks
+ * omp_in_parallel), so the bits do not depend on the thread count. Against
+ * fp32's single cblas_sgemm only the float summation order and the final
+ * rounding differ. */
+#define BG_MT 128
+#define BG_NT 128
+#define BG_KB 128
+
+/* dst (rows, cols) = src rows of cols elements, ld apart, widened */
+K_CLONES static void bg_widen(float *restrict dst, const acc_bf16 *restrict src, int64_t rows, int64_t cols,
+                              int64_t ld) {
+    for (int64_t r = 0; r < rows; r++) {
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = acc_bf16_f32(src[r * ld + c]);
+    }
+}
+
+/* C rows (rows, cols) = round(tile + bias), or round(C_old + tile) if acc, in float
+ * (linear's bias only comes with an overwrite) */
+K_CLONES static void bg_store(acc_bf16 *restrict C, int64_t ldc, const float *restrict tile, int64_t rows, int64_t cols,
+                              const acc_bf16 *restrict bias, int acc) {
+    for (int64_t r = 0; r < rows; r++) {
+        acc_bf16 *cr = C + r * ldc;
+        const float *t = tile + r * cols;
+        if (bias) {
+#pragma omp simd
+            for (int64_t c = 0; c < cols; c++) cr[c] = acc_f32_bf16(t[c] + acc_bf16_f32(bias[c]));
+        } else if (acc) {
+#pragma omp simd
+            for (int64_t c = 0; c < cols; c++) cr[c] = acc_f32_bf16(acc_bf16_f32(cr[c]) + t[c]);
+        } else {
+#pragma omp simd
+            for (int64_t c = 0; c < cols; c++) cr[c] = acc_f32_bf16(t[c]);
+        }
+    }
+}
+
+/* A bf16 GEMM: C (m, n) = round(P + bias) (bias per column, or none), or
+ * with acc C = round(C + P), where P = sum over q < kbatch of
+ * op(A + q*sa) @ op(B + q*sb) (inner dim k each), summed in float: a shared
+ * weight's gradient sums over the batch before its one rounding. */
+typedef struct {
+    int ta, tb;
+    int64_t m, n, k;
+    const acc_bf16 *A, *B;
+    int64_t lda, ldb;
+    int64_t kbatch, sa, sb;
+    acc_bf16 *C;
+    int64_t ldc;
+    int acc;
+    const acc_bf16 *bias;
+} BgGemm;
+
+/* One tile of C: rows i0.., mb of them, columns j0.., nb of them. op(A) is
+ * widened as stored: (mb, kb) rows of A, or (kb, mb) rows of A^T if ta (so
+ * every copied run is contiguous), and cblas_sgemm is told the transpose. */
+static void bg_tile(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+    float pa[BG_MT * BG_KB], pb[BG_KB * BG_NT], tile[BG_MT * BG_NT];
+    int64_t lda = g->lda, ldb = g->ldb, k = g->k;
+    int first = 1;
+    for (int64_t q = 0; q < g->kbatch; q++) {
+        const acc_bf16 *A = g->A + q * g->sa, *B = g->B + q * g->sb;
+        for (int64_t k0 = 0; k0 < k; k0 += BG_KB) {
+            int64_t kb = K_MIN(BG_KB, k - k0);
+            if (g->ta) bg_widen(pa, A + k0 * lda + i0, kb, mb, lda);
+            else bg_widen(pa, A + i0 * lda + k0, mb, kb, lda);
+            if (g->tb) bg_widen(pb, B + j0 * ldb + k0, nb, kb, ldb);
+            else bg_widen(pb, B + k0 * ldb + j0, kb, nb, ldb);
+            cblas_sgemm(CblasRowMajor, tr(g->ta), tr(g->tb), (int)mb, (int)nb, (int)kb, 1.0f, pa,
+                        (int)(g->ta ? mb : kb), pb, (int)(g->tb ? kb : nb), first ? 0.0f : 1.0f, tile, (int)nb);
+            first = 0;
+        }
+    }
+    if (first) memset(tile, 0, (size_t)(mb * nb) * sizeof *tile); /* k == 0 */
+    bg_store(g->C + i0 * g->ldc + j0, g->ldc, tile, mb, nb, g->bias ? g->bias + j0 : NULL, g->acc);
+}
+
+/* Always inside a team, even for one tile: outside one, OpenBLAS would split
+ * a tile's sgemm over the threads, and its float results depend on the split
+ * (measured: 128x128x128 differs between 1, 2 and 3 threads). A team of one
+ * (OMP_NUM_THREADS=1) is no team, but then OpenBLAS has one thread too. */
+static void bgemm(const BgGemm *g) {
+    int64_t tm = (g->m + BG_MT - 1) / BG_MT, tn = (g->n + BG_NT - 1) / BG_NT, nt = tm * tn;
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t i0 = t / tn * BG_MT, j0 = t % tn * BG_NT;
+        bg_tile(g, i0, K_MIN(BG_MT, g->m - i0), j0, K_MIN(BG_NT, g->n - j0));
+    }
+}
+
+/* gemm's contract over bf16: beta is 0 (overwrite) or 1 (accumulate) */
+static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const KT *A, int64_t lda, const KT *B, int64_t ldb,
+                 float beta, KT *C, int64_t ldc) {
+    BgGemm g = {ta, tb, m, n, k, A, B, lda, ldb, 1, 0, 0, C, ldc, beta != 0.0f, NULL};
+    bgemm(&g);
+}
+
+#endif
+
 // out (batch, M, N) = op(a) @ op(b)
-void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  int trans_a, int trans_b, int b_batched) {
+void KN(k_matmul_fwd)(KT *out, const KT *a, const KT *b, int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a,
+                      int trans_b, int b_batched) {
     if (batch <= 0 || M <= 0 || N <= 0) return;
     if (K <= 0) {
-        k_zero(out, batch * M * N);
+        KN(k_zero)(out, batch * M * N);
         return;
     }
     int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
@@ -64,8 +206,8 @@ void k_matmul_fwd(float *out, const float *a, const float *b, int64_t batch, int
 }
 
 // da += d/da, db += d/db of out = op(a) @ op(b) (beta = 1 accumulates)
-void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch, int64_t M,
-                  int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+void KN(k_matmul_bwd)(KT *da, KT *db, const KT *dout, const KT *a, const KT *b, int64_t batch, int64_t M, int64_t N,
+                      int64_t K, int trans_a, int trans_b, int b_batched) {
     if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) return;
     int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
     if (da) {
@@ -73,7 +215,7 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
             gemm(0, !trans_b, batch * M, K, N, dout, N, b, ldb, 1.0f, da, K);
         } else {
             for (int64_t i = 0; i < batch; i++) {
-                const float *bi = b + (b_batched ? i * K * N : 0);
+                const KT *bi = b + (b_batched ? i * K * N : 0);
                 if (!trans_a) /* da_i (M, K) += dout_i @ op(b)^T */
                     gemm(0, !trans_b, M, K, N, dout + i * M * N, N, bi, ldb, 1.0f, da + i * M * K, K);
                 else /* da_i (K, M) += op(b) @ dout_i^T */
@@ -86,10 +228,16 @@ void k_matmul_bwd(float *da, float *db, const float *dout, const float *a, const
             if (!trans_b)             /* db (K, N) += a^T @ dout */
                 gemm(1, 0, K, N, batch * M, a, K, dout, N, 1.0f, db, N);
             else /* db (N, K) += dout^T @ a */ gemm(1, 0, N, K, batch * M, dout, N, a, K, 1.0f, db, K);
+#ifdef ACC_KT_BF16
+        } else if (!b_batched) { /* trans_a, b shared: db sums the batch in float, then rounds once */
+            BgGemm g = {!trans_a, 0, K, N, M, a, dout, lda, N, batch, M * K, M * N, db, N, 1, NULL};
+            if (trans_b) g = (BgGemm){1, trans_a, N, K, M, dout, a, N, lda, batch, M * N, M * K, db, K, 1, NULL};
+            bgemm(&g);
+#endif
         } else {
             for (int64_t i = 0; i < batch; i++) {
-                const float *ai = a + i * M * K, *gi = dout + i * M * N;
-                float *dbi = db + (b_batched ? i * K * N : 0);
+                const KT *ai = a + i * M * K, *gi = dout + i * M * N;
+                KT *dbi = db + (b_batched ? i * K * N : 0);
                 if (!trans_b) /* db_i (K, N) += op(a)^T @ dout_i */
                     gemm(!trans_a, 0, K, N, M, ai, lda, gi, N, 1.0f, dbi, N);
                 else /* db_i (N, K) += dout_i^T @ op(a) */ gemm(1, trans_a, N, K, M, gi, N, ai, lda, 1.0f, dbi, K);
@@ -144,22 +292,22 @@ static void bcast_init(Bcast *bc, int ndim, const int64_t *os, const int64_t *as
 }
 
 /* o[j] = a[j*sa] OP b[j*sb] for j < L; sa, sb are 0 (broadcast) or 1 */
-static void bin_row(int op, float *o, const float *a, const float *b, int64_t L, int64_t sa, int64_t sb) {
+static void bin_row(int op, KT *o, const KT *a, const KT *b, int64_t L, int64_t sa, int64_t sb) {
     switch (op) {
-#define BIN_ROW(code, name, reads)                                        \
-    case ACC_OP_##code:                                                   \
-        if (sa && sb) {                                                   \
-            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(a[j], b[j]); \
-        } else if (sa) {                                                  \
-            float y = b[0];                                               \
-            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(a[j], y);    \
-        } else if (sb) {                                                  \
-            float x = a[0];                                               \
-            for (int64_t j = 0; j < L; j++) o[j] = EW_##code(x, b[j]);    \
-        } else {                                                          \
-            float v = EW_##code(a[0], b[0]);                              \
-            for (int64_t j = 0; j < L; j++) o[j] = v;                     \
-        }                                                                 \
+#define BIN_ROW(code, name, reads)                                                      \
+    case ACC_OP_##code:                                                                 \
+        if (sa && sb) {                                                                 \
+            for (int64_t j = 0; j < L; j++) KST(o, j, EW_##code(KLD(a, j), KLD(b, j))); \
+        } else if (sa) {                                                                \
+            float y = KLD(b, 0);                                                        \
+            for (int64_t j = 0; j < L; j++) KST(o, j, EW_##code(KLD(a, j), y));         \
+        } else if (sb) {                                                                \
+            float x = KLD(a, 0);                                                        \
+            for (int64_t j = 0; j < L; j++) KST(o, j, EW_##code(x, KLD(b, j)));         \
+        } else {                                                                        \
+            float v = EW_##code(KLD(a, 0), KLD(b, 0));                                  \
+            for (int64_t j = 0; j < L; j++) KST(o, j, v);                               \
+        }                                                                               \
         break;
         ACC_EW_BINARY_OPS(BIN_ROW)
 #undef BIN_ROW
@@ -181,8 +329,8 @@ static void bcast_row_offsets(const Bcast *bc, int64_t r, int64_t *oa, int64_t *
 }
 
 // out = a OP b with numpy broadcasting
-static void binary_fwd(int op, float *out, const float *a, const float *b, int ndim, const int64_t *os,
-                       const int64_t *as, const int64_t *bs) {
+static void binary_fwd(int op, KT *out, const KT *a, const KT *b, int ndim, const int64_t *os, const int64_t *as,
+                       const int64_t *bs) {
     Bcast bc;
     bcast_init(&bc, ndim, os, as, bs);
     if (bc.n <= 0) return;
@@ -219,18 +367,21 @@ static inline float bin_term(int op, int side, float g, float x, float y) {
     }
 }
 
-/* dx[j] += term(g[j], a[j*sa], b[j*sb]) for j < L; dx is the operand `side`
- * (contiguous over j); a, b may be NULL where the op does not read them. */
-static void bwd_row(int op, int side, float *restrict dx, const float *restrict g, const float *a, const float *b,
-                    int64_t L, int64_t sa, int64_t sb) {
+/* dx[j] += term(g[j], a[j*sa], b[j*sb]) for j < L, one rounding per element;
+ * dx is the operand `side` (contiguous over j); a, b may be NULL where the op
+ * does not read them. */
+static void bwd_row(int op, int side, KT *restrict dx, const KT *restrict g, const KT *a, const KT *b, int64_t L,
+                    int64_t sa, int64_t sb) {
     switch (op) {
-#define BWD_ROW(code, name, reads)                                                               \
-    case ACC_OP_##code:                                                                          \
-        if (side) {                                                                              \
-            for (int64_t j = 0; j < L; j++) dx[j] += EW_##code##_DB(g[j], a[j * sa], b[j * sb]); \
-        } else {                                                                                 \
-            for (int64_t j = 0; j < L; j++) dx[j] += EW_##code##_DA(g[j], a[j * sa], b[j * sb]); \
-        }                                                                                        \
+#define BWD_ROW(code, name, reads)                                                                  \
+    case ACC_OP_##code:                                                                             \
+        if (side) {                                                                                 \
+            for (int64_t j = 0; j < L; j++)                                                         \
+                KST(dx, j, KLD(dx, j) + EW_##code##_DB(KLD(g, j), KLD(a, j * sa), KLD(b, j * sb))); \
+        } else {                                                                                    \
+            for (int64_t j = 0; j < L; j++)                                                         \
+                KST(dx, j, KLD(dx, j) + EW_##code##_DA(KLD(g, j), KLD(a, j * sa), KLD(b, j * sb))); \
+        }                                                                                           \
         break;
         ACC_EW_BINARY_OPS(BWD_ROW)
 #undef BWD_ROW
@@ -238,8 +389,27 @@ static void bwd_row(int op, int side, float *restrict dx, const float *restrict 
     }
 }
 
+/* bwd_row into a float accumulator: acc[j] += term(...), no rounding (the
+ * running column sums of bwd_bias) */
+static void bwd_row_f(int op, int side, float *restrict acc, const KT *restrict g, const KT *a, const KT *b, int64_t L,
+                      int64_t sa, int64_t sb) {
+    switch (op) {
+#define BWD_ROW_F(code, name, reads)                                                                             \
+    case ACC_OP_##code:                                                                                          \
+        if (side) {                                                                                              \
+            for (int64_t j = 0; j < L; j++) acc[j] += EW_##code##_DB(KLD(g, j), KLD(a, j * sa), KLD(b, j * sb)); \
+        } else {                                                                                                 \
+            for (int64_t j = 0; j < L; j++) acc[j] += EW_##code##_DA(KLD(g, j), KLD(a, j * sa), KLD(b, j * sb)); \
+        }                                                                                                        \
+        break;
+        ACC_EW_BINARY_OPS(BWD_ROW_F)
+#undef BWD_ROW_F
+    default: break;
+    }
+}
+
 // dx (operand `side`, not broadcast anywhere) += term over the output
-static void bwd_map(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
+static void bwd_map(int op, int side, KT *dx, const KT *g, const KT *a, const KT *b, const Bcast *bc) {
     int nd = bc->nd;
     int64_t L = bc->os[nd - 1], rows = bc->n / L;
     int64_t sa = bc->astr[nd - 1] ? 1 : 0, sb = bc->bstr[nd - 1] ? 1 : 0;
@@ -260,17 +430,22 @@ static void bwd_map(int op, int side, float *dx, const float *g, const float *a,
     }
 }
 
-// dx (operand `side`, shape [1, C] after merging) += sum over rows of term
-static void bwd_bias(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
+// dx (operand `side`, shape [1, C] after merging) += sum over rows of term:
+// each column's sum runs in float from dx's old value, rows in order, and is
+// stored (rounded) once
+static void bwd_bias(int op, int side, KT *dx, const KT *g, const KT *a, const KT *b, const Bcast *bc) {
     int64_t R = bc->os[0], C = bc->os[1];
     int64_t sa = bc->astr[1] ? 1 : 0, sb = bc->bstr[1] ? 1 : 0;
     int64_t nblk = (C + K_COL_BLOCK - 1) / K_COL_BLOCK;
 #pragma omp parallel for if (bc->n >= K_PAR_MIN)
     for (int64_t blk = 0; blk < nblk; blk++) {
         int64_t c0 = blk * K_COL_BLOCK, len = K_MIN(K_COL_BLOCK, C - c0);
+        float acc[K_COL_BLOCK];
+        for (int64_t j = 0; j < len; j++) acc[j] = KLD(dx, c0 + j);
         for (int64_t r = 0; r < R; r++) /* rows in order: deterministic */
-            bwd_row(op, side, dx + c0, g + r * C + c0, a ? a + r * bc->astr[0] + c0 * sa : a,
-                    b ? b + r * bc->bstr[0] + c0 * sb : b, len, sa, sb);
+            bwd_row_f(op, side, acc, g + r * C + c0, a ? a + r * bc->astr[0] + c0 * sa : a,
+                      b ? b + r * bc->bstr[0] + c0 * sb : b, len, sa, sb);
+        for (int64_t j = 0; j < len; j++) KST(dx, c0 + j, acc[j]);
     }
 }
 
@@ -278,15 +453,15 @@ static void bwd_bias(int op, int side, float *dx, const float *g, const float *a
 #define RED_CHUNKS 64
 
 /* sum of term(g[j], a[j*sa], b[j*sb]) for j < L, in double */
-static double term_sum(int op, int side, const float *g, const float *a, const float *b, int64_t L, int64_t sa,
-                       int64_t sb) {
+static double term_sum(int op, int side, const KT *g, const KT *a, const KT *b, int64_t L, int64_t sa, int64_t sb) {
     double s = 0.0;
-    for (int64_t j = 0; j < L; j++) s += bin_term(op, side, g[j], a ? a[j * sa] : 0.0f, b ? b[j * sb] : 0.0f);
+    for (int64_t j = 0; j < L; j++)
+        s += bin_term(op, side, KLD(g, j), a ? KLD(a, j * sa) : 0.0f, b ? KLD(b, j * sb) : 0.0f);
     return s;
 }
 
 // dx (operand `side`, any broadcast pattern) += term summed over its broadcast dims
-static void bwd_reduce(int op, int side, float *dx, const float *g, const float *a, const float *b, const Bcast *bc) {
+static void bwd_reduce(int op, int side, KT *dx, const KT *g, const KT *a, const KT *b, const Bcast *bc) {
     int nd = bc->nd;
     const int64_t *xs = side ? bc->bs : bc->as;
     int64_t nx = k_numel(nd, xs);
@@ -301,7 +476,7 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
         }
         double s = 0.0;
         for (int c = 0; c < RED_CHUNKS; c++) s += part[c];
-        dx[0] += (float)s;
+        KST(dx, 0, KLD(dx, 0) + (float)s);
         return;
     }
     int rd[K_MAX_DIMS], nrd = 0; /* the dims this operand is broadcast in */
@@ -340,18 +515,18 @@ static void bwd_reduce(int op, int side, float *dx, const float *g, const float 
             }
             s += term_sum(op, side, g + gq, a ? a + aq : a, b ? b + bq : b, L, sa, sb);
         }
-        dx[e] += (float)s;
+        KST(dx, e, KLD(dx, e) + (float)s);
     }
 }
 
 // da, db += the gradients of out = a OP b, reduced over broadcast dims
-static void binary_bwd(int op, float *da, float *db, const float *dout, const float *a, const float *b, int ndim,
-                       const int64_t *os, const int64_t *as, const int64_t *bs) {
+static void binary_bwd(int op, KT *da, KT *db, const KT *dout, const KT *a, const KT *b, int ndim, const int64_t *os,
+                       const int64_t *as, const int64_t *bs) {
     Bcast bc;
     bcast_init(&bc, ndim, os, as, bs);
     if (bc.n <= 0) return;
     for (int side = 0; side < 2; side++) {
-        float *dx = side ? db : da;
+        KT *dx = side ? db : da;
         if (!dx) continue;
         const int64_t *xs = side ? bc.bs : bc.as;
         const int64_t *xstr = side ? bc.bstr : bc.astr;
@@ -365,12 +540,12 @@ static void binary_bwd(int op, float *da, float *db, const float *dout, const fl
 
 /* the entry points of the binary ops of the op table (acc_ops.h) */
 #define K_BINARY_KERNELS(code, name, reads)                                                                          \
-    void k_##name##_fwd(float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,              \
-                        const int64_t *a_shape, const int64_t *b_shape) {                                            \
+    void KN(k_##name##_fwd)(KT * out, const KT *a, const KT *b, int ndim, const int64_t *out_shape,                  \
+                            const int64_t *a_shape, const int64_t *b_shape) {                                        \
         binary_fwd(ACC_OP_##code, out, a, b, ndim, out_shape, a_shape, b_shape);                                     \
     }                                                                                                                \
-    void k_##name##_bwd(float *da, float *db, const float *dout, ACC_EW_BWD_OPERANDS_##reads(float) int ndim,               \
-                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape) {                  \
+    void KN(k_##name##_bwd)(KT * da, KT * db, const KT *dout, ACC_EW_BWD_OPERANDS_##reads(KT) int ndim,              \
+                            const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape) {              \
         binary_bwd(ACC_OP_##code, da, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, out_shape, a_shape, b_shape); \
     }
 ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
@@ -378,20 +553,26 @@ ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
 
 /* ---- linear: matmul with a bias ------------------------------------------ */
 
-// out (M, N) = x @ op(w) + b: the GEMM, then the bias add of k_add_fwd
-void k_linear_fwd(float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N, int64_t K,
-                  int trans_b) {
+// out (M, N) = x @ op(w) + b. fp32: the GEMM, then the bias add of
+// k_add_fwd; bf16: the bias is added to the GEMM's float tile, then rounded
+// once (a separate add would round the product first)
+void KN(k_linear_fwd)(KT *out, const KT *x, const KT *w, const KT *b, int64_t M, int64_t N, int64_t K, int trans_b) {
     if (M <= 0 || N <= 0) return;
+#ifdef ACC_KT_BF16
+    BgGemm g = {0, trans_b, M, N, K > 0 ? K : 0, x, w, K, trans_b ? K : N, 1, 0, 0, out, N, 0, b};
+    bgemm(&g);
+#else
     k_matmul_fwd(out, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
     binary_fwd(ACC_OP_ADD, out, out, b, 2, so, so, sb);
+#endif
 }
 
 // dx, dw, db += the gradients of out = x @ op(w) + b
-void k_linear_bwd(float *dx, float *dw, float *db, const float *dout, const float *x, const float *w, int64_t M,
-                  int64_t N, int64_t K, int trans_b) {
+void KN(k_linear_bwd)(KT *dx, KT *dw, KT *db, const KT *dout, const KT *x, const KT *w, int64_t M, int64_t N, int64_t K,
+                      int trans_b) {
     if (M <= 0 || N <= 0) return;
-    k_matmul_bwd(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
+    KN(k_matmul_bwd)(dx, dw, dout, x, w, 1, M, N, K, 0, trans_b, 0);
     const int64_t so[] = {M, N}, sb[] = {1, N};
     if (db) binary_bwd(ACC_OP_ADD, NULL, db, dout, NULL, NULL, 2, so, so, sb);
 }
@@ -432,37 +613,37 @@ static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * o
 static inline float ew_exp(float v) { return expf(v); }
 static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
-void k_scale_fwd(float *out, const float *x, float alpha, int64_t n) {
+void KN(k_scale_fwd)(KT *out, const KT *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) out[i] = ew_scale(x[i], alpha);
+    for (int64_t i = 0; i < n; i++) KST(out, i, ew_scale(KLD(x, i), alpha));
 }
 
-void k_scale_bwd(float *dx, const float *dout, float alpha, int64_t n) {
+void KN(k_scale_bwd)(KT *dx, const KT *dout, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] += alpha * dout[i];
+    for (int64_t i = 0; i < n; i++) KST(dx, i, KLD(dx, i) + alpha * KLD(dout, i));
 }
 
 /* The kernels of every plain unary op of the table (acc_ops.h), one form:
  * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
  * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
  * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
-#define K_UNARY_KERNELS(code, name, saved)                                                                         \
-    K_CLONES static void name##_fwd_chunk(float *out, const float *x, int64_t n) {                                 \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) out[i] = ew_##name(x[i]);                              \
-    }                                                                                                              \
-    void k_##name##_fwd(float *out, const float *x, int64_t n) {                                                   \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                 \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)                          \
-            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));                 \
-    }                                                                                                              \
-    K_CLONES static void name##_bwd_chunk(float *restrict dx, const float *restrict dout, const float *restrict s, \
-                                          int64_t n) {                                                             \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) dx[i] += ew_##name##_bwd(dout[i], s[i]);               \
-    }                                                                                                              \
-    void k_##name##_bwd(float *dx, const float *dout, const float *saved, int64_t n) {                             \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                 \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++) name##_bwd_chunk(        \
-            dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));           \
+#define K_UNARY_KERNELS(code, name, saved)                                                                             \
+    K_CLONES static void name##_fwd_chunk(KT *out, const KT *x, int64_t n) {                                           \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) KST(out, i, ew_##name(KLD(x, i)));                         \
+    }                                                                                                                  \
+    void KN(k_##name##_fwd)(KT * out, const KT *x, int64_t n) {                                                        \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                     \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)                              \
+            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));                     \
+    }                                                                                                                  \
+    K_CLONES static void name##_bwd_chunk(KT *restrict dx, const KT *restrict dout, const KT *restrict s, int64_t n) { \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                                            \
+            KST(dx, i, KLD(dx, i) + ew_##name##_bwd(KLD(dout, i), KLD(s, i)));                                         \
+    }                                                                                                                  \
+    void KN(k_##name##_bwd)(KT * dx, const KT *dout, const KT *saved, int64_t n) {                                     \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                     \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++) name##_bwd_chunk(            \
+            dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));               \
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
@@ -470,16 +651,16 @@ ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 /* ---- dropout ------------------------------------------------------------ */
 
 // y (+)= mask * x / (1-p), the mask drawn from philox blocks of 4 elements
-static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id,
+static void dropout_apply(KT *y, const KT *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id,
                           int accumulate) {
     if (n <= 0) return;
     if (!(p < 1.0f)) { /* drop everything (also p = NaN) */
-        if (!accumulate) k_zero(y, n);
+        if (!accumulate) KN(k_zero)(y, n);
         return;
     }
     if (p == 0.0f) { /* keep everything: u >= 0 = p always, scale 1 */
-        if (accumulate) k_add_into(y, x, n);
-        else k_copy(y, x, n);
+        if (accumulate) KN(k_add_into)(y, x, n);
+        else KN(k_copy)(y, x, n);
         return;
     }
     float scale = 1.0f / (1.0f - p);
@@ -490,18 +671,18 @@ static void dropout_apply(float *y, const float *x, int64_t n, float p, uint64_t
         for (int lane = 0; lane < 4; lane++) {
             int64_t i = blk * 4 + lane;
             if (i >= n) break;
-            float v = philox_to_unit(r.v[lane]) >= p ? x[i] * scale : 0.0f;
-            if (accumulate) y[i] += v;
-            else y[i] = v;
+            float v = philox_to_unit(r.v[lane]) >= p ? KLD(x, i) * scale : 0.0f;
+            if (accumulate) KST(y, i, KLD(y, i) + v);
+            else KST(y, i, v);
         }
     }
 }
 
-void k_dropout_fwd(float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
+void KN(k_dropout_fwd)(KT *out, const KT *x, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
     dropout_apply(out, x, n, p, seed, step, op_id, 0);
 }
 
-void k_dropout_bwd(float *dx, const float *dout, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
+void KN(k_dropout_bwd)(KT *dx, const KT *dout, int64_t n, float p, uint64_t seed, uint32_t step, uint32_t op_id) {
     dropout_apply(dx, dout, n, p, seed, step, op_id, 1);
 }
 
@@ -544,13 +725,46 @@ K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t le
     }
 }
 
+/* The tile's running values are float in both instances: in bf16 a chain
+ * widens x once, applies every op in float and rounds once at the end, so
+ * its result is acc_f32_bf16 of the fp32 chain's. Fusion therefore changes
+ * the bits in bf16 (the unfused ops round between ops), unlike in fp32. */
+static void ew_load(float *restrict v, const KT *restrict x, int64_t len) {
+#ifdef ACC_KT_BF16
+    for (int64_t j = 0; j < len; j++) v[j] = KLD(x, j);
+#else
+    memcpy(v, x, (size_t)len * sizeof *v);
+#endif
+}
+
+static void ew_store(KT *restrict out, const float *restrict v, int64_t len) {
+#ifdef ACC_KT_BF16
+    for (int64_t j = 0; j < len; j++) KST(out, j, v[j]);
+#else
+    memcpy(out, v, (size_t)len * sizeof *v);
+#endif
+}
+
+/* A run of len operand elements as float: the operand itself (fp32), or
+ * widened into buf (bf16). */
+static const float *ew_operand(const KT *o, float *buf, int64_t len) {
+#ifdef ACC_KT_BF16
+    for (int64_t j = 0; j < len; j++) buf[j] = KLD(o, j);
+    return buf;
+#else
+    (void)buf;
+    (void)len;
+    return o;
+#endif
+}
+
 /* Apply op to the tile v[0..len) of elements i0.. : the arithmetic of the
  * op's own kernel above, element by element (the same ew_* math in the same
  * simd loops; no libm call is vectorised, so expf and tanhf give the scalar
  * results those kernels give). A broadcast
  * operand (element i reads operand[i % modulus]) goes in contiguous runs. */
 static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64_t seed, uint32_t step) {
-    const float *o = op->operand;
+    const KT *o = op->operand;
     int64_t m = op->modulus > 0 ? op->modulus : 1, k = i0 % m;
     switch (op->op) {
 #define EW_BINARY_CASE(code, name, reads) case ACC_OP_##code:
@@ -558,13 +772,15 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
 #undef EW_BINARY_CASE
         if (m == 1) { /* one value for every element */
             float splat[EW_TILE];
-            for (int64_t j = 0; j < len; j++) splat[j] = o[0];
+            float o0 = KLD(o, 0);
+            for (int64_t j = 0; j < len; j++) splat[j] = o0;
             ew_binary(op->op, op->operand_right, v, splat, len);
             break;
         }
+        float wide[EW_TILE];
         for (int64_t j = 0; j < len; k = 0) {
             int64_t run = K_MIN(len - j, m - k);
-            ew_binary(op->op, op->operand_right, v + j, o + k, run);
+            ew_binary(op->op, op->operand_right, v + j, ew_operand(o + k, wide, run), run);
             j += run;
         }
         break;
@@ -583,17 +799,19 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
     }
 }
 
-void k_ew_chain(float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed, uint32_t step) {
+void KN(k_ew_chain)(KT *out, const KT *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed, uint32_t step) {
     int64_t ntile = (n + EW_TILE - 1) / EW_TILE;
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t t = 0; t < ntile; t++) {
         float v[EW_TILE];
         int64_t i0 = t * EW_TILE, len = K_MIN(EW_TILE, n - i0);
-        memcpy(v, x + i0, (size_t)len * sizeof *v);
+        ew_load(v, x + i0, len);
         for (int k = 0; k < n_ops; k++) ew_tile(&ops[k], v, i0, len, seed, step);
-        memcpy(out + i0, v, (size_t)len * sizeof *v);
+        ew_store(out + i0, v, len);
     }
 }
+
+#ifndef ACC_KT_BF16 /* the optimizer updates float weights: one instance */
 
 /* ---- AdamW -------------------------------------------------------------- */
 
