@@ -10,14 +10,14 @@
 #include <string.h>
 
 #include "kernels_internal.h"
+#include "ktype.h"
 
-#ifndef ACC_KT_BF16 /* (the bf16 instance: not written yet) */
-
-/* dst[0..n) = or += src[0..n) */
-static void move_row(float *restrict dst, const float *restrict src, int64_t n, int accumulate) {
+/* dst[0..n) = or += src[0..n) (bf16: a copy moves the 2-byte elements; an
+ * accumulation widens both, adds in float and rounds) */
+static void move_row(KT *restrict dst, const KT *restrict src, int64_t n, int accumulate) {
     if (accumulate) {
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+        for (int64_t i = 0; i < n; i++) KST(dst, i, KLD(dst, i) + KLD(src, i));
     } else {
         memcpy(dst, src, (size_t)n * sizeof *dst);
     }
@@ -25,22 +25,42 @@ static void move_row(float *restrict dst, const float *restrict src, int64_t n, 
 
 /* ---- reshape ------------------------------------------------------------ */
 
+#ifdef ACC_KT_BF16
+/* k_copy and k_add_into over bf16 (chunks of K_CHUNK in parallel) */
+static void flat_move(KT *y, const KT *x, int64_t n, int accumulate) {
+    if (!accumulate) {
+        if (n > 0 && y != x) memcpy(y, x, (size_t)n * sizeof *y);
+        return;
+    }
+    int64_t nblk = (n + K_CHUNK - 1) / K_CHUNK;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t blk = 0; blk < nblk; blk++) {
+        int64_t i0 = blk * K_CHUNK;
+        move_row(y + i0, x + i0, K_MIN(K_CHUNK, n - i0), 1);
+    }
+}
+
+void KN(k_reshape_fwd)(KT *out, const KT *x, int64_t n) { flat_move(out, x, n, 0); }
+
+void KN(k_reshape_bwd)(KT *dx, const KT *dout, int64_t n) { flat_move(dx, dout, n, 1); }
+#else
 void k_reshape_fwd(float *out, const float *x, int64_t n) { k_copy(out, x, n); }
 
 void k_reshape_bwd(float *dx, const float *dout, int64_t n) { k_add_into(dx, dout, n); }
+#endif
 
 /* ---- transpose ---------------------------------------------------------- */
 
 #define TR_TILE 32
 
 // dst[c*dld + r] (+)= src[r*sld + c] for r in [r0, r1), c < C, in square tiles
-static void transpose_2d(float *dst, int64_t dld, const float *src, int64_t sld, int64_t r0, int64_t r1, int64_t C,
+static void transpose_2d(KT *dst, int64_t dld, const KT *src, int64_t sld, int64_t r0, int64_t r1, int64_t C,
                          int accumulate) {
     for (int64_t c0 = 0; c0 < C; c0 += TR_TILE) {
         int64_t c1 = K_MIN(C, c0 + TR_TILE);
         for (int64_t c = c0; c < c1; c++)
             for (int64_t r = r0; r < r1; r++) {
-                if (accumulate) dst[c * dld + r] += src[r * sld + c];
+                if (accumulate) KST(dst, c * dld + r, KLD(dst, c * dld + r) + KLD(src, r * sld + c));
                 else dst[c * dld + r] = src[r * sld + c];
             }
     }
@@ -50,7 +70,7 @@ static void transpose_2d(float *dst, int64_t dld, const float *src, int64_t sld,
 // A = x[d0], Bd = x[d1], P the dims before d0, M between, I after d1; out is
 // (P, Bd, M, A, I). I > 1 moves rows of I (covers (B,T,H,D) -> (B,H,T,D));
 // I == 1 is a tiled 2-d transpose of (A, Bd) per (p, m) (covers the last two).
-static void transpose_impl(float *out, const float *x, int ndim, const int64_t *xs, int d0, int d1, int accumulate) {
+static void transpose_impl(KT *out, const KT *x, int ndim, const int64_t *xs, int d0, int d1, int accumulate) {
     if (d0 < 0) d0 += ndim;
     if (d1 < 0) d1 += ndim;
     if (d0 > d1) {
@@ -92,12 +112,12 @@ static void transpose_impl(float *out, const float *x, int ndim, const int64_t *
     }
 }
 
-void k_transpose_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
+void KN(k_transpose_fwd)(KT *out, const KT *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
     transpose_impl(out, x, ndim, x_shape, dim0, dim1, 0);
 }
 
 // dx += swap(dout): dout has x's shape with dims swapped
-void k_transpose_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0, int dim1) {
+void KN(k_transpose_bwd)(KT *dx, const KT *dout, int ndim, const int64_t *x_shape, int dim0, int dim1) {
     int64_t os[K_MAX_DIMS];
     int d0 = dim0 < 0 ? dim0 + ndim : dim0, d1 = dim1 < 0 ? dim1 + ndim : dim1;
     for (int d = 0; d < ndim; d++) os[d] = x_shape[d];
@@ -118,8 +138,8 @@ static void split_axis(int ndim, const int64_t *shape, int axis, int64_t *outer,
 
 // out (outer, len, inner) (+)= x (outer, dim, inner)[:, start:start+len, :], or the
 // adjoint when to_x: x[:, start:start+len, :] (+)= out
-static void slice_impl(float *out, float *x_dst, const float *x, const float *out_src, int ndim, const int64_t *xs,
-                       int axis, int64_t start, int64_t len, int accumulate) {
+static void slice_impl(KT *out, KT *x_dst, const KT *x, const KT *out_src, int ndim, const int64_t *xs, int axis,
+                       int64_t start, int64_t len, int accumulate) {
     if (axis < 0) axis += ndim;
     int64_t outer, inner;
     split_axis(ndim, xs, axis, &outer, &inner);
@@ -132,17 +152,17 @@ static void slice_impl(float *out, float *x_dst, const float *x, const float *ou
     }
 }
 
-void k_slice_fwd(float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
+void KN(k_slice_fwd)(KT *out, const KT *x, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
     slice_impl(out, NULL, x, NULL, ndim, x_shape, axis, start, len, 0);
 }
 
-void k_slice_bwd(float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
+void KN(k_slice_bwd)(KT *dx, const KT *dout, int ndim, const int64_t *x_shape, int axis, int64_t start, int64_t len) {
     slice_impl(NULL, dx, NULL, dout, ndim, x_shape, axis, start, len, 1);
 }
 
 // out (outer, total, inner) = the inputs (outer, sizes[i], inner) side by side
-void k_concat_fwd(float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
-                  const int64_t *sizes) {
+void KN(k_concat_fwd)(KT *out, const KT *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
+                      const int64_t *sizes) {
     if (axis < 0) axis += ndim;
     int64_t outer, inner, total = out_shape[axis], off = 0;
     split_axis(ndim, out_shape, axis, &outer, &inner);
@@ -157,8 +177,8 @@ void k_concat_fwd(float *out, const float *const *xs, int n, int ndim, const int
 }
 
 // dxs[i] += its part of dout
-void k_concat_bwd(float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
-                  const int64_t *sizes) {
+void KN(k_concat_bwd)(KT *const *dxs, const KT *dout, int n, int ndim, const int64_t *out_shape, int axis,
+                      const int64_t *sizes) {
     if (axis < 0) axis += ndim;
     int64_t outer, inner, total = out_shape[axis], off = 0;
     split_axis(ndim, out_shape, axis, &outer, &inner);
@@ -177,8 +197,14 @@ void k_concat_bwd(float *const *dxs, const float *dout, int n, int ndim, const i
 /* Partial sums of a full reduction: a fixed count, whatever the threads. */
 #define RED_CHUNKS 64
 
+/* dst[0..n) (float) += src[0..n) */
+static void add_row_f(float *restrict dst, const KT *restrict src, int64_t n) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) dst[i] += KLD(src, i);
+}
+
 // out (outer, inner) = scale * sum over the middle axis of x (outer, n, inner)
-static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner, double scale) {
+static void reduce_fwd(float *out, const KT *x, int64_t outer, int64_t n, int64_t inner, double scale) {
     if (outer * inner <= 0) return;
     if (outer == 1 && inner == 1) { /* everything: fixed chunks, summed in order */
         double part[RED_CHUNKS];
@@ -187,7 +213,7 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
         for (int c = 0; c < RED_CHUNKS; c++) {
             int64_t i0 = c * chunk, i1 = K_MIN(n, i0 + chunk);
             double s = 0.0;
-            for (int64_t i = i0; i < i1; i++) s += x[i];
+            for (int64_t i = i0; i < i1; i++) s += KLD(x, i);
             part[c] = s;
         }
         double s = 0.0;
@@ -199,7 +225,7 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
 #pragma omp parallel for if (outer * n >= K_PAR_MIN)
         for (int64_t o = 0; o < outer; o++) {
             double s = 0.0;
-            for (int64_t j = 0; j < n; j++) s += x[o * n + j];
+            for (int64_t j = 0; j < n; j++) s += KLD(x, o * n + j);
             out[o] = (float)(s * scale);
         }
         return;
@@ -211,38 +237,36 @@ static void reduce_fwd(float *out, const float *x, int64_t outer, int64_t n, int
         for (int64_t blk = 0; blk < nblk; blk++) {
             int64_t c0 = blk * 256, len = K_MIN(256, inner - c0);
             float *orow = out + o * inner + c0;
-            const float *xb = x + o * n * inner + c0;
+            const KT *xb = x + o * n * inner + c0;
             memset(orow, 0, (size_t)len * sizeof *orow);
-            for (int64_t j = 0; j < n; j++) move_row(orow, xb + j * inner, len, 1);
+            for (int64_t j = 0; j < n; j++) add_row_f(orow, xb + j * inner, len);
             k_scal(orow, (float)scale, len);
         }
 }
 
 // dx (outer, n, inner) += scale * dout (outer, inner) broadcast over n
-static void reduce_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale) {
+static void reduce_bwd(KT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale) {
     int64_t rows = outer * n;
 #pragma omp parallel for if (rows * inner >= K_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
-        float *d = dx + r * inner;
+        KT *d = dx + r * inner;
         const float *g = dout + (r / n) * inner;
-        for (int64_t i = 0; i < inner; i++) d[i] += scale * g[i];
+        for (int64_t i = 0; i < inner; i++) KST(d, i, KLD(d, i) + scale * g[i]);
     }
 }
 
-void k_sum_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
+void KN(k_sum_fwd)(float *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(out, x, outer, n, inner, 1.0);
 }
 
-void k_sum_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+void KN(k_sum_bwd)(KT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, 1.0f);
 }
 
-void k_mean_fwd(float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
+void KN(k_mean_fwd)(float *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(out, x, outer, n, inner, n > 0 ? 1.0 / (double)n : 0.0);
 }
 
-void k_mean_bwd(float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+void KN(k_mean_bwd)(KT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, n > 0 ? 1.0f / (float)n : 0.0f);
 }
-
-#endif
