@@ -6,7 +6,7 @@ against PyTorch eager, side by side.
                               [--repeats R] [-B 4] [-T 256] [-C 768] [-L 4] [-H 12]
                               [-V 50257] [--torch-attention math|sdpa|both]
                               [--torch-adamw fused|foreach|for-loop]
-                              [--only acc|torch] [--json FILE]
+                              [--precision fp32|bf16|both] [--only acc|torch] [--json FILE]
 
 (bench/cpu_step.sh is the same with the acc binary found for you.)
 
@@ -52,6 +52,13 @@ its child (the same figure as VmHWM in /proc/self/status; os.wait4 on the
 torch child would also count processes it forks). Also shown: acc's planned
 arena bytes and, for torch, the RSS right after `import torch`, before any
 tensor was made (the libraries' share of its peak).
+
+--precision: fp32 (the default) or bf16 or both. bf16 is acc's
+`--precision bf16` (bf16 activations and gradients, f32 master weights and
+AdamW state, fp32 arithmetic) against PyTorch's CPU autocast
+(torch.autocast("cpu", dtype=torch.bfloat16) around the forward; the
+backward follows it; float32 parameters and AdamW). Each side's name ends in
+-bf16; with `both`, acc-bf16 is also compared with acc's fp32 step.
 
 --torch-attention: `math` is make_ref.py's attention (q k^T, causal mask,
 softmax, @ v: the (B, H, T, T) score matrix is materialized, as plain eager
@@ -180,7 +187,11 @@ def torch_child(cfg):
     for s in range(cfg["warmup"] + cfg["steps"]):
         t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
-        loss = make_ref.gpt2(bld, hp)
+        if cfg["precision"] == "bf16":
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = make_ref.gpt2(bld, hp)
+        else:
+            loss = make_ref.gpt2(bld, hp)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -201,8 +212,8 @@ def torch_child(cfg):
                       "threads": torch.get_num_threads()}))
 
 
-def run_torch(cfg, attention):
-    c = dict(cfg, attention=attention)
+def run_torch(cfg, attention, precision):
+    c = dict(cfg, attention=attention, precision=precision)
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg["threads"]), MKL_NUM_THREADS=str(cfg["threads"]))
     p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--torch-child", json.dumps(c)],
                          stdout=subprocess.PIPE, env=env, text=True)
@@ -225,10 +236,11 @@ def acc_defs(cfg):
     return out + ["-D", "P=0.0"]
 
 
-def acc_build(cfg):
+def acc_build(cfg, precision):
     """acc run --steps 0 --keep: compiles the model and links run_main; returns the kept dir."""
     model = os.path.join(ROOT, "models", "gpt2.acdsl")
-    cmd = [cfg["acc"], "run", model] + acc_defs(cfg) + ["--policy", "none", "--steps", "0", "--keep"]
+    cmd = [cfg["acc"], "run", model] + acc_defs(cfg) + ["--policy", "none", "--precision", precision,
+                                                        "--steps", "0", "--keep"]
     env = dict(os.environ, OMP_NUM_THREADS=str(cfg["threads"]), TMPDIR=cfg["tmp"])
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     m = re.search(r"acc: kept (\S+)", p.stderr)
@@ -294,6 +306,8 @@ def main():
     ap.add_argument("--torch-adamw", choices=["for-loop", "foreach", "fused"], default="fused",
                     help="torch.optim.AdamW implementation (default fused: one kernel per parameter, "
                          "like acc's; for-loop is torch's CPU default)")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "both"], default="fp32",
+                    help="fp32 (default), bf16 (acc --precision bf16 against torch CPU autocast) or both")
     ap.add_argument("--only", choices=["acc", "torch"], help="run one side only")
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
@@ -303,9 +317,14 @@ def main():
     cfg = {"acc": a.acc, "threads": a.threads, "steps": a.steps, "warmup": a.warmup, "adamw": a.torch_adamw,
            "B": a.B, "T": a.T, "C": a.C, "L": a.L, "H": a.H, "V": a.V}
     atts = ["math", "sdpa"] if a.torch_attention == "both" else [a.torch_attention]
-    sides = (["acc"] if a.only != "torch" else []) + ([] if a.only == "acc" else ["torch-" + x for x in atts])
-    print("config: B=%d T=%d C=%d L=%d H=%d V=%d, float32, %d threads, AdamW included; "
-          "%d warm-up + %d timed steps x %d repeats" % (a.B, a.T, a.C, a.L, a.H, a.V, a.threads,
+    precs = ["fp32", "bf16"] if a.precision == "both" else [a.precision]
+    sides = []
+    for pr in precs:
+        sfx = "-bf16" if pr == "bf16" else ""
+        sides += (["acc" + sfx] if a.only != "torch" else []) + \
+            ([] if a.only == "acc" else ["torch-" + x + sfx for x in atts])
+    print("config: B=%d T=%d C=%d L=%d H=%d V=%d, %s, %d threads, AdamW included; "
+          "%d warm-up + %d timed steps x %d repeats" % (a.B, a.T, a.C, a.L, a.H, a.V, " and ".join(precs), a.threads,
                                                          a.warmup, a.steps, a.repeats))
     print("OMP_WAIT_POLICY=%s; load average before: %s" % (os.environ.get("OMP_WAIT_POLICY", "(unset)"),
                                                           loadavg()))
@@ -313,13 +332,16 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cpu_step-")
     cfg["tmp"] = tmp
     try:
-        if "acc" in sides:
-            cmd, d = acc_build(cfg)
-            print("acc: %s" % cmd)
-            exe = os.path.join(d, "run")
+        exe = {}
+        for s in sides:
+            if s.startswith("acc"):
+                cmd, d = acc_build(cfg, "bf16" if s.endswith("-bf16") else "fp32")
+                print("%s: %s" % (s, cmd))
+                exe[s] = os.path.join(d, "run")
         for r in range(a.repeats):
             for s in sides:
-                out = run_acc(cfg, exe) if s == "acc" else run_torch(cfg, s.split("-")[1])
+                pr = "bf16" if s.endswith("-bf16") else "fp32"
+                out = run_acc(cfg, exe[s]) if s.startswith("acc") else run_torch(cfg, s.split("-")[1], pr)
                 res[s]["times_ms"] += out["times_ms"]
                 res[s]["cpu_ms"] += out["cpu_ms"]
                 res[s]["maxrss"].append(out["maxrss"])
@@ -339,7 +361,7 @@ def main():
         r["median_cpu_ms"] = median(r["cpu_ms"])
         r["peak_rss"] = max(r["maxrss"])
         last = r["last"]
-        if s == "acc":
+        if s.startswith("acc"):
             sm = last["summary"]
             note = "arena %.0f MiB planned; fwd %.0f bwd %.0f opt %.0f ms (mean, run_main)" % (
                 mib(sm["peak_bytes_planned"]), sm["fwd_ms_mean"], sm["bwd_ms_mean"], sm["opt_ms_mean"])
@@ -354,11 +376,16 @@ def main():
         print("%-11s %9.1f %9.1f %9.1f %13.0f  %s" % (s, r["median_ms"], min(r["times_ms"]), r["median_cpu_ms"],
                                                     mib(r["peak_rss"]), note))
         print("%-11s losses %s" % ("", " ".join("%.4f" % x for x in r["losses"])))
-    if "acc" in sides:
-        for s in sides[1:]:
-            print("acc/%s: step time %.3f (min %.3f, CPU time %.3f), peak RSS %.3f" % (
-                s, res["acc"]["median_ms"] / res[s]["median_ms"], min(res["acc"]["times_ms"]) / min(res[s]["times_ms"]),
-                res["acc"]["median_cpu_ms"] / res[s]["median_cpu_ms"], res["acc"]["peak_rss"] / res[s]["peak_rss"]))
+    pairs = []
+    for acc_side in [s for s in sides if s.startswith("acc")]:
+        bf = acc_side.endswith("-bf16")
+        pairs += [(acc_side, s) for s in sides if not s.startswith("acc") and s.endswith("-bf16") == bf]
+    if "acc" in sides and "acc-bf16" in sides:
+        pairs.append(("acc-bf16", "acc"))
+    for x, s in pairs:
+        print("%s/%s: step time %.3f (min %.3f, CPU time %.3f), peak RSS %.3f" % (
+            x, s, res[x]["median_ms"] / res[s]["median_ms"], min(res[x]["times_ms"]) / min(res[s]["times_ms"]),
+            res[x]["median_cpu_ms"] / res[s]["median_cpu_ms"], res[x]["peak_rss"] / res[s]["peak_rss"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"config": cfg, "results": {s: {k: v for k, v in r.items() if k != "last"}
