@@ -348,8 +348,8 @@ static void test_dropout(void) {
  * acc_f32_bf16 of the fp32 chain, for every binary op on either side with a
  * broadcast operand of several periods, then scale, a unary op or dropout,
  * and a 4-op chain. And so it differs from the unfused bf16 ops, which round
- * between ops (checked once: a chain that rounded each op would pass the
- * first check on most inputs only by luck, but fail this one). */
+ * between ops (checked once on scale then gelu; a chain that rounded
+ * between its ops fails both checks). */
 static void test_chain(void) {
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}, {70, 1001}};
     static const int un_code[] = {
@@ -584,7 +584,7 @@ static int64_t det_run(acc_bf16 *res) {
     k_linear_bwd_bf16(dx, dw, db, g.h, a.h, w.h, M, N, K, 0);
     at += M * K + K * N + N;
     memset(res + at, 0, (size_t)(M * K + K * N) * sizeof *res);
-    k_matmul_bwd_bf16(res + at, res + at + M * K, g.h, a.h, w.h, 2, M / 2, N, K, 1, 0, 1);
+    k_matmul_bwd_bf16(res + at, res + at + M * K, g.h, a.h, w.h, 2, M / 2, N, K, 1, 0, 0); /* db: the batch summed */
     at += M * K + K * N;
     /* GEMMs of one tile each: outside a team of threads OpenBLAS would split
      * each sgemm, and its float bits depend on the split (rarely visible
