@@ -623,27 +623,32 @@ void KN(k_scale_bwd)(KT *dx, const KT *dout, float alpha, int64_t n) {
     for (int64_t i = 0; i < n; i++) KST(dx, i, KLD(dx, i) + alpha * KLD(dout, i));
 }
 
-/* The kernels of every plain unary op of the table (acc_ops.h), one form:
+/* The K_CLONES helpers carry the instance's name (KN): clang gives the
+ * resolver of a static target_clones function an external symbol, so the
+ * two instances' copies would clash at link time.
+ *
+ * The kernels of every plain unary op of the table (acc_ops.h), one form:
  * threads over chunks of K_CHUNK, each chunk a simd loop over the op's math.
  * k_<op>_fwd: out[i] = ew_<op>(x[i]), out may be x; k_<op>_bwd:
  * dx[i] += ew_<op>_bwd(dout[i], saved[i]). */
-#define K_UNARY_KERNELS(code, name, saved)                                                                             \
-    K_CLONES static void name##_fwd_chunk(KT *out, const KT *x, int64_t n) {                                           \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) KST(out, i, ew_##name(KLD(x, i)));                         \
-    }                                                                                                                  \
-    void KN(k_##name##_fwd)(KT * out, const KT *x, int64_t n) {                                                        \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                     \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)                              \
-            name##_fwd_chunk(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));                     \
-    }                                                                                                                  \
-    K_CLONES static void name##_bwd_chunk(KT *restrict dx, const KT *restrict dout, const KT *restrict s, int64_t n) { \
-        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                                            \
-            KST(dx, i, KLD(dx, i) + ew_##name##_bwd(KLD(dout, i), KLD(s, i)));                                         \
-    }                                                                                                                  \
-    void KN(k_##name##_bwd)(KT * dx, const KT *dout, const KT *saved, int64_t n) {                                     \
-        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                                     \
-        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++) name##_bwd_chunk(            \
-            dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));               \
+#define K_UNARY_KERNELS(code, name, saved)                                                                      \
+    K_CLONES static void KN(name##_fwd_chunk)(KT * out, const KT *x, int64_t n) {                               \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) KST(out, i, ew_##name(KLD(x, i)));                  \
+    }                                                                                                           \
+    void KN(k_##name##_fwd)(KT * out, const KT *x, int64_t n) {                                                 \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                              \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++)                       \
+            KN(name##_fwd_chunk)(out + c * K_CHUNK, x + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));          \
+    }                                                                                                           \
+    K_CLONES static void KN(name##_bwd_chunk)(KT *restrict dx, const KT *restrict dout, const KT *restrict s,   \
+                                              int64_t n) {                                                      \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                                     \
+            KST(dx, i, KLD(dx, i) + ew_##name##_bwd(KLD(dout, i), KLD(s, i)));                                  \
+    }                                                                                                           \
+    void KN(k_##name##_bwd)(KT * dx, const KT *dout, const KT *saved, int64_t n) {                              \
+        int64_t nch = (n + K_CHUNK - 1) / K_CHUNK;                                                              \
+        _Pragma("omp parallel for if (n >= K_PAR_MIN)") for (int64_t c = 0; c < nch; c++) KN(name##_bwd_chunk)( \
+            dx + c * K_CHUNK, dout + c * K_CHUNK, saved + c * K_CHUNK, K_MIN(K_CHUNK, n - c * K_CHUNK));        \
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
@@ -693,7 +698,7 @@ void KN(k_dropout_bwd)(KT *dx, const KT *dout, int64_t n, float p, uint64_t seed
 /* v[j] = v[j] OP o[j] (o[j] OP v[j] if right) for j < len: a run of a
  * binary op whose operand is contiguous, vectorised as the ops' own kernels
  * are (the same IEEE operation per element, so the same bits). */
-K_CLONES static void ew_binary(int op, int right, float *restrict v, const float *restrict o, int64_t len) {
+K_CLONES static void KN(ew_binary)(int op, int right, float *restrict v, const float *restrict o, int64_t len) {
     switch (op) {
 #define EW_BINARY(code, name, reads)                                                            \
     case ACC_OP_##code:                                                                         \
@@ -711,7 +716,7 @@ K_CLONES static void ew_binary(int op, int right, float *restrict v, const float
 
 /* v[j] = op(v[j]) for j < len, op scale or a plain unary op: its math
  * (ew_* above) in a simd loop, as its own kernel runs it. */
-K_CLONES static void ew_unary(int op, float param, float *restrict v, int64_t len) {
+K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_t len) {
     switch (op) {
     case ACC_OP_SCALE:
 #pragma omp simd
@@ -774,13 +779,13 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
             float splat[EW_TILE];
             float o0 = KLD(o, 0);
             for (int64_t j = 0; j < len; j++) splat[j] = o0;
-            ew_binary(op->op, op->operand_right, v, splat, len);
+            KN(ew_binary)(op->op, op->operand_right, v, splat, len);
             break;
         }
         float wide[EW_TILE];
         for (int64_t j = 0; j < len; k = 0) {
             int64_t run = K_MIN(len - j, m - k);
-            ew_binary(op->op, op->operand_right, v + j, ew_operand(o + k, wide, run), run);
+            KN(ew_binary)(op->op, op->operand_right, v + j, ew_operand(o + k, wide, run), run);
             j += run;
         }
         break;
@@ -795,7 +800,7 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
         }
         break;
     }
-    default: /* scale and the plain unary ops */ ew_unary(op->op, op->param, v, len); break;
+    default: /* scale and the plain unary ops */ KN(ew_unary)(op->op, op->param, v, len); break;
     }
 }
 

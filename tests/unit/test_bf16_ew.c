@@ -310,8 +310,8 @@ static void test_binary(void) {
             if (na > 100) buf_free(&a), a = buf_rnd(na, 0.25f, 2.0f, 1); /* finite sums for the backward */
             op->bwd(da.f, db.f, g.f, a.f, b.f, 3, os, as, bs);
             op->bwd_h(da.h, db.h, g.h, a.h, b.h, 3, os, as, bs);
-            if (!ASSERT_SAME("binary bwd da", da) | !ASSERT_SAME("binary bwd db", db))
-                printf("  op %s shape %zu\n", op->name, s);
+            int ok_a = ASSERT_SAME("binary bwd da", da), ok_b = ASSERT_SAME("binary bwd db", db);
+            if (!ok_a || !ok_b) printf("  op %s shape %zu\n", op->name, s);
             if (na == n) { /* in place over a */
                 op->fwd(a.f, a.f, b.f, 3, os, as, bs);
                 op->fwd_h(a.h, a.h, b.h, 3, os, as, bs);
@@ -348,8 +348,8 @@ static void test_dropout(void) {
  * acc_f32_bf16 of the fp32 chain, for every binary op on either side with a
  * broadcast operand of several periods, then scale, a unary op or dropout,
  * and a 4-op chain. And so it differs from the unfused bf16 ops, which round
- * between ops (checked once: a chain that rounded each op would pass the
- * first check on most inputs only by luck, but fail this one). */
+ * between ops (checked once on scale then gelu; a chain that rounded
+ * between its ops fails both checks). */
 static void test_chain(void) {
     static const int64_t rows_cols[][2] = {{1000, 1}, {41, 7}, {3, 300}, {2, 333}, {1, 1001}, {70, 1001}};
     static const int un_code[] = {
@@ -584,7 +584,7 @@ static int64_t det_run(acc_bf16 *res) {
     k_linear_bwd_bf16(dx, dw, db, g.h, a.h, w.h, M, N, K, 0);
     at += M * K + K * N + N;
     memset(res + at, 0, (size_t)(M * K + K * N) * sizeof *res);
-    k_matmul_bwd_bf16(res + at, res + at + M * K, g.h, a.h, w.h, 2, M / 2, N, K, 1, 0, 1);
+    k_matmul_bwd_bf16(res + at, res + at + M * K, g.h, a.h, w.h, 2, M / 2, N, K, 1, 0, 0); /* db: the batch summed */
     at += M * K + K * N;
     /* GEMMs of one tile each: outside a team of threads OpenBLAS would split
      * each sgemm, and its float bits depend on the split (rarely visible
