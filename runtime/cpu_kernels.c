@@ -730,10 +730,11 @@ K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_
     }
 }
 
-/* The tile's running values are float in both instances: in bf16 a chain
- * widens x once, applies every op in float and rounds once at the end, so
- * its result is acc_f32_bf16 of the fp32 chain's. Fusion therefore changes
- * the bits in bf16 (the unfused ops round between ops), unlike in fp32. */
+/* The tile's running values are float in both instances. In bf16 a chain
+ * widens x once, applies each op in float and rounds its result to bf16
+ * (ew_round) as that op's own kernel stores it, so a chain gives the unfused
+ * ops' bits in bf16 as in fp32: fusion depends on the plan (a saved
+ * intermediate ends a chain), and the plan must not change the numbers. */
 static void ew_load(float *restrict v, const KT *restrict x, int64_t len) {
 #ifdef ACC_KT_BF16
     for (int64_t j = 0; j < len; j++) v[j] = KLD(x, j);
@@ -741,6 +742,13 @@ static void ew_load(float *restrict v, const KT *restrict x, int64_t len) {
     memcpy(v, x, (size_t)len * sizeof *v);
 #endif
 }
+
+#ifdef ACC_KT_BF16
+static void ew_round(float *v, int64_t len) {
+#pragma omp simd
+    for (int64_t j = 0; j < len; j++) v[j] = acc_bf16_f32(acc_f32_bf16(v[j]));
+}
+#endif
 
 static void ew_store(KT *restrict out, const float *restrict v, int64_t len) {
 #ifdef ACC_KT_BF16
@@ -811,7 +819,12 @@ void KN(k_ew_chain)(KT *out, const KT *x, const k_ew_op *ops, int n_ops, int64_t
         float v[EW_TILE];
         int64_t i0 = t * EW_TILE, len = K_MIN(EW_TILE, n - i0);
         ew_load(v, x + i0, len);
-        for (int k = 0; k < n_ops; k++) ew_tile(&ops[k], v, i0, len, seed, step);
+        for (int k = 0; k < n_ops; k++) {
+            ew_tile(&ops[k], v, i0, len, seed, step);
+#ifdef ACC_KT_BF16
+            if (k + 1 < n_ops) ew_round(v, len);
+#endif
+        }
         ew_store(out + i0, v, len);
     }
 }
