@@ -551,15 +551,17 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                             KT *dqi = dq ? dq + row : NULL;
                             int64_t send = causal ? K_MIN(i0 + qn, c1) : c1;
                             if (send <= c0) continue; /* no visible key in this chunk */
-                            for (int64_t i = 0; i < qn; i++) {
-                                L[i] = lse[(b * H + h) * T + i0 + i];
-                                Di[i] = att_rowdot(dP, gi + i * qstride, oi + i * qstride, D, dc);
-                            }
                             const float *qf = NULL, *gf = NULL;
-                            int64_t ldq = 0, ldqf = 0, ldgf = 0;
+                            int64_t ldq = 0, ldqf = 0, ldgf = 0, ldo;
                             if (one) {
                                 qf = att_rows(qw, qi, qstride, qn, D, &ldqf);
                                 gf = att_rows(gw, gi, qstride, qn, D, &ldgf);
+                            }
+                            for (int64_t i = 0; i < qn; i++) {
+                                L[i] = lse[(b * H + h) * T + i0 + i];
+                                if (one) /* dP: scratch for a row of out */
+                                    Di[i] = k_dot(gf + i * ldgf, att_rows(dP, oi + i * qstride, 0, 1, D, &ldo), D);
+                                else Di[i] = att_rowdot(dP, gi + i * qstride, oi + i * qstride, D, dc);
                             }
                             float *dqa = dqi ? att_acc(dqw, dqi + e0, qstride, qn, en, 1, &ldq) : NULL;
                             for (int64_t s0 = c0; s0 < send; s0 += ATT_KB) {
