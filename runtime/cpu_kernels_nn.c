@@ -4,7 +4,11 @@
  * Invariant (see cpu_kernels.h): forward kernels overwrite, backward kernels
  * accumulate; nothing allocates; per-column sums over rows (dw, db, dtable)
  * are done by column-block tasks walking the rows in order, so results do not
- * depend on the thread count.
+ * depend on the thread count. Written once over KT (ktype.h): the bf16
+ * instance keeps every statistic and intermediate in float as the fp32
+ * instance does and rounds only its stored element-type outputs, so on the
+ * same inputs its outputs are the fp32 ones rounded once (test_bf16_nn), with
+ * the limits stated at NN_ROW and at the attention.
  */
 #include "cpu_kernels.h"
 
@@ -405,11 +409,15 @@ static void att_mask(float *S, int64_t i0, int64_t qn, int64_t s0, int64_t kn) {
         for (int64_t j = K_MAX(0, i0 + i + 1 - s0); j < kn; j++) S[i * ATT_KB + j] = -INFINITY;
 }
 
+/* (The K_CLONES helpers are named with KN: clang makes the resolver of a
+ * target_clones function a global symbol even when the function is static,
+ * so the two instances' clones need two names.) */
+
 /* One key block of the online softmax of qn rows: S (qn x kn, ld ATT_KB)
  * holds scaled scores, m and l each row's running max and sum. S becomes
  * exp(S - m_new); corr[i] = exp(m_old - m_new) rescales what was
  * accumulated before. */
-K_CLONES static void att_fwd_block(float *S, int64_t qn, int64_t kn, float *m, float *l, float *corr) {
+K_CLONES static void KN(att_fwd_block)(float *S, int64_t qn, int64_t kn, float *m, float *l, float *corr) {
     for (int64_t i = 0; i < qn; i++) {
         float *s = S + i * ATT_KB, mb = m[i], sum = 0.0f;
 #pragma omp simd reduction(max : mb)
@@ -467,7 +475,7 @@ void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT
                         att_scores(sc, qf, ldqf, kf, ldkf, qi, qstride, kb + s0 * kstride, kstride, qn, kn, D, dc,
                                    scale, qw, kw);
                         if (causal && s0 + kn - 1 > i0) att_mask(sc, i0, qn, s0, kn);
-                        att_fwd_block(sc, qn, kn, m, l, corr);
+                        KN(att_fwd_block)(sc, qn, kn, m, l, corr);
                         if (s0 > 0)
                             for (int64_t i = 0; i < qn; i++) k_scal(o + i * ldo, corr[i], en);
                         const float *vf = att_rows(kw, vb + s0 * kstride + e0, kstride, kn, en, &ldv);
@@ -485,7 +493,7 @@ void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT
 }
 
 /* P = exp(S - lse_i) in place (S: qn x kn scaled scores, ld ATT_KB). */
-K_CLONES static void att_bwd_probs(float *S, int64_t qn, int64_t kn, const float *L) {
+K_CLONES static void KN(att_bwd_probs)(float *S, int64_t qn, int64_t kn, const float *L) {
     for (int64_t i = 0; i < qn; i++) {
         float *s = S + i * ATT_KB, Li = L[i];
 #pragma omp simd
@@ -494,8 +502,8 @@ K_CLONES static void att_bwd_probs(float *S, int64_t qn, int64_t kn, const float
 }
 
 /* dP becomes dS = P * (dP - Di) * scale. */
-K_CLONES static void att_bwd_ds(float *restrict dP, const float *restrict P, int64_t qn, int64_t kn, const float *Di,
-                                float scale) {
+K_CLONES static void KN(att_bwd_ds)(float *restrict dP, const float *restrict P, int64_t qn, int64_t kn,
+                                    const float *Di, float scale) {
     for (int64_t i = 0; i < qn; i++) {
         float *d = dP + i * ATT_KB, di = Di[i];
         const float *p = P + i * ATT_KB;
@@ -543,15 +551,17 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                             KT *dqi = dq ? dq + row : NULL;
                             int64_t send = causal ? K_MIN(i0 + qn, c1) : c1;
                             if (send <= c0) continue; /* no visible key in this chunk */
-                            for (int64_t i = 0; i < qn; i++) {
-                                L[i] = lse[(b * H + h) * T + i0 + i];
-                                Di[i] = att_rowdot(dP, gi + i * qstride, oi + i * qstride, D, dc);
-                            }
                             const float *qf = NULL, *gf = NULL;
-                            int64_t ldq = 0, ldqf = 0, ldgf = 0;
+                            int64_t ldq = 0, ldqf = 0, ldgf = 0, ldo;
                             if (one) {
                                 qf = att_rows(qw, qi, qstride, qn, D, &ldqf);
                                 gf = att_rows(gw, gi, qstride, qn, D, &ldgf);
+                            }
+                            for (int64_t i = 0; i < qn; i++) {
+                                L[i] = lse[(b * H + h) * T + i0 + i];
+                                if (one) /* dP: scratch for a row of out */
+                                    Di[i] = k_dot(gf + i * ldgf, att_rows(dP, oi + i * qstride, 0, 1, D, &ldo), D);
+                                else Di[i] = att_rowdot(dP, gi + i * qstride, oi + i * qstride, D, dc);
                             }
                             float *dqa = dqi ? att_acc(dqw, dqi + e0, qstride, qn, en, 1, &ldq) : NULL;
                             for (int64_t s0 = c0; s0 < send; s0 += ATT_KB) {
@@ -565,7 +575,7 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                                 att_scores(P, qf, ldqf, kf, ldkf, qi, qstride, kj, kstride, qn, kn, D, dc, scale, qw,
                                            kw);
                                 if (causal && s0 + kn - 1 > i0) att_mask(P, i0, qn, s0, kn);
-                                att_bwd_probs(P, qn, kn, L);
+                                KN(att_bwd_probs)(P, qn, kn, L);
                                 if (dva) { /* dv_j += P^T dout_i */
                                     const float *ge = one ? gf : att_rows(qw, gi + e0, qstride, qn, en, &ldf);
                                     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)kn, (int)en, (int)qn,
@@ -575,7 +585,7 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                                 if (!dqa && !dka) continue;
                                 att_scores(dP, gf, ldgf, vf, ldvf, gi, qstride, vj, kstride, qn, kn, D, dc, 1.0f, qw,
                                            kw);
-                                att_bwd_ds(dP, P, qn, kn, Di, scale);
+                                KN(att_bwd_ds)(dP, P, qn, kn, Di, scale);
                                 if (dqa) { /* dq_i += dS k_j */
                                     const float *ke = one ? kf : att_rows(kw, kj + e0, kstride, kn, en, &ldf);
                                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)qn, (int)en, (int)kn,
@@ -681,7 +691,7 @@ int KN(k_embedding_bwd)(float *dtable, const KT *dout, const int32_t *idx, int64
 /* ---- cross-entropy ------------------------------------------------------ */
 
 /* logsumexp of a row of n */
-K_CLONES static float row_lse(const KT *x, int64_t n) {
+K_CLONES static float KN(row_lse)(const KT *x, int64_t n) {
     float mx = -INFINITY, s = 0.0f;
 #pragma omp simd reduction(max : mx)
     for (int64_t j = 0; j < n; j++) mx = KLD(x, j) > mx ? KLD(x, j) : mx;
@@ -694,7 +704,7 @@ K_CLONES static float row_lse(const KT *x, int64_t n) {
 int KN(k_cross_entropy_fwd)(float *loss, float *lse, const KT *logits, const int32_t *targets, int64_t N, int64_t V) {
     if (bad_index(targets, N, V)) return 1;
 #pragma omp parallel for if (N * V >= K_PAR_MIN)
-    for (int64_t n = 0; n < N; n++) lse[n] = row_lse(logits + n * V, V);
+    for (int64_t n = 0; n < N; n++) lse[n] = KN(row_lse)(logits + n * V, V);
     double total = 0.0; /* serial: deterministic */
     for (int64_t n = 0; n < N; n++) total += (double)lse[n] - (double)KLD(logits, n * V + targets[n]);
     *loss = N > 0 ? (float)(total / (double)N) : 0.0f;
@@ -704,7 +714,8 @@ int KN(k_cross_entropy_fwd)(float *loss, float *lse, const KT *logits, const int
 /* d[j] += g * exp(x[j] - L) for j < n; the bf16 instance also subtracts g at
  * the target t before the one rounding (the float instance's caller does it
  * on the float sum) */
-K_CLONES static void row_softmax_grad(KT *restrict d, const KT *restrict x, float g, float L, int64_t n, int64_t t) {
+K_CLONES static void KN(row_softmax_grad)(KT *restrict d, const KT *restrict x, float g, float L, int64_t n,
+                                          int64_t t) {
 #ifdef ACC_KT_BF16
 #pragma omp simd
     for (int64_t j = 0; j < n; j++) {
@@ -726,7 +737,7 @@ int KN(k_cross_entropy_bwd)(KT *dlogits, const float *dloss, const KT *logits, c
     float g = dloss[0] / (float)N;
 #pragma omp parallel for if (N * V >= K_PAR_MIN)
     for (int64_t n = 0; n < N; n++) {
-        row_softmax_grad(dlogits + n * V, logits + n * V, g, lse[n], V, targets[n]);
+        KN(row_softmax_grad)(dlogits + n * V, logits + n * V, g, lse[n], V, targets[n]);
 #ifndef ACC_KT_BF16
         dlogits[n * V + targets[n]] -= g;
 #endif

@@ -3,7 +3,10 @@
  *
  * Invariant (see cpu_kernels.h): every backward here is the exact adjoint of
  * its forward and accumulates; copies are strided loops over contiguous
- * row-major buffers; sums do not depend on the thread count.
+ * row-major buffers; sums do not depend on the thread count. Written once
+ * over KT (ktype.h): in the bf16 instance a copy moves the 2-byte elements
+ * unchanged, an accumulation adds in float and rounds once, and sum/mean
+ * read bf16 and sum as the fp32 instance does (their outputs are float).
  */
 #include "cpu_kernels.h"
 

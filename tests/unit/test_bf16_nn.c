@@ -343,7 +343,7 @@ static void test_attention(void) {
         acc_bf16 *q = brand(nq, -2, 2), *k = brand(nk, -2, 2), *v = brand(nk, -1, 1), *g = brand(nq, -1, 1);
         acc_bf16 *dq0 = brand(nq, -0.5f, 0.5f), *dk0 = brand(nk, -0.5f, 0.5f), *dv0 = brand(nk, -0.5f, 0.5f);
         float *qf = widen(q, nq), *kf = widen(k, nk), *vf = widen(v, nk), *gf = widen(g, nq);
-        acc_bf16 *keep[2][3] = {{0}};
+        acc_bf16 *keep[2][4] = {{0}};
         printf("attention %s\n", c->name);
         for (int thr = 1; thr <= 2; thr++) {
             threads_set(thr);
@@ -357,6 +357,7 @@ static void test_attention(void) {
             } else {
                 check_tol("attention fwd out", o16, o32, nq, c->tol_out);
             }
+            keep[thr - 1][3] = o16;
             /* the backward reads out and lse: the same (bf16) out for both */
             float *of = widen(o16, nq);
             float *dq32 = widen(dq0, nq), *dk32 = widen(dk0, nk), *dv32 = widen(dv0, nk);
@@ -392,6 +393,7 @@ static void test_attention(void) {
             if (c->tol_dkv == 0) check_round("attention bwd dv alone", zv, z32, nk);
             else check_tol("attention bwd dv alone", zv, z32, nk, c->tol_dkv);
             if (thr == 2) {
+                check_same("attention fwd out", keep[0][3], keep[1][3], nq);
                 check_same("attention bwd dq", keep[0][0], keep[1][0], nq);
                 check_same("attention bwd dk", keep[0][1], keep[1][1], nk);
                 check_same("attention bwd dv", keep[0][2], keep[1][2], nk);
