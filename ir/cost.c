@@ -5,7 +5,8 @@
  */
 #include "ir.h"
 
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) double cost(const Graph *, const Node *);
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
+    double cost(const Graph *, const Node *);
 #include "ops.def"
 #undef X
 

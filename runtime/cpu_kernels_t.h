@@ -10,8 +10,8 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-void KDN(k_zero)(KDT *x, int64_t n);                     /* x = 0 */
-void KDN(k_fill)(KDT *x, float value, int64_t n);        /* x = value (the loss seed) */
+void KDN(k_zero)(KDT *x, int64_t n);                   /* x = 0 */
+void KDN(k_fill)(KDT *x, float value, int64_t n);      /* x = value (the loss seed) */
 void KDN(k_add_into)(KDT *y, const KDT *x, int64_t n); /* y += x */
 void KDN(k_copy)(KDT *y, const KDT *x, int64_t n);     /* y = x */
 
@@ -22,21 +22,21 @@ void KDN(k_copy)(KDT *y, const KDT *x, int64_t n);     /* y = x */
  * b: (K, N), or (N, K) if trans_b; shared by every batch item if !b_batched,
  *    else one per batch item: (batch, K, N) / (batch, N, K). */
 void KDN(k_matmul_fwd)(KDT *out, const KDT *a, const KDT *b, int64_t batch, int64_t M, int64_t N, int64_t K,
-                  int trans_a, int trans_b, int b_batched);
+                       int trans_a, int trans_b, int b_batched);
 /* da += dout @ op(b)^T (transposed back if trans_a); db += op(a)^T @ dout
  * (summed over the batch when b is shared). reads: a, b. */
 void KDN(k_matmul_bwd)(KDT *da, KDT *db, const KDT *dout, const KDT *a, const KDT *b, int64_t batch, int64_t M,
-                  int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+                       int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
 
 /* out (M, N) = x (M, K) @ op(w) + b, w (K, N), or (N, K) if trans_b; b (N)
  * added to every row. Bit for bit k_matmul_fwd followed by k_add_fwd of the
  * bias: the fused op changes the schedule's memory, not the CPU's numbers. */
 void KDN(k_linear_fwd)(KDT *out, const KDT *x, const KDT *w, const KDT *b, int64_t M, int64_t N, int64_t K,
-                  int trans_b);
+                       int trans_b);
 /* dx += dout @ op(w)^T; dw += x^T @ dout (stored as w is); db += the column
  * sums of dout (rows in order, as k_add_bwd sums a bias). reads: x, w. */
-void KDN(k_linear_bwd)(KDT *dx, KDT *dw, KDT *db, const KDT *dout, const KDT *x, const KDT *w, int64_t M,
-                  int64_t N, int64_t K, int trans_b);
+void KDN(k_linear_bwd)(KDT *dx, KDT *dw, KDT *db, const KDT *dout, const KDT *x, const KDT *w, int64_t M, int64_t N,
+                       int64_t K, int trans_b);
 
 /* ---- elementwise binary with numpy broadcasting ------------------------- */
 
@@ -50,11 +50,11 @@ void KDN(k_linear_bwd)(KDT *dx, KDT *dw, KDT *db, const KDT *dout, const KDT *x,
  * each operand broadcasts in (da += reduce(dout/b), db += reduce(-dout*a/b^2)
  * for div); it takes and reads a and b only if the op's backward reads them
  * (mul, div). */
-#define K_BINARY_DECL(code, name, reads)                                                                \
-    void KDN(k_##name##_fwd)(KDT *out, const KDT *a, const KDT *b, int ndim, const int64_t *out_shape, \
-                        const int64_t *a_shape, const int64_t *b_shape);                                \
-    void KDN(k_##name##_bwd)(KDT *da, KDT *db, const KDT *dout, ACC_EW_BWD_OPERANDS_##reads(KDT) int ndim,  \
-                        const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
+#define K_BINARY_DECL(code, name, reads)                                                                     \
+    void KDN(k_##name##_fwd)(KDT * out, const KDT *a, const KDT *b, int ndim, const int64_t *out_shape,      \
+                             const int64_t *a_shape, const int64_t *b_shape);                                \
+    void KDN(k_##name##_bwd)(KDT * da, KDT * db, const KDT *dout, ACC_EW_BWD_OPERANDS_##reads(KDT) int ndim, \
+                             const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 ACC_EW_BINARY_OPS(K_BINARY_DECL)
 #undef K_BINARY_DECL
 
@@ -67,9 +67,9 @@ void KDN(k_scale_bwd)(KDT *dx, const KDT *dout, float alpha, int64_t n);
  * acc_ops.h: gelu, relu, ...; their math is ew_<op> in cpu_kernels.c).
  * k_<op>_fwd: out = f(x); k_<op>_bwd: dx += dout * f'(x), reading x or out
  * as the op's row says. */
-#define K_UNARY_DECL(code, name, saved)                         \
-    void KDN(k_##name##_fwd)(KDT *out, const KDT *x, int64_t n); \
-    void KDN(k_##name##_bwd)(KDT *dx, const KDT *dout, const KDT *saved, int64_t n);
+#define K_UNARY_DECL(code, name, saved)                           \
+    void KDN(k_##name##_fwd)(KDT * out, const KDT *x, int64_t n); \
+    void KDN(k_##name##_bwd)(KDT * dx, const KDT *dout, const KDT *saved, int64_t n);
 ACC_EW_UNARY_OPS(K_UNARY_DECL)
 #undef K_UNARY_DECL
 
@@ -77,15 +77,15 @@ ACC_EW_UNARY_OPS(K_UNARY_DECL)
 
 /* y (N, C) = (x - mean) * rstd * w + b over each row; stats (N, 2) = (mean, rstd). */
 void KDN(k_layernorm_fwd)(KDT *y, float *stats, const KDT *x, const float *w, const float *b, int64_t N, int64_t C,
-                     float eps);
+                          float eps);
 /* dx, dw, db += ... reads: x, w, stats (not y, not b). */
 void KDN(k_layernorm_bwd)(KDT *dx, float *dw, float *db, const KDT *dy, const KDT *x, const float *w,
-                     const float *stats, int64_t N, int64_t C);
+                          const float *stats, int64_t N, int64_t C);
 /* y (N, C) = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); stats (N) = rstd. */
 void KDN(k_rmsnorm_fwd)(KDT *y, float *stats, const KDT *x, const float *w, int64_t N, int64_t C, float eps);
 /* dx, dw += ... reads: x, w, stats. */
 void KDN(k_rmsnorm_bwd)(KDT *dx, float *dw, const KDT *dy, const KDT *x, const float *w, const float *stats, int64_t N,
-                   int64_t C);
+                        int64_t C);
 /* y (N, C) = softmax over the last axis of x. y may alias x. */
 void KDN(k_softmax_fwd)(KDT *y, const KDT *x, int64_t N, int64_t C);
 /* dx += y * (dy - rowsum(dy*y)). reads: y (the forward output). */
@@ -100,12 +100,12 @@ void KDN(k_softmax_bwd)(KDT *dx, const KDT *dy, const KDT *y, int64_t N, int64_t
  * h / (H/KVH) (KVH must divide H; KVH <= 0 means KVH = H). causal: query t
  * sees keys s <= t (needs T == S). */
 void KDN(k_attention_fwd)(KDT *out, float *lse, const KDT *q, const KDT *k, const KDT *v, int64_t B, int64_t T,
-                     int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
+                          int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 /* dq, dk, dv += ...; recomputes the probabilities block by block from lse.
  * reads: q, k, v, out, lse. */
 void KDN(k_attention_bwd)(KDT *dq, KDT *dk, KDT *dv, const KDT *dout, const KDT *q, const KDT *k, const KDT *v,
-                     const KDT *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
-                     int64_t D, int causal);
+                          const KDT *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
+                          int64_t D, int causal);
 
 /* ---- rotary position embedding ------------------------------------------ */
 
@@ -129,7 +129,7 @@ int KDN(k_cross_entropy_fwd)(float *loss, float *lse, const KDT *logits, const i
 /* dlogits += dloss[0] * (softmax(logits) - onehot(targets)) / N.
  * reads: logits, lse, targets. Nonzero on a bad target. */
 int KDN(k_cross_entropy_bwd)(KDT *dlogits, const float *dloss, const KDT *logits, const float *lse,
-                        const int32_t *targets, int64_t N, int64_t V);
+                             const int32_t *targets, int64_t N, int64_t V);
 
 /* ---- dropout ------------------------------------------------------------ */
 
@@ -174,9 +174,9 @@ void KDN(k_slice_bwd)(KDT *dx, const KDT *dout, int ndim, const int64_t *x_shape
  * sizes[i] the extent of input i along axis. bwd: dxs[i] += its part of dout
  * (NULL entries skipped). */
 void KDN(k_concat_fwd)(KDT *out, const KDT *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
-                  const int64_t *sizes);
+                       const int64_t *sizes);
 void KDN(k_concat_bwd)(KDT *const *dxs, const KDT *dout, int n, int ndim, const int64_t *out_shape, int axis,
-                  const int64_t *sizes);
+                       const int64_t *sizes);
 
 /* ---- reductions --------------------------------------------------------- */
 
@@ -187,4 +187,3 @@ void KDN(k_sum_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t 
 void KDN(k_sum_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
-

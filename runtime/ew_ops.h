@@ -48,7 +48,7 @@
  * v OP operand[i % modulus] (operand OP v if operand_right) for binary ones;
  * param is scale's alpha or dropout's p, op_id dropout's stream. */
 typedef struct {
-    int op; /* ACC_OP_* */
+    int op;              /* ACC_OP_* */
     const void *operand; /* of the chain's element type (float or acc_bf16) */
     int64_t modulus;
     int operand_right;

@@ -19,7 +19,8 @@ typedef struct {
 } Row;
 
 static const Row rows[] = {
-#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) {#e, kernel, attrs, mn, mx, flags, grad},
+#define X(e, name, mn, mx, attrs, shape, flags, grad, kernel, cost, emit, prec) \
+    {#e, kernel, attrs, mn, mx, flags, grad},
 #include "ops.def"
 #undef X
 };

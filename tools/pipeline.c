@@ -204,9 +204,13 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
     snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", c->po.policy.text,
              c->sched.n_recompute, c->plan.recompute_time);
     /* no budget: the planned peak is the library's budget */
-    CgOptions cg = {
-        o->target, o->has_budget ? o->budget_bytes : c->mem.total_bytes, c->mem, summary, !strcmp(c->precision, "tf32"), c->n_images,
-        o->no_fuse};
+    CgOptions cg = {o->target,
+                    o->has_budget ? o->budget_bytes : c->mem.total_bytes,
+                    c->mem,
+                    summary,
+                    !strcmp(c->precision, "tf32"),
+                    c->n_images,
+                    o->no_fuse};
     int rc = 0;
     if (!cf || !hf) {
         fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));

@@ -26,11 +26,11 @@ typedef struct {
     PlanOptions po;
     Plan plan;
     Schedule sched;
-    StepMemory mem;  /* the schedule's arena and the target's workspace: the step's memory */
-    ReportInfo info; /* what plan.json and the reports say about the target and budget */
-    int n_images;    /* nvrtc targets: kernel images */
+    StepMemory mem;        /* the schedule's arena and the target's workspace: the step's memory */
+    ReportInfo info;       /* what plan.json and the reports say about the target and budget */
+    int n_images;          /* nvrtc targets: kernel images */
     const char *precision; /* "fp32", "tf32", "bf16": --precision, else the DSL's, else fp32 */
-    bool parsed;     /* the front end accepted the model (g holds it) */
+    bool parsed;           /* the front end accepted the model (g holds it) */
 } Compilation;
 
 /* Run the passes of pipeline.c on o->file up to until (DIR: the library's
