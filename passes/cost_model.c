@@ -37,7 +37,7 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         char key[64], val[128];
-        if (sscanf(line, " %63[a-z_] = %127s", key, val) != 2) {
+        if (sscanf(line, " %63[a-z_0-9] = %127s", key, val) != 2) {
             if (strspn(line, " \t\r\n") != strlen(line)) {
                 snprintf(err, err_len, "%s:%d: expected 'key = value'", path, lineno);
                 ok = false;

@@ -61,6 +61,11 @@ static bool load(const char *path, PlanFile *pf) {
         fprintf(stderr, "acc: error: '%s' is not a plan written by acc compile\n", path);
         return false;
     }
+    size_t len = strlen(pf->text);
+    if (pf->text[len - 1] != '\n') { /* cut short: every line report.c writes ends */
+        fprintf(stderr, "acc: error: '%s' is not a complete plan written by acc compile (it ends mid-line)\n", path);
+        return false;
+    }
     /* the whole layout report.c writes: top-level fields one per line, the
      * tensor list closed, the object closed, nothing after it */
     bool in_tensors = false, tensors_done = false, closed = false;
