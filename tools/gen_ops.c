@@ -81,16 +81,17 @@ int main(int argc, char **argv) {
     fprintf(f, "\n\n#endif\n\n"
                "/* On a device target (cuda_schedule.h defines ACC_SCHEDULE_ON_DEVICE) the\n"
                " * host schedule's k_<stem>_fwd / _bwd of every op are the device layer's\n"
-               " * g_<stem>_fwd / _bwd (cuda_ops.h) on the instance's device D. Outside\n"
+               " * g_<stem>_fwd / _bwd (cuda_ops.h) on the instance's device D, and the\n"
+               " * bf16 instances k_<stem>_fwd_bf16 g_<stem>_fwd_bf16. Outside\n"
                " * the guard above: acc_ops.h may have been included before. */\n"
                "#if defined(ACC_SCHEDULE_ON_DEVICE) && !defined(ACC_OPS_ON_DEVICE_H)\n"
                "#define ACC_OPS_ON_DEVICE_H\n");
     for (int i = 0; i < n; i++) {
         if (rows[i].flags & OPF_LEAF) continue;
         const char *stem = stem_of(&rows[i]);
-        for (int bwd = 0; bwd < 2; bwd++)
-            fprintf(f, "#define k_%s_%s(...) g_%s_%s(D, __VA_ARGS__)\n", stem, bwd ? "bwd" : "fwd", stem,
-                    bwd ? "bwd" : "fwd");
+        for (int k = 0; k < 4; k++) /* fwd, bwd, and their bf16 instances */
+            fprintf(f, "#define k_%s_%s%s(...) g_%s_%s%s(D, __VA_ARGS__)\n", stem, k & 1 ? "bwd" : "fwd",
+                    k & 2 ? "_bf16" : "", stem, k & 1 ? "bwd" : "fwd", k & 2 ? "_bf16" : "");
     }
     fprintf(f, "#endif\n");
     return fclose(f) ? 1 : 0;

@@ -41,10 +41,13 @@ ACC_EW_BINARY_OPS(G_BINARY_DECL)
 /* The casts of the precision pass (cpu_kernels_t.h's k_cast_* and
  * k_uncast_* of the bf16 instance): out = round(x), dx += widen(dout);
  * out = widen(x), dx = round(dx + dout). */
-void g_cast_fwd(acc_dev *d, acc_bf16 *out, const float *x, int64_t n);
-void g_cast_bwd(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n);
-void g_uncast_fwd(acc_dev *d, float *out, const acc_bf16 *x, int64_t n);
-void g_uncast_bwd(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
+void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n);
+void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n);
+void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n);
+void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
+/* their f32 instance: copies, as the CPU's */
+void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n);
+void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
 /* the plain unary elementwise ops of the op table (acc_ops.h) */

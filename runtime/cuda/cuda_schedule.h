@@ -17,4 +17,9 @@
 #define k_zero(...) g_zero(D, __VA_ARGS__)
 #define k_ew_chain(...) g_ew_chain(D, __VA_ARGS__)
 #define k_fill(...) g_fill(D, __VA_ARGS__)
+#define k_zero_bf16(...) g_zero_bf16(D, __VA_ARGS__)
+#define k_ew_chain_bf16(...) g_ew_chain_bf16(D, __VA_ARGS__)
+#define k_fill_bf16(...) g_fill_bf16(D, __VA_ARGS__)
+#define k_uncast_fwd_bf16(...) g_uncast_fwd_bf16(D, __VA_ARGS__)
+#define k_uncast_bwd_bf16(...) g_uncast_bwd_bf16(D, __VA_ARGS__)
 #endif

@@ -226,6 +226,16 @@ DEVFN unsigned short bf16_round(float f) {
 #endif
 }
 
+/* Element i of an activation tensor that is f32 or bf16 (h: a kernel's
+ * bf16 flag, from its kargs): widened on load, rounded to nearest even on
+ * store, so that one kernel serves both precisions; the arithmetic between
+ * is float in both. The pointer is the kargs' float one either way. */
+DEVFN float ldx(const float *p, long long i, int h) { return h ? bf16_widen(((const unsigned short *)p)[i]) : p[i]; }
+DEVFN void stx(float *p, long long i, float v, int h) {
+    if (h) ((unsigned short *)p)[i] = bf16_round(v);
+    else p[i] = v;
+}
+
 /* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
 KERNEL ck_cast_fwd(acc_kargs a) {
     unsigned short *out = (unsigned short *)a.p[0];

@@ -365,10 +365,15 @@ static void cast(acc_dev *d, acc_kernel_id k, void *out, const void *x, int64_t 
     acc_kargs a = {{(float *)out, DP(x)}, {n}, {0}};
     dev_launch(d, k, n, KA_BLOCK, &a);
 }
-void g_cast_fwd(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { cast(d, KID_ck_cast_fwd, out, x, n); }
-void g_cast_bwd(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { cast(d, KID_ck_cast_bwd, dx, dout, n); }
-void g_uncast_fwd(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { cast(d, KID_ck_uncast_fwd, out, x, n); }
-void g_uncast_bwd(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) { cast(d, KID_ck_uncast_bwd, dx, dout, n); }
+void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { cast(d, KID_ck_cast_fwd, out, x, n); }
+void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { cast(d, KID_ck_cast_bwd, dx, dout, n); }
+void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { cast(d, KID_ck_uncast_fwd, out, x, n); }
+void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) {
+    cast(d, KID_ck_uncast_bwd, dx, dout, n);
+}
+/* the f32 instance, as the CPU's: a copy (never emitted: fp32 has no casts) */
+void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n) { copy_flat(d, out, x, n, 0); }
+void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat(d, dx, dout, n, 1); }
 
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
 #define UNARY(code, name, saved)                                                                   \
