@@ -21,50 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "cpu_kernels.h"
 #include "test.h"
-
-static void threads_set(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
-
-static int threads_get(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
+#include "kernel_test.h"
 
 /* ---- data ----------------------------------------------------------------- */
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
-
-static uint32_t rnd_u32(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
-}
-
-static float rnd_unif(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f); }
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
 
 /* A tensor in both types: h (bf16) and f = h widened. */
 typedef struct {
@@ -642,6 +603,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
+    rng_state = 0x9E3779B97F4A7C15ULL;
     test_helpers();
     test_casts();
     test_unary();

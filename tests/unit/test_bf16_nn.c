@@ -22,34 +22,12 @@
 #include <string.h>
 #include <time.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "bf16.h"
 #include "cpu_kernels.h"
 #include "test.h"
+#include "kernel_test.h"
 
-static void threads_set(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
-
-/* ---- RNG and buffers (every buffer is freed by bufs_free) ---------------- */
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
-
-static uint32_t rnd_u32(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
-}
-
-static float rnd_unif(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f); }
+/* ---- buffers (every buffer is freed by bufs_free) ------------------------ */
 
 #define MAX_BUFS 256
 static void *bufs[MAX_BUFS];
@@ -673,6 +651,7 @@ static void bench_attention(int reps) {
 }
 
 int main(int argc, char **argv) {
+    rng_state = 0x9E3779B97F4A7C15ULL;
     if (argc > 1 && !strcmp(argv[1], "bench")) {
         bench_attention(argc > 2 ? atoi(argv[2]) : 10);
         return 0;

@@ -19,52 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "cpu_kernels.h"
 #include "philox.h"
 #include "test.h"
-
-/* The thread count of the OpenMP team (1 without OpenMP). */
-static int threads_get(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void threads_set(int n) {
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#else
-    (void)n;
-#endif
-}
-
-/* ---- a small deterministic RNG (xorshift64*) ---------------------------- */
-
-static uint64_t rng_state = 0x2545F4914F6CDD1DULL;
-
-static uint32_t rnd_u32(void) {
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
-}
-
-static float rnd_unif(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() >> 8) * (1.0f / 16777216.0f); }
-
-static void *xmalloc(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
-    return p;
-}
+#include "kernel_test.h"
 
 static float *rnd_buf(int64_t n, float lo, float hi) {
     float *p = xmalloc((size_t)n * sizeof *p);
