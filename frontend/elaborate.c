@@ -1141,8 +1141,8 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             return;
         }
         E->precision_stmt = s;
-        if (strcmp(s->name, "fp32") && strcmp(s->name, "tf32") && strcmp(s->name, "bf16")) {
-            diag_error(E->d, s->name_loc, "unknown precision '%s' (expected fp32, tf32 or bf16)", s->name);
+        if (!precision_known(s->name)) {
+            diag_error(E->d, s->name_loc, "unknown precision '%s' (expected " ACC_PRECISIONS ")", s->name);
             return;
         }
         E->g->precision = pool_strdup(&E->g->pool, s->name);
@@ -1160,9 +1160,14 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
         }
         DType dt;
         Shape sh;
-        Value v = eval_type(E, f, &s->type, &dt, &sh)
-                      ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name), dt, &sh, s->name_loc)
-                      : v_err();
+        bool ok = eval_type(E, f, &s->type, &dt, &sh);
+        if (ok && dt != DT_F32 && dt != DT_I32) {
+            /* the runtime feeds f32 and i32; the precision pass casts to bf16 */
+            diag_error(E->d, s->type.dtype_loc, "inputs are f32 or i32, got %s; --precision bf16 casts them",
+                       dtype_name(dt));
+            ok = false;
+        }
+        Value v = ok ? make_leaf(E, f, OP_INPUT, pool_strdup(&E->g->pool, s->name), dt, &sh, s->name_loc) : v_err();
         bind(E, f, s->name, B_INPUT, v, s->name_loc);
         return;
     }

@@ -92,6 +92,8 @@ static const struct {
 const char *dtype_name(DType t) { return dtypes[t].name; }
 size_t dtype_size(DType t) { return dtypes[t].size; }
 
+bool precision_known(const char *s) { return !strcmp(s, "fp32") || !strcmp(s, "tf32") || !strcmp(s, "bf16"); }
+
 bool dtype_parse(const char *s, DType *out) {
     for (int t = 0; t < DT_COUNT; t++)
         if (!strcmp(s, dtypes[t].name)) {
@@ -148,9 +150,10 @@ OpKind op_lookup(const char *dsl_name) {
 
 char op_prec_class(OpKind k, int i) {
     const char *r = op_table[k].prec, *colon = strchr(r, ':');
-    if (!colon) return 0;
+    if (!colon || colon == r) return 0;
     if (i < 0) return colon[1];
-    return i < colon - r ? r[i] : 0;
+    if (i >= op_table[k].max_in) return 0;
+    return i < colon - r ? r[i] : colon[-1]; /* a variadic op's last letter covers the rest */
 }
 
 #define F(name, type) \

@@ -103,6 +103,12 @@ void diag_error_file(Diag *d, const char *fmt, ...) __attribute__((format(printf
 
 typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16, DT_COUNT } DType;
 const char *dtype_name(DType t);
+/* The model precisions (--precision, `precision P;`): fp32, tf32 (f32
+ * tensors, the cuda target's GEMMs on TF32 tensor cores) and bf16 (bf16
+ * activations, passes/precision.c). */
+#define ACC_PRECISIONS "fp32, tf32 or bf16"
+bool precision_known(const char *s);
+
 /* Whether kernels compute on t: f32 and bf16 (f16 is a storage type only). */
 static inline bool dtype_is_float(DType t) { return t == DT_F32 || t == DT_BF16; }
 size_t dtype_size(DType t);
@@ -192,8 +198,8 @@ static inline const OpInfo *op_info(OpKind k) { return &op_table[k]; }
 OpKind op_lookup(const char *dsl_name); /* OP_COUNT if none (and for leaves and internal ops) */
 /* Whether ops callable from the DSL include k (not a leaf, not internal). */
 static inline bool op_callable(OpKind k) { return !(op_table[k].flags & (OPF_LEAF | OPF_INTERNAL)); }
-/* The class of input i in op k's precision rule: 'a', 'f' or 'i' ('c' for
- * cast, 0 past the rule's inputs), and of the output (i = -1). */
+/* The class of input i in op k's precision rule (ops.def): 'a', 'p', 'f' or
+ * 'i' ('c' for cast, 0 past the op's inputs), and of the output (i = -1). */
 char op_prec_class(OpKind k, int i);
 /* Fill a with the defaults of op k's attribute string. */
 void attrs_defaults(OpKind k, Attrs *a);

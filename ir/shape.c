@@ -68,12 +68,23 @@ static bool check_inputs(const Graph *g, const Node *n, char *err, size_t err_le
     return true;
 }
 
+/* The dtype n computes in: that of its first float input of class a or p
+ * (the precision pass made them all one), else the graph's activation dtype. */
+static DType compute_dtype(const Graph *g, const Node *n) {
+    for (int j = 0; j < n->n_in; j++) {
+        char c = op_prec_class(n->op, j);
+        DType t = graph_node(g, n->in[j])->dtype;
+        if ((c == 'a' || c == 'p') && dtype_is_float(t)) return t;
+    }
+    return g->act_dtype;
+}
+
 /* The dtype the precision rule (ops.def) gives input i of n (i >= 0) or
- * its output (i = -1): the graph's activation dtype for 'a', f32 for 'f',
- * i32 for 'i'. */
+ * its output (i = -1): the dtype n computes in for 'a' and 'p', f32 for
+ * 'f', i32 for 'i'. */
 static DType prec_dtype(const Graph *g, const Node *n, int i) {
     char c = op_prec_class(n->op, i);
-    return c == 'a' ? g->act_dtype : c == 'i' ? DT_I32 : DT_F32;
+    return c == 'a' || c == 'p' ? compute_dtype(g, n) : c == 'i' ? DT_I32 : DT_F32;
 }
 
 /* Check that input i (called what in messages) has dtype t. */
@@ -189,8 +200,8 @@ bool shape_same(const Graph *g, Node *n, char *err, size_t err_len) {
     return set_out(n, x, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
-/* Common checks of layernorm and rmsnorm: x f32 [..., C], each further input
- * f32 [C], eps > 0. Sets *rows to the number of normalized rows. */
+/* Common checks of layernorm and rmsnorm: x [..., C] (f32 or bf16), each
+ * further input f32 [C], eps > 0. Sets *rows to the number of normalized rows. */
 static bool check_norm(const Graph *g, Node *n, int64_t *rows, char *err, size_t err_len) {
     static const char *const names[] = {"x", "w", "b"};
     if (!check_inputs(g, n, err, err_len)) return false;

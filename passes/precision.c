@@ -4,7 +4,10 @@
  * requires: a verified graph whose activations are f32 (the front end's,
  * after fuse). provides: for act = DT_BF16, g->act_dtype = DT_BF16 and every
  * op's inputs in the dtypes of its row's precision rule (ir/ops.def): an 'a'
- * input in bf16, an 'f' input in f32. Where a tensor's dtype differs a cast
+ * input in bf16 (the GEMMs), a 'p' input in the dtype the op computes in
+ * (bf16, or f32 when one of its 'p' inputs is a computed f32 tensor: a
+ * reduction's result, or what was computed from one, as autocast promotes),
+ * an 'f' input in f32. Where a tensor's dtype differs a cast
  * node is inserted just before the first op that reads it, and shared by the
  * later readers: the bf16 copy of a weight is an ordinary activation, which
  * the planner keeps from the forward to the backward or recomputes by cost
@@ -48,10 +51,10 @@ static bool name_taken(const Prec *p, const char *name) {
     return false;
 }
 
-/* A name no node has: base + suffix, or with a number after it. */
+/* A name no node has: base + suffix, or with _2, _3, ... after it. */
 static const char *fresh_name(Prec *p, const char *base, const char *suffix) {
     const char *name = pool_printf(&p->g->pool, "%s%s", base, suffix);
-    for (int k = 2; name_taken(p, name); k++) name = pool_printf(&p->g->pool, "%s%s%d", base, suffix, k);
+    for (int k = 2; name_taken(p, name); k++) name = pool_printf(&p->g->pool, "%s%s_%d", base, suffix, k);
     return name;
 }
 
@@ -79,6 +82,17 @@ static int cast_to(Prec *p, int old_src, int src, DType want, const Node *asker)
     return *slot = c.id;
 }
 
+/* The dtype x (inputs already renumbered) computes in: act, or f32 when one
+ * of its 'p' inputs is a computed f32 tensor. */
+static DType compute_in(const Prec *p, const Node *x, DType act) {
+    for (int j = 0; j < x->n_in; j++) {
+        const Node *in = &p->out[x->in[j]];
+        if (op_prec_class(x->op, j) == 'p' && in->dtype == DT_F32 && !(op_table[in->op].flags & OPF_LEAF))
+            return DT_F32;
+    }
+    return act;
+}
+
 int precision_apply(Graph *g, DType act) {
     if (act == DT_F32) return 0;
     ACC_ASSERT(act == DT_BF16 && g->act_dtype == DT_F32);
@@ -93,15 +107,18 @@ int precision_apply(Graph *g, DType act) {
     g->act_dtype = act;
     for (int i = 0; i < n; i++) {
         Node x = old[i];
+        int old_in[ACC_MAX_IN];
+        for (int j = 0; j < x.n_in; j++) old_in[j] = x.in[j], x.in[j] = new_id[x.in[j]];
+        DType cd = compute_in(&p, &x, act);
         for (int j = 0; j < x.n_in; j++) {
-            int src = new_id[x.in[j]];
             char c = op_prec_class(x.op, j);
-            if (c == 'a' || c == 'f') {
-                int before = p.n_out;
-                src = cast_to(&p, x.in[j], src, c == 'a' ? act : DT_F32, &x);
-                n_casts += p.n_out - before;
-            }
-            x.in[j] = src;
+            bool flt = dtype_is_float(p.out[x.in[j]].dtype);
+            if (flt && c != 'a' && c != 'p' && c != 'f') /* a rule the op table got wrong */
+                acc_panic(__FILE__, __LINE__, "%s: input %d is float, its precision class is '%c'", x.name, j,
+                          c ? c : '0');
+            int before = p.n_out;
+            if (flt) x.in[j] = cast_to(&p, old_in[j], x.in[j], c == 'a' ? act : c == 'p' ? cd : DT_F32, &x);
+            n_casts += p.n_out - before;
         }
         x.id = p.n_out;
         new_id[i] = x.id;

@@ -330,8 +330,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         else if (!strcmp(name, "--recompute")) VEC_PUSH(o->recompute_globs, v);
         else if (!strcmp(name, "--hw")) o->hw = v;
         else if (!strcmp(name, "--precision")) {
-            if (strcmp(v, "fp32") && strcmp(v, "tf32") && strcmp(v, "bf16"))
-                return usage_error("unknown --precision '%s' (known: fp32, tf32, bf16)", v);
+            if (!precision_known(v)) return usage_error("unknown --precision '%s' (known: " ACC_PRECISIONS ")", v);
             if (o->precision && strcmp(o->precision, v))
                 return usage_error("--precision %s and --precision %s exclude each other", o->precision, v);
             o->precision = v;

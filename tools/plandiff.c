@@ -172,8 +172,8 @@ static int diff_memory(const char *a, const char *b, FILE *out) {
 
 int plan_diff(const char *path_a, const char *path_b, FILE *out) {
     PlanFile a, b;
-    bool ok = load(path_a, &a) & load(path_b, &b);
-    if (!ok) {
+    bool ok_a = load(path_a, &a), ok_b = load(path_b, &b); /* both, so that both can be unloaded */
+    if (!ok_a || !ok_b) {
         unload(&a), unload(&b);
         return 2;
     }

@@ -2,7 +2,8 @@
 # bf16_follows_fp32.sh ACC MODEL [acc run args...]
 # Trains MODEL twice from the same seed, in fp32 and with --precision bf16,
 # and checks that the bf16 loss curve follows the fp32 one: at every step
-# |loss_bf16 - loss_fp32| <= 0.02 |loss_fp32| + 0.01, the bf16 loss falls
+# |loss_bf16 - loss_fp32| <= 0.005 |loss_fp32| + 0.005 (the largest
+# difference measured on the test's GPT-2: 0.0017), the bf16 loss falls
 # below 3/4 of its first value, and the bf16 run's measured peak equals its
 # planned peak, which is below the fp32 plan's.
 set -eu
@@ -30,7 +31,7 @@ peak() { tail -n 1 "$1" | sed -n "s/.*\"peak_bytes_$2\": \([0-9]*\).*/\1/p"; }
 }
 paste "$dir/fp32.l" "$dir/bf16.l" | awk '
     { n++; d = $4 - $2; if (d < 0) d = -d; if (d > worst) worst = d
-      if ($1 != $3 || $4 != $4 + 0 || d > 0.02 * ($2 < 0 ? -$2 : $2) + 0.01) {
+      if ($1 != $3 || $4 != $4 + 0 || d > 0.005 * ($2 < 0 ? -$2 : $2) + 0.005) {
           printf "bf16_follows_fp32: step %s: fp32 %s, bf16 %s\n", $1, $2, $4; bad = 1 }
       if (n == 1) first = $4; last = $4; lf = $2 }
     END { if (n < 2) { print "bf16_follows_fp32: no loss lines"; exit 1 }

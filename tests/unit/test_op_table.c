@@ -77,8 +77,35 @@ static void test_kernels(void) {
     }
 }
 
+/* Every row's precision rule is well formed: leaves have none; otherwise
+ * one letter of a, p, f, i per input (at least min_in, a variadic op's last
+ * covering the rest, never more than max_in), ':' and an output of a or f;
+ * the cast alone is "c:c". */
+static void test_precision_column(void) {
+    for (int k = 0; k < OP_COUNT; k++) {
+        const OpInfo *oi = &op_table[k];
+        const char *r = oi->prec, *colon = strchr(r, ':');
+        bool ok;
+        if (oi->flags & OPF_LEAF) ok = !*r;
+        else if (k == OP_CAST) ok = !strcmp(r, "c:c");
+        else {
+            int n = colon ? (int)(colon - r) : -1;
+            ok = colon && n >= 1 && n <= oi->max_in &&
+                 (n >= oi->min_in || n == oi->max_in || oi->max_in > oi->min_in) && strspn(r, "apfi") == (size_t)n &&
+                 (colon[1] == 'a' || colon[1] == 'f') && !colon[2];
+            for (int j = 0; ok && j < oi->max_in; j++) {
+                char c = op_prec_class((OpKind)k, j);
+                ok = c && strchr("apfi", c);
+            }
+            ok = ok && op_prec_class((OpKind)k, oi->max_in) == 0;
+        }
+        if (!ASSERT_TRUE(ok)) printf("  op %s: malformed precision rule \"%s\" (ir/ops.def)\n", oi->name, r);
+    }
+}
+
 int main(void) {
     test_codes();
     test_kernels();
+    test_precision_column();
     TEST_DONE();
 }

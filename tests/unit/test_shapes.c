@@ -524,7 +524,9 @@ static void test_cast(void) {
 }
 
 /* With bf16 activations (g.act_dtype, set by the precision pass) each rule
- * asks its row's precision: 'a' inputs and outputs bf16, 'f' ones f32. */
+ * checks its row's precision: the a and p inputs in one float dtype, the
+ * one the op computes in (the first's; the pass decides it), its output in
+ * it too or f32 for an 'f' output; 'f' inputs f32. */
 static void test_precision_rules(void) {
     Graph g;
     graph_init(&g, "t");
@@ -546,7 +548,13 @@ static void test_precision_rules(void) {
     a = defaults(OP_SUM);
     EXPECT_OK(OP_SUM, &a, "[]", DT_F32, 0, x);
     a = defaults(OP_GELU);
-    EXPECT_ERR(OP_GELU, &a, "x must be bf16, got f32[2,3]", xf);
+    EXPECT_OK(OP_GELU, &a, "[2,3]", DT_F32, 0, xf); /* promoted: computes in f32 */
+    EXPECT_OK(OP_GELU, &a, "[2,3]", DT_BF16, 0, x);
+    a = defaults(OP_SUB);
+    EXPECT_ERR(OP_SUB, &a, "inputs must be f32, got f32[2,3] and bf16[2,3]", xf, x);
+    a = defaults(OP_CONCAT);
+    a.axis = 0;
+    EXPECT_OK(OP_CONCAT, &a, "[6,3]", DT_BF16, 0, x, x, x); /* a variadic rule's last letter covers the rest */
     a = defaults(OP_RESHAPE);
     a.shape = (Shape){.ndim = 1, .dim = {6}};
     EXPECT_OK(OP_RESHAPE, &a, "[6]", DT_BF16, 0, x);
