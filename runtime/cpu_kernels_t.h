@@ -148,8 +148,6 @@ void KDN(k_dropout_bwd)(KDT *dx, const KDT *dout, int64_t n, float p, uint64_t s
  * unless full-sized and at the same place. */
 void KDN(k_ew_chain)(KDT *out, const KDT *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed, uint32_t step);
 
-/* ---- data movement ------------------------------------------------------ */
-
 /* ---- casts (inserted by the precision pass) -------------------------------- */
 
 /* cast: out (the instance's type) = x rounded to nearest even; bwd: dx += dout
@@ -159,6 +157,8 @@ void KDN(k_cast_fwd)(KDT *out, const float *x, int64_t n);
 void KDN(k_cast_bwd)(float *dx, const KDT *dout, int64_t n);
 void KDN(k_uncast_fwd)(float *out, const KDT *x, int64_t n);
 void KDN(k_uncast_bwd)(KDT *dx, const float *dout, int64_t n);
+
+/* ---- data movement ------------------------------------------------------ */
 
 /* reshape: a copy of n elements; bwd dx += dout. */
 void KDN(k_reshape_fwd)(KDT *out, const KDT *x, int64_t n);
