@@ -97,7 +97,9 @@ static void print_summary(const Graph *g, FILE *out) {
             n_param == 1 ? "" : "s", n_input, n_input == 1 ? "" : "s", n_op, n_op == 1 ? "" : "s");
     const Node *loss = graph_node(g, g->loss);
     fprintf(out, "loss: %s\n", loss->name);
-    if (g->precision) fprintf(out, "precision: %s (the model's; --precision overrides it)\n", g->precision);
+    if (g->precision)
+        fprintf(out, "precision: %s (the model's; --precision overrides it; the sizes below are before its casts)\n",
+                g->precision);
     /* activation bytes: every computed tensor, grouped by block instance in order */
     VEC(const char *) groups = {0};
     VEC(int64_t) bytes = {0};
