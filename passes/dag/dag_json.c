@@ -52,8 +52,8 @@ typedef struct {
 } JParser;
 
 /* "byte 12 (line 1, column 13): msg" for offset off. */
-static void vset_error(const char *text, size_t len, size_t off, char *err, size_t err_len, const char *fmt,
-                       va_list ap) __attribute__((format(printf, 6, 0)));
+static void vset_error(const char *text, size_t len, size_t off, char *err, size_t err_len, const char *fmt, va_list ap)
+    __attribute__((format(printf, 6, 0)));
 static void vset_error(const char *text, size_t len, size_t off, char *err, size_t err_len, const char *fmt,
                        va_list ap) {
     int line = 1, col = 1;
