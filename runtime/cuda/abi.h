@@ -105,7 +105,8 @@ typedef struct {
     X(ck_cast_bwd, 0)                \
     X(ck_uncast_fwd, 0)              \
     X(ck_uncast_bwd, 0)              \
-    X(ck_adamw, 0)
+    X(ck_adamw, 0)                   \
+    X(ck_bias_bf16, 0)
 
 typedef enum {
 #define KA_ENUM(name, sync) KID_##name,

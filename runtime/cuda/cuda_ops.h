@@ -29,6 +29,17 @@ void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const 
                   int64_t K, int trans_b);
 void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout, const float *x, const float *w,
                   int64_t M, int64_t N, int64_t K, int trans_b);
+/* The bf16 instances of the GEMMs (cpu_kernels_t.h): bf16 operands and
+ * gradients, fp32 sums, one rounding per stored element (see ops.c). */
+void g_matmul_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *a, const acc_bf16 *b, int64_t batch, int64_t M,
+                       int64_t N, int64_t K, int trans_a, int trans_b, int b_batched);
+void g_matmul_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *a,
+                       const acc_bf16 *b, int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b,
+                       int b_batched);
+void g_linear_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const acc_bf16 *w, const acc_bf16 *b, int64_t M,
+                       int64_t N, int64_t K, int trans_b);
+void g_linear_bwd_bf16(acc_dev *d, acc_bf16 *dx, acc_bf16 *dw, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *x,
+                       const acc_bf16 *w, int64_t M, int64_t N, int64_t K, int trans_b);
 /* the binary elementwise ops of the op table (acc_ops.h), as k_<op>_* */
 #define G_BINARY_DECL(code, name, reads)                                                                               \
     void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *out_shape,    \
@@ -70,6 +81,13 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
 void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
                      const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
                      int64_t KVH, int64_t D, int causal);
+/* bf16 q, k, v, out and their gradients; lse float (the kernels' flag) */
+void g_attention_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
+                          const acc_bf16 *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                          int causal);
+void g_attention_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, const acc_bf16 *dout, const acc_bf16 *q,
+                          const acc_bf16 *k, const acc_bf16 *v, const acc_bf16 *out, const float *lse, int64_t B,
+                          int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
 void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
 int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C);

@@ -38,7 +38,8 @@
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
     X(cuGraphExecDestroy)
 #define BLAS_FUNCS(X) \
-    X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched)
+    X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched) \
+    X(cublasGemmStridedBatchedEx)
 /* cuBLASLt: the GEMMs with a bias or bias-gradient epilogue (linear) */
 #define LT_FUNCS(X)                                                                                                  \
     X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                  \
@@ -168,25 +169,36 @@ static int cuda_launch(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned bloc
     return CU_CHECK(c, c->api.cuLaunchKernel(c->fn[k], grid, 1, 1, block, 1, 1, 0, c->stream, params, NULL));
 }
 
-static int cuda_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long long k, const float *A, long long lda,
-                     long long sA, const float *B, long long ldb, long long sB, float beta, float *C, long long ldc,
-                     long long sC, long long batch) {
+/* bf16: cublasGemmStridedBatchedEx with A, B and C in CUDA_R_16BF, fp32
+ * accumulation (CUBLAS_COMPUTE_32F: bf16 tensor cores where the GPU has
+ * them) and fp32 alpha and beta; a GPU or library without bf16 GEMMs fails
+ * here with cuBLAS's status (CUBLAS_STATUS_NOT_SUPPORTED or
+ * ARCH_MISMATCH), recorded like any other. */
+static int cuda_gemm(acc_dev *d, int bf16, int ta, int tb, long long m, long long n, long long k, const void *A,
+                     long long lda, long long sA, const void *B, long long ldb, long long sB, float beta, void *C,
+                     long long ldc, long long sC, long long batch) {
     CudaDev *c = (CudaDev *)d;
     const long long lim = 2147483647;
     if (m > lim || n > lim || k > lim || lda > lim || ldb > lim || ldc > lim || batch > lim)
         return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "GEMM dimension above 2^31");
     const float one = 1.0f;
+    if (bf16)
+        return BLAS_CHECK(c, c->api.cublasGemmStridedBatchedEx(c->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                               tb ? CUBLAS_OP_T : CUBLAS_OP_N, (int)m, (int)n, (int)k,
+                                                               &one, A, CUDA_R_16BF, (int)lda, sA, B, CUDA_R_16BF,
+                                                               (int)ldb, sB, &beta, C, CUDA_R_16BF, (int)ldc, sC,
+                                                               (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return BLAS_CHECK(c, c->api.cublasSgemmStridedBatched(
                              c->blas, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, (int)m, (int)n,
                              (int)k, &one, A, (int)lda, sA, B, (int)ldb, sB, &beta, C, (int)ldc, sC, (int)batch));
 }
 
 /* The alignment of a device address, for cuBLASLt's preferences: a power of
- * two from 4 to 256 (cuBLASLt's default assumption, which the arena's
- * 64-byte offsets need not meet). */
-static uint32_t lt_align(const void *p) {
+ * two from lo (the element size: 4, or 2 for bf16) to 256 (cuBLASLt's default
+ * assumption, which the arena's 64-byte offsets need not meet). */
+static uint32_t lt_align(const void *p, uint32_t lo) {
     uint32_t a = 256;
-    while (a > 4 && (uintptr_t)p % a) a /= 2;
+    while (a > lo && (uintptr_t)p % a) a /= 2;
     return a;
 }
 
@@ -196,9 +208,9 @@ static uint32_t lt_align(const void *p) {
  * GPU and library), the given fixed workspace. No algorithm for the
  * epilogue (CUBLAS_STATUS_NOT_SUPPORTED or none returned) is DEV_NO_ALGO, not
  * a failure: ops.c then runs the plain GEMM and the bias kernels. */
-static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long long n, long long k, const float *A,
-                        long long lda, const float *B, long long ldb, float beta, float *D, long long ldd, float *bias,
-                        void *ws, long long ws_bytes) {
+static int cuda_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long m, long long n, long long k,
+                        const void *A, long long lda, const void *B, long long ldb, float beta, void *D, long long ldd,
+                        void *bias, void *ws, long long ws_bytes) {
     CudaDev *c = (CudaDev *)d;
     Api *a = &c->api;
     if (m < 1 || n < 1 || k < 1 || lda < 1 || ldb < 1 || ldd < 1 || ws_bytes < 0)
@@ -212,21 +224,26 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
                                                    : CUBLASLT_EPILOGUE_BGRADB;
     uint64_t wsb = (uint64_t)ws_bytes;
     const float one = 1.0f;
-    int rc = BLAS_CHECK(
-        c, a->cublasLtMatmulDescCreate(&op, c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    /* bf16: the matrices CUDA_R_16BF, the bias of BIAS bf16 (D's type), the
+     * sums of BGRADA/B float; fp32 compute and scale either way */
+    cudaDataType_t mt = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    int32_t bias_type = bf16 && epi == DEV_EPI_BIAS ? CUDA_R_16BF : CUDA_R_32F;
+    int rc = BLAS_CHECK(c, a->cublasLtMatmulDescCreate(
+                               &op, c->tf32 && !bf16 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
     if (!rc)
         rc =
             BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (!rc && bf16)
+        rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                             sizeof bias_type));
     if (!rc)
-        rc = BLAS_CHECK(
-            c, a->cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, (uint64_t)(ta ? k : m), (uint64_t)(ta ? m : k), lda));
+        rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&la, mt, (uint64_t)(ta ? k : m), (uint64_t)(ta ? m : k), lda));
     if (!rc)
-        rc = BLAS_CHECK(
-            c, a->cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, (uint64_t)(tb ? n : k), (uint64_t)(tb ? k : n), ldb));
-    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, (uint64_t)m, (uint64_t)n, ldd));
+        rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&lb, mt, (uint64_t)(tb ? n : k), (uint64_t)(tb ? k : n), ldb));
+    if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatrixLayoutCreate(&ld, mt, (uint64_t)m, (uint64_t)n, ldd));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceCreate(&pref));
     if (!rc)
         rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
@@ -235,7 +252,7 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
     const cublasLtMatmulPreferenceAttributes_t align_attr[] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    const uint32_t align[] = {lt_align(A), lt_align(B), lt_align(D), lt_align(D)};
+    const uint32_t lo = bf16 ? 2 : 4, align[] = {lt_align(A, lo), lt_align(B, lo), lt_align(D, lo), lt_align(D, lo)};
     for (int i = 0; i < 4 && !rc; i++)
         rc = BLAS_CHECK(c, a->cublasLtMatmulPreferenceSetAttribute(pref, align_attr[i], &align[i], sizeof align[i]));
     cublasLtMatmulHeuristicResult_t res;
@@ -244,6 +261,8 @@ static int cuda_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long l
         memset(&res, 0, sizeof res);
         cublasStatus_t st = a->cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &res, &found);
         if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found < 1)) rc = DEV_NO_ALGO;
+        /* a bf16 epilogue (a float bias gradient) the library refuses */
+        else if (bf16 && st == CUBLAS_STATUS_INVALID_VALUE) rc = DEV_NO_ALGO;
         else rc = BLAS_CHECK(c, st);
     }
     if (!rc)

@@ -1,7 +1,9 @@
 /* dev_emu.c - the emulated device: the CUDA target's kernels (kernels.cu
  * compiled by the host compiler) and launch layer run on the CPU, with a
  * reference GEMM that follows cublasSgemmStridedBatched's contract to the
- * letter, and one with cuBLASLt's bias and bias-gradient epilogues. Device memory is host memory (one allocation, the arena), so the
+ * letter, and one with cuBLASLt's bias and bias-gradient epilogues (bf16
+ * operands widened, summed in float, the output rounded once). Device memory
+ * is host memory (one allocation, the arena), so the
  * generated schedule, ops.c and the kernels are exercised exactly as on the
  * GPU, and AddressSanitizer sees every access.
  *
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bf16.h"
 #include "device.h"
 #include "emu_exec.h"
 
@@ -37,11 +40,11 @@ typedef struct {
     acc_kernel_id k;
     unsigned grid, block;
     acc_kargs a;
-    int ta, tb, phase, epi;
+    int bf16, ta, tb, phase, epi;
     long long m, n, kk, lda, sa, ldb, sb, ldc, sc, batch, ws_bytes;
-    const float *A, *B;
-    float beta, *C, *bias;
-    void *ws;
+    const void *A, *B;
+    float beta;
+    void *C, *bias, *ws;
 } Rec;
 
 typedef struct {
@@ -109,18 +112,40 @@ static void ref_gemm(int ta, int tb, long long m, long long n, long long k, cons
         }
 }
 
+/* ref_gemm over bf16 A, B and C: the operands widened, the products summed
+ * in float in order of k, then C = round(s + bias[i]) (bias: bf16, or NULL)
+ * or round(s + beta C), one rounding. */
+static void ref_gemm_bf16(int ta, int tb, long long m, long long n, long long k, const acc_bf16 *A, long long lda,
+                          const acc_bf16 *B, long long ldb, float beta, acc_bf16 *C, long long ldc,
+                          const acc_bf16 *bias) {
+#pragma omp parallel for if (m * n * k > 32768)
+    for (long long j = 0; j < n; j++)
+        for (long long i = 0; i < m; i++) {
+            float s = 0.0f;
+            for (long long p = 0; p < k; p++) {
+                float x = acc_bf16_f32(ta ? A[p + i * lda] : A[i + p * lda]);
+                float y = acc_bf16_f32(tb ? B[j + p * ldb] : B[p + j * ldb]);
+                s += x * y;
+            }
+            if (bias) s += acc_bf16_f32(bias[i]);
+            else if (beta != 0.0f) s += beta * acc_bf16_f32(C[i + j * ldc]);
+            C[i + j * ldc] = acc_f32_bf16(s);
+        }
+}
+
 /* cublasSgemmStridedBatched(handle, ta, tb, m, n, k, 1, A, lda, sA, B, ldb,
  * sB, beta, C, ldc, sC, batch), column-major, checked like cuBLAS checks its
  * arguments; beta == 0 does not read C. Sums in order of k. */
-static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long long k, const float *A, long long lda,
-                    long long sA, const float *B, long long ldb, long long sB, float beta, float *C, long long ldc,
-                    long long sC, long long batch) {
+static int emu_gemm(acc_dev *d, int bf16, int ta, int tb, long long m, long long n, long long k, const void *A,
+                    long long lda, long long sA, const void *B, long long ldb, long long sB, float beta, void *C,
+                    long long ldc, long long sC, long long batch) {
     if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 ||
         ldc < m || ldc < 1)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
                         "gemm: invalid value (m %lld n %lld k %lld lda %lld ldb %lld ldc %lld)", m, n, k, lda, ldb,
                         ldc);
     record((EmuDev *)d, &(Rec){.kind = REC_GEMM,
+                               .bf16 = bf16,
                                .ta = ta,
                                .tb = tb,
                                .m = m,
@@ -137,8 +162,14 @@ static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long l
                                .ldc = ldc,
                                .sc = sC,
                                .batch = batch});
-    for (long long b = 0; b < batch; b++)
-        ref_gemm(ta, tb, m, n, k, A + b * sA, lda, B + b * sB, ldb, beta, C + b * sC, ldc);
+    for (long long b = 0; b < batch; b++) {
+        if (bf16)
+            ref_gemm_bf16(ta, tb, m, n, k, (const acc_bf16 *)A + b * sA, lda, (const acc_bf16 *)B + b * sB, ldb, beta,
+                          (acc_bf16 *)C + b * sC, ldc, NULL);
+        else
+            ref_gemm(ta, tb, m, n, k, (const float *)A + b * sA, lda, (const float *)B + b * sB, ldb, beta,
+                     (float *)C + b * sC, ldc);
+    }
     return ACC_OK;
 }
 
@@ -147,9 +178,9 @@ static int emu_gemm(acc_dev *d, int ta, int tb, long long m, long long n, long l
  * added to each row of D, or the bias gradient, the sums over k of op(A)'s
  * rows (BGRADA) or op(B)'s columns (BGRADB) in order of k. The workspace is
  * not used. With ACC_EMU_NO_EPILOGUE=1 it has no algorithm (DEV_NO_ALGO). */
-static int emu_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long long n, long long k, const float *A,
-                       long long lda, const float *B, long long ldb, float beta, float *D, long long ldd, float *bias,
-                       void *ws, long long ws_bytes) {
+static int emu_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long m, long long n, long long k,
+                       const void *A, long long lda, const void *B, long long ldb, float beta, void *D, long long ldd,
+                       void *bias, void *ws, long long ws_bytes) {
     if (epi != DEV_EPI_BIAS && epi != DEV_EPI_BGRADA && epi != DEV_EPI_BGRADB)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "gemm_ep: unknown epilogue %d", epi);
     if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D || !bias ||
@@ -160,6 +191,7 @@ static int emu_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long lo
                         epi, m, n, k, lda, ldb, ldd, bias ? "set" : "NULL", ws_bytes);
     if (((EmuDev *)d)->no_epilogue) return DEV_NO_ALGO;
     record((EmuDev *)d, &(Rec){.kind = REC_GEMM_EP,
+                               .bf16 = bf16,
                                .epi = epi,
                                .ta = ta,
                                .tb = tb,
@@ -176,21 +208,42 @@ static int emu_gemm_ep(acc_dev *d, int epi, int ta, int tb, long long m, long lo
                                .bias = bias,
                                .ws = ws,
                                .ws_bytes = ws_bytes});
-    ref_gemm(ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd);
+    if (bf16) {
+        const acc_bf16 *a = A, *b = B;
+        float *sums = bias;
+        ref_gemm_bf16(ta, tb, m, n, k, a, lda, b, ldb, beta, D, ldd, epi == DEV_EPI_BIAS ? bias : NULL);
+        if (epi == DEV_EPI_BGRADA) {
+            for (long long i = 0; i < m; i++) {
+                float s = 0.0f;
+                for (long long p = 0; p < k; p++) s += acc_bf16_f32(ta ? a[p + i * lda] : a[i + p * lda]);
+                sums[i] = s;
+            }
+        } else if (epi == DEV_EPI_BGRADB) {
+            for (long long j = 0; j < n; j++) {
+                float s = 0.0f;
+                for (long long p = 0; p < k; p++) s += acc_bf16_f32(tb ? b[j + p * ldb] : b[p + j * ldb]);
+                sums[j] = s;
+            }
+        }
+        return ACC_OK;
+    }
+    const float *a = A, *b = B;
+    float *dd = D, *bs = bias;
+    ref_gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, dd, ldd);
     if (epi == DEV_EPI_BIAS) {
         for (long long j = 0; j < n; j++)
-            for (long long i = 0; i < m; i++) D[i + j * ldd] += bias[i];
+            for (long long i = 0; i < m; i++) dd[i + j * ldd] += bs[i];
     } else if (epi == DEV_EPI_BGRADA) {
         for (long long i = 0; i < m; i++) {
             float s = 0.0f;
-            for (long long p = 0; p < k; p++) s += ta ? A[p + i * lda] : A[i + p * lda];
-            bias[i] = s;
+            for (long long p = 0; p < k; p++) s += ta ? a[p + i * lda] : a[i + p * lda];
+            bs[i] = s;
         }
     } else {
         for (long long j = 0; j < n; j++) {
             float s = 0.0f;
-            for (long long p = 0; p < k; p++) s += tb ? B[j + p * ldb] : B[p + j * ldb];
-            bias[j] = s;
+            for (long long p = 0; p < k; p++) s += tb ? b[j + p * ldb] : b[p + j * ldb];
+            bs[j] = s;
         }
     }
     return ACC_OK;
@@ -292,11 +345,11 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
         const Rec *r = &g->v[i];
         if (r->kind == REC_LAUNCH) emu_kernel_launch(d, r->k, r->grid, r->block, &r->a);
         else if (r->kind == REC_GEMM)
-            emu_gemm(d, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta, r->C,
-                     r->ldc, r->sc, r->batch);
+            emu_gemm(d, r->bf16, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta,
+                     r->C, r->ldc, r->sc, r->batch);
         else if (r->kind == REC_GEMM_EP)
-            emu_gemm_ep(d, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C, r->ldc,
-                        r->bias, r->ws, r->ws_bytes);
+            emu_gemm_ep(d, r->bf16, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C,
+                        r->ldc, r->bias, r->ws, r->ws_bytes);
         else emu_mark(d, r->phase);
     }
     return d->status;

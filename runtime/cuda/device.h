@@ -19,23 +19,27 @@ typedef struct {
     int (*launch)(acc_dev *d, acc_kernel_id k, unsigned grid, unsigned block, const acc_kargs *a);
     /* cublasSgemmStridedBatched's contract exactly: column-major, op(A) m x k,
      * op(B) k x n, C = alpha op(A) op(B) + beta C, with alpha 1 (beta 0: C is
-     * not read) */
-    int (*gemm)(acc_dev *d, int trans_a, int trans_b, long long m, long long n, long long k, const float *A,
-                long long lda, long long stride_a, const float *B, long long ldb, long long stride_b, float beta,
-                float *C, long long ldc, long long stride_c, long long batch);
+     * not read). bf16: A, B and C hold bf16 (cublasGemmStridedBatchedEx with
+     * CUDA_R_16BF, fp32 accumulation and fp32 alpha/beta): C = round(op(A)
+     * op(B) + beta C), one rounding; otherwise they hold floats. */
+    int (*gemm)(acc_dev *d, int bf16, int trans_a, int trans_b, long long m, long long n, long long k, const void *A,
+                long long lda, long long stride_a, const void *B, long long ldb, long long stride_b, float beta,
+                void *C, long long ldc, long long stride_c, long long batch);
     /* cublasLtMatmul's contract with one epilogue, for one column-major
      * matrix, alpha 1: D (m x n) = op(A) op(B) + beta D (beta 0: D is not
      * read), op(A) m x k, op(B) k x n, then
-     *   DEV_EPI_BIAS:   D[i, j] += bias[i]                (bias: m floats, read)
+     *   DEV_EPI_BIAS:   D[i, j] += bias[i]                (bias: m elements, read)
      *   DEV_EPI_BGRADA: bias[i] = sum over p of op(A)[i, p] (m floats, written)
      *   DEV_EPI_BGRADB: bias[j] = sum over p of op(B)[p, j] (n floats, written)
-     * with at most ws_bytes of workspace at ws. Returns ACC_OK; DEV_NO_ALGO
-     * when the library has no algorithm for this epilogue and shape (nothing
-     * is written and no failure recorded: the caller does the same math
-     * another way); or the recorded failure. */
-    int (*gemm_ep)(acc_dev *d, int epilogue, int trans_a, int trans_b, long long m, long long n, long long k,
-                   const float *A, long long lda, const float *B, long long ldb, float beta, float *D, long long ldd,
-                   float *bias, void *ws, long long ws_bytes);
+     * with at most ws_bytes of workspace at ws. bf16: A, B and D hold bf16,
+     * the sum is fp32 and D is rounded once, after the bias; the BIAS
+     * epilogue's bias is bf16, the bias gradients stay floats. Returns
+     * ACC_OK; DEV_NO_ALGO when the library has no algorithm for this
+     * epilogue, type and shape (nothing is written and no failure recorded:
+     * the caller does the same math another way); or the recorded failure. */
+    int (*gemm_ep)(acc_dev *d, int bf16, int epilogue, int trans_a, int trans_b, long long m, long long n, long long k,
+                   const void *A, long long lda, const void *B, long long ldb, float beta, void *D, long long ldd,
+                   void *bias, void *ws, long long ws_bytes);
 } DevOps;
 
 /* The epilogues of DevOps.gemm_ep (cuBLASLt's CUBLASLT_EPILOGUE_BIAS,

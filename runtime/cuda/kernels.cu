@@ -235,6 +235,11 @@ DEVFN void stx(float *p, long long i, float v, int h) {
     if (h) ((unsigned short *)p)[i] = bf16_round(v);
     else p[i] = v;
 }
+/* The address of element i of such a tensor, for ldx/stx from there (the
+ * kargs' float pointer type; not dereferenced as a float when h). */
+DEVFN float *xp(const float *p, long long i, int h) {
+    return (float *)(unsigned long long)((const char *)p + i * (h ? 2 : 4));
+}
 
 /* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
 KERNEL ck_cast_fwd(acc_kargs a) {
@@ -259,6 +264,25 @@ KERNEL ck_uncast_bwd(acc_kargs a) {
     unsigned short *dx = (unsigned short *)a.p[0];
     const float *dy = a.p[1];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) dx[i] = bf16_round(bf16_widen(dx[i]) + dy[i]);
+}
+
+/* The bf16 linear's bias without an epilogue (ops.c). p0 y, p1 x (bf16);
+ * i0 M, i1 N, i2 mode. Mode 0: y (M, N) rows = x (N). Mode 1: y (N) =
+ * round(y + the column sums of x (M, N)), summed in float from y, rows in
+ * order: one thread per column. */
+KERNEL ck_bias_bf16(acc_kargs a) {
+    unsigned short *y = (unsigned short *)a.p[0];
+    const unsigned short *x = (const unsigned short *)a.p[1];
+    long long M = a.i[0], N = a.i[1];
+    if (!a.i[2]) {
+        for (long long i = GSTART; i < M * N; i += GSTRIDE) y[i] = x[i % N];
+        return;
+    }
+    for (long long j = GSTART; j < N; j += GSTRIDE) {
+        float s = bf16_widen(y[j]);
+        for (long long r = 0; r < M; r++) s += bf16_widen(x[r * N + j]);
+        y[j] = bf16_round(s);
+    }
 }
 
 /* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
@@ -891,10 +915,10 @@ DEVFN float f4_get(kf4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ?
 /* Stage rows [0, n) of a global (., D) matrix with row stride ld into a
  * shared tile of `rows` rows, row stride ls, columns [0, D4): zeros past row
  * n and column D. Warps take rows in turn, lanes consecutive columns. */
-DEVFN void att_load(float *dst, int ls, int rows, const float *src, long long ld, int n, int D, int D4) {
+DEVFN void att_load(float *dst, int ls, int rows, const float *src, long long ld, int n, int D, int D4, int h) {
     int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
     for (int j = (int)(threadIdx.x >> 5); j < rows; j += nw)
-        for (int d = lane; d < D4; d += 32) dst[j * ls + d] = j < n && d < D ? src[j * ld + d] : 0.0f;
+        for (int d = lane; d < D4; d += 32) dst[j * ls + d] = j < n && d < D ? ldx(src, j * ld + d, h) : 0.0f;
 }
 
 /* Asynchronous staging (cp.async, sm_80 and later): att_stage starts the
@@ -929,9 +953,9 @@ DEVFN void att_stage_wait(void) {
 #endif
 }
 
-DEVFN void att_stage(float *dst, int ls, int rows, const float *src, long long ld, int n, int D) {
-    if ((D & 3) || (ld & 3) || ((unsigned long long)src & 15)) {
-        att_load(dst, ls, rows, src, ld, n, D, D);
+DEVFN void att_stage(float *dst, int ls, int rows, const float *src, long long ld, int n, int D, int h) {
+    if (h || (D & 3) || (ld & 3) || ((unsigned long long)src & 15)) {
+        att_load(dst, ls, rows, src, ld, n, D, D, h);
         return;
     }
     int q = D >> 2;
@@ -949,12 +973,12 @@ DEVFN void att_zero_cols(float *dst, int ls, int rows, int D, int D4) {
 
 /* delta[j] = dout_j . out_j for the rows [0, n) of a tile of `rows` rows (0
  * past n); global rows with stride ld. Warps take rows in turn. */
-DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, long long ld, int n, int D) {
+DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, long long ld, int n, int D, int h) {
     int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
     for (int j = (int)(threadIdx.x >> 5); j < rows; j += nw) {
         float s = 0.0f;
         if (j < n)
-            for (int d = lane; d < D; d += 32) s += dO[j * ld + d] * O[j * ld + d];
+            for (int d = lane; d < D; d += 32) s += ldx(dO, j * ld + d, h) * ldx(O, j * ld + d, h);
         s = warp_sum(s);
         if (lane == 0) delta[j] = s;
     }
@@ -965,13 +989,14 @@ DEVFN void att_delta(float *delta, int rows, const float *dO, const float *O, lo
  * dk/dv kernels (which otherwise recompute it per tile: dk/dv once per key
  * tile). One warp per row, the sum in att_delta's order. */
 KERNEL ck_attention_delta(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], H = a.i[3], D = a.i[5];
     int lane = threadIdx.x & 31, nw = (int)(blockDim.x >> 5);
     for (long long r = (long long)blockIdx.x * nw + (threadIdx.x >> 5); r < a.i[0] * H * T;
          r += (long long)gridDim.x * nw) {
         long long t = r % T, h = (r / T) % H, b = r / (T * H), row = ((b * T + t) * H + h) * D;
         float s = 0.0f;
-        for (long long d = lane; d < D; d += 32) s += a.p[1][row + d] * a.p[2][row + d];
+        for (long long d = lane; d < D; d += 32) s += ldx(a.p[1], row + d, hb) * ldx(a.p[2], row + d, hb);
         s = warp_sum(s);
         if (lane == 0) a.p[0][r] = s;
     }
@@ -981,9 +1006,9 @@ KERNEL ck_attention_delta(acc_kargs a) {
  * h from t0: from ck_attention_delta's array when there is one (pre), else
  * computed here (att_delta). */
 DEVFN void att_tile_delta(float *delta, int rows, const float *pre, long long pre0, const float *dO, const float *O,
-                          long long ld, int n, int D) {
+                          long long ld, int n, int D, int h) {
     if (!pre) {
-        att_delta(delta, rows, dO, O, ld, n, D);
+        att_delta(delta, rows, dO, O, ld, n, D, h);
         return;
     }
     for (int j = (int)threadIdx.x; j < rows; j += (int)blockDim.x) delta[j] = j < n ? pre[pre0 + j] : 0.0f;
@@ -1047,6 +1072,7 @@ DEVFN float group8_sum(float v) {
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
 KERNEL ck_attention_fwd_rt(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[RT_ROWS * RT_LD];
     __shared__ KALIGN16 float ks[RT_KEYS * RT_LD], vs[RT_KEYS * RT_LD];
     __shared__ KALIGN16 float ps[RT_ROWS * RT_PL];
@@ -1069,13 +1095,13 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
             UNROLL for (int c = 0; c < 8; c++) o[i][c] = 0.0f;
         }
         __syncthreads(); /* the previous tile is done with qs, ks and vs */
-        att_stage(qs, RT_LD, RT_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D);
-        att_stage(ks, RT_LD, RT_KEYS, a.p[3] + kv0, kld, (int)(send < RT_KEYS ? send : RT_KEYS), D);
+        att_stage(qs, RT_LD, RT_ROWS, xp(a.p[2], (b * T + t0) * qld + h * D, hb), qld, qn, D, hb);
+        att_stage(ks, RT_LD, RT_KEYS, xp(a.p[3], kv0, hb), kld, (int)(send < RT_KEYS ? send : RT_KEYS), D, hb);
         for (long long s0 = 0; s0 < send; s0 += RT_KEYS) {
             int kn = (int)(send - s0 < RT_KEYS ? send - s0 : RT_KEYS);
             att_stage_wait();
             __syncthreads(); /* qs and this K are staged; every thread is done with the last V */
-            att_stage(vs, RT_LD, RT_KEYS, a.p[4] + kv0 + s0 * kld, kld, kn, D); /* lands during the scores */
+            att_stage(vs, RT_LD, RT_KEYS, xp(a.p[4], kv0 + s0 * kld, hb), kld, kn, D, hb); /* lands during the scores */
             float sc[4][4];
             UNROLL for (int i = 0; i < 4; i++) UNROLL for (int j = 0; j < 4; j++) sc[i][j] = 0.0f;
             for (int d = 0; d < D4; d += 4) {
@@ -1108,8 +1134,8 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
             __syncthreads();           /* V is staged; every thread is done with K; the probabilities are written */
             if (s0 + RT_KEYS < send) { /* the next K lands during O += P V */
                 long long s1 = s0 + RT_KEYS;
-                att_stage(ks, RT_LD, RT_KEYS, a.p[3] + kv0 + s1 * kld, kld,
-                          (int)(send - s1 < RT_KEYS ? send - s1 : RT_KEYS), D);
+                att_stage(ks, RT_LD, RT_KEYS, xp(a.p[3], kv0 + s1 * kld, hb), kld,
+                          (int)(send - s1 < RT_KEYS ? send - s1 : RT_KEYS), D, hb);
             }
             for (int j = 0; j < kn; j += 4) { /* rows past kn: zero in both tiles */
                 kf4 p4[4];
@@ -1124,14 +1150,14 @@ KERNEL ck_attention_fwd_rt(acc_kargs a) {
                 }
             }
         }
-        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        float *og = xp(a.p[0], (b * T + t0) * qld + h * D, hb);
         UNROLL for (int i = 0; i < 4; i++) {
             int r = 4 * g + i;
             float lt = group8_sum(l[i]);
             if (r >= qn) continue;
             UNROLL for (int c = 0; c < 8; c++) {
                 int col = (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3);
-                if (col < D) og[r * qld + col] = lt > 0.0f ? o[i][c] / lt : 0.0f;
+                if (col < D) stx(og, r * qld + col, lt > 0.0f ? o[i][c] / lt : 0.0f, hb);
             }
             if (x == 0) a.p[1][(b * H + h) * T + t0 + r] = m[i] + logf(lt);
         }
@@ -1215,6 +1241,7 @@ DEVFN void tc_c_to_a(float pa[4], const float c[4], int lane) {
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
 KERNEL ck_attention_fwd_tc(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float ks[64 * TC_KLD];
     __shared__ KALIGN16 float vs[64 * TC_VLD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
@@ -1226,20 +1253,20 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
         AttTile at = att_query_tile(&a, tile, nqt, 64);
         long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
         int qn = at.qn, r0 = 16 * w + gid; /* this lane's rows r0, r0 + 8 */
-        const float *qg = a.p[2] + at.row0;
+        const float *qg = xp(a.p[2], at.row0, hb);
         float qa[8][4], o[8][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
         UNROLL for (int kk = 0; kk < 8; kk++) UNROLL for (int i = 0; i < 4; i++) {
             int r = r0 + 8 * (i & 1), d = 8 * kk + tig + 4 * (i >> 1);
-            qa[kk][i] = r < qn && d < D ? tf32(qg[r * qld + d] * scale) : 0.0f;
+            qa[kk][i] = r < qn && d < D ? tf32(ldx(qg, r * qld + d, hb) * scale) : 0.0f;
             o[kk][i] = 0.0f;
         }
         __syncthreads(); /* every warp of the previous tile is done with K and V */
-        att_stage(ks, TC_KLD, 64, a.p[3] + kv0, kld, (int)(send < 64 ? send : 64), D);
+        att_stage(ks, TC_KLD, 64, xp(a.p[3], kv0, hb), kld, (int)(send < 64 ? send : 64), D, hb);
         for (long long s0 = 0; s0 < send; s0 += 64) {
             int kn = (int)(send - s0 < 64 ? send - s0 : 64);
             att_stage_wait();
             __syncthreads(); /* this K is staged; every warp is done with the last V */
-            att_stage(vs, TC_VLD, 64, a.p[4] + kv0 + s0 * kld, kld, kn, D); /* lands during the scores */
+            att_stage(vs, TC_VLD, 64, xp(a.p[4], kv0 + s0 * kld, hb), kld, kn, D, hb); /* lands during the scores */
             float s[8][4];
             UNROLL for (int nt = 0; nt < 8; nt++) {
                 UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
@@ -1273,8 +1300,8 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
             att_stage_wait();
             __syncthreads();    /* V is staged; every warp is done with K */
             if (s0 + 64 < send) /* the next K lands during O += P V */
-                att_stage(ks, TC_KLD, 64, a.p[3] + kv0 + (s0 + 64) * kld, kld,
-                          (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64), D);
+                att_stage(ks, TC_KLD, 64, xp(a.p[3], kv0 + (s0 + 64) * kld, hb), kld,
+                          (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64), D, hb);
             UNROLL for (int kc = 0; kc < 8; kc++) { /* O += P V */
                 if (8 * kc >= kn) continue;
                 float pa[4];
@@ -1284,14 +1311,14 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
                              tf32(vs[(8 * kc + tig + 4) * TC_VLD + 8 * nd + gid]));
             }
         }
-        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        float *og = xp(a.p[0], (b * T + t0) * qld + h * D, hb);
         UNROLL for (int hh = 0; hh < 2; hh++) {
             l[hh] += __shfl_xor_sync(K_FULL, l[hh], 1);
             l[hh] += __shfl_xor_sync(K_FULL, l[hh], 2);
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
             int r = r0 + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) og[r * qld + d] = l[i >> 1] > 0.0f ? o[nd][i] / l[i >> 1] : 0.0f;
+            if (r < qn && d < D) stx(og, r * qld + d, l[i >> 1] > 0.0f ? o[nd][i] / l[i >> 1] : 0.0f, hb);
         }
         UNROLL for (int hh = 0; hh < 2; hh++) {
             int r = r0 + 8 * hh;
@@ -1320,11 +1347,11 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
 
 /* The warp's A fragments of a 16-row block of a (., D) global matrix with
  * row stride ld (rows [0, n) of it valid), times f, TF32. */
-DEVFN void tc_load_a(float fa[8][4], const float *src, long long ld, int n, int D, float f) {
+DEVFN void tc_load_a(float fa[8][4], const float *src, long long ld, int n, int D, float f, int h) {
     int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     UNROLL for (int kk = 0; kk < 8; kk++) UNROLL for (int i = 0; i < 4; i++) {
         int r = gid + 8 * (i & 1), d = 8 * kk + tig + 4 * (i >> 1);
-        fa[kk][i] = r < n && d < D ? tf32(src[r * ld + d] * f) : 0.0f;
+        fa[kk][i] = r < n && d < D ? tf32(ldx(src, r * ld + d, h) * f) : 0.0f;
     }
 }
 
@@ -1357,6 +1384,7 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
 
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float ks[2][32 * TC_QLD], vs[2][32 * TC_QLD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
@@ -1368,8 +1396,8 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
         long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
         int qn = at.qn, r0 = 16 * w, wn = qn - r0; /* the warp's valid rows */
         float qa[8][4], ga[8][4], acc[8][4], lse[2], delta[2];
-        tc_load_a(qa, a.p[2] + row0 + r0 * qld, qld, wn, D, scale);
-        tc_load_a(ga, a.p[1] + row0 + r0 * qld, qld, wn, D, 1.0f);
+        tc_load_a(qa, xp(a.p[2], row0 + r0 * qld, hb), qld, wn, D, scale, hb);
+        tc_load_a(ga, xp(a.p[1], row0 + r0 * qld, hb), qld, wn, D, 1.0f, hb);
         UNROLL for (int hh = 0; hh < 2; hh++) {
             int r = r0 + gid + 8 * hh;
             lse[hh] = r < qn ? a.p[6][(b * H + h) * T + t0 + r] : 0.0f;
@@ -1377,16 +1405,16 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
         __syncthreads(); /* every warp of the previous tile is done with both buffers */
-        att_stage(ks[0], TC_QLD, 32, a.p[3] + kv0, kld, (int)(send < 32 ? send : 32), D);
-        att_stage(vs[0], TC_QLD, 32, a.p[4] + kv0, kld, (int)(send < 32 ? send : 32), D);
+        att_stage(ks[0], TC_QLD, 32, xp(a.p[3], kv0, hb), kld, (int)(send < 32 ? send : 32), D, hb);
+        att_stage(vs[0], TC_QLD, 32, xp(a.p[4], kv0, hb), kld, (int)(send < 32 ? send : 32), D, hb);
         for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
             int kn = (int)(send - s0 < 32 ? send - s0 : 32), ntn = (kn + 7) / 8;
             att_stage_wait();
             __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
             if (s0 + 32 < send) { /* the next K and V land during this tile */
                 int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
-                att_stage(ks[c ^ 1], TC_QLD, 32, a.p[3] + kv0 + (s0 + 32) * kld, kld, nn, D);
-                att_stage(vs[c ^ 1], TC_QLD, 32, a.p[4] + kv0 + (s0 + 32) * kld, kld, nn, D);
+                att_stage(ks[c ^ 1], TC_QLD, 32, xp(a.p[3], kv0 + (s0 + 32) * kld, hb), kld, nn, D, hb);
+                att_stage(vs[c ^ 1], TC_QLD, 32, xp(a.p[4], kv0 + (s0 + 32) * kld, hb), kld, nn, D, hb);
             }
             float s[4][4], dp[4][4];
             tc_abt(s, ntn, qa, ks[c], TC_QLD, D);
@@ -1399,10 +1427,10 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
             }
             tc_acc_cb(acc, s, ntn, ks[c], TC_QLD, D);
         }
-        float *dq = a.p[0] + row0;
+        float *dq = xp(a.p[0], row0, hb);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
             int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) dq[r * qld + d] += scale * acc[nd][i];
+            if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, hb) + scale * acc[nd][i], hb);
         }
     }
 }
@@ -1413,9 +1441,10 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
 DEVFN void tc_stage_rows(float *qs, float *gs, float *rl, float *rd, const acc_kargs *a, long long b, long long h,
                          long long t0, int D) {
     long long T = a->i[1], H = a->i[3], qld = H * D, row0 = (b * T + t0) * qld + h * D, l0 = (b * H + h) * T + t0;
+    int hb = (int)a->i[7];
     int n = (int)(T - t0 < 32 ? T - t0 : 32);
-    att_stage(qs, TC_QLD, 32, a->p[3] + row0, qld, n, D);
-    att_stage(gs, TC_QLD, 32, a->p[2] + row0, qld, n, D);
+    att_stage(qs, TC_QLD, 32, xp(a->p[3], row0, hb), qld, n, D, hb);
+    att_stage(gs, TC_QLD, 32, xp(a->p[2], row0, hb), qld, n, D, hb);
     for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
         cp_async(rl + r, a->p[7] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
         cp_async(rd + r, a->p[8] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
@@ -1425,6 +1454,7 @@ DEVFN void tc_stage_rows(float *qs, float *gs, float *rl, float *rd, const acc_k
 /* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
  * (required); either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[2][32 * TC_QLD], gs[2][32 * TC_QLD];
     __shared__ float rowl[2][32], rowd[2][32];
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
@@ -1438,8 +1468,8 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
         long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32;     /* row tiles per query head */
         int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
         float ka[8][4], va[8][4], gk[8][4], gv[8][4];
-        tc_load_a(ka, a.p[4] + krow0 + k0 * kld, kld, wn, D, scale); /* S^T = (scale k) q^T */
-        tc_load_a(va, a.p[5] + krow0 + k0 * kld, kld, wn, D, 1.0f);
+        tc_load_a(ka, xp(a.p[4], krow0 + k0 * kld, hb), kld, wn, D, scale, hb); /* S^T = (scale k) q^T */
+        tc_load_a(va, xp(a.p[5], krow0 + k0 * kld, hb), kld, wn, D, 1.0f, hb);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) gk[nd][i] = gv[nd][i] = 0.0f;
         __syncthreads(); /* every warp of the previous tile is done with both buffers */
         /* row tile i: query head kvh G + i / nrt, rows tfirst + 32 (i % nrt) */
@@ -1469,8 +1499,8 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
             int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
             if (key >= kn || d >= D) continue;
             long long o = krow0 + (long long)key * kld + d;
-            if (a.p[0]) a.p[0][o] += scale * gk[nd][e];
-            if (a.p[1]) a.p[1][o] += gv[nd][e];
+            if (a.p[0]) stx(a.p[0], o, ldx(a.p[0], o, hb) + scale * gk[nd][e], hb);
+            if (a.p[1]) stx(a.p[1], o, ldx(a.p[1], o, hb) + gv[nd][e], hb);
         }
     }
 }
@@ -1526,6 +1556,7 @@ DEVFN int rb_col(int x, int c) { return (c < 4 ? 4 * x : 32 + 4 * x) + (c & 3); 
 
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[2][RB * RT_LD], vs[RB * RT_LD];
     __shared__ KALIGN16 float dss[RB * RB_PL]; /* ds, (row, key); 48,128 bytes in all */
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
@@ -1550,16 +1581,16 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
             UNROLL for (int c = 0; c < 8; c++) acc[i][c] = 0.0f;
         }
         __syncthreads(); /* the previous tile is done with every buffer */
-        att_stage(qs, RT_LD, RB, a.p[2] + row0, qld, qn, D);
-        att_stage(gs, RT_LD, RB, a.p[1] + row0, qld, qn, D);
-        att_stage(ks[0], RT_LD, RB, a.p[3] + kv0, kld, (int)(send < RB ? send : RB), D);
-        att_stage(vs, RT_LD, RB, a.p[4] + kv0, kld, (int)(send < RB ? send : RB), D);
+        att_stage(qs, RT_LD, RB, xp(a.p[2], row0, hb), qld, qn, D, hb);
+        att_stage(gs, RT_LD, RB, xp(a.p[1], row0, hb), qld, qn, D, hb);
+        att_stage(ks[0], RT_LD, RB, xp(a.p[3], kv0, hb), kld, (int)(send < RB ? send : RB), D, hb);
+        att_stage(vs, RT_LD, RB, xp(a.p[4], kv0, hb), kld, (int)(send < RB ? send : RB), D, hb);
         for (long long s0 = 0, c = 0; s0 < send; s0 += RB, c ^= 1) {
             int kn = (int)(send - s0 < RB ? send - s0 : RB), nn = (int)(send - s0 - RB < RB ? send - s0 - RB : RB);
             att_stage_wait();
             __syncthreads(); /* this K and V are staged; every thread is done with the other K */
             if (nn > 0)      /* the next K lands during this tile */
-                att_stage(ks[c ^ 1], RT_LD, RB, a.p[3] + kv0 + (s0 + RB) * kld, kld, nn, D);
+                att_stage(ks[c ^ 1], RT_LD, RB, xp(a.p[3], kv0 + (s0 + RB) * kld, hb), kld, nn, D, hb);
             float sc[2][4], dp[2][4];
             rb_scores(qs, gs, ks[c], vs, D4, g, x, sc, dp);
             UNROLL for (int i = 0; i < 2; i++) UNROLL for (int j = 0; j < 4; j++) {
@@ -1569,7 +1600,7 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
             }
             __syncthreads(); /* every thread is done with V; (the group's rows of ds are written) */
             if (nn > 0)      /* the next V lands during dq += ds K */
-                att_stage(vs, RT_LD, RB, a.p[4] + kv0 + (s0 + RB) * kld, kld, nn, D);
+                att_stage(vs, RT_LD, RB, xp(a.p[4], kv0 + (s0 + RB) * kld, hb), kld, nn, D, hb);
             for (int j = 0; j < kn; j += 4) { /* keys past kn: ds 0, K rows 0 */
                 kf4 d4[2];
                 UNROLL for (int i = 0; i < 2; i++) d4[i] = ld4(dss + (2 * g + i) * RB_PL + j);
@@ -1577,11 +1608,14 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
                     rb_axpy8(acc[i], f4_get(d4[i], jj), ks[c] + (j + jj) * RT_LD, x);
             }
         }
-        float *dq = a.p[0] + row0;
+        float *dq = xp(a.p[0], row0, hb);
         UNROLL for (int i = 0; i < 2; i++) {
             int r = 2 * g + i;
             if (r >= qn) continue;
-            UNROLL for (int c = 0; c < 8; c++) if (rb_col(x, c) < D) dq[r * qld + rb_col(x, c)] += scale * acc[i][c];
+            UNROLL for (int c = 0; c < 8; c++) if (rb_col(x, c) < D) {
+                long long e = r * qld + rb_col(x, c);
+                stx(dq, e, ldx(dq, e, hb) + scale * acc[i][c], hb);
+            }
         }
     }
 }
@@ -1589,6 +1623,7 @@ KERNEL ck_attention_bwd_dq_rt(acc_kargs a) {
 /* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
  * (required); either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[RB * RT_LD], gs[RB * RT_LD], ks[RB * RT_LD], vs[RB * RT_LD];
     __shared__ KALIGN16 float pt[RB * RB_PL], dst[RB * RB_PL]; /* p and ds, (key, row) */
     __shared__ float rowl[RB], rowd[RB];                       /* lse, delta */
@@ -1609,17 +1644,17 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
         UNROLL for (int k = 0; k < 2; k++) UNROLL for (int c = 0; c < 8; c++) gk[k][c] = gv[k][c] = 0.0f;
         long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + RB - 1) / RB; /* row tiles per query head */
         __syncthreads(); /* the previous tile is done with every buffer */
-        att_stage(ks, RT_LD, RB, a.p[4] + krow0, kld, kn, D);
-        att_stage(vs, RT_LD, RB, a.p[5] + krow0, kld, kn, D);
+        att_stage(ks, RT_LD, RB, xp(a.p[4], krow0, hb), kld, kn, D, hb);
+        att_stage(vs, RT_LD, RB, xp(a.p[5], krow0, hb), kld, kn, D, hb);
         if (nrt > 0)
-            att_stage(qs, RT_LD, RB, a.p[3] + (b * T + tfirst) * qld + kvh * G * D, qld,
-                      (int)(T - tfirst < RB ? T - tfirst : RB), D);
+            att_stage(qs, RT_LD, RB, xp(a.p[3], (b * T + tfirst) * qld + kvh * G * D, hb), qld,
+                      (int)(T - tfirst < RB ? T - tfirst : RB), D, hb);
         /* row tile i: query head kvh G + i / nrt, rows tfirst + RB (i % nrt) */
         for (long long it = 0; it < G * nrt; it++) {
             long long h = kvh * G + it / nrt, t0 = tfirst + it % nrt * RB, row0 = (b * T + t0) * qld + h * D;
             int qn = (int)(T - t0 < RB ? T - t0 : RB);
-            if (it > 0) __syncthreads();                         /* every thread is done with the last dout, p and ds */
-            att_stage(gs, RT_LD, RB, a.p[2] + row0, qld, qn, D); /* (q was staged during the last tile) */
+            if (it > 0) __syncthreads(); /* every thread is done with the last dout, p and ds */
+            att_stage(gs, RT_LD, RB, xp(a.p[2], row0, hb), qld, qn, D, hb); /* (q was staged during the last tile) */
             for (int j = (int)threadIdx.x; j < RB; j += (int)blockDim.x) {
                 long long l0 = (b * H + h) * T + t0;
                 cp_async(rowl + j, a.p[7] + (j < qn ? l0 + j : l0), 4, j < qn ? 4 : 0);
@@ -1645,8 +1680,8 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
             __syncthreads();        /* every thread is done with q */
             if (it + 1 < G * nrt) { /* the next q lands during dv += p^T dout */
                 long long h1 = kvh * G + (it + 1) / nrt, t1 = tfirst + (it + 1) % nrt * RB;
-                att_stage(qs, RT_LD, RB, a.p[3] + (b * T + t1) * qld + h1 * D, qld, (int)(T - t1 < RB ? T - t1 : RB),
-                          D);
+                att_stage(qs, RT_LD, RB, xp(a.p[3], (b * T + t1) * qld + h1 * D, hb), qld,
+                          (int)(T - t1 < RB ? T - t1 : RB), D, hb);
             }
             for (int i = 0; i < qn; i += 4) {
                 kf4 p4[2];
@@ -1662,8 +1697,8 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
             UNROLL for (int c = 0; c < 8; c++) {
                 int col = rb_col(x, c);
                 if (col >= D) continue;
-                if (a.p[0]) a.p[0][o + col] += scale * gk[k][c];
-                if (a.p[1]) a.p[1][o + col] += gv[k][c];
+                if (a.p[0]) stx(a.p[0], o + col, ldx(a.p[0], o + col, hb) + scale * gk[k][c], hb);
+                if (a.p[1]) stx(a.p[1], o + col, ldx(a.p[1], o + col, hb) + gv[k][c], hb);
             }
         }
     }
@@ -1677,6 +1712,7 @@ KERNEL ck_attention_bwd_dkdv_rt(acc_kargs a) {
  * go through shared memory to the P V accumulation. Each lane keeps its part
  * of a row's sum, added across the warp once at the end. */
 KERNEL ck_attention_fwd(acc_kargs a) {
+    int hb = (int)a.i[7];                                          /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[KA_ATT_FWD_ROWS * KA_ATT_TILE_D]; /* the query rows */
     __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                 /* K tile, then V tile */
     __shared__ KALIGN16 float ps[KA_ATT_FWD_ROWS * ATT_TK];        /* probabilities, (row, key) */
@@ -1697,11 +1733,11 @@ KERNEL ck_attention_fwd(acc_kargs a) {
             UNROLL for (int c = 0; c < ATT_NC; c++) o[r][c] = 0.0f;
         }
         __syncthreads(); /* the previous tile is done with qs */
-        att_load(qs, KA_ATT_TILE_D, KA_ATT_FWD_ROWS, a.p[2] + (b * T + t0) * qld + h * D, qld, qn, D, D4);
+        att_load(qs, KA_ATT_TILE_D, KA_ATT_FWD_ROWS, xp(a.p[2], (b * T + t0) * qld + h * D, hb), qld, qn, D, D4, hb);
         for (long long s0 = 0; s0 < send; s0 += ATT_TK) {
             int kn = (int)(send - s0 < ATT_TK ? send - s0 : ATT_TK);
             __syncthreads(); /* qs is staged; every warp is done with the last V */
-            att_load(kv, ATT_KS, ATT_TK, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            att_load(kv, ATT_KS, ATT_TK, xp(a.p[3], kv0 + s0 * kld, hb), kld, kn, D, D4, hb);
             __syncthreads();
             float sc[ATT_FR];
             UNROLL for (int r = 0; r < ATT_FR; r++) sc[r] = 0.0f;
@@ -1719,7 +1755,7 @@ KERNEL ck_attention_fwd(acc_kargs a) {
                 pw[r * ATT_TK + lane] = p;
             }
             __syncthreads(); /* every warp is done with K */
-            att_load(kv, ATT_KS, ATT_TK, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            att_load(kv, ATT_KS, ATT_TK, xp(a.p[4], kv0 + s0 * kld, hb), kld, kn, D, D4, hb);
             __syncthreads();
             for (int j = 0; j < kn; j += 4) {
                 kf4 p4[ATT_FR];
@@ -1731,13 +1767,13 @@ KERNEL ck_attention_fwd(acc_kargs a) {
                 }
             }
         }
-        float *og = a.p[0] + (b * T + t0) * qld + h * D;
+        float *og = xp(a.p[0], (b * T + t0) * qld + h * D, hb);
         UNROLL for (int r = 0; r < ATT_FR; r++) {
             int i = w * ATT_FR + r;
             float lt = warp_sum(l[r]);
             if (i >= qn) continue;
-            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D) og[i * qld + lane + 32 * c] =
-                lt > 0.0f ? o[r][c] / lt : 0.0f;
+            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D)
+                stx(og, i * qld + lane + 32 * c, lt > 0.0f ? o[r][c] / lt : 0.0f, hb);
             if (lane == 0) a.p[1][(b * H + h) * T + t0 + i] = m[r] + logf(lt);
         }
     }
@@ -1751,6 +1787,7 @@ KERNEL ck_attention_fwd(acc_kargs a) {
  * then K in one shared buffer: lane j computes dout.v_j, then q.k_j and the
  * row's ds_j, which a warp barrier hands to the ds K accumulation. */
 KERNEL ck_attention_bwd_dq(acc_kargs a) {
+    int hb = (int)a.i[7];                                         /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float qs[KA_ATT_DQ_ROWS * KA_ATT_TILE_D]; /* q rows */
     __shared__ KALIGN16 float gs[KA_ATT_DQ_ROWS * KA_ATT_TILE_D]; /* dout rows */
     __shared__ KALIGN16 float kv[ATT_TK * ATT_KS];                /* V tile, then K tile */
@@ -1767,9 +1804,10 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
         long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
         int qn = at.qn;
         __syncthreads(); /* the previous tile is done with qs, gs, rowd */
-        att_load(qs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[2] + row0, qld, qn, D, D4);
-        att_load(gs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, a.p[1] + row0, qld, qn, D, D4);
-        att_tile_delta(rowd, KA_ATT_DQ_ROWS, a.p[7], (b * H + h) * T + t0, a.p[1] + row0, a.p[5] + row0, qld, qn, D);
+        att_load(qs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, xp(a.p[2], row0, hb), qld, qn, D, D4, hb);
+        att_load(gs, KA_ATT_TILE_D, KA_ATT_DQ_ROWS, xp(a.p[1], row0, hb), qld, qn, D, D4, hb);
+        att_tile_delta(rowd, KA_ATT_DQ_ROWS, a.p[7], (b * H + h) * T + t0, xp(a.p[1], row0, hb), xp(a.p[5], row0, hb),
+                       qld, qn, D, hb);
         __syncthreads();
         float lse[ATT_QR], delta[ATT_QR], g[ATT_QR][ATT_NC];
         UNROLL for (int r = 0; r < ATT_QR; r++) {
@@ -1781,7 +1819,7 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
         for (long long s0 = 0; s0 < send; s0 += ATT_TK) {
             int kn = (int)(send - s0 < ATT_TK ? send - s0 : ATT_TK);
             __syncthreads(); /* every warp is done with the last K */
-            att_load(kv, ATT_KS, ATT_TK, a.p[4] + kv0 + s0 * kld, kld, kn, D, D4);
+            att_load(kv, ATT_KS, ATT_TK, xp(a.p[4], kv0 + s0 * kld, hb), kld, kn, D, D4, hb);
             __syncthreads();
             float dp[ATT_QR], sc[ATT_QR];
             UNROLL for (int r = 0; r < ATT_QR; r++) dp[r] = sc[r] = 0.0f;
@@ -1790,7 +1828,7 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
                 UNROLL for (int r = 0; r < ATT_QR; r++) dp[r] = dot4(dp[r], ld4(gw + r * KA_ATT_TILE_D + d), v4);
             }
             __syncthreads(); /* every warp is done with V */
-            att_load(kv, ATT_KS, ATT_TK, a.p[3] + kv0 + s0 * kld, kld, kn, D, D4);
+            att_load(kv, ATT_KS, ATT_TK, xp(a.p[3], kv0 + s0 * kld, hb), kld, kn, D, D4, hb);
             __syncthreads();
             for (int d = 0; d < D4; d += 4) {
                 kf4 k4 = ld4(kv + lane * ATT_KS + d);
@@ -1812,12 +1850,14 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
                 }
             }
         }
-        float *dq = a.p[0] + row0;
+        float *dq = xp(a.p[0], row0, hb);
         UNROLL for (int r = 0; r < ATT_QR; r++) {
             int i = w * ATT_QR + r;
             if (i >= qn) continue;
-            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D) dq[i * qld + lane + 32 * c] +=
-                scale * g[r][c];
+            UNROLL for (int c = 0; c < ATT_NC; c++) if (lane + 32 * c < D) {
+                long long e = i * qld + lane + 32 * c;
+                stx(dq, e, ldx(dq, e, hb) + scale * g[r][c], hb);
+            }
         }
     }
 }
@@ -1833,6 +1873,7 @@ KERNEL ck_attention_bwd_dq(acc_kargs a) {
  * barrier each lane adds the rows into its columns of dv += p dout and
  * dk += ds q for the warp's keys; dk is scaled once at the end. */
 KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float ks[KA_ATT_DKDV_KEYS * ATT_KS];
     __shared__ KALIGN16 float vs[KA_ATT_DKDV_KEYS * ATT_KS];
     __shared__ KALIGN16 float qs[ATT_DT * ATT_KS];            /* q rows */
@@ -1852,16 +1893,17 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
         float gk[ATT_KR][ATT_NC], gv[ATT_KR][ATT_NC];
         UNROLL for (int k = 0; k < ATT_KR; k++) UNROLL for (int c = 0; c < ATT_NC; c++) gk[k][c] = gv[k][c] = 0.0f;
         __syncthreads(); /* the previous tile is done with ks, vs */
-        att_load(ks, ATT_KS, KA_ATT_DKDV_KEYS, a.p[4] + krow0, kld, kn, D, D4);
-        att_load(vs, ATT_KS, KA_ATT_DKDV_KEYS, a.p[5] + krow0, kld, kn, D, D4);
+        att_load(ks, ATT_KS, KA_ATT_DKDV_KEYS, xp(a.p[4], krow0, hb), kld, kn, D, D4, hb);
+        att_load(vs, ATT_KS, KA_ATT_DKDV_KEYS, xp(a.p[5], krow0, hb), kld, kn, D, D4, hb);
         for (long long h = kvh * G; h < (kvh + 1) * G; h++)
             for (long long t0 = causal ? s0 : 0; t0 < T; t0 += ATT_DT) {
                 long long row0 = (b * T + t0) * qld + h * D;
                 int qn = (int)(T - t0 < ATT_DT ? T - t0 : ATT_DT);
                 __syncthreads(); /* ks, vs are staged; every warp is done with the last rows */
-                att_load(qs, ATT_KS, ATT_DT, a.p[3] + row0, qld, qn, D, D4);
-                att_load(gs, ATT_KS, ATT_DT, a.p[2] + row0, qld, qn, D, D4);
-                att_tile_delta(rowd, ATT_DT, a.p[8], (b * H + h) * T + t0, a.p[2] + row0, a.p[6] + row0, qld, qn, D);
+                att_load(qs, ATT_KS, ATT_DT, xp(a.p[3], row0, hb), qld, qn, D, D4, hb);
+                att_load(gs, ATT_KS, ATT_DT, xp(a.p[2], row0, hb), qld, qn, D, D4, hb);
+                att_tile_delta(rowd, ATT_DT, a.p[8], (b * H + h) * T + t0, xp(a.p[2], row0, hb), xp(a.p[6], row0, hb),
+                               qld, qn, D, hb);
                 if (threadIdx.x < ATT_DT)
                     rowl[threadIdx.x] = (int)threadIdx.x < qn ? a.p[7][(b * H + h) * T + t0 + threadIdx.x] : 0.0f;
                 __syncthreads();
@@ -1901,8 +1943,8 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
             if (w * ATT_KR + k >= kn) continue;
             UNROLL for (int c = 0; c < ATT_NC; c++) {
                 if (lane + 32 * c >= D) continue;
-                if (a.p[0]) a.p[0][o + lane + 32 * c] += scale * gk[k][c];
-                if (a.p[1]) a.p[1][o + lane + 32 * c] += gv[k][c];
+                if (a.p[0]) stx(a.p[0], o + lane + 32 * c, ldx(a.p[0], o + lane + 32 * c, hb) + scale * gk[k][c], hb);
+                if (a.p[1]) stx(a.p[1], o + lane + 32 * c, ldx(a.p[1], o + lane + 32 * c, hb) + gv[k][c], hb);
             }
         }
     }
@@ -1920,38 +1962,40 @@ KERNEL ck_attention_bwd_dkdv(acc_kargs a) {
          r += (long long)gridDim.x * (blockDim.x >> 5))
 
 /* lane's share of the dot product of two D-vectors */
-DEVFN float lane_dot(const float *x, const float *y, int lane, long long D) {
+DEVFN float lane_dot(const float *x, const float *y, int lane, long long D, int h) {
     float s = 0.0f;
-    for (long long d = lane; d < D; d += 32) s += x[d] * y[d];
+    for (long long d = lane; d < D; d += 32) s += ldx(x, d, h) * ldx(y, d, h);
     return s;
 }
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v. One warp per query row: online softmax
  * over the keys, each read from global memory, each score a warp sum. */
 KERNEL ck_attention_fwd_wide(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);
     WARP_ROWS(r, a.i[0] * H * T) {
         long long t = r % T, h = (r / T) % H, b = r / (T * H), kvh = h / (H / KVH);
-        const float *q = a.p[2] + ((b * T + t) * H + h) * D;
+        const float *q = xp(a.p[2], ((b * T + t) * H + h) * D, hb);
         float o[ATT_R], m = NEG_INF, l = 0.0f;
         for (int j = 0; j < ATT_R; j++) o[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
-            const float *k = a.p[3] + ((b * S + s) * KVH + kvh) * D, *v = a.p[4] + ((b * S + s) * KVH + kvh) * D;
-            float sc = warp_sum(lane_dot(q, k, lane, D)) * scale;
+            const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
+                        *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
+            float sc = warp_sum(lane_dot(q, k, lane, D, hb)) * scale;
             float mn = fmaxf(m, sc), corr = expf(m - mn), p = expf(sc - mn);
             l = l * corr + p;
             for (int j = 0; j < ATT_R; j++) {
                 long long d = lane + 32 * j;
-                o[j] = o[j] * corr + (d < D ? p * v[d] : 0.0f);
+                o[j] = o[j] * corr + (d < D ? p * ldx(v, d, hb) : 0.0f);
             }
             m = mn;
         }
-        float *out = a.p[0] + ((b * T + t) * H + h) * D;
+        float *out = xp(a.p[0], ((b * T + t) * H + h) * D, hb);
         for (int j = 0; j < ATT_R; j++)
-            if (lane + 32 * j < D) out[lane + 32 * j] = o[j] / l;
+            if (lane + 32 * j < D) stx(out, lane + 32 * j, o[j] / l, hb);
         if (lane == 0) a.p[1][(b * H + h) * T + t] = m + logf(l);
     }
 }
@@ -1960,27 +2004,29 @@ KERNEL ck_attention_fwd_wide(acc_kargs a) {
  * ints as the forward. One warp per query row:
  * dq += scale * sum_s p (dout.v_s - dout.out) k_s. */
 KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);
     WARP_ROWS(r, a.i[0] * H * T) {
         long long t = r % T, h = (r / T) % H, b = r / (T * H), kvh = h / (H / KVH), row = ((b * T + t) * H + h) * D;
-        const float *q = a.p[2] + row, *dO = a.p[1] + row;
+        const float *q = xp(a.p[2], row, hb), *dO = xp(a.p[1], row, hb);
         float lse = a.p[6][(b * H + h) * T + t];
-        float delta = a.p[7] ? a.p[7][(b * H + h) * T + t] : warp_sum(lane_dot(dO, a.p[5] + row, lane, D));
+        float delta = a.p[7] ? a.p[7][(b * H + h) * T + t] : warp_sum(lane_dot(dO, xp(a.p[5], row, hb), lane, D, hb));
         float g[ATT_R];
         for (int j = 0; j < ATT_R; j++) g[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
-            const float *k = a.p[3] + ((b * S + s) * KVH + kvh) * D, *v = a.p[4] + ((b * S + s) * KVH + kvh) * D;
-            float p = expf(warp_sum(lane_dot(q, k, lane, D)) * scale - lse);
-            float ds = p * (warp_sum(lane_dot(dO, v, lane, D)) - delta);
+            const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
+                        *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
+            float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale - lse);
+            float ds = p * (warp_sum(lane_dot(dO, v, lane, D, hb)) - delta);
             for (int j = 0; j < ATT_R; j++)
-                if (lane + 32 * j < D) g[j] += ds * k[lane + 32 * j];
+                if (lane + 32 * j < D) g[j] += ds * ldx(k, lane + 32 * j, hb);
         }
-        float *dq = a.p[0] + row;
+        float *dq = xp(a.p[0], row, hb);
         for (int j = 0; j < ATT_R; j++)
-            if (lane + 32 * j < D) dq[lane + 32 * j] += scale * g[j];
+            if (lane + 32 * j < D) stx(dq, lane + 32 * j, ldx(dq, lane + 32 * j, hb) + scale * g[j], hb);
     }
 }
 
@@ -1988,34 +2034,36 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
  * NULL); ints as the forward. One warp per key row (b, kv head, s), summing over the query heads
  * that share it and the queries that see it; either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
+    int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5], G = H / KVH;
     int lane = threadIdx.x & 31;
     float scale = 1.0f / sqrtf((float)D);
     WARP_ROWS(r, a.i[0] * KVH * S) {
         long long s = r % S, kvh = (r / S) % KVH, b = r / (S * KVH), krow = ((b * S + s) * KVH + kvh) * D;
-        const float *k = a.p[4] + krow, *v = a.p[5] + krow;
+        const float *k = xp(a.p[4], krow, hb), *v = xp(a.p[5], krow, hb);
         float gk[ATT_R], gv[ATT_R];
         for (int j = 0; j < ATT_R; j++) gk[j] = gv[j] = 0.0f;
         for (long long h = kvh * G; h < (kvh + 1) * G; h++)
             for (long long t = a.i[6] ? s : 0; t < T; t++) {
                 long long row = ((b * T + t) * H + h) * D;
-                const float *q = a.p[3] + row, *dO = a.p[2] + row;
-                float p = expf(warp_sum(lane_dot(q, k, lane, D)) * scale - a.p[7][(b * H + h) * T + t]);
-                float delta = a.p[8] ? a.p[8][(b * H + h) * T + t] : warp_sum(lane_dot(dO, a.p[6] + row, lane, D));
-                float ds = p * (warp_sum(lane_dot(dO, v, lane, D)) - delta);
+                const float *q = xp(a.p[3], row, hb), *dO = xp(a.p[2], row, hb);
+                float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale - a.p[7][(b * H + h) * T + t]);
+                float delta =
+                    a.p[8] ? a.p[8][(b * H + h) * T + t] : warp_sum(lane_dot(dO, xp(a.p[6], row, hb), lane, D, hb));
+                float ds = p * (warp_sum(lane_dot(dO, v, lane, D, hb)) - delta);
                 for (int j = 0; j < ATT_R; j++) {
                     long long d = lane + 32 * j;
                     if (d < D) {
-                        gv[j] += p * dO[d];
-                        gk[j] += ds * q[d];
+                        gv[j] += p * ldx(dO, d, hb);
+                        gk[j] += ds * ldx(q, d, hb);
                     }
                 }
             }
         for (int j = 0; j < ATT_R; j++) {
             long long d = lane + 32 * j;
             if (d >= D) continue;
-            if (a.p[0]) a.p[0][krow + d] += scale * gk[j];
-            if (a.p[1]) a.p[1][krow + d] += gv[j];
+            if (a.p[0]) stx(a.p[0], krow + d, ldx(a.p[0], krow + d, hb) + scale * gk[j], hb);
+            if (a.p[1]) stx(a.p[1], krow + d, ldx(a.p[1], krow + d, hb) + gv[j], hb);
         }
     }
 }

@@ -160,47 +160,72 @@ static void copy_flat(acc_dev *d, float *dst, const float *src, int64_t n, int a
 
 /* Row-major C (M x N) (+)= op(X) (M x K) op(Y) (K x N), X stored transposed
  * if tx, Y if ty, over `batch` items with element strides sx, sy, sc (0: one
- * operand shared). As cuBLAS is column-major this is C^T = op(Y)^T op(X)^T:
- * the operands swap places and keep their transposition flags. */
+ * operand shared); h: the operands and C are bf16 (device.h's gemm). As
+ * cuBLAS is column-major this is C^T = op(Y)^T op(X)^T: the operands swap
+ * places and keep their transposition flags. */
+static void rm_gemm_h(acc_dev *d, int h, void *C, const void *X, const void *Y, int64_t M, int64_t N, int64_t K, int tx,
+                      int ty, int64_t sx, int64_t sy, int64_t sc, int64_t batch, float beta) {
+    if (d->status != ACC_OK || !C) return;
+    d->ops->gemm(d, h, ty, tx, N, M, K, Y, ty ? K : N, sy, X, tx ? M : K, sx, beta, C, N, sc, batch);
+}
+
 static void rm_gemm(acc_dev *d, float *C, const float *X, const float *Y, int64_t M, int64_t N, int64_t K, int tx,
                     int ty, int64_t sx, int64_t sy, int64_t sc, int64_t batch, float beta) {
-    if (d->status != ACC_OK || !C) return;
-    d->ops->gemm(d, ty, tx, N, M, K, Y, ty ? K : N, sy, X, tx ? M : K, sx, beta, C, N, sc, batch);
+    rm_gemm_h(d, 0, C, X, Y, M, N, K, tx, ty, sx, sy, sc, batch, beta);
 }
 
-void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N,
-                  int64_t K, int trans_a, int trans_b, int b_batched) {
+/* Element i of a tensor of floats (h 0) or bf16 (h 1). */
+static const void *elem(const void *p, int64_t i, int h) { return (const char *)p + i * (h ? 2 : 4); }
+
+/* matmul over either element type (h: bf16); the GEMMs do the math */
+static void matmul_fwd(acc_dev *d, int h, void *out, const void *a, const void *b, int64_t batch, int64_t M, int64_t N,
+                       int64_t K, int trans_a, int trans_b, int b_batched) {
     if (!b_batched && !trans_a) /* one GEMM over batch*M rows */
-        rm_gemm(d, out, a, b, batch * M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
-    else rm_gemm(d, out, a, b, M, N, K, trans_a, trans_b, M * K, b_batched ? K * N : 0, M * N, batch, 0.0f);
+        rm_gemm_h(d, h, out, a, b, batch * M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
+    else rm_gemm_h(d, h, out, a, b, M, N, K, trans_a, trans_b, M * K, b_batched ? K * N : 0, M * N, batch, 0.0f);
 }
 
-/* With A = op(a), B = op(b), out = A B: dA = dout B^T, dB = A^T dout. */
-void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch,
-                  int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+/* With A = op(a), B = op(b), out = A B: dA = dout B^T, dB = A^T dout. In
+ * bf16 every GEMM accumulates into the gradient with one rounding, except
+ * the shared b's gradient with trans_a: one rounding per batch item (the
+ * CPU sums the items in float first; cuBLAS's workspace is the scratch
+ * region, so there is no float buffer to sum them in). */
+static void matmul_bwd(acc_dev *d, int h, void *da, void *db, const void *dout, const void *a, const void *b,
+                       int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
     int64_t sb = b_batched ? K * N : 0;
     if (da) {
         if (!trans_a && !b_batched) /* da (batch*M, K) = dout B^T */
-            rm_gemm(d, da, dout, b, batch * M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
-        else if (!trans_a) rm_gemm(d, da, dout, b, M, K, N, 0, !trans_b, M * N, sb, M * K, batch, 1.0f);
+            rm_gemm_h(d, h, da, dout, b, batch * M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
+        else if (!trans_a) rm_gemm_h(d, h, da, dout, b, M, K, N, 0, !trans_b, M * N, sb, M * K, batch, 1.0f);
         else /* da stored (K, M) = dA^T = B dout^T */
-            rm_gemm(d, da, b, dout, K, M, N, trans_b, 1, sb, M * N, M * K, batch, 1.0f);
+            rm_gemm_h(d, h, da, b, dout, K, M, N, trans_b, 1, sb, M * N, M * K, batch, 1.0f);
     }
     if (!db) return;
     if (b_batched) {
         if (!trans_b) /* db (K, N) = A^T dout */
-            rm_gemm(d, db, a, dout, K, N, M, !trans_a, 0, M * K, M * N, K * N, batch, 1.0f);
+            rm_gemm_h(d, h, db, a, dout, K, N, M, !trans_a, 0, M * K, M * N, K * N, batch, 1.0f);
         else /* db stored (N, K) = dB^T = dout^T A */
-            rm_gemm(d, db, dout, a, N, K, M, 1, trans_a, M * N, M * K, K * N, batch, 1.0f);
+            rm_gemm_h(d, h, db, dout, a, N, K, M, 1, trans_a, M * N, M * K, K * N, batch, 1.0f);
     } else if (!trans_a) { /* b shared: contract over all batch*M rows at once */
-        if (!trans_b) rm_gemm(d, db, a, dout, K, N, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
-        else rm_gemm(d, db, dout, a, N, K, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+        if (!trans_b) rm_gemm_h(d, h, db, a, dout, K, N, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else rm_gemm_h(d, h, db, dout, a, N, K, batch * M, 1, 0, 0, 0, 0, 1, 1.0f);
     } else { /* b shared, a stored (K, M) per item: one accumulating GEMM per item, in order */
         for (int64_t i = 0; i < batch; i++) {
-            if (!trans_b) rm_gemm(d, db, a + i * M * K, dout + i * M * N, K, N, M, 0, 0, 0, 0, 0, 1, 1.0f);
-            else rm_gemm(d, db, dout + i * M * N, a + i * M * K, N, K, M, 1, 1, 0, 0, 0, 1, 1.0f);
+            const void *ai = elem(a, i * M * K, h), *gi = elem(dout, i * M * N, h);
+            if (!trans_b) rm_gemm_h(d, h, db, ai, gi, K, N, M, 0, 0, 0, 0, 0, 1, 1.0f);
+            else rm_gemm_h(d, h, db, gi, ai, N, K, M, 1, 1, 0, 0, 0, 1, 1.0f);
         }
     }
+}
+
+void g_matmul_fwd(acc_dev *d, float *out, const float *a, const float *b, int64_t batch, int64_t M, int64_t N,
+                  int64_t K, int trans_a, int trans_b, int b_batched) {
+    matmul_fwd(d, 0, out, a, b, batch, M, N, K, trans_a, trans_b, b_batched);
+}
+
+void g_matmul_bwd(acc_dev *d, float *da, float *db, const float *dout, const float *a, const float *b, int64_t batch,
+                  int64_t M, int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+    matmul_bwd(d, 0, da, db, dout, a, b, batch, M, N, K, trans_a, trans_b, b_batched);
 }
 
 static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const float *y, int ndim, const int64_t *so,
@@ -217,13 +242,13 @@ static long long bias_room(int64_t n) { return (n * 4 + 255) / 256 * 256; }
 /* The backend's GEMM with an epilogue (device.h), skipped after a failure;
  * DEV_NO_ALGO when the backend has none for it. The bias gradient is written
  * at the start of the scratch region and the workspace is what follows. */
-static int gemm_ep(acc_dev *d, int epi, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A, int64_t lda,
-                   const float *B, int64_t ldb, float beta, float *D, int64_t ldd, float *bias) {
+static int gemm_ep(acc_dev *d, int h, int epi, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A,
+                   int64_t lda, const void *B, int64_t ldb, float beta, void *D, int64_t ldd, void *bias) {
     if (d->status != ACC_OK) return d->status;
     long long skip = epi == DEV_EPI_BIAS ? 0 : bias_room(epi == DEV_EPI_BGRADA ? m : n);
     if (!d->ops->gemm_ep || (skip && (!d->scratch || skip > d->scratch_bytes))) return DEV_NO_ALGO;
     unsigned char *ws = d->scratch ? d->scratch + skip : NULL;
-    return d->ops->gemm_ep(d, epi, ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd, bias, ws,
+    return d->ops->gemm_ep(d, h, epi, ta, tb, m, n, k, A, lda, B, ldb, beta, D, ldd, bias, ws,
                            d->scratch ? d->scratch_bytes - skip : 0);
 }
 
@@ -233,7 +258,7 @@ static int gemm_ep(acc_dev *d, int epi, int ta, int tb, int64_t m, int64_t n, in
 void g_linear_fwd(acc_dev *d, float *out, const float *x, const float *w, const float *b, int64_t M, int64_t N,
                   int64_t K, int trans_b) {
     if (d->status != ACC_OK || M < 1 || N < 1) return;
-    if (gemm_ep(d, DEV_EPI_BIAS, trans_b, 0, N, M, K, w, trans_b ? K : N, x, K, 0.0f, out, N, DP(b)) != DEV_NO_ALGO)
+    if (gemm_ep(d, 0, DEV_EPI_BIAS, trans_b, 0, N, M, K, w, trans_b ? K : N, x, K, 0.0f, out, N, DP(b)) != DEV_NO_ALGO)
         return;
     rm_gemm(d, out, x, w, M, N, K, 0, trans_b, 0, 0, 0, 1, 0.0f);
     const int64_t so[] = {M, N}, sb[] = {1, N};
@@ -254,8 +279,8 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
     if (dx) rm_gemm(d, dx, dout, w, M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
     if (dw && db) {
         float *sums = (float *)d->scratch;
-        int rc = !trans_b ? gemm_ep(d, DEV_EPI_BGRADA, 0, 1, N, K, M, dout, N, x, K, 1.0f, dw, N, sums)
-                          : gemm_ep(d, DEV_EPI_BGRADB, 0, 1, K, N, M, x, K, dout, N, 1.0f, dw, K, sums);
+        int rc = !trans_b ? gemm_ep(d, 0, DEV_EPI_BGRADA, 0, 1, N, K, M, dout, N, x, K, 1.0f, dw, N, sums)
+                          : gemm_ep(d, 0, DEV_EPI_BGRADB, 0, 1, K, N, M, x, K, dout, N, 1.0f, dw, K, sums);
         if (rc != DEV_NO_ALGO) {
             if (rc == ACC_OK) copy_flat(d, db, sums, N, 1);
             return;
@@ -267,6 +292,66 @@ void g_linear_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dout
     }
     const int64_t so[] = {M, N}, sb[] = {1, N};
     binary_bwd_one(d, ACC_OP_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb);
+}
+
+/* ---- the bf16 GEMMs ---------------------------------------------------------- */
+
+/* The bf16 instances of matmul and linear (cpu_kernels_t.h): every operand
+ * and gradient bf16, the GEMMs in fp32 with one rounding per stored element
+ * (device.h's gemm with bf16 set), as the CPU's bgemm does. */
+void g_matmul_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *a, const acc_bf16 *b, int64_t batch, int64_t M,
+                       int64_t N, int64_t K, int trans_a, int trans_b, int b_batched) {
+    matmul_fwd(d, 1, out, a, b, batch, M, N, K, trans_a, trans_b, b_batched);
+}
+
+void g_matmul_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *a,
+                       const acc_bf16 *b, int64_t batch, int64_t M, int64_t N, int64_t K, int trans_a, int trans_b,
+                       int b_batched) {
+    matmul_bwd(d, 1, da, db, dout, a, b, batch, M, N, K, trans_a, trans_b, b_batched);
+}
+
+/* ck_bias_bf16 over (M, N) bf16: mode 0 out rows = b; mode 1 db = round(db +
+ * the column sums of dout), summed in float from db's value, rows in order
+ * (the CPU's bias gradient, bit for bit). */
+static void bias_bf16(acc_dev *d, int mode, acc_bf16 *y, const acc_bf16 *x, int64_t M, int64_t N) {
+    acc_kargs a = {{DP(y), DP(x)}, {M, N, mode}, {0}};
+    dev_launch(d, KID_ck_bias_bf16, mode ? N : M * N, KA_BLOCK, &a);
+}
+
+/* out = round(x op(w) + b), one rounding: the BIAS epilogue in bf16, or
+ * without an algorithm for it the rows of out set to b and the GEMM
+ * accumulating into them (cuBLAS sums out + x op(w) in fp32, rounds once). */
+void g_linear_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const acc_bf16 *w, const acc_bf16 *b, int64_t M,
+                       int64_t N, int64_t K, int trans_b) {
+    if (d->status != ACC_OK || M < 1 || N < 1) return;
+    if (K > 0 && gemm_ep(d, 1, DEV_EPI_BIAS, trans_b, 0, N, M, K, w, trans_b ? K : N, x, K, 0.0f, out, N,
+                         (void *)(uintptr_t)b) != DEV_NO_ALGO)
+        return;
+    bias_bf16(d, 0, out, b, M, N);
+    if (K > 0) rm_gemm_h(d, 1, out, x, w, M, N, K, 0, trans_b, 0, 0, 0, 1, 1.0f);
+}
+
+/* dx, dw as the matmul's; db: the bias-gradient epilogue's float sums (in
+ * the scratch region) added into db with one rounding (ck_uncast_bwd), or
+ * without an algorithm ck_bias_bf16's column sums. */
+void g_linear_bwd_bf16(acc_dev *d, acc_bf16 *dx, acc_bf16 *dw, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *x,
+                       const acc_bf16 *w, int64_t M, int64_t N, int64_t K, int trans_b) {
+    if (d->status != ACC_OK || M < 1 || N < 1) return;
+    if (dx && K > 0) rm_gemm_h(d, 1, dx, dout, w, M, K, N, 0, !trans_b, 0, 0, 0, 1, 1.0f);
+    if (dw && db && K > 0) {
+        float *sums = (float *)d->scratch;
+        int rc = !trans_b ? gemm_ep(d, 1, DEV_EPI_BGRADA, 0, 1, N, K, M, dout, N, x, K, 1.0f, dw, N, sums)
+                          : gemm_ep(d, 1, DEV_EPI_BGRADB, 0, 1, K, N, M, x, K, dout, N, 1.0f, dw, K, sums);
+        if (rc != DEV_NO_ALGO) {
+            if (rc == ACC_OK) g_uncast_bwd_bf16(d, db, sums, N);
+            return;
+        }
+    }
+    if (dw && K > 0) {
+        if (!trans_b) rm_gemm_h(d, 1, dw, x, dout, K, N, M, 1, 0, 0, 0, 0, 1, 1.0f);
+        else rm_gemm_h(d, 1, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
+    }
+    if (db) bias_bf16(d, 1, db, dout, M, N);
 }
 
 /* ---- elementwise ------------------------------------------------------------ */
@@ -453,14 +538,18 @@ static void launch_warps(acc_dev *d, acc_kernel_id k, int64_t rows, const acc_ka
     dev_launch(d, k, rows * 32, 32 * KA_ATT_WARPS, a);
 }
 
-void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
-                     int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+/* The attention over either element type: h (kargs i7, the kernels' bf16
+ * flag) says q, k, v, out and the gradients are bf16; lse and delta are
+ * floats either way. */
+static void attention_fwd(acc_dev *d, int h, void *out, float *lse, const void *q, const void *k, const void *v,
+                          int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
     if (D > KA_ATT_MAX_D) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
     }
-    acc_kargs a = {{out, lse, DP(q), DP(k), DP(v)}, {0}, {0}};
+    acc_kargs a = {{DP(out), lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
+    a.i[7] = h;
     if (d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0)
         launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
@@ -468,9 +557,9 @@ void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const f
     else launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
 }
 
-void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
-                     const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
-                     int64_t KVH, int64_t D, int causal) {
+static void attention_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, const void *dout, const void *q,
+                          const void *k, const void *v, const void *out, const float *lse, int64_t B, int64_t T,
+                          int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
     if (D > KA_ATT_MAX_D) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
@@ -482,24 +571,54 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
         delta = (float *)d->scratch;
         acc_kargs a = {{delta, DP(dout), DP(out)}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
+        a.i[7] = h;
         launch_warps(d, KID_ck_attention_delta, B * H * T, &a);
     }
     if (dq) {
-        acc_kargs a = {{dq, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
+        acc_kargs a = {{DP(dq), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
+        a.i[7] = h;
         if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
         else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
         else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
         else launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
     }
     if (dk || dv) {
-        acc_kargs a = {{dk, dv, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
+        acc_kargs a = {{DP(dk), DP(dv), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
+        a.i[7] = h;
         if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
         else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
         else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
         else launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
     }
+}
+
+void g_attention_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v, int64_t B,
+                     int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    attention_fwd(d, 0, out, lse, q, k, v, B, T, S, H, KVH, D, causal);
+}
+
+void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                     const float *v, const float *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H,
+                     int64_t KVH, int64_t D, int causal) {
+    attention_bwd(d, 0, dq, dk, dv, dout, q, k, v, out, lse, B, T, S, H, KVH, D, causal);
+}
+
+/* The bf16 instances: the same kernels, loading through ldx and storing
+ * through stx (one rounding per stored element: the gradients are summed in
+ * float over every key or query and added to the old value once). The
+ * tiles load synchronously (no cp.async of bf16 rows). */
+void g_attention_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
+                          const acc_bf16 *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                          int causal) {
+    attention_fwd(d, 1, out, lse, q, k, v, B, T, S, H, KVH, D, causal);
+}
+
+void g_attention_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, const acc_bf16 *dout, const acc_bf16 *q,
+                          const acc_bf16 *k, const acc_bf16 *v, const acc_bf16 *out, const float *lse, int64_t B,
+                          int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    attention_bwd(d, 1, dq, dk, dv, dout, q, k, v, out, lse, B, T, S, H, KVH, D, causal);
 }
 
 /* ---- rope, embedding, loss, dropout ---------------------------------------------------- */
