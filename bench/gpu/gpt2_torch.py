@@ -208,7 +208,11 @@ def child(cfg):
             if cuda:
                 mark(0)
             opt.zero_grad(set_to_none=True)
-            loss = fn(idx, targets)
+            if cfg.get("precision") == "bf16":
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    loss = fn(idx, targets)
+            else:
+                loss = fn(idx, targets)
             mark(1)
             loss.backward()
             mark(2)

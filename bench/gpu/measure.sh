@@ -2,7 +2,7 @@
 # measure.sh [OUTDIR] - the whole GPU measurement of the CUDA target in one
 # command, for a session on a GPU machine (see docs/gpu.md): the gpu test
 # label, acc calibrate (FP32 and TF32 profiles), the kernel benchmark (float32 and TF32), the step benchmark
-# (float32 and TF32, the default budgets and torch policies) and a
+# (float32, TF32 and bf16, the default budgets and torch policies) and a
 # per-kernel Nsight Compute profile of one GPT-2 small step. Every result
 # and log goes to OUTDIR (default $OUT, else out/gpu-measure), one file
 # each, so a lease that ends early still leaves what was done. Run it from
@@ -19,7 +19,7 @@ mkdir -p "$out"
 part=${PART_S:-420}
 acc=${ACC:-build/acc}
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
-parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 ncu_step"}
+parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 step_bf16 ncu_step"}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { [ -n "${TARBALL:-}" ] && tar czf "$TARBALL" -C "$(dirname "$out")" "$(basename "$out")"; return 0; }
 run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
@@ -42,6 +42,7 @@ run ops_fp32 sh bench/gpu/ops.sh --acc "$acc" --json "$out/ops_fp32.json"
 run ops_tf32 sh bench/gpu/ops.sh --acc "$acc" --tf32 --json "$out/ops_tf32.json"
 run step_fp32 sh bench/gpu/run.sh --acc "$acc" --json "$out/step_fp32.json"
 run step_tf32 sh bench/gpu/run.sh --acc "$acc" --tf32 --json "$out/step_tf32.json"
+run step_bf16 sh bench/gpu/run.sh --acc "$acc" --precision bf16 --json "$out/step_bf16.json"
 if command -v ncu >/dev/null 2>&1; then
     # --clock-control none: the GPU's own clocks, as the other parts run
     run ncu_step ncu --clock-control none --target-processes all --metrics gpu__time_duration.sum --csv --page raw \

@@ -13,6 +13,10 @@ What runs, on both sides (see gpt2_torch.py for the PyTorch model):
   mean cross-entropy. float32 parameters and activations on both sides.
   TF32 GEMMs only with --tf32 (torch: allow_tf32; acc: its --tf32 flag, which
   sets cuBLAS's TF32 tensor-op math mode in the generated library).
+  --precision bf16: mixed precision on both sides: acc's --precision bf16
+  (bf16 activations and GEMMs, f32 master weights, AdamW state, statistics
+  and loss) against torch.autocast("cuda", dtype=torch.bfloat16) around the
+  forward (float32 parameters and AdamW); MFU against the bf16 peak.
 * the same data (run_main.c's token chain), the same batch every step, and the
   same step: forward, backward and AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8,
   weight decay 0) over every parameter; the optimizer is inside the step
@@ -208,6 +212,8 @@ def acc_common(cfg, run=True):
     args = ["--target", cfg["acc_target"]]
     if run and cfg["tf32"] and cfg["acc_target"] == "cuda":
         args += ["--tf32"]
+    if cfg.get("precision") == "bf16":
+        args += ["--precision", "bf16"]
     if cfg.get("hw"):
         args += ["--hw", cfg["hw"]]
     return args
@@ -323,7 +329,7 @@ def run_acc(cfg, plan_args, steps, extra=()):
 
 
 def run_torch(cfg, policy, steps=None, warmup=None, export=None):
-    c = {k: cfg[k] for k in ("B", "T", "V", "C", "L", "H", "device", "tf32", "attention", "adamw")}
+    c = {k: cfg[k] for k in ("B", "T", "V", "C", "L", "H", "device", "tf32", "attention", "adamw", "precision")}
     c.update(policy=policy, steps=cfg["steps"] if steps is None else steps,
              warmup=cfg["warmup"] if warmup is None else warmup, export=export, threads=cfg.get("threads"))
     p = subprocess.run([sys.executable, os.path.join(HERE, "gpt2_torch.py"), json.dumps(c)],
@@ -349,7 +355,7 @@ def verify(cfg, k=3):
     if "error" in t or "error" in a:
         print("verify: could not run: %s" % (t.get("error") or a.get("error")))
         return False
-    tol = 2e-2 if cfg["tf32"] else 1e-3
+    tol = 2e-2 if cfg["tf32"] or cfg["precision"] == "bf16" else 1e-3
     rel = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(a["losses"], t["losses"]))
     ok = rel <= tol and len(a["losses"]) == len(t["losses"]) == k
     print("verify: same parameters and data, %d steps: acc losses %s, torch losses %s; largest relative "
@@ -380,6 +386,8 @@ def main():
                          "activation_memory_budget F) (default none,full,every:2,compile:1.0,compile:0.5)")
     ap.add_argument("--only", choices=["acc", "torch"], help="run one side only")
     ap.add_argument("--tf32", action="store_true", help="TF32 GEMMs on both sides (default: strict FP32)")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: acc --precision bf16 against torch bf16 autocast (default fp32)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda",
                     help="torch's device (cpu: a smoke test of the harness, with --acc-target cpu)")
     ap.add_argument("--acc-target", default="cuda", help="acc run --target (default cuda; cpu, cuda-emu for tests)")
@@ -400,7 +408,10 @@ def main():
     sides = [s for s in ("acc", "torch") if a.only in (None, s)]
     cfg = {"acc": a.acc, "B": a.B, "T": a.T, "C": a.C, "L": a.L, "H": a.H, "V": a.V, "steps": a.steps,
            "warmup": a.warmup, "tf32": a.tf32, "device": a.device, "acc_target": a.acc_target,
-           "attention": a.torch_attention, "adamw": a.torch_adamw, "acc_args": a.acc_arg, "hw": a.hw}
+           "attention": a.torch_attention, "adamw": a.torch_adamw, "acc_args": a.acc_arg, "hw": a.hw,
+           "precision": a.precision}
+    if a.precision == "bf16" and a.tf32:
+        sys.exit("gpu bench: --tf32 and --precision bf16 exclude each other")
     if a.C % a.H:
         sys.exit("gpu bench: C=%d is not a multiple of H=%d" % (a.C, a.H))
 
@@ -431,6 +442,8 @@ def main():
     fp32, tf32, bf16, hw = peaks_for(gpu["name"]) if gpu else (None, None, None, None)
     fp32 = a.peak_fp32 or fp32
     tf32 = a.peak_tf32 or tf32
+    if a.precision == "bf16":  # the second MFU column: against the bf16 peak
+        tf32 = bf16
     if gpu and not cfg["hw"] and hw and os.path.exists(os.path.join(ROOT, "hw", hw + ".hw")):
         cfg["hw"] = hw
     if gpu:
@@ -451,14 +464,18 @@ def main():
                                                ", --hw %s" % cfg["hw"] if cfg["hw"] else ""))
     nparams = gpt2_params(cfg)
     flops = model_flops(cfg, nparams)
-    print("config: GPT-2 B=%d T=%d C=%d L=%d H=%d V=%d (%d parameters), float32, %s GEMMs; AdamW in the step; "
+    print("config: GPT-2 B=%d T=%d C=%d L=%d H=%d V=%d (%d parameters), %s; AdamW in the step; "
           "%d warm-up + %d timed steps per run" % (a.B, a.T, a.C, a.L, a.H, a.V, nparams,
-                                                   "TF32" if a.tf32 else "strict FP32", a.warmup, a.steps))
+                                                   "bf16 mixed precision (float32 parameters)" if a.precision == "bf16"
+                                                   else "float32, TF32 GEMMs" if a.tf32 else "float32, strict FP32 GEMMs",
+                                                   a.warmup, a.steps))
     print("model FLOPs per step: %.4g (B * (6 N T + 12 L T^2 C), N = parameters without wpe)" % flops)
-    print("MFU against: FP32 %s, TF32 %s TFLOP/s (dense; %s); the applicable one is %s" % (
-        fp32 if fp32 else "unknown", tf32 if tf32 else "unknown",
+    second = "BF16" if a.precision == "bf16" else "TF32"
+    print("MFU against: FP32 %s, %s %s TFLOP/s (dense; %s); the applicable one is %s" % (
+        fp32 if fp32 else "unknown", second, tf32 if tf32 else "unknown",
         "from --peak-*" if (a.peak_fp32 or a.peak_tf32) else ("data sheet of %s" % name if fp32 else "no table entry"),
-        "TF32 (--tf32)" if a.tf32 else "FP32 (strict FP32 GEMMs)"))
+        "BF16 (--precision bf16)" if a.precision == "bf16" else "TF32 (--tf32)" if a.tf32
+        else "FP32 (strict FP32 GEMMs)"))
     sys.stdout.flush()
 
     tmp = tempfile.mkdtemp(prefix="gpu-bench-")
@@ -504,7 +521,8 @@ def main():
     tokens = a.B * a.T
     mem_name = "peak MiB" if a.device == "cuda" else "peak MiB*"
     print("%-5s %-12s %10s %9s %9s %10s %8s %8s %10s %10s  %s" % (
-        "side", "plan", "budget MiB", "step ms", "(min)", "tokens/s", "MFU fp32", "MFU tf32", mem_name,
+        "side", "plan", "budget MiB", "step ms", "(min)", "tokens/s", "MFU fp32",
+        "MFU bf16" if a.precision == "bf16" else "MFU tf32", mem_name,
         "(planned)", "notes"))
     for r in results:
         if "times_ms" not in r:
