@@ -24,6 +24,9 @@
 #define DEVFN static __device__ __forceinline__
 #define KALIGN16 __align__(16)
 #define UNROLL _Pragma("unroll")
+/* full occupancy (32 registers a thread) for a kernel of KA_BLOCK-thread
+ * blocks whose bf16 path would otherwise raise its register count */
+#define KFULL __launch_bounds__(KA_BLOCK, 2048 / KA_BLOCK)
 typedef float4 kf4;
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;
@@ -35,6 +38,7 @@ typedef unsigned long long uint64_t;
 #define DEVFN static inline
 #define KALIGN16 _Alignas(16)
 #define UNROLL
+#define KFULL
 typedef struct {
     float x, y, z, w;
 } kf4; /* CUDA's float4: 16 bytes, read from 16-byte aligned shared memory */
@@ -194,7 +198,7 @@ KERNEL ck_fill(acc_kargs a) {
  * transpose, slice and concat, forward and backward. The dst map must be
  * one-to-one (it is for all four). A bf16 copy moves the 2-byte elements as
  * they are (the CPU's memcpy); a bf16 sum rounds once. */
-KERNEL ck_strided(acc_kargs a) {
+KERNEL KFULL ck_strided(acc_kargs a) {
     float *dst = a.p[0];
     const float *src = a.p[1];
     int small = SMALL(a.i[0]), h = (int)a.i[22];
@@ -293,7 +297,7 @@ KERNEL ck_unary_fwd(acc_kargs a) {
 
 /* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
  * scale); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha. dx += dout * f'(.) */
-KERNEL ck_unary_bwd(acc_kargs a) {
+KERNEL KFULL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
     int op = (int)a.i[1], h = (int)a.i[2];
