@@ -117,4 +117,74 @@ void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t 
 void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
 void g_mean_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 
+
+/* ---- the bf16 instance (cpu_kernels_t.h's k_*_bf16): the element-type
+ * tensors (activations and their gradients) are acc_bf16, rounded to nearest
+ * even on every store; norm weights, statistics, the embedding table, the
+ * loss and the reductions' outputs stay float, as on the CPU. The GEMMs'
+ * and attention's are declared with theirs. ---- */
+void g_zero_bf16(acc_dev *d, acc_bf16 *x, int64_t n);
+void g_fill_bf16(acc_dev *d, acc_bf16 *x, float value, int64_t n);
+void g_ew_chain_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const k_ew_op *ops, int n_ops, int64_t n,
+                     uint64_t seed, uint32_t step);
+#define G_BINARY_DECL_BF16(code, name, reads)                                                           \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *a, const acc_bf16 *b, int ndim, \
+                             const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape); \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout,              \
+                             ACC_EW_BWD_OPERANDS_##reads(acc_bf16) int ndim, const int64_t *out_shape,  \
+                             const int64_t *a_shape, const int64_t *b_shape);
+ACC_EW_BINARY_OPS(G_BINARY_DECL_BF16)
+#undef G_BINARY_DECL_BF16
+void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n);
+void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n);
+#define G_UNARY_DECL_BF16(code, name, saved)                                           \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n); \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *saved, int64_t n);
+ACC_EW_UNARY_OPS(G_UNARY_DECL_BF16)
+#undef G_UNARY_DECL_BF16
+void g_dropout_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n, float p, uint64_t seed, uint32_t step,
+                        uint32_t op_id);
+void g_dropout_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n, float p, uint64_t seed,
+                        uint32_t step, uint32_t op_id);
+void g_layernorm_fwd_bf16(acc_dev *d, acc_bf16 *y, float *stats, const acc_bf16 *x, const float *w, const float *b,
+                          int64_t N, int64_t C, float eps);
+void g_layernorm_bwd_bf16(acc_dev *d, acc_bf16 *dx, float *dw, float *db, const acc_bf16 *dy, const acc_bf16 *x,
+                          const float *w, const float *stats, int64_t N, int64_t C);
+void g_rmsnorm_fwd_bf16(acc_dev *d, acc_bf16 *y, float *stats, const acc_bf16 *x, const float *w, int64_t N, int64_t C,
+                        float eps);
+void g_rmsnorm_bwd_bf16(acc_dev *d, acc_bf16 *dx, float *dw, const acc_bf16 *dy, const acc_bf16 *x, const float *w,
+                        const float *stats, int64_t N, int64_t C);
+void g_softmax_fwd_bf16(acc_dev *d, acc_bf16 *y, const acc_bf16 *x, int64_t N, int64_t C);
+void g_softmax_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dy, const acc_bf16 *y, int64_t N, int64_t C);
+void g_rope_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t B, int64_t T, int64_t H, int64_t D,
+                     float theta);
+void g_rope_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                     float theta);
+int g_embedding_fwd_bf16(acc_dev *d, acc_bf16 *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
+                         int64_t C);
+int g_embedding_bwd_bf16(acc_dev *d, float *dtable, const acc_bf16 *dout, const int32_t *idx, int64_t N, int64_t V,
+                         int64_t C);
+int g_cross_entropy_fwd_bf16(acc_dev *d, float *loss, float *lse, const acc_bf16 *logits, const int32_t *targets,
+                             int64_t N, int64_t V);
+int g_cross_entropy_bwd_bf16(acc_dev *d, acc_bf16 *dlogits, const float *dloss, const acc_bf16 *logits,
+                             const float *lse, const int32_t *targets, int64_t N, int64_t V);
+void g_reshape_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n);
+void g_reshape_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n);
+void g_transpose_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int ndim, const int64_t *x_shape, int dim0,
+                          int dim1);
+void g_transpose_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int ndim, const int64_t *x_shape, int dim0,
+                          int dim1);
+void g_slice_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int ndim, const int64_t *x_shape, int axis,
+                      int64_t start, int64_t len);
+void g_slice_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int ndim, const int64_t *x_shape, int axis,
+                      int64_t start, int64_t len);
+void g_concat_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *const *xs, int n, int ndim, const int64_t *out_shape,
+                       int axis, const int64_t *sizes);
+void g_concat_bwd_bf16(acc_dev *d, acc_bf16 *const *dxs, const acc_bf16 *dout, int n, int ndim,
+                       const int64_t *out_shape, int axis, const int64_t *sizes);
+void g_sum_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner);
+void g_sum_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+void g_mean_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner);
+void g_mean_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+
 #endif

@@ -24,6 +24,9 @@
 #define DEVFN static __device__ __forceinline__
 #define KALIGN16 __align__(16)
 #define UNROLL _Pragma("unroll")
+/* full occupancy (32 registers a thread) for a kernel of KA_BLOCK-thread
+ * blocks whose bf16 path would otherwise raise its register count */
+#define KFULL __launch_bounds__(KA_BLOCK, 2048 / KA_BLOCK)
 typedef float4 kf4;
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;
@@ -35,6 +38,7 @@ typedef unsigned long long uint64_t;
 #define DEVFN static inline
 #define KALIGN16 _Alignas(16)
 #define UNROLL
+#define KFULL
 typedef struct {
     float x, y, z, w;
 } kf4; /* CUDA's float4: 16 bytes, read from 16-byte aligned shared memory */
@@ -146,28 +150,72 @@ DEVFN void idx6(long long i, const long long *dims, const long long *s1, const l
 
 #define SMALL(n) ((n) <= 0xffffffffLL)
 
+/* bf16, stored as the high 16 bits of a float: widening is exact; rounding
+ * is to nearest, ties to even, a NaN kept (quietened): runtime/bf16.h's
+ * rule, bit for bit, so both targets store the same bf16 tensors. */
+DEVFN float bf16_widen(unsigned short h) {
+#ifdef __CUDACC__
+    return __uint_as_float((uint32_t)h << 16);
+#else
+    return acc_bf16_f32(h);
+#endif
+}
+DEVFN unsigned short bf16_round(float f) {
+#ifdef __CUDACC__
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (unsigned short)(u >> 16);
+#else
+    return acc_f32_bf16(f);
+#endif
+}
+
+/* Element i of an activation tensor that is f32 or bf16 (h: a kernel's
+ * bf16 flag, from its kargs): widened on load, rounded to nearest even on
+ * store, so that one kernel serves both precisions; the arithmetic between
+ * is float in both. The pointer is the kargs' float one either way. */
+DEVFN float ldx(const float *p, long long i, int h) { return h ? bf16_widen(((const unsigned short *)p)[i]) : p[i]; }
+DEVFN void stx(float *p, long long i, float v, int h) {
+    if (h) ((unsigned short *)p)[i] = bf16_round(v);
+    else p[i] = v;
+}
+/* The address of element i of such a tensor, for ldx/stx from there (the
+ * kargs' float pointer type; not dereferenced as a float when h). */
+DEVFN float *xp(const float *p, long long i, int h) {
+    return (float *)(unsigned long long)((const char *)p + i * (h ? 2 : 4));
+}
+
 /* ---- data movement --------------------------------------------------------- */
 
-/* p0 x; i0 n; f0 value: x[0..n) = value */
+/* p0 x; i0 n, i1 bf16; f0 value: x[0..n) = value */
 KERNEL ck_fill(acc_kargs a) {
     float *x = a.p[0];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) x[i] = a.f[0];
+    int h = (int)a.i[1];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) stx(x, i, a.f[0], h);
 }
 
 /* p0 dst, p1 src; i0 n (elements iterated), i1 accumulate, i2..i7 the six
  * iteration dims (outermost first, padded with 1), i8..i13 dst strides,
- * i14 dst offset, i15..i20 src strides, i21 src offset (in elements).
+ * i14 dst offset, i15..i20 src strides, i21 src offset (in elements),
+ * i22 bf16 (both tensors).
  * dst[off + sum c_k dstride_k] (+)= src[off + sum c_k sstride_k]: reshape,
  * transpose, slice and concat, forward and backward. The dst map must be
- * one-to-one (it is for all four). */
-KERNEL ck_strided(acc_kargs a) {
+ * one-to-one (it is for all four). A bf16 copy moves the 2-byte elements as
+ * they are (the CPU's memcpy); a bf16 sum rounds once. */
+KERNEL KFULL ck_strided(acc_kargs a) {
     float *dst = a.p[0];
     const float *src = a.p[1];
-    int small = SMALL(a.i[0]);
+    int small = SMALL(a.i[0]), h = (int)a.i[22];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         long long di = a.i[14], si = a.i[21];
         idx6(i, &a.i[2], &a.i[8], &a.i[15], small, &di, &si);
-        if (a.i[1]) dst[di] += src[si];
+        if (h) {
+            unsigned short *d16 = (unsigned short *)dst;
+            const unsigned short *s16 = (const unsigned short *)src;
+            if (a.i[1]) d16[di] = bf16_round(bf16_widen(d16[di]) + bf16_widen(s16[si]));
+            else d16[di] = s16[si];
+        } else if (a.i[1]) dst[di] += src[si];
         else dst[di] = src[si];
     }
 }
@@ -204,42 +252,6 @@ DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
 
 DEVFN float ew_exp(float v) { return expf(v); }
 DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
-
-/* bf16, stored as the high 16 bits of a float: widening is exact; rounding
- * is to nearest, ties to even, a NaN kept (quietened): runtime/bf16.h's
- * rule, bit for bit, so both targets store the same bf16 tensors. */
-DEVFN float bf16_widen(unsigned short h) {
-#ifdef __CUDACC__
-    return __uint_as_float((uint32_t)h << 16);
-#else
-    return acc_bf16_f32(h);
-#endif
-}
-DEVFN unsigned short bf16_round(float f) {
-#ifdef __CUDACC__
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (unsigned short)(u >> 16);
-#else
-    return acc_f32_bf16(f);
-#endif
-}
-
-/* Element i of an activation tensor that is f32 or bf16 (h: a kernel's
- * bf16 flag, from its kargs): widened on load, rounded to nearest even on
- * store, so that one kernel serves both precisions; the arithmetic between
- * is float in both. The pointer is the kargs' float one either way. */
-DEVFN float ldx(const float *p, long long i, int h) { return h ? bf16_widen(((const unsigned short *)p)[i]) : p[i]; }
-DEVFN void stx(float *p, long long i, float v, int h) {
-    if (h) ((unsigned short *)p)[i] = bf16_round(v);
-    else p[i] = v;
-}
-/* The address of element i of such a tensor, for ldx/stx from there (the
- * kargs' float pointer type; not dereferenced as a float when h). */
-DEVFN float *xp(const float *p, long long i, int h) {
-    return (float *)(unsigned long long)((const char *)p + i * (h ? 2 : 4));
-}
 
 /* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
 KERNEL ck_cast_fwd(acc_kargs a) {
@@ -299,30 +311,30 @@ DEVFN float unary_op(int op, float v, float alpha) {
     }
 }
 
-/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*); f0 alpha (scale) */
+/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*), i2 bf16; f0 alpha (scale) */
 KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
-    int op = (int)a.i[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = unary_op(op, x[i], a.f[0]);
+    int op = (int)a.i[1], h = (int)a.i[2];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) stx(out, i, unary_op(op, ldx(x, i, h), a.f[0]), h);
 }
 
 /* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
- * scale); i0 n, i1 op; f0 alpha. dx += dout * f'(.) */
-KERNEL ck_unary_bwd(acc_kargs a) {
+ * scale); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha. dx += dout * f'(.) */
+KERNEL KFULL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
-    int op = (int)a.i[1];
+    int op = (int)a.i[1], h = (int)a.i[2];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float g = dy[i], d = 0.0f;
+        float g = ldx(dy, i, h), d = 0.0f;
         switch (op) {
         case ACC_OP_SCALE: d = g * a.f[0]; break;
 #define UNARY_BWD(code, name, saved) \
-    case ACC_OP_##code: d = ew_##name##_bwd(g, s[i]); break;
+    case ACC_OP_##code: d = ew_##name##_bwd(g, ldx(s, i, h)); break;
             ACC_EW_UNARY_OPS(UNARY_BWD)
 #undef UNARY_BWD
         }
-        dx[i] += d;
+        stx(dx, i, ldx(dx, i, h) + d, h);
     }
 }
 
@@ -351,25 +363,29 @@ DEVFN int binary_reads(int op) {
 }
 
 /* p0 out, p1 a, p2 b; i0 n, i1 op (ACC_OP_ADD..DIV), i2..i7 out dims (six, padded),
- * i8..i13 a's strides and i14..i19 b's, over out's dims (0: broadcast). */
+ * i8..i13 a's strides and i14..i19 b's, over out's dims (0: broadcast);
+ * i20 bf16 (every tensor). */
 KERNEL ck_binary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1], *y = a.p[2];
-    int small = SMALL(a.i[0]);
+    int small = SMALL(a.i[0]), h = (int)a.i[20];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         long long ia = 0, ib = 0;
         idx6(i, &a.i[2], &a.i[8], &a.i[14], small, &ia, &ib);
-        out[i] = binary_op((int)a.i[1], x[ia], y[ib]);
+        stx(out, i, binary_op((int)a.i[1], ldx(x, ia, h), ldx(y, ib, h)), h);
     }
 }
 
 /* The contribution of one out element to the gradient of x = (a if which
  * == 0 else b) of a binary op: g the out gradient, ia/ib the operands'
- * element indices (read only by the ops whose backward reads them). */
-DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib) {
+ * element indices (read only by the ops whose backward reads them), h the
+ * operands' bf16 flag. */
+DEVFN float binary_grad(int op, int which, float g, const float *A, const float *B, long long ia, long long ib, int h) {
     switch (op) {
-#define BINARY_BWD(code, name, reads) \
-    case ACC_OP_##code: return which ? EW_##code##_DB(g, A[ia], B[ib]) : EW_##code##_DA(g, A[ia], B[ib]);
+#define BINARY_BWD(code, name, reads)                                  \
+    case ACC_OP_##code:                                                \
+        return which ? EW_##code##_DB(g, ldx(A, ia, h), ldx(B, ib, h)) \
+                     : EW_##code##_DA(g, ldx(A, ia, h), ldx(B, ib, h));
         ACC_EW_BINARY_OPS(BINARY_BWD)
 #undef BINARY_BWD
     default: return 0.0f;
@@ -382,18 +398,19 @@ DEVFN float binary_grad(int op, int which, float g, const float *A, const float 
  * reaches, in order; without broadcasting, one out element each.
  * p0 dx, p1 dout, p2 a, p3 b; i0 elements of x, i1 op, i2 which,
  * i3..i8 out dims, i9..i14 x dims (padded; 1 where x broadcasts),
- * i15..i20 a strides, i21..i26 b strides over out's dims. */
+ * i15..i20 a strides, i21..i26 b strides over out's dims, i27 bf16 (every
+ * tensor; the sum runs in float and dx rounds once). */
 KERNEL ck_binary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *A = a.p[2], *B = a.p[3];
-    int op = (int)a.i[1], which = (int)a.i[2];
+    int op = (int)a.i[1], which = (int)a.i[2], h = (int)a.i[27];
     const long long *od = &a.i[3], *xd = &a.i[9], *as = &a.i[15], *bs = &a.i[21];
     long long nred = 1;
     for (int k = 0; k < 6; k++)
         if (xd[k] != od[k]) nred *= od[k];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         if (nred == 1 && !binary_reads(op)) { /* same shape, add or sub: no index arithmetic */
-            dx[i] += binary_grad(op, which, dy[i], A, B, 0, 0);
+            stx(dx, i, ldx(dx, i, h) + binary_grad(op, which, ldx(dy, i, h), A, B, 0, 0, h), h);
             continue;
         }
         long long xc[6], r = i;
@@ -415,9 +432,9 @@ KERNEL ck_binary_bwd(acc_kargs a) {
                 ia += c * as[k];
                 ib += c * bs[k];
             }
-            acc += binary_grad(op, which, dy[o], A, B, ia, ib);
+            acc += binary_grad(op, which, ldx(dy, o, h), A, B, ia, ib, h);
         }
-        dx[i] += acc;
+        stx(dx, i, ldx(dx, i, h) + acc, h);
     }
 }
 
@@ -429,22 +446,23 @@ DEVFN float dropout_at(float x, float p, long long seed, long long step, long lo
 }
 
 /* p0 out, p1 x, p[KA_SCALARS_P] the step's seed and counter; i0 n, i3 op
- * id, i4 accumulate (the backward); f0 p. out (+)= x / (1-p) where
+ * id, i4 accumulate (the backward), i5 bf16; f0 p. out (+)= x / (1-p) where
  * philox_uniform(...) >= p, else 0: the mask of the CPU target, bit for bit. */
 KERNEL ck_dropout(acc_kargs a) {
     float *y = a.p[0];
     const float *x = a.p[1];
     const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
     long long seed = (long long)sc->seed, step = sc->step;
+    int h = (int)a.i[5];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float v = dropout_at(x[i], a.f[0], seed, step, a.i[3], i);
-        if (a.i[4]) y[i] += v;
-        else y[i] = v;
+        float v = dropout_at(ldx(x, i, h), a.f[0], seed, step, a.i[3], i);
+        if (a.i[4]) stx(y, i, ldx(y, i, h) + v, h);
+        else stx(y, i, v, h);
     }
 }
 
 /* p0 out, p1 x; i0 B, i1 T, i2 H, i3 D, i4 backward (rotate back and
- * accumulate); f0 theta. One thread per (b, t, h, i < D/2) pair. */
+ * accumulate), i5 bf16; f0 theta. One thread per (b, t, h, i < D/2) pair. */
 KERNEL ck_rope(acc_kargs a) {
     float *y = a.p[0];
     const float *x = a.p[1];
@@ -454,13 +472,14 @@ KERNEL ck_rope(acc_kargs a) {
         double freq = pow((double)a.f[0], -2.0 * (double)i / (double)D), ang = (double)t * freq;
         float cs = (float)cos(ang), sn = (float)sin(ang) * (a.i[4] ? -1.0f : 1.0f);
         long long o = bt * H * D + h * D + i;
-        float x1 = x[o], x2 = x[o + half], y1 = x1 * cs - x2 * sn, y2 = x2 * cs + x1 * sn;
+        int hb = (int)a.i[5];
+        float x1 = ldx(x, o, hb), x2 = ldx(x, o + half, hb), y1 = x1 * cs - x2 * sn, y2 = x2 * cs + x1 * sn;
         if (a.i[4]) {
-            y[o] += y1;
-            y[o + half] += y2;
+            stx(y, o, ldx(y, o, hb) + y1, hb);
+            stx(y, o + half, ldx(y, o + half, hb) + y2, hb);
         } else {
-            y[o] = y1;
-            y[o + half] = y2;
+            stx(y, o, y1, hb);
+            stx(y, o + half, y2, hb);
         }
     }
 }
@@ -480,41 +499,45 @@ DEVFN int ew_arity(int op) {
  * steps, codegen/fuse.c): v = x[i], then per op k: v = op_k(v) or
  * v OP operand_k[i mod modulus_k] (operand OP v if right_k), out[i] = v.
  * p0 out, p1 x, p2.. the operands of ops 0.., p[KA_SCALARS_P] the step's
- * seed and counter; i0 n, i1 ops, and per op k at i[4 + 4k]: op (ACC_OP_*),
- * modulus, right, op id; f[k] the op's parameter (scale's alpha, dropout's
- * p). out may be x. */
+ * seed and counter; i0 n, i1 ops, i2 bf16 (x, out and the operands), and
+ * per op k at i[4 + 4k]: op (ACC_OP_*), modulus, right, op id; f[k] the op's
+ * parameter (scale's alpha, dropout's p). out may be x. In bf16 every op's
+ * result is rounded, as the op's own kernel stores it (the CPU's chain). */
 KERNEL ck_ew_chain(acc_kargs a) {
-    int n_ops = (int)a.i[1];
+    int n_ops = (int)a.i[1], h = (int)a.i[2];
     const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float v = a.p[1][i];
+        float v = ldx(a.p[1], i, h);
         for (int k = 0; k < n_ops; k++) {
             const long long *d = &a.i[4 + 4 * k];
             int op = (int)d[0];
             if (op == ACC_OP_DROPOUT) {
                 v = dropout_at(v, a.f[k], (long long)sc->seed, sc->step, d[3], i);
             } else if (ew_arity(op) == 2) {
-                float o = a.p[2 + k][i % d[1]];
+                float o = ldx(a.p[2 + k], i % d[1], h);
                 v = d[2] ? binary_op(op, o, v) : binary_op(op, v, o);
             } else {
                 v = unary_op(op, v, a.f[k]);
             }
+            if (h && k + 1 < n_ops) v = bf16_widen(bf16_round(v));
         }
-        a.p[0][i] = v;
+        stx(a.p[0], i, v, h);
     }
 }
 
 /* ---- embedding ----------------------------------------------------------- */
 
-/* p0 out (N, C), p1 idx (N, int32), p2 table (V, C); i0 N, i1 V, i2 C */
+/* p0 out (N, C), p1 idx (N, int32), p2 table (V, C, float); i0 N, i1 V, i2 C,
+ * i3 bf16 (out) */
 KERNEL ck_embedding_fwd(acc_kargs a) {
     float *out = a.p[0];
     const int *idx = (const int *)a.p[1];
     const float *table = a.p[2];
     long long C = a.i[2];
+    int h = (int)a.i[3];
     for (long long e = GSTART; e < a.i[0] * C; e += GSTRIDE) {
         long long n = e / C, c = e % C, v = idx[n];
-        out[e] = v >= 0 && v < a.i[1] ? table[v * C + c] : 0.0f;
+        stx(out, e, v >= 0 && v < a.i[1] ? table[v * C + c] : 0.0f, h);
     }
 }
 
@@ -570,17 +593,18 @@ KERNEL ck_embedding_sort(acc_kargs a) {
 }
 
 /* p0 dtable (V, C), p1 dout (N, C), p2 sorted keys and positions (from
- * ck_embedding_sort); i0 N, i1 V, i2 C. One warp per sorted position; the
- * warp at the start of a run of a valid id does the run. */
+ * ck_embedding_sort); i0 N, i1 V, i2 C, i3 bf16 (dout). One warp per sorted
+ * position; the warp at the start of a run of a valid id does the run. */
 KERNEL ck_embedding_bwd(acc_kargs a) {
     long long N = a.i[0], V = a.i[1], C = a.i[2];
+    int h = (int)a.i[3];
     const int *key = (const int *)a.p[2], *pos = key + N;
     for (long long e = GSTART; e < N * 32; e += GSTRIDE) {
         long long i = e / 32, lane = e % 32, v = key[i];
         if (v >= V || (i > 0 && key[i - 1] == v)) continue;
         for (long long c = lane; c < C; c += 32) {
             float s = a.p[0][v * C + c];
-            for (long long j = i; j < N && key[j] == v; j++) s += a.p[1][(long long)pos[j] * C + c];
+            for (long long j = i; j < N && key[j] == v; j++) s += ldx(a.p[1], (long long)pos[j] * C + c, h);
             a.p[0][v * C + c] = s;
         }
     }
@@ -604,11 +628,15 @@ KERNEL ck_embedding_bwd(acc_kargs a) {
  * p3 dy, p4 a (the norms' x), p5 b (the norms' stats); i0 outer, i1 R, i2 K,
  * i3 chunks, i4 rows per chunk, i5 mode, i6 op, i7 which, i8 store
  * (COL_SET, COL_ADD), i9..i14 out dims, i15..i20 a strides, i21..i26 b
- * strides (COL_BINARY with mul or div); f0 scale (applied to the sum). */
+ * strides (COL_BINARY with mul or div), i27 bf16 of the element-type inputs
+ * (dy; a, and b for COL_BINARY), i28 bf16 of dst0 (COL_BINARY's gradient:
+ * the sum runs in float and is rounded once, when stored); f0 scale
+ * (applied to the sum). */
 #define COL_WARPS (KA_BLOCK / 32)
 
 DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, float *v1) {
-    float g = a->p[3][o];
+    int h = (int)a->i[27];
+    float g = ldx(a->p[3], o, h);
     const float *x = a->p[4], *st = a->p[5];
     switch ((int)a->i[5]) {
     case COL_SUM: *v0 = g; break;
@@ -616,21 +644,22 @@ DEVFN void col_value(const acc_kargs *a, long long o, long long r, float *v0, fl
         long long ia = 0, ib = 0;
         if (binary_reads((int)a->i[6]))
             idx6(o, &a->i[9], &a->i[15], &a->i[21], SMALL(a->i[0] * a->i[1] * a->i[2]), &ia, &ib);
-        *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib);
+        *v0 = binary_grad((int)a->i[6], (int)a->i[7], g, x, st, ia, ib, h);
         break;
     }
     case COL_LAYERNORM:
-        *v0 = g * (x[o] - st[2 * r]) * st[2 * r + 1];
+        *v0 = g * (ldx(x, o, h) - st[2 * r]) * st[2 * r + 1];
         *v1 = g;
         break;
-    default: *v0 = g * x[o] * st[r]; break;
+    default: *v0 = g * ldx(x, o, h) * st[r]; break;
     }
 }
 
-DEVFN void col_store(float *dst, long long at, float s, long long store) {
+/* dst[at] = s or dst[at] += s; h: dst is bf16 */
+DEVFN void col_store(float *dst, long long at, float s, long long store, int h) {
     if (!dst) return;
-    if (store == COL_ADD) dst[at] += s;
-    else dst[at] = s;
+    if (store == COL_ADD) stx(dst, at, ldx(dst, at, h) + s, h);
+    else stx(dst, at, s, h);
 }
 
 KERNEL ck_col_reduce(acc_kargs a) {
@@ -670,8 +699,8 @@ KERNEL ck_col_reduce(acc_kargs a) {
                 t1 += sh[1][j][lane];
             }
             if (chunks == 1) {
-                col_store(a.p[0], ob * K + k, t0 * a.f[0], a.i[8]);
-                col_store(a.p[1], ob * K + k, t1 * a.f[0], a.i[8]);
+                col_store(a.p[0], ob * K + k, t0 * a.f[0], a.i[8], (int)a.i[28]);
+                col_store(a.p[1], ob * K + k, t1 * a.f[0], a.i[8], 0);
             } else {
                 long long at = (ob * chunks + c) * K + k;
                 a.p[2][at] = t0;
@@ -683,7 +712,7 @@ KERNEL ck_col_reduce(acc_kargs a) {
 
 /* The second stage: one thread per (outer, column) adds its chunks' partial
  * sums in chunk order. p0 dst0, p1 dst1, p2 partial sums; i0 outer, i2 K,
- * i3 chunks, i8 store; f0 scale. */
+ * i3 chunks, i8 store, i28 bf16 of dst0; f0 scale. */
 KERNEL ck_col_final(acc_kargs a) {
     long long K = a.i[2], chunks = a.i[3], n = a.i[0] * K;
     for (long long e = GSTART; e < n; e += GSTRIDE) {
@@ -694,54 +723,66 @@ KERNEL ck_col_final(acc_kargs a) {
             const float *part = a.p[2] + ch * n * chunks + ob * chunks * K + k;
             float s = 0.0f;
             for (long long c = 0; c < chunks; c++) s += part[c * K];
-            col_store(dst, e, s * a.f[0], a.i[8]);
+            col_store(dst, e, s * a.f[0], a.i[8], ch ? 0 : (int)a.i[28]);
         }
     }
 }
 
 
-/* p0 out (outer, inner), p1 x (outer, n, inner); i0 outer, i1 n, i2 inner;
- * f0 scale (1 for sum, 1/n for mean). One block per output element. */
+/* p0 out (outer, inner, float), p1 x (outer, n, inner); i0 outer, i1 n,
+ * i2 inner, i3 bf16 (x); f0 scale (1 for sum, 1/n for mean). One block per
+ * output element. */
 KERNEL ck_reduce_fwd(acc_kargs a) {
     __shared__ float sh[32];
     float *out = a.p[0];
     const float *x = a.p[1];
     long long n = a.i[1], inner = a.i[2];
+    int h = (int)a.i[3];
     for (long long o = blockIdx.x; o < a.i[0] * inner; o += gridDim.x) {
-        const float *xr = x + (o / inner) * n * inner + o % inner;
+        long long x0 = (o / inner) * n * inner + o % inner;
         float s = 0.0f;
-        for (long long j = threadIdx.x; j < n; j += blockDim.x) s += xr[j * inner];
+        for (long long j = threadIdx.x; j < n; j += blockDim.x) s += ldx(x, x0 + j * inner, h);
         s = block_sum(s, sh);
         if (threadIdx.x == 0) out[o] = s * a.f[0];
     }
 }
 
-/* p0 dx, p1 dout; i0 outer, i1 n, i2 inner; f0 scale. dx += dout * scale,
- * broadcast over the reduced axis. */
+/* p0 dx, p1 dout (float); i0 outer, i1 n, i2 inner, i3 bf16 (dx); f0 scale.
+ * dx += dout * scale, broadcast over the reduced axis. */
 KERNEL ck_reduce_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1];
     long long n = a.i[1], inner = a.i[2];
+    int h = (int)a.i[3];
     for (long long e = GSTART; e < a.i[0] * n * inner; e += GSTRIDE)
-        dx[e] += dy[(e / (n * inner)) * inner + e % inner] * a.f[0];
+        stx(dx, e, ldx(dx, e, h) + dy[(e / (n * inner)) * inner + e % inner] * a.f[0], h);
 }
 
 /* ---- normalisation and softmax (one block per row) ------------------------- */
 
-/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b; i0 N, i1 C; f0 eps */
+/* The norms, softmax and cross-entropy keep their statistics and sums in
+ * float; their element-type tensors (x, y, dx, dy, logits) are f32 or bf16
+ * by the flag i2 (ldx, stx). */
+
+/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b; i0 N, i1 C, i2 bf16; f0 eps */
 KERNEL ck_layernorm_fwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *x = a.p[2] + n * C;
-        float *y = a.p[0] + n * C;
+        const float *x = a.p[2];
+        long long r = n * C;
         float s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += x[c];
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += ldx(x, r + c, h);
         float mean = block_sum(s, sh) / (float)C;
         s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += (x[c] - mean) * (x[c] - mean);
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) {
+            float xc = ldx(x, r + c, h);
+            s += (xc - mean) * (xc - mean);
+        }
         float rstd = 1.0f / sqrtf(block_sum(s, sh) / (float)C + a.f[0]);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] - mean) * rstd * a.p[3][c] + a.p[4][c];
+        for (long long c = threadIdx.x; c < C; c += blockDim.x)
+            stx(a.p[0], r + c, (ldx(x, r + c, h) - mean) * rstd * a.p[3][c] + a.p[4][c], h);
         if (threadIdx.x == 0) {
             a.p[1][2 * n] = mean;
             a.p[1][2 * n + 1] = rstd;
@@ -749,126 +790,148 @@ KERNEL ck_layernorm_fwd(acc_kargs a) {
     }
 }
 
-/* p0 dx, p1 dy, p2 x, p3 w, p4 stats; i0 N, i1 C.
+/* p0 dx, p1 dy, p2 x, p3 w, p4 stats; i0 N, i1 C, i2 bf16.
  * dx += rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w. */
 KERNEL ck_layernorm_bwd_dx(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
-    const float *w = a.p[3];
+    const float *w = a.p[3], *x = a.p[2], *dy = a.p[1];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *x = a.p[2] + n * C, *dy = a.p[1] + n * C;
-        float *dx = a.p[0] + n * C, mean = a.p[4][2 * n], rstd = a.p[4][2 * n + 1];
+        long long r = n * C;
+        float mean = a.p[4][2 * n], rstd = a.p[4][2 * n + 1];
         float s1 = 0.0f, s2 = 0.0f;
         for (long long c = threadIdx.x; c < C; c += blockDim.x) {
-            float g = dy[c] * w[c];
+            float g = ldx(dy, r + c, h) * w[c];
             s1 += g;
-            s2 += g * (x[c] - mean) * rstd;
+            s2 += g * (ldx(x, r + c, h) - mean) * rstd;
         }
         s1 = block_sum(s1, sh) / (float)C;
         s2 = block_sum(s2, sh) / (float)C;
         for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            dx[c] += rstd * (dy[c] * w[c] - s1 - (x[c] - mean) * rstd * s2);
+            stx(a.p[0], r + c,
+                ldx(a.p[0], r + c, h) + rstd * (ldx(dy, r + c, h) * w[c] - s1 - (ldx(x, r + c, h) - mean) * rstd * s2),
+                h);
     }
 }
 
-/* p0 y, p1 stats (N) = rstd, p2 x, p3 w; i0 N, i1 C; f0 eps */
+/* p0 y, p1 stats (N) = rstd, p2 x, p3 w; i0 N, i1 C, i2 bf16; f0 eps */
 KERNEL ck_rmsnorm_fwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
+    const float *x = a.p[2];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *x = a.p[2] + n * C;
+        long long r = n * C;
         float s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += x[c] * x[c];
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) {
+            float xc = ldx(x, r + c, h);
+            s += xc * xc;
+        }
         float rstd = 1.0f / sqrtf(block_sum(s, sh) / (float)C + a.f[0]);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) a.p[0][n * C + c] = x[c] * rstd * a.p[3][c];
+        for (long long c = threadIdx.x; c < C; c += blockDim.x)
+            stx(a.p[0], r + c, ldx(x, r + c, h) * rstd * a.p[3][c], h);
         if (threadIdx.x == 0) a.p[1][n] = rstd;
     }
 }
 
-/* p0 dx, p1 dy, p2 x, p3 w, p4 stats; i0 N, i1 C.
+/* p0 dx, p1 dy, p2 x, p3 w, p4 stats; i0 N, i1 C, i2 bf16.
  * dx += rstd * g - x * rstd^3 * mean(g * x), g = dy * w. */
 KERNEL ck_rmsnorm_bwd_dx(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
-    const float *w = a.p[3];
+    const float *w = a.p[3], *x = a.p[2], *dy = a.p[1];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *x = a.p[2] + n * C, *dy = a.p[1] + n * C;
-        float *dx = a.p[0] + n * C, rstd = a.p[4][n], s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += dy[c] * w[c] * x[c];
+        long long r = n * C;
+        float rstd = a.p[4][n], s = 0.0f;
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += ldx(dy, r + c, h) * w[c] * ldx(x, r + c, h);
         s = block_sum(s, sh) / (float)C;
         for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            dx[c] += rstd * dy[c] * w[c] - x[c] * rstd * rstd * rstd * s;
+            stx(a.p[0], r + c,
+                ldx(a.p[0], r + c, h) + (rstd * ldx(dy, r + c, h) * w[c] - ldx(x, r + c, h) * rstd * rstd * rstd * s),
+                h);
     }
 }
 
-/* p0 y, p1 x (y may alias x); i0 N, i1 C */
+/* p0 y, p1 x (y may alias x); i0 N, i1 C, i2 bf16 */
 KERNEL ck_softmax_fwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
+    const float *x = a.p[1];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *x = a.p[1] + n * C;
-        float *y = a.p[0] + n * C, m = NEG_INF, s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) online_add(&m, &s, x[c]);
+        long long r = n * C;
+        float m = NEG_INF, s = 0.0f;
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) online_add(&m, &s, ldx(x, r + c, h));
         s = block_online(m, s, sh, &m);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) y[c] = expf(x[c] - m) / s;
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) stx(a.p[0], r + c, expf(ldx(x, r + c, h) - m) / s, h);
     }
 }
 
-/* p0 dx, p1 dy, p2 y; i0 N, i1 C. dx += y * (dy - sum(dy * y)) */
+/* p0 dx, p1 dy, p2 y; i0 N, i1 C, i2 bf16. dx += y * (dy - sum(dy * y)) */
 KERNEL ck_softmax_bwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
+    const float *dy = a.p[1], *y = a.p[2];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *dy = a.p[1] + n * C, *y = a.p[2] + n * C;
-        float *dx = a.p[0] + n * C, s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += dy[c] * y[c];
+        long long r = n * C;
+        float s = 0.0f;
+        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += ldx(dy, r + c, h) * ldx(y, r + c, h);
         s = block_sum(s, sh);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) dx[c] += y[c] * (dy[c] - s);
+        for (long long c = threadIdx.x; c < C; c += blockDim.x)
+            stx(a.p[0], r + c, ldx(a.p[0], r + c, h) + ldx(y, r + c, h) * (ldx(dy, r + c, h) - s), h);
     }
 }
 
 /* ---- cross-entropy ----------------------------------------------------------- */
 
-/* p0 lse (N), p1 logits (N, V); i0 N, i1 V. lse[n] = logsumexp(logits[n]) */
+/* p0 lse (N), p1 logits (N, V); i0 N, i1 V, i2 bf16 (logits).
+ * lse[n] = logsumexp(logits[n]) */
 KERNEL ck_xent_lse(acc_kargs a) {
     __shared__ float sh[32];
     long long V = a.i[1];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *l = a.p[1] + n * V;
+        long long r = n * V;
         float m = NEG_INF, s = 0.0f;
-        for (long long c = threadIdx.x; c < V; c += blockDim.x) online_add(&m, &s, l[c]);
+        for (long long c = threadIdx.x; c < V; c += blockDim.x) online_add(&m, &s, ldx(a.p[1], r + c, h));
         s = block_online(m, s, sh, &m); /* one pass over the row */
         if (threadIdx.x == 0) a.p[0][n] = m + logf(s);
     }
 }
 
-/* p0 loss (1), p1 lse, p2 logits, p3 targets (int32); i0 N, i1 V. One block:
- * loss = mean over n of lse[n] - logits[n, targets[n]]. */
+/* p0 loss (1), p1 lse, p2 logits, p3 targets (int32); i0 N, i1 V, i2 bf16
+ * (logits). One block: loss = mean over n of lse[n] - logits[n, targets[n]]. */
 KERNEL ck_xent_loss(acc_kargs a) {
     __shared__ float sh[32];
     const int *tg = (const int *)a.p[3];
+    int h = (int)a.i[2];
     float s = 0.0f;
     for (long long n = threadIdx.x; n < a.i[0]; n += blockDim.x) {
         long long t = tg[n];
-        if (t >= 0 && t < a.i[1]) s += a.p[1][n] - a.p[2][n * a.i[1] + t];
+        if (t >= 0 && t < a.i[1]) s += a.p[1][n] - ldx(a.p[2], n * a.i[1] + t, h);
     }
     s = block_sum(s, sh);
     if (threadIdx.x == 0 && blockIdx.x == 0) a.p[0][0] = s / (float)a.i[0];
 }
 
-/* p0 dlogits, p1 dloss (1), p2 logits, p3 lse, p4 targets; i0 N, i1 V.
- * dlogits += dloss * (softmax(logits) - onehot(target)) / N. A block per row
- * (no division per element). */
+/* p0 dlogits, p1 dloss (1), p2 logits, p3 lse, p4 targets; i0 N, i1 V, i2
+ * bf16 (logits, dlogits). dlogits += dloss * (softmax(logits) - onehot(target))
+ * / N. A block per row (no division per element). */
 KERNEL ck_xent_bwd(acc_kargs a) {
     const int *tg = (const int *)a.p[4];
     long long V = a.i[1];
     float k = a.p[1][0] / (float)a.i[0];
+    int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
-        const float *l = a.p[2] + n * V;
-        float *dl = a.p[0] + n * V, lse = a.p[3][n];
+        long long r = n * V;
+        float lse = a.p[3][n];
         long long t = tg[n];
         for (long long c = threadIdx.x; c < V; c += blockDim.x)
-            dl[c] += k * (expf(l[c] - lse) - (c == t ? 1.0f : 0.0f));
+            stx(a.p[0], r + c, ldx(a.p[0], r + c, h) + k * (expf(ldx(a.p[2], r + c, h) - lse) - (c == t ? 1.0f : 0.0f)),
+                h);
     }
 }
 

@@ -97,20 +97,27 @@ static void col_reduce(acc_dev *d, acc_kargs *a, int64_t outer, int64_t R, int64
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-void g_fill(acc_dev *d, float *x, float value, int64_t n) {
-    acc_kargs a = {{x}, {n}, {value}};
+/* h: the tensor is bf16 (every launcher's last argument h is the kernel's
+ * bf16 flag: 0 for the fp32 entry points, 1 for the _bf16 ones) */
+static void fill(acc_dev *d, void *x, float value, int64_t n, int h) {
+    acc_kargs a = {{DP(x)}, {n, h}, {value}};
     dev_launch(d, KID_ck_fill, n, KA_BLOCK, &a);
 }
 
+void g_fill(acc_dev *d, float *x, float value, int64_t n) { fill(d, x, value, n, 0); }
+
 void g_zero(acc_dev *d, float *x, int64_t n) { g_fill(d, x, 0.0f, n); }
 
-void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
-                uint32_t step) {
+void g_fill_bf16(acc_dev *d, acc_bf16 *x, float value, int64_t n) { fill(d, x, value, n, 1); }
+
+void g_zero_bf16(acc_dev *d, acc_bf16 *x, int64_t n) { fill(d, x, 0.0f, n, 1); }
+
+static void ew_chain(acc_dev *d, void *out, const void *x, const k_ew_op *ops, int n_ops, int64_t n, int h) {
     if (n_ops < 1 || n_ops > K_EW_MAX) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "an elementwise chain of %d ops (1..%d)", n_ops, K_EW_MAX);
         return;
     }
-    acc_kargs a = {{out, DP(x)}, {n, n_ops}, {0}};
+    acc_kargs a = {{DP(out), DP(x)}, {n, n_ops, h}, {0}};
     a.p[KA_SCALARS_P] = scalars(d); /* seed and step: read there (see acc_kscalars) */
     for (int k = 0; k < n_ops; k++) {
         a.p[2 + k] = DP(ops[k].operand);
@@ -123,11 +130,24 @@ void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int 
     dev_launch(d, KID_ck_ew_chain, n, KA_BLOCK, &a);
 }
 
+/* seed and step are read from the step's scalars on the device */
+void g_ew_chain(acc_dev *d, float *out, const float *x, const k_ew_op *ops, int n_ops, int64_t n, uint64_t seed,
+                uint32_t step) {
+    (void)seed, (void)step;
+    ew_chain(d, out, x, ops, n_ops, n, 0);
+}
+
+void g_ew_chain_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const k_ew_op *ops, int n_ops, int64_t n,
+                     uint64_t seed, uint32_t step) {
+    (void)seed, (void)step;
+    ew_chain(d, out, x, ops, n_ops, n, 1);
+}
+
 /* ck_strided over `dims` (rank nd <= 6, outermost first): dst (+)= src with
- * the given element strides and offsets. */
-static void strided(acc_dev *d, float *dst, const float *src, int accumulate, int nd, const int64_t *dims,
-                    const int64_t *dst_stride, int64_t dst_off, const int64_t *src_stride, int64_t src_off) {
-    acc_kargs a = {{dst, DP(src)}, {0}, {0}};
+ * the given element strides and offsets; h: both are bf16. */
+static void strided_x(acc_dev *d, void *dst, const void *src, int accumulate, int nd, const int64_t *dims,
+                      const int64_t *dst_stride, int64_t dst_off, const int64_t *src_stride, int64_t src_off, int h) {
+    acc_kargs a = {{DP(dst), DP(src)}, {0}, {0}};
     int64_t n = 1;
     a.i[1] = accumulate;
     for (int k = 0; k < 6; k++) {
@@ -140,6 +160,7 @@ static void strided(acc_dev *d, float *dst, const float *src, int accumulate, in
     a.i[0] = n;
     a.i[14] = dst_off;
     a.i[21] = src_off;
+    a.i[22] = h;
     dev_launch(d, KID_ck_strided, n, KA_BLOCK, &a);
 }
 
@@ -151,9 +172,13 @@ static void contiguous_strides(int nd, const int64_t *dims, int64_t *st) {
     }
 }
 
-static void copy_flat(acc_dev *d, float *dst, const float *src, int64_t n, int accumulate) {
+static void copy_flat_x(acc_dev *d, void *dst, const void *src, int64_t n, int accumulate, int h) {
     int64_t one = 1;
-    strided(d, dst, src, accumulate, 1, &n, &one, 0, &one, 0);
+    strided_x(d, dst, src, accumulate, 1, &n, &one, 0, &one, 0, h);
+}
+
+static void copy_flat(acc_dev *d, float *dst, const float *src, int64_t n, int accumulate) {
+    copy_flat_x(d, dst, src, n, accumulate, 0);
 }
 
 /* ---- matmul through the backend's GEMM ---------------------------------------------- */
@@ -377,18 +402,25 @@ static int64_t elems(int ndim, const int64_t *s) {
     return n;
 }
 
+static void binary_fwd_x(acc_dev *d, int op, void *out, const void *x, const void *y, int ndim, const int64_t *so,
+                         const int64_t *sa, const int64_t *sb, int h) {
+    acc_kargs a = {{DP(out), DP(x), DP(y)}, {elems(ndim, so), op}, {0}};
+    broadcast_args(&a, 2, ndim, so, sa, sb);
+    a.i[20] = h;
+    dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
+}
+
 static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const float *y, int ndim, const int64_t *so,
                        const int64_t *sa, const int64_t *sb) {
-    acc_kargs a = {{out, DP(x), DP(y)}, {elems(ndim, so), op}, {0}};
-    broadcast_args(&a, 2, ndim, so, sa, sb);
-    dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
+    binary_fwd_x(d, op, out, x, y, ndim, so, sa, sb, 0);
 }
 
 /* The gradient of one operand (which: 0 a, 1 b) of shape sx. When sx is a
  * suffix of out's shape (a bias), a column reduction over the leading rows;
- * otherwise one thread per element of dx. */
-static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x, const float *y,
-                           int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
+ * otherwise one thread per element of dx. h: every tensor is bf16 (sums in
+ * float, dx rounded once). */
+static void binary_bwd_x(acc_dev *d, int op, int which, void *dx, const void *dout, const void *x, const void *y,
+                         int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb, int h) {
     if (!dx) return;
     const int64_t *sx = which ? sb : sa;
     int64_t R = 1, K = 1;
@@ -401,10 +433,11 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
     if (suffix && R > 1) {
         acc_kargs a = {{0, 0, 0, DP(dout), DP(x), DP(y)}, {0, 0, 0, 0, 0, COL_BINARY, op, which}, {0}};
         broadcast_args(&a, 9, ndim, so, sa, sb);
-        col_reduce(d, &a, 1, R, K, 1, dx, NULL, COL_ADD, 1.0f);
+        a.i[27] = a.i[28] = h;
+        col_reduce(d, &a, 1, R, K, 1, DP(dx), NULL, COL_ADD, 1.0f);
         return;
     }
-    acc_kargs a = {{dx, DP(dout), DP(x), DP(y)}, {elems(ndim, sx), op, which}, {0}};
+    acc_kargs a = {{DP(dx), DP(dout), DP(x), DP(y)}, {elems(ndim, sx), op, which}, {0}};
     acc_kargs tmp = {{0}, {0}, {0}};
     broadcast_args(&tmp, 0, ndim, so, sa, sb);
     for (int k = 0; k < 6; k++) {
@@ -414,7 +447,13 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
         a.i[15 + k] = tmp.i[6 + k];
         a.i[21 + k] = tmp.i[12 + k];
     }
+    a.i[27] = h;
     dev_launch(d, KID_ck_binary_bwd, a.i[0], KA_BLOCK, &a);
+}
+
+static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x, const float *y,
+                           int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    binary_bwd_x(d, op, which, dx, dout, x, y, ndim, so, sa, sb, 0);
 }
 
 /* the binary elementwise ops of the op table (acc_ops.h) */
@@ -432,10 +471,30 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
 ACC_EW_BINARY_OPS(BINARY)
 #undef BINARY
 
+/* their bf16 instance (cpu_kernels_t.h) */
+#define BINARY_BF16(code, name, reads)                                                                             \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *a, const acc_bf16 *b, int ndim,            \
+                             const int64_t *so, const int64_t *sa, const int64_t *sb) {                            \
+        binary_fwd_x(d, ACC_OP_##code, out, a, b, ndim, so, sa, sb, 1);                                            \
+    }                                                                                                              \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout,                         \
+                             ACC_EW_BWD_OPERANDS_##reads(acc_bf16) int ndim, const int64_t *so, const int64_t *sa, \
+                             const int64_t *sb) {                                                                  \
+        binary_bwd_x(d, ACC_OP_##code, 0, da, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb, 1);         \
+        binary_bwd_x(d, ACC_OP_##code, 1, db, dout, ACC_EW_BWD_OPERAND_ARGS_##reads, ndim, so, sa, sb, 1);         \
+    }
+ACC_EW_BINARY_OPS(BINARY_BF16)
+#undef BINARY_BF16
+
+static void unary_x(acc_dev *d, acc_kernel_id k, int op, void *y, const void *x, const void *saved, float alpha,
+                    int64_t n, int h) {
+    acc_kargs a = {{DP(y), DP(x), DP(saved)}, {n, op, h}, {alpha}};
+    dev_launch(d, k, n, KA_BLOCK, &a);
+}
+
 static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x, const float *saved, float alpha,
                   int64_t n) {
-    acc_kargs a = {{y, DP(x), DP(saved)}, {n, op}, {alpha}};
-    dev_launch(d, k, n, KA_BLOCK, &a);
+    unary_x(d, k, op, y, x, saved, alpha, n, 0);
 }
 
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n) {
@@ -471,52 +530,127 @@ void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat
 ACC_EW_UNARY_OPS(UNARY)
 #undef UNARY
 
+/* scale and the plain unary ops over bf16 */
+void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n) {
+    unary_x(d, KID_ck_unary_fwd, ACC_OP_SCALE, out, x, NULL, alpha, n, 1);
+}
+void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n) {
+    unary_x(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n, 1);
+}
+#define UNARY_BF16(code, name, saved)                                                                            \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n) {                          \
+        unary_x(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, 0.0f, n, 1);                                   \
+    }                                                                                                            \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *saved, int64_t n) { \
+        unary_x(d, KID_ck_unary_bwd, ACC_OP_##code, dx, dout, saved, 0.0f, n, 1);                                \
+    }
+ACC_EW_UNARY_OPS(UNARY_BF16)
+#undef UNARY_BF16
+
 /* ---- normalisation and softmax --------------------------------------------------- */
 
-void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N,
-                     int64_t C, float eps) {
-    acc_kargs a = {{y, stats, DP(x), DP(w), DP(b)}, {N, C}, {eps}};
+/* h: the element-type tensors (x, y, dx, dy) are bf16; weights, their
+ * gradients and the statistics are float in both instances */
+static void layernorm_fwd(acc_dev *d, void *y, float *stats, const void *x, const float *w, const float *b, int64_t N,
+                          int64_t C, float eps, int h) {
+    acc_kargs a = {{DP(y), stats, DP(x), DP(w), DP(b)}, {N, C, h}, {eps}};
     launch_rows(d, KID_ck_layernorm_fwd, N, C, &a);
 }
 
-void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                     const float *stats, int64_t N, int64_t C) {
+static void layernorm_bwd(acc_dev *d, void *dx, float *dw, float *db, const void *dy, const void *x, const float *w,
+                          const float *stats, int64_t N, int64_t C, int h) {
     if (dx) {
-        acc_kargs a = {{dx, DP(dy), DP(x), DP(w), DP(stats)}, {N, C}, {0}};
+        acc_kargs a = {{DP(dx), DP(dy), DP(x), DP(w), DP(stats)}, {N, C, h}, {0}};
         launch_rows(d, KID_ck_layernorm_bwd_dx, N, C, &a);
     }
     if (dw || db) {
         acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_LAYERNORM}, {0}};
+        a.i[27] = h;
         col_reduce(d, &a, 1, N, C, db ? 2 : 1, dw, db, COL_ADD, 1.0f);
     }
 }
 
-void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
-                   float eps) {
-    acc_kargs a = {{y, stats, DP(x), DP(w)}, {N, C}, {eps}};
+static void rmsnorm_fwd(acc_dev *d, void *y, float *stats, const void *x, const float *w, int64_t N, int64_t C,
+                        float eps, int h) {
+    acc_kargs a = {{DP(y), stats, DP(x), DP(w)}, {N, C, h}, {eps}};
     launch_rows(d, KID_ck_rmsnorm_fwd, N, C, &a);
 }
 
-void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const float *x, const float *w,
-                   const float *stats, int64_t N, int64_t C) {
+static void rmsnorm_bwd(acc_dev *d, void *dx, float *dw, const void *dy, const void *x, const float *w,
+                        const float *stats, int64_t N, int64_t C, int h) {
     if (dx) {
-        acc_kargs a = {{dx, DP(dy), DP(x), DP(w), DP(stats)}, {N, C}, {0}};
+        acc_kargs a = {{DP(dx), DP(dy), DP(x), DP(w), DP(stats)}, {N, C, h}, {0}};
         launch_rows(d, KID_ck_rmsnorm_bwd_dx, N, C, &a);
     }
     if (dw) {
         acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_RMSNORM}, {0}};
+        a.i[27] = h;
         col_reduce(d, &a, 1, N, C, 1, dw, NULL, COL_ADD, 1.0f);
     }
 }
 
-void g_softmax_fwd(acc_dev *d, float *y, const float *x, int64_t N, int64_t C) {
-    acc_kargs a = {{y, DP(x)}, {N, C}, {0}};
+static void softmax_fwd(acc_dev *d, void *y, const void *x, int64_t N, int64_t C, int h) {
+    acc_kargs a = {{DP(y), DP(x)}, {N, C, h}, {0}};
     launch_rows(d, KID_ck_softmax_fwd, N, C, &a);
 }
 
-void g_softmax_bwd(acc_dev *d, float *dx, const float *dy, const float *y, int64_t N, int64_t C) {
-    acc_kargs a = {{dx, DP(dy), DP(y)}, {N, C}, {0}};
+static void softmax_bwd(acc_dev *d, void *dx, const void *dy, const void *y, int64_t N, int64_t C, int h) {
+    acc_kargs a = {{DP(dx), DP(dy), DP(y)}, {N, C, h}, {0}};
     launch_rows(d, KID_ck_softmax_bwd, N, C, &a);
+}
+
+void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N,
+                     int64_t C, float eps) {
+    layernorm_fwd(d, y, stats, x, w, b, N, C, eps, 0);
+}
+
+void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                     const float *stats, int64_t N, int64_t C) {
+    layernorm_bwd(d, dx, dw, db, dy, x, w, stats, N, C, 0);
+}
+
+void g_rmsnorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, int64_t N, int64_t C,
+                   float eps) {
+    rmsnorm_fwd(d, y, stats, x, w, N, C, eps, 0);
+}
+
+void g_rmsnorm_bwd(acc_dev *d, float *dx, float *dw, const float *dy, const float *x, const float *w,
+                   const float *stats, int64_t N, int64_t C) {
+    rmsnorm_bwd(d, dx, dw, dy, x, w, stats, N, C, 0);
+}
+
+void g_softmax_fwd(acc_dev *d, float *y, const float *x, int64_t N, int64_t C) { softmax_fwd(d, y, x, N, C, 0); }
+
+void g_softmax_bwd(acc_dev *d, float *dx, const float *dy, const float *y, int64_t N, int64_t C) {
+    softmax_bwd(d, dx, dy, y, N, C, 0);
+}
+
+void g_layernorm_fwd_bf16(acc_dev *d, acc_bf16 *y, float *stats, const acc_bf16 *x, const float *w, const float *b,
+                          int64_t N, int64_t C, float eps) {
+    layernorm_fwd(d, y, stats, x, w, b, N, C, eps, 1);
+}
+
+void g_layernorm_bwd_bf16(acc_dev *d, acc_bf16 *dx, float *dw, float *db, const acc_bf16 *dy, const acc_bf16 *x,
+                          const float *w, const float *stats, int64_t N, int64_t C) {
+    layernorm_bwd(d, dx, dw, db, dy, x, w, stats, N, C, 1);
+}
+
+void g_rmsnorm_fwd_bf16(acc_dev *d, acc_bf16 *y, float *stats, const acc_bf16 *x, const float *w, int64_t N, int64_t C,
+                        float eps) {
+    rmsnorm_fwd(d, y, stats, x, w, N, C, eps, 1);
+}
+
+void g_rmsnorm_bwd_bf16(acc_dev *d, acc_bf16 *dx, float *dw, const acc_bf16 *dy, const acc_bf16 *x, const float *w,
+                        const float *stats, int64_t N, int64_t C) {
+    rmsnorm_bwd(d, dx, dw, dy, x, w, stats, N, C, 1);
+}
+
+void g_softmax_fwd_bf16(acc_dev *d, acc_bf16 *y, const acc_bf16 *x, int64_t N, int64_t C) {
+    softmax_fwd(d, y, x, N, C, 1);
+}
+
+void g_softmax_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dy, const acc_bf16 *y, int64_t N, int64_t C) {
+    softmax_bwd(d, dx, dy, y, N, C, 1);
 }
 
 /* ---- attention ---------------------------------------------------------------- */
@@ -623,170 +757,283 @@ void g_attention_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, 
 
 /* ---- rope, embedding, loss, dropout ---------------------------------------------------- */
 
-static void rope(acc_dev *d, float *y, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta,
-                 int backward) {
-    acc_kargs a = {{y, DP(x)}, {B, T, H, D, backward}, {theta}};
+static void rope(acc_dev *d, void *y, const void *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta,
+                 int backward, int h) {
+    acc_kargs a = {{DP(y), DP(x)}, {B, T, H, D, backward, h}, {theta}};
     dev_launch(d, KID_ck_rope, B * T * H * (D / 2), KA_BLOCK, &a);
 }
 
 void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
-    rope(d, out, x, B, T, H, D, theta, 0);
+    rope(d, out, x, B, T, H, D, theta, 0, 0);
 }
 void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta) {
-    rope(d, dx, dout, B, T, H, D, theta, 1);
+    rope(d, dx, dout, B, T, H, D, theta, 1, 0);
+}
+void g_rope_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t B, int64_t T, int64_t H, int64_t D,
+                     float theta) {
+    rope(d, out, x, B, T, H, D, theta, 0, 1);
+}
+void g_rope_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t B, int64_t T, int64_t H, int64_t D,
+                     float theta) {
+    rope(d, dx, dout, B, T, H, D, theta, 1, 1);
 }
 
-int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C) {
-    acc_kargs a = {{out, DP(idx), DP(table)}, {N, V, C}, {0}};
+/* h: out (forward) or dout (backward) is bf16; the table and its gradient are float */
+static void embedding_fwd(acc_dev *d, void *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
+                          int64_t C, int h) {
+    acc_kargs a = {{DP(out), DP(idx), DP(table)}, {N, V, C, h}, {0}};
     dev_launch(d, KID_ck_embedding_fwd, N * C, KA_BLOCK, &a);
-    return 0;
 }
 
 /* ck_embedding_sort then ck_embedding_bwd, over segments of tokens whose
  * sort fits the scratch region (4 ints a token); segments in order keep the
  * sums of every row in token order. */
-int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V, int64_t C) {
-    if (!dtable) return 0;
+static void embedding_bwd(acc_dev *d, float *dtable, const void *dout, const int32_t *idx, int64_t N, int64_t V,
+                          int64_t C, int h) {
+    if (!dtable) return;
     int64_t seg = d->scratch_bytes / 16, bits = 1;
     if (seg > INT32_MAX / 4) seg = INT32_MAX / 4;
     while (bits < 31 && ((int64_t)1 << bits) <= V) bits++;
     if (seg < 1) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "the embedding gradient needs a workspace");
-        return 0;
+        return;
     }
+    size_t esize = h ? sizeof(acc_bf16) : sizeof(float);
     for (int64_t n0 = 0; n0 < N; n0 += seg) {
         int64_t n = N - n0 < seg ? N - n0 : seg;
         acc_kargs s = {{(float *)d->scratch, DP(idx + n0)}, {n, V, bits}, {0}};
         dev_launch(d, KID_ck_embedding_sort, KA_BLOCK, KA_BLOCK, &s); /* one block */
-        acc_kargs a = {{dtable, DP(dout + n0 * C), (float *)d->scratch}, {n, V, C}, {0}};
+        const unsigned char *seg_dout = (const unsigned char *)dout + (size_t)(n0 * C) * esize;
+        acc_kargs a = {{dtable, DP(seg_dout), (float *)d->scratch}, {n, V, C, h}, {0}};
         dev_launch(d, KID_ck_embedding_bwd, n * 32, KA_BLOCK, &a);
     }
+}
+
+int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C) {
+    embedding_fwd(d, out, idx, table, N, V, C, 0);
     return 0;
+}
+int g_embedding_bwd(acc_dev *d, float *dtable, const float *dout, const int32_t *idx, int64_t N, int64_t V, int64_t C) {
+    embedding_bwd(d, dtable, dout, idx, N, V, C, 0);
+    return 0;
+}
+int g_embedding_fwd_bf16(acc_dev *d, acc_bf16 *out, const int32_t *idx, const float *table, int64_t N, int64_t V,
+                         int64_t C) {
+    embedding_fwd(d, out, idx, table, N, V, C, 1);
+    return 0;
+}
+int g_embedding_bwd_bf16(acc_dev *d, float *dtable, const acc_bf16 *dout, const int32_t *idx, int64_t N, int64_t V,
+                         int64_t C) {
+    embedding_bwd(d, dtable, dout, idx, N, V, C, 1);
+    return 0;
+}
+
+/* h: logits and dlogits are bf16; the loss, dloss and lse are float */
+static void cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const void *logits, const int32_t *targets,
+                              int64_t N, int64_t V, int h) {
+    acc_kargs a = {{lse, DP(logits)}, {N, V, h}, {0}};
+    launch_rows(d, KID_ck_xent_lse, N, V, &a);
+    acc_kargs b = {{loss, lse, DP(logits), DP(targets)}, {N, V, h}, {0}};
+    dev_launch(d, KID_ck_xent_loss, KA_BLOCK, KA_BLOCK, &b); /* one block */
+}
+
+static void cross_entropy_bwd(acc_dev *d, void *dlogits, const float *dloss, const void *logits, const float *lse,
+                              const int32_t *targets, int64_t N, int64_t V, int h) {
+    if (!dlogits) return;
+    acc_kargs a = {{DP(dlogits), DP(dloss), DP(logits), DP(lse), DP(targets)}, {N, V, h}, {0}};
+    launch_rows(d, KID_ck_xent_bwd, N, V, &a);
 }
 
 int g_cross_entropy_fwd(acc_dev *d, float *loss, float *lse, const float *logits, const int32_t *targets, int64_t N,
                         int64_t V) {
-    acc_kargs a = {{lse, DP(logits)}, {N, V}, {0}};
-    launch_rows(d, KID_ck_xent_lse, N, V, &a);
-    acc_kargs b = {{loss, lse, DP(logits), DP(targets)}, {N, V}, {0}};
-    dev_launch(d, KID_ck_xent_loss, KA_BLOCK, KA_BLOCK, &b); /* one block */
+    cross_entropy_fwd(d, loss, lse, logits, targets, N, V, 0);
     return 0;
 }
-
 int g_cross_entropy_bwd(acc_dev *d, float *dlogits, const float *dloss, const float *logits, const float *lse,
                         const int32_t *targets, int64_t N, int64_t V) {
-    if (!dlogits) return 0;
-    acc_kargs a = {{dlogits, DP(dloss), DP(logits), DP(lse), DP(targets)}, {N, V}, {0}};
-    launch_rows(d, KID_ck_xent_bwd, N, V, &a);
+    cross_entropy_bwd(d, dlogits, dloss, logits, lse, targets, N, V, 0);
+    return 0;
+}
+int g_cross_entropy_fwd_bf16(acc_dev *d, float *loss, float *lse, const acc_bf16 *logits, const int32_t *targets,
+                             int64_t N, int64_t V) {
+    cross_entropy_fwd(d, loss, lse, logits, targets, N, V, 1);
+    return 0;
+}
+int g_cross_entropy_bwd_bf16(acc_dev *d, acc_bf16 *dlogits, const float *dloss, const acc_bf16 *logits,
+                             const float *lse, const int32_t *targets, int64_t N, int64_t V) {
+    cross_entropy_bwd(d, dlogits, dloss, logits, lse, targets, N, V, 1);
     return 0;
 }
 
-static void dropout(acc_dev *d, float *y, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
-                    uint32_t op_id, int accumulate) {
-    acc_kargs a = {{y, DP(x)}, {n, 0, 0, op_id, accumulate}, {p}};
+static void dropout(acc_dev *d, void *y, const void *x, int64_t n, float p, uint32_t op_id, int accumulate, int h) {
+    acc_kargs a = {{DP(y), DP(x)}, {n, 0, 0, op_id, accumulate, h}, {p}};
     a.p[KA_SCALARS_P] = scalars(d); /* seed and step: read there (see acc_kscalars) */
     dev_launch(d, KID_ck_dropout, n, KA_BLOCK, &a);
 }
 
 void g_dropout_fwd(acc_dev *d, float *out, const float *x, int64_t n, float p, uint64_t seed, uint32_t step,
                    uint32_t op_id) {
-    dropout(d, out, x, n, p, seed, step, op_id, 0);
+    (void)seed, (void)step;
+    dropout(d, out, x, n, p, op_id, 0, 0);
 }
 void g_dropout_bwd(acc_dev *d, float *dx, const float *dout, int64_t n, float p, uint64_t seed, uint32_t step,
                    uint32_t op_id) {
-    dropout(d, dx, dout, n, p, seed, step, op_id, 1);
+    (void)seed, (void)step;
+    dropout(d, dx, dout, n, p, op_id, 1, 0);
+}
+void g_dropout_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n, float p, uint64_t seed, uint32_t step,
+                        uint32_t op_id) {
+    (void)seed, (void)step;
+    dropout(d, out, x, n, p, op_id, 0, 1);
+}
+void g_dropout_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n, float p, uint64_t seed,
+                        uint32_t step, uint32_t op_id) {
+    (void)seed, (void)step;
+    dropout(d, dx, dout, n, p, op_id, 1, 1);
 }
 
 /* ---- data movement --------------------------------------------------------------- */
 
+/* h: the tensors are bf16 (2-byte elements: a copy moves them as they are,
+ * an accumulation rounds once) */
 void g_reshape_fwd(acc_dev *d, float *out, const float *x, int64_t n) { copy_flat(d, out, x, n, 0); }
 void g_reshape_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat(d, dx, dout, n, 1); }
+void g_reshape_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n) { copy_flat_x(d, out, x, n, 0, 1); }
+void g_reshape_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n) {
+    copy_flat_x(d, dx, dout, n, 1, 1);
+}
 
 /* transpose: iterate over out (x's dims with d0, d1 swapped); out is
  * contiguous, x read with its strides permuted the same way. */
-static void transpose(acc_dev *d, float *out, const float *x, int nd, const int64_t *sx, int d0, int d1, int bwd) {
+static void transpose(acc_dev *d, void *out, const void *x, int nd, const int64_t *sx, int d0, int d1, int bwd, int h) {
     int64_t dims[6] = {0}, st[6] = {0}, xs[6] = {0}, os[6] = {0};
     contiguous_strides(nd, sx, xs);
     for (int k = 0; k < nd; k++) dims[k] = sx[k], st[k] = xs[k];
     dims[d0] = sx[d1], dims[d1] = sx[d0], st[d0] = xs[d1], st[d1] = xs[d0];
     contiguous_strides(nd, dims, os);
-    if (!bwd) strided(d, out, x, 0, nd, dims, os, 0, st, 0);
-    else /* dx (shape sx) += swap(dout), dout has the swapped dims */ strided(d, out, x, 1, nd, dims, st, 0, os, 0);
+    if (!bwd) strided_x(d, out, x, 0, nd, dims, os, 0, st, 0, h);
+    else /* dx (shape sx) += swap(dout), dout has the swapped dims */
+        strided_x(d, out, x, 1, nd, dims, st, 0, os, 0, h);
 }
 
 void g_transpose_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int dim0, int dim1) {
-    transpose(d, out, x, ndim, x_shape, dim0, dim1, 0);
+    transpose(d, out, x, ndim, x_shape, dim0, dim1, 0, 0);
 }
 void g_transpose_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int dim0, int dim1) {
-    transpose(d, dx, dout, ndim, x_shape, dim0, dim1, 1);
+    transpose(d, dx, dout, ndim, x_shape, dim0, dim1, 1, 0);
+}
+void g_transpose_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int ndim, const int64_t *x_shape, int dim0,
+                          int dim1) {
+    transpose(d, out, x, ndim, x_shape, dim0, dim1, 0, 1);
+}
+void g_transpose_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int ndim, const int64_t *x_shape, int dim0,
+                          int dim1) {
+    transpose(d, dx, dout, ndim, x_shape, dim0, dim1, 1, 1);
 }
 
 /* slice: iterate over the slice's dims (x's with len on axis). into = 0:
  * y (contiguous) (+)= x[slice]; into = 1: y[slice] (+)= x (contiguous). */
-static void slice(acc_dev *d, float *y, const float *x, int nd, const int64_t *sx, int axis, int64_t start, int64_t len,
-                  int into, int accumulate) {
+static void slice(acc_dev *d, void *y, const void *x, int nd, const int64_t *sx, int axis, int64_t start, int64_t len,
+                  int into, int accumulate, int h) {
     int64_t dims[6] = {0}, xs[6] = {0}, os[6] = {0};
     contiguous_strides(nd, sx, xs);
     for (int k = 0; k < nd; k++) dims[k] = sx[k];
     dims[axis] = len;
     contiguous_strides(nd, dims, os);
-    if (!into) strided(d, y, x, accumulate, nd, dims, os, 0, xs, start * xs[axis]);
-    else strided(d, y, x, accumulate, nd, dims, xs, start * xs[axis], os, 0);
+    if (!into) strided_x(d, y, x, accumulate, nd, dims, os, 0, xs, start * xs[axis], h);
+    else strided_x(d, y, x, accumulate, nd, dims, xs, start * xs[axis], os, 0, h);
 }
 
 void g_slice_fwd(acc_dev *d, float *out, const float *x, int ndim, const int64_t *x_shape, int axis, int64_t start,
                  int64_t len) {
-    slice(d, out, x, ndim, x_shape, axis, start, len, 0, 0);
+    slice(d, out, x, ndim, x_shape, axis, start, len, 0, 0, 0);
 }
 void g_slice_bwd(acc_dev *d, float *dx, const float *dout, int ndim, const int64_t *x_shape, int axis, int64_t start,
                  int64_t len) {
-    slice(d, dx, dout, ndim, x_shape, axis, start, len, 1, 1);
+    slice(d, dx, dout, ndim, x_shape, axis, start, len, 1, 1, 0);
+}
+void g_slice_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int ndim, const int64_t *x_shape, int axis,
+                      int64_t start, int64_t len) {
+    slice(d, out, x, ndim, x_shape, axis, start, len, 0, 0, 1);
+}
+void g_slice_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int ndim, const int64_t *x_shape, int axis,
+                      int64_t start, int64_t len) {
+    slice(d, dx, dout, ndim, x_shape, axis, start, len, 1, 1, 1);
 }
 
 /* concat: input i is the slice [off_i, off_i + sizes[i]) of out along axis */
 void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndim, const int64_t *out_shape, int axis,
                   const int64_t *sizes) {
     int64_t off = 0;
-    for (int i = 0; i < n; off += sizes[i], i++) slice(d, out, xs[i], ndim, out_shape, axis, off, sizes[i], 1, 0);
+    for (int i = 0; i < n; off += sizes[i], i++) slice(d, out, xs[i], ndim, out_shape, axis, off, sizes[i], 1, 0, 0);
 }
 
 void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
                   const int64_t *sizes) {
     int64_t off = 0;
     for (int i = 0; i < n; off += sizes[i], i++)
-        if (dxs[i]) slice(d, dxs[i], dout, ndim, out_shape, axis, off, sizes[i], 0, 1);
+        if (dxs[i]) slice(d, dxs[i], dout, ndim, out_shape, axis, off, sizes[i], 0, 1, 0);
+}
+
+void g_concat_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *const *xs, int n, int ndim, const int64_t *out_shape,
+                       int axis, const int64_t *sizes) {
+    int64_t off = 0;
+    for (int i = 0; i < n; off += sizes[i], i++) slice(d, out, xs[i], ndim, out_shape, axis, off, sizes[i], 1, 0, 1);
+}
+
+void g_concat_bwd_bf16(acc_dev *d, acc_bf16 *const *dxs, const acc_bf16 *dout, int n, int ndim,
+                       const int64_t *out_shape, int axis, const int64_t *sizes) {
+    int64_t off = 0;
+    for (int i = 0; i < n; off += sizes[i], i++)
+        if (dxs[i]) slice(d, dxs[i], dout, ndim, out_shape, axis, off, sizes[i], 0, 1, 1);
 }
 
 /* ---- reductions ---------------------------------------------------------------- */
 
 /* Over the last axis (inner 1) a block per row; over another axis the
- * column reduction, which reads the rows contiguously. */
-static void reduce_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner, float scale) {
+ * column reduction, which reads the rows contiguously. h: x (forward) or dx
+ * (backward) is bf16; out and dout are float in both instances. */
+static void reduce_fwd(acc_dev *d, float *out, const void *x, int64_t outer, int64_t n, int64_t inner, float scale,
+                       int h) {
     if (inner > 1) {
         acc_kargs a = {{0, 0, 0, DP(x)}, {0, 0, 0, 0, 0, COL_SUM}, {0}};
+        a.i[27] = h;
         col_reduce(d, &a, outer, n, inner, 1, out, NULL, COL_SET, scale);
         return;
     }
-    acc_kargs a = {{out, DP(x)}, {outer, n, inner}, {scale}};
+    acc_kargs a = {{out, DP(x)}, {outer, n, inner, h}, {scale}};
     launch_rows(d, KID_ck_reduce_fwd, outer * inner, n, &a);
 }
 
-static void reduce_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale) {
-    acc_kargs a = {{dx, DP(dout)}, {outer, n, inner}, {scale}};
+static void reduce_bwd(acc_dev *d, void *dx, const float *dout, int64_t outer, int64_t n, int64_t inner, float scale,
+                       int h) {
+    acc_kargs a = {{DP(dx), DP(dout)}, {outer, n, inner, h}, {scale}};
     dev_launch(d, KID_ck_reduce_bwd, outer * n * inner, KA_BLOCK, &a);
 }
 
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
-    reduce_fwd(d, out, x, outer, n, inner, 1.0f);
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f, 0);
 }
 void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
-    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f);
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f, 0);
 }
 void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
-    reduce_fwd(d, out, x, outer, n, inner, 1.0f / (float)n);
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f / (float)n, 0);
 }
 void g_mean_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
-    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f / (float)n);
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f / (float)n, 0);
+}
+void g_sum_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner) {
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f, 1);
+}
+void g_sum_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f, 1);
+}
+void g_mean_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner) {
+    reduce_fwd(d, out, x, outer, n, inner, 1.0f / (float)n, 1);
+}
+void g_mean_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
+    reduce_bwd(d, dx, dout, outer, n, inner, 1.0f / (float)n, 1);
 }
 
 /* ---- optimizer --------------------------------------------------------------------- */
