@@ -44,7 +44,8 @@ static const CgTarget targets[] = {
      .nvrtc = true,
      .workspace_bytes = CUBLAS_WORKSPACE_BYTES,
      .hw = "h100-sxm",
-     .calibrate = "gpu-local"},
+     .calibrate = "gpu-local",
+     .bf16 = true},
     {.name = "cuda-emu",
      .device = "cuda_emu",
      .kernels_header = "cuda_schedule.h",
@@ -56,7 +57,8 @@ static const CgTarget targets[] = {
      .emulated = true,
      .workspace_bytes = CUBLAS_WORKSPACE_BYTES,
      .hw = "h100-sxm",
-     .calibrate = "emu-local"},
+     .calibrate = "emu-local",
+     .bf16 = true},
 };
 
 const CgTarget *cg_target_find(const char *name) {

@@ -12,6 +12,8 @@
  *    (runtime/cuda/cuda_ops.h, launching the kernels of kernels.cu),
  *    referenced the same way (acc_ops.h binds the schedule's k_<stem>_* to
  *    them, generated from the same list);
+ *  - bf16 instances of all four (k_<stem>_fwd_bf16, g_<stem>_fwd_bf16, ...),
+ *    which --precision bf16 schedules call;
  *  - a shape test and a finite-difference gradient test: test_shapes and
  *    test_kernels walk the table themselves (their test_coverage and
  *    test_fd_coverage), since they are the programs that ran the checks.
@@ -30,12 +32,22 @@ typedef struct {
     int code, ew;
     const char *stem;
     AnyFn cpu_fwd, cpu_bwd, dev_fwd, dev_bwd;
+    AnyFn cpu_fwd16, cpu_bwd16, dev_fwd16, dev_bwd16; /* the bf16 instances */
 } KernelOp;
 
 static const KernelOp kernel_ops[] = {
-#define KOP(code, name, ew)                                                                                \
-    {ACC_OP_##code,        ew, #name, (AnyFn)k_##name##_fwd, (AnyFn)k_##name##_bwd, (AnyFn)g_##name##_fwd, \
-     (AnyFn)g_##name##_bwd},
+#define KOP(code, name, ew)      \
+    {ACC_OP_##code,              \
+     ew,                         \
+     #name,                      \
+     (AnyFn)k_##name##_fwd,      \
+     (AnyFn)k_##name##_bwd,      \
+     (AnyFn)g_##name##_fwd,      \
+     (AnyFn)g_##name##_bwd,      \
+     (AnyFn)k_##name##_fwd_bf16, \
+     (AnyFn)k_##name##_bwd_bf16, \
+     (AnyFn)g_##name##_fwd_bf16, \
+     (AnyFn)g_##name##_bwd_bf16},
     ACC_KERNEL_OPS(KOP)
 #undef KOP
 };
@@ -68,12 +80,15 @@ static void test_codes(void) {
     ASSERT(with_kernels, N_KERNEL_OPS);
 }
 
-/* Every op has both kernels on both targets (the references above link). */
+/* Every op has both kernels on both targets, in fp32 and in bf16 (the
+ * references above link; --precision bf16 calls the _bf16 instances). */
 static void test_kernels(void) {
     for (int j = 0; j < N_KERNEL_OPS; j++) {
         const KernelOp *ko = &kernel_ops[j];
         if (!ASSERT_TRUE(ko->cpu_fwd && ko->cpu_bwd && ko->dev_fwd && ko->dev_bwd))
             printf("  op %s: a kernel is missing\n", ko->stem);
+        if (!ASSERT_TRUE(ko->cpu_fwd16 && ko->cpu_bwd16 && ko->dev_fwd16 && ko->dev_bwd16))
+            printf("  op %s: a bf16 kernel is missing\n", ko->stem);
     }
 }
 
