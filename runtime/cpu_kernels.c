@@ -7,7 +7,8 @@
  * (running sums, a chain's running value), so that its outputs are
  * acc_f32_bf16 of the fp32 kernel's on the same inputs wherever the
  * arithmetic is the same. The exception is the GEMM: fp32 is one cblas_sgemm,
- * bf16 a blocked GEMM over widened panels (bgemm below), which sums in
+ * bf16 a blocked GEMM (bgemm below: vdpbf16ps on bf16 operands where the
+ * CPU has AVX512-BF16, else cblas_sgemm over widened panels), which sums in
  * another order.
  *
  * Invariant (see cpu_kernels.h): forward kernels overwrite, backward kernels
@@ -80,20 +81,24 @@ static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *A
 
 #else
 
-/* The bf16 GEMM. OpenBLAS here has cblas_sgemm only (Debian's build exports
- * no cblas_sbgemm), so C is cut into fixed tiles of BG_MT x BG_NT; a tile
- * walks K in blocks of BG_KB, widens the block's panels of op(A) and op(B)
- * into float buffers on the stack and lets cblas_sgemm accumulate them into a
- * float tile, which is rounded into C once at the end. Stack per call:
- * (BG_MT*BG_KB + BG_KB*BG_NT + BG_MT*BG_NT) floats = 192 KiB (no malloc, no
- * thread-local state: the library may be dlopen'ed). Tiles run in parallel;
- * the tiling and the order of the K blocks are fixed, and OpenBLAS's OpenMP
- * build runs one thread inside a parallel region (its num_cpu_avail asks
- * omp_in_parallel), so the bits do not depend on the thread count. Against
- * fp32's single cblas_sgemm only the float summation order and the final
- * rounding differ. */
-#define BG_MT 128
-#define BG_NT 128
+/* The bf16 GEMM. C is cut into fixed tiles of BG_MT x BG_NT, each computed
+ * into a float tile on the stack and rounded into C once at the end; tiles
+ * run in parallel. Two ways to fill a tile:
+ *  - on a CPU with AVX512-BF16, k_bgemm_block (cpu_bgemm.c) multiplies the
+ *    bf16 operands as they are, K in blocks of K_BGEMM_KB;
+ *  - elsewhere (OpenBLAS here has cblas_sgemm only: Debian's build exports
+ *    no cblas_sbgemm), a tile walks K in blocks of BG_KB, widens the block's
+ *    panels of op(A) and op(B) into float buffers on the stack and lets
+ *    cblas_sgemm accumulate them into the tile. OpenBLAS's OpenMP build runs
+ *    one thread inside a parallel region (its num_cpu_avail asks
+ *    omp_in_parallel).
+ * Stack per call at most (BG_MT*BG_KB + BG_KB*BG_NT + BG_MT*BG_NT) floats =
+ * 192 KiB (no malloc, no thread-local state: the library may be dlopen'ed).
+ * The tiling and the order of the K blocks are fixed, so the bits do not
+ * depend on the thread count. Against fp32's single cblas_sgemm only the
+ * float summation order and the final rounding differ. */
+#define BG_MT K_BGEMM_MT
+#define BG_NT K_BGEMM_NT
 #define BG_KB 128
 
 /* dst (rows, cols) = src rows of cols elements, ld apart, widened */
@@ -105,13 +110,13 @@ K_CLONES static void bg_widen(float *restrict dst, const acc_bf16 *restrict src,
     }
 }
 
-/* C rows (rows, cols) = round(tile + bias), or round(C_old + tile) if acc, in float
- * (linear's bias only comes with an overwrite) */
-K_CLONES static void bg_store(acc_bf16 *restrict C, int64_t ldc, const float *restrict tile, int64_t rows, int64_t cols,
-                              const acc_bf16 *restrict bias, int acc) {
+/* C rows (rows, cols) = round(tile + bias), or round(C_old + tile) if acc, in
+ * float (linear's bias only comes with an overwrite); tile rows ldt apart */
+K_CLONES static void bg_store(acc_bf16 *restrict C, int64_t ldc, const float *restrict tile, int64_t ldt, int64_t rows,
+                              int64_t cols, const acc_bf16 *restrict bias, int acc) {
     for (int64_t r = 0; r < rows; r++) {
         acc_bf16 *cr = C + r * ldc;
-        const float *t = tile + r * cols;
+        const float *t = tile + r * ldt;
         if (bias) {
 #pragma omp simd
             for (int64_t c = 0; c < cols; c++) cr[c] = acc_f32_bf16(t[c] + acc_bf16_f32(bias[c]));
@@ -141,10 +146,28 @@ typedef struct {
     const acc_bf16 *bias;
 } BgGemm;
 
-/* One tile of C: rows i0.., mb of them, columns j0.., nb of them. op(A) is
- * widened as stored: (mb, kb) rows of A, or (kb, mb) rows of A^T if ta (so
- * every copied run is contiguous), and cblas_sgemm is told the transpose. */
-static void bg_tile(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+/* One tile of C on AVX512-BF16: rows i0.., mb of them, columns j0.., nb. */
+static void bg_tile_native(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
+    float tile[BG_MT * BG_NT];
+    int64_t lda = g->lda, ldb = g->ldb, k = g->k;
+    int first = 1;
+    for (int64_t q = 0; q < g->kbatch; q++) {
+        const acc_bf16 *A = g->A + q * g->sa, *B = g->B + q * g->sb;
+        for (int64_t k0 = 0; k0 < k; k0 += K_BGEMM_KB) {
+            int64_t kb = K_MIN(K_BGEMM_KB, k - k0);
+            k_bgemm_block(tile, BG_NT, g->ta, g->tb, mb, nb, kb, g->ta ? A + k0 * lda + i0 : A + i0 * lda + k0, lda,
+                          g->tb ? B + j0 * ldb + k0 : B + k0 * ldb + j0, ldb, first);
+            first = 0;
+        }
+    }
+    if (first) memset(tile, 0, sizeof tile); /* k == 0 */
+    bg_store(g->C + i0 * g->ldc + j0, g->ldc, tile, BG_NT, mb, nb, g->bias ? g->bias + j0 : NULL, g->acc);
+}
+
+/* One tile by widening and cblas_sgemm. op(A) is widened as stored: (mb, kb)
+ * rows of A, or (kb, mb) rows of A^T if ta (so every copied run is
+ * contiguous), and cblas_sgemm is told the transpose. */
+static void bg_tile_widen(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t nb) {
     float pa[BG_MT * BG_KB], pb[BG_KB * BG_NT], tile[BG_MT * BG_NT];
     int64_t lda = g->lda, ldb = g->ldb, k = g->k;
     int first = 1;
@@ -162,7 +185,7 @@ static void bg_tile(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t
         }
     }
     if (first) memset(tile, 0, (size_t)(mb * nb) * sizeof *tile); /* k == 0 */
-    bg_store(g->C + i0 * g->ldc + j0, g->ldc, tile, mb, nb, g->bias ? g->bias + j0 : NULL, g->acc);
+    bg_store(g->C + i0 * g->ldc + j0, g->ldc, tile, nb, mb, nb, g->bias ? g->bias + j0 : NULL, g->acc);
 }
 
 /* Always inside a team, even for one tile: outside one, OpenBLAS would split
@@ -171,10 +194,12 @@ static void bg_tile(const BgGemm *g, int64_t i0, int64_t mb, int64_t j0, int64_t
  * (OMP_NUM_THREADS=1) is no team, but then OpenBLAS has one thread too. */
 static void bgemm(const BgGemm *g) {
     int64_t tm = (g->m + BG_MT - 1) / BG_MT, tn = (g->n + BG_NT - 1) / BG_NT, nt = tm * tn;
+    void (*tile)(const BgGemm *, int64_t, int64_t, int64_t, int64_t) =
+        k_bgemm_native() ? bg_tile_native : bg_tile_widen;
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < nt; t++) {
         int64_t i0 = t / tn * BG_MT, j0 = t % tn * BG_NT;
-        bg_tile(g, i0, K_MIN(BG_MT, g->m - i0), j0, K_MIN(BG_NT, g->n - j0));
+        tile(g, i0, K_MIN(BG_MT, g->m - i0), j0, K_MIN(BG_NT, g->n - j0));
     }
 }
 

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bf16.h"
+
 /* The hot loops carry `omp simd` so they vectorize at -O2 too. Under the
  * sanitizers clang cannot vectorize them and says so with -Wpass-failed;
  * the code is still correct, so that notice is not an error here. */
@@ -26,6 +28,19 @@
  * owns a block of columns and walks the rows in order, so the sums are
  * race-free and independent of the thread count. */
 #define K_COL_BLOCK 64
+
+/* The bf16 GEMM on AVX512-BF16 (cpu_bgemm.c). k_bgemm_native: the CPU has
+ * the instruction and ACC_BF16_GEMM is not "sgemm". k_bgemm_block: tile
+ * (float, row stride ldt) = (first ? 0 : tile) + op(A) @ op(B) for one block
+ * of at most K_BGEMM_MT x K_BGEMM_NT x K_BGEMM_KB, A and B pointing at the
+ * block's first element of op(A) and op(B) as stored (ta, tb: transposed);
+ * the tile has room for K_BGEMM_MT x K_BGEMM_NT. Stack: 128 KiB. */
+#define K_BGEMM_MT 128
+#define K_BGEMM_NT 128
+#define K_BGEMM_KB 256
+int k_bgemm_native(void);
+void k_bgemm_block(float *tile, int64_t ldt, int ta, int tb, int64_t mb, int64_t nb, int64_t kb, const acc_bf16 *A,
+                   int64_t lda, const acc_bf16 *B, int64_t ldb, int first);
 
 #define K_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define K_MAX(a, b) ((a) > (b) ? (a) : (b))

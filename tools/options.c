@@ -76,8 +76,7 @@ static const OptionRow option_rows[] = {
      "compile run"},
     {"--precision", "P",
      "fp32 (default), tf32 (as --tf32) or bf16: activations, their gradients and the GEMMs' operands "
-     "in bf16, computed in fp32 (f32 master weights, optimizer state, statistics and loss); the cpu "
-     "target only, so far",
+     "in bf16, computed in fp32 (f32 master weights, optimizer state, statistics and loss)",
      PLANNING},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
