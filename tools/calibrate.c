@@ -1,6 +1,6 @@
 /* calibrate.c - `acc calibrate`: measure this CPU for the cost model and
- * write a hardware profile (the format of hw/<name>.hw). GEMM rate from the runtime's
- * k_matmul_fwd, vector rate from k_gelu_fwd on cache-resident data, memory
+ * write a hardware profile (the format of hw/<name>.hw). GEMM rates from the runtime's
+ * k_matmul_fwd and k_matmul_fwd_bf16 (--precision bf16's GEMM), vector rate from k_gelu_fwd on cache-resident data, memory
  * bandwidth from k_add_fwd over buffers far larger than the caches, launch
  * latency from one-element kernels. Medians of repeated runs.
  */
@@ -21,6 +21,10 @@ static int cmp_d(const void *a, const void *b) {
 typedef void (*Bench)(float *a, float *b, float *c, int64_t n);
 
 static void run_matmul(float *a, float *b, float *c, int64_t n) { k_matmul_fwd(c, a, b, 1, n, n, n, 0, 0, 0); }
+/* the same buffers hold n x n bf16 values (half their bytes), from the fill below */
+static void run_matmul_bf16(float *a, float *b, float *c, int64_t n) {
+    k_matmul_fwd_bf16((acc_bf16 *)c, (const acc_bf16 *)a, (const acc_bf16 *)b, 1, n, n, n, 0, 0, 0);
+}
 static void run_gelu(float *a, float *b, float *c, int64_t n) { k_gelu_fwd(c, a, n); }
 static void run_add(float *a, float *b, float *c, int64_t n) {
     int64_t shape[1] = {n};
@@ -51,16 +55,21 @@ int calibrate(const char *name, FILE *out) {
     }
     for (size_t i = 0; i < bytes / sizeof(float); i++) a[i] = b[i] = c[i] = (float)(i % 17) * 0.01f;
     double t_gemm = time_it(run_matmul, a, b, c, gemm, 7);
+    for (size_t i = 0; i < bytes / sizeof(acc_bf16); i++) /* finite bf16 values (the float bits' halves need not be) */
+        ((acc_bf16 *)a)[i] = ((acc_bf16 *)b)[i] = acc_f32_bf16((float)(i % 17) * 0.01f);
+    double t_gemm16 = time_it(run_matmul_bf16, a, b, c, gemm, 7);
     double t_vec = time_it(run_gelu, a, b, c, vec, 31);
     double t_stream = time_it(run_add, a, b, c, stream, 7);
     double t_launch = time_it(run_add, a, b, c, 1, 31);
     free(a), free(b), free(c);
-    double matmul = 2.0 * (double)gemm * gemm * gemm / t_gemm;
+    double matmul = 2.0 * (double)gemm * gemm * gemm / t_gemm, matmul16 = 2.0 * (double)gemm * gemm * gemm / t_gemm16;
     double vector = 16.0 * (double)vec / t_vec; /* the cost rule counts 16 FLOPs per GELU */
     double bw = 3.0 * 4.0 * (double)stream / t_stream;
     fprintf(out, "# measured by acc calibrate: GEMM %lldx%lldx%lld, GELU over %lld floats, add over %lld floats\n",
             (long long)gemm, (long long)gemm, (long long)gemm, (long long)vec, (long long)stream);
-    fprintf(out, "name = %s\nmatmul_flops = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\nlaunch_latency = %.4g\n", name,
-            matmul, vector, bw, t_launch);
+    fprintf(out,
+            "name = %s\nmatmul_flops = %.4g\nmatmul_flops_bf16 = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\n"
+            "launch_latency = %.4g\n",
+            name, matmul, matmul16, vector, bw, t_launch);
     return 0;
 }

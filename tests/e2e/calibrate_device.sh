@@ -10,7 +10,7 @@ acc=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$acc" calibrate --target cuda-emu -o "$dir/emu.hw" || { echo "FAIL: calibrate --target cuda-emu"; exit 1; }
-for k in matmul_flops vector_flops mem_bw launch_latency; do
+for k in matmul_flops matmul_flops_bf16 vector_flops mem_bw launch_latency; do
     awk -v k="$k" '$1 == k && $3 + 0 > 0 { ok = 1 } END { exit !ok }' "$dir/emu.hw" ||
         { echo "FAIL: the profile has no positive $k:"; cat "$dir/emu.hw"; exit 1; }
 done
