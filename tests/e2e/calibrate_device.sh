@@ -4,18 +4,22 @@
 # emulator: the profile it writes has every field, positive, and the planner
 # loads it (acc explain --hw); --target cuda without a GPU fails with the
 # device layer's sentence, not a crash; --tf32 without a GPU target is a
-# usage error.
+# usage error. And `acc calibrate` on the CPU: the same fields (the bf16
+# GEMM rate included), positive, read by the planner.
 set -u
 acc=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$acc" calibrate --target cuda-emu -o "$dir/emu.hw" || { echo "FAIL: calibrate --target cuda-emu"; exit 1; }
-for k in matmul_flops matmul_flops_bf16 vector_flops mem_bw launch_latency; do
-    awk -v k="$k" '$1 == k && $3 + 0 > 0 { ok = 1 } END { exit !ok }' "$dir/emu.hw" ||
-        { echo "FAIL: the profile has no positive $k:"; cat "$dir/emu.hw"; exit 1; }
+OMP_NUM_THREADS=1 "$acc" calibrate -o "$dir/cpu.hw" || { echo "FAIL: calibrate (cpu)"; exit 1; }
+for p in emu cpu; do
+    for k in matmul_flops matmul_flops_bf16 vector_flops mem_bw launch_latency; do
+        awk -v k="$k" '$1 == k && $3 + 0 > 0 { ok = 1 } END { exit !ok }' "$dir/$p.hw" ||
+            { echo "FAIL: the $p profile has no positive $k:"; cat "$dir/$p.hw"; exit 1; }
+    done
+    "$acc" explain models/mlp.acdsl --target cpu --precision bf16 --hw "$dir/$p.hw" | grep -q "hardware $p-local" ||
+        { echo "FAIL: acc explain does not plan with the measured $p profile"; exit 1; }
 done
-"$acc" explain models/mlp.acdsl --target cpu --hw "$dir/emu.hw" | grep -q "hardware emu-local" ||
-    { echo "FAIL: acc explain does not plan with the measured profile"; exit 1; }
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
     "$acc" calibrate --target cuda -o "$dir/gpu.hw" 2>"$dir/err"
     rc=$?
@@ -26,4 +30,4 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
 fi
 "$acc" calibrate --tf32 2>/dev/null
 [ $? -eq 2 ] || { echo "FAIL: calibrate --tf32 on the CPU is not a usage error"; exit 1; }
-echo "ok   calibrate --target cuda-emu: $(grep -c = "$dir/emu.hw") fields; the planner reads the profile"
+echo "ok   calibrate --target cuda-emu: $(grep -c = "$dir/emu.hw") fields, cpu: $(grep -c = "$dir/cpu.hw"); the planner reads both"
