@@ -43,6 +43,9 @@ typedef struct {
 
 /* Threads per block of the kernels that reduce with a block (a multiple of 32). */
 #define KA_BLOCK 256
+/* Elements a thread of the flat elementwise kernels steps over (ck_unary_*,
+ * ck_ew_chain, the casts): 16 bytes of bf16 (kernels.cu's ld8/st8). */
+#define KA_VEC 8
 /* Attention. Head dimensions up to KA_ATT_TILE_D take the tiled kernels
  * (blocks of KA_ATT_THREADS threads, 4 warps; K/V and query tiles staged in
  * static shared memory): a block of ck_attention_fwd owns KA_ATT_FWD_ROWS

@@ -186,6 +186,79 @@ DEVFN float *xp(const float *p, long long i, int h) {
     return (float *)(unsigned long long)((const char *)p + i * (h ? 2 : 4));
 }
 
+/* Eight consecutive elements i..i+7 of an f32 or bf16 tensor of n elements
+ * (h: bf16), as floats: one 16-byte load for bf16 (eight elements), two for
+ * f32, where all eight are in range and the address is 16-byte aligned;
+ * element by element otherwise (a tensor's tail, a slice at an odd offset).
+ * st8 stores them the same way, bf16 rounded. The flat elementwise kernels
+ * step eight elements a thread (KA_VEC, ops.c launches n / 8 threads), so a
+ * warp moves 512 contiguous bytes of bf16 in one instruction where a scalar
+ * loop issues eight. The arithmetic per element is unchanged: same bits. */
+#ifdef __CUDACC__
+DEVFN void ld_words(unsigned int w[4], const void *src) {
+    uint4 u = *(const uint4 *)src;
+    w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+}
+DEVFN void st_words(void *dst, const unsigned int w[4]) { *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]); }
+DEVFN float word_f(unsigned int w) { return __uint_as_float(w); }
+DEVFN unsigned int f_word(float f) { return __float_as_uint(f); }
+#else
+DEVFN void ld_words(unsigned int w[4], const void *src) { memcpy(w, src, 16); }
+DEVFN void st_words(void *dst, const unsigned int w[4]) { memcpy(dst, w, 16); }
+DEVFN float word_f(unsigned int w) {
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+DEVFN unsigned int f_word(float f) {
+    unsigned int w;
+    memcpy(&w, &f, 4);
+    return w;
+}
+#endif
+DEVFN int vec_ok(const float *p, long long i, long long n, int h) {
+    return i + KA_VEC <= n && !(((unsigned long long)p + (unsigned long long)i * (h ? 2u : 4u)) & 15u);
+}
+DEVFN void ld8(const float *p, long long i, long long n, int h, float v[KA_VEC]) {
+    if (vec_ok(p, i, n, h)) {
+        unsigned int w[4];
+        if (h) {
+            ld_words(w, (const unsigned short *)p + i);
+            UNROLL for (int j = 0; j < 4; j++) {
+                v[2 * j] = bf16_widen((unsigned short)(w[j] & 0xffffu));
+                v[2 * j + 1] = bf16_widen((unsigned short)(w[j] >> 16));
+            }
+        } else {
+            UNROLL for (int q = 0; q < 2; q++) {
+                ld_words(w, p + i + 4 * q);
+                UNROLL for (int j = 0; j < 4; j++) v[4 * q + j] = word_f(w[j]);
+            }
+        }
+        return;
+    }
+    UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = i + j < n ? ldx(p, i + j, h) : 0.0f;
+}
+DEVFN void st8(float *p, long long i, long long n, int h, const float v[KA_VEC]) {
+    if (vec_ok(p, i, n, h)) {
+        unsigned int w[4];
+        if (h) {
+            UNROLL for (int j = 0; j < 4; j++) w[j] = bf16_round(v[2 * j]) | (unsigned int)bf16_round(v[2 * j + 1])
+                                                                                 << 16;
+            st_words((unsigned short *)p + i, w);
+        } else {
+            UNROLL for (int q = 0; q < 2; q++) {
+                UNROLL for (int j = 0; j < 4; j++) w[j] = f_word(v[4 * q + j]);
+                st_words(p + i + 4 * q, w);
+            }
+        }
+        return;
+    }
+    UNROLL for (int j = 0; j < KA_VEC; j++) if (i + j < n) stx(p, i + j, v[j], h);
+}
+/* the grid-stride loop of a kernel that steps KA_VEC elements a thread */
+#define VSTART (KA_VEC * GSTART)
+#define VSTRIDE (KA_VEC * GSTRIDE)
+
 /* ---- data movement --------------------------------------------------------- */
 
 /* p0 x; i0 n, i1 bf16; f0 value: x[0..n) = value */
@@ -255,27 +328,39 @@ DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
 
 /* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
 KERNEL ck_cast_fwd(acc_kargs a) {
-    unsigned short *out = (unsigned short *)a.p[0];
-    const float *x = a.p[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = bf16_round(x[i]);
+    float v[KA_VEC];
+    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
+        ld8(a.p[1], i, a.i[0], 0, v);
+        st8(a.p[0], i, a.i[0], 1, v);
+    }
 }
 /* p0 dx, p1 dout (bf16); i0 n: dx += widen(dout) */
 KERNEL ck_cast_bwd(acc_kargs a) {
-    float *dx = a.p[0];
-    const unsigned short *dy = (const unsigned short *)a.p[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) dx[i] += bf16_widen(dy[i]);
+    float g[KA_VEC], v[KA_VEC];
+    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
+        ld8(a.p[1], i, a.i[0], 1, g);
+        ld8(a.p[0], i, a.i[0], 0, v);
+        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += g[j];
+        st8(a.p[0], i, a.i[0], 0, v);
+    }
 }
 /* p0 out, p1 x (bf16); i0 n: out = widen(x) */
 KERNEL ck_uncast_fwd(acc_kargs a) {
-    float *out = a.p[0];
-    const unsigned short *x = (const unsigned short *)a.p[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) out[i] = bf16_widen(x[i]);
+    float v[KA_VEC];
+    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
+        ld8(a.p[1], i, a.i[0], 1, v);
+        st8(a.p[0], i, a.i[0], 0, v);
+    }
 }
 /* p0 dx (bf16), p1 dout; i0 n: dx = round(widen(dx) + dout) */
 KERNEL ck_uncast_bwd(acc_kargs a) {
-    unsigned short *dx = (unsigned short *)a.p[0];
-    const float *dy = a.p[1];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) dx[i] = bf16_round(bf16_widen(dx[i]) + dy[i]);
+    float g[KA_VEC], v[KA_VEC];
+    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
+        ld8(a.p[1], i, a.i[0], 0, g);
+        ld8(a.p[0], i, a.i[0], 1, v);
+        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += g[j];
+        st8(a.p[0], i, a.i[0], 1, v);
+    }
 }
 
 /* The bf16 linear's bias without an epilogue (ops.c). p0 y, p1 x (bf16);
@@ -316,25 +401,38 @@ KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
     int op = (int)a.i[1], h = (int)a.i[2];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) stx(out, i, unary_op(op, ldx(x, i, h), a.f[0]), h);
+    float v[KA_VEC];
+    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
+        ld8(x, i, a.i[0], h, v);
+        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = unary_op(op, v[j], a.f[0]);
+        st8(out, i, a.i[0], h, v);
+    }
 }
 
 /* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
  * scale); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha. dx += dout * f'(.) */
-KERNEL KFULL ck_unary_bwd(acc_kargs a) {
+KERNEL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
     int op = (int)a.i[1], h = (int)a.i[2];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float g = ldx(dy, i, h), d = 0.0f;
-        switch (op) {
-        case ACC_OP_SCALE: d = g * a.f[0]; break;
+    long long n = a.i[0];
+    float g[KA_VEC], sv[KA_VEC], v[KA_VEC];
+    for (long long i = VSTART; i < n; i += VSTRIDE) {
+        ld8(dy, i, n, h, g);
+        ld8(dx, i, n, h, v);
+        if (op != ACC_OP_SCALE) ld8(s, i, n, h, sv);
+        UNROLL for (int j = 0; j < KA_VEC; j++) {
+            float d = 0.0f;
+            switch (op) {
+            case ACC_OP_SCALE: d = g[j] * a.f[0]; break;
 #define UNARY_BWD(code, name, saved) \
-    case ACC_OP_##code: d = ew_##name##_bwd(g, ldx(s, i, h)); break;
-            ACC_EW_UNARY_OPS(UNARY_BWD)
+    case ACC_OP_##code: d = ew_##name##_bwd(g[j], sv[j]); break;
+                ACC_EW_UNARY_OPS(UNARY_BWD)
 #undef UNARY_BWD
+            }
+            v[j] += d;
         }
-        stx(dx, i, ldx(dx, i, h) + d, h);
+        st8(dx, i, n, h, v);
     }
 }
 
@@ -506,22 +604,26 @@ DEVFN int ew_arity(int op) {
 KERNEL ck_ew_chain(acc_kargs a) {
     int n_ops = (int)a.i[1], h = (int)a.i[2];
     const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
-    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float v = ldx(a.p[1], i, h);
+    long long n = a.i[0];
+    float v[KA_VEC];
+    for (long long i = VSTART; i < n; i += VSTRIDE) {
+        ld8(a.p[1], i, n, h, v);
         for (int k = 0; k < n_ops; k++) {
             const long long *d = &a.i[4 + 4 * k];
             int op = (int)d[0];
-            if (op == ACC_OP_DROPOUT) {
-                v = dropout_at(v, a.f[k], (long long)sc->seed, sc->step, d[3], i);
-            } else if (ew_arity(op) == 2) {
-                float o = ldx(a.p[2 + k], i % d[1], h);
-                v = d[2] ? binary_op(op, o, v) : binary_op(op, v, o);
-            } else {
-                v = unary_op(op, v, a.f[k]);
+            UNROLL for (int j = 0; j < KA_VEC; j++) {
+                if (op == ACC_OP_DROPOUT) {
+                    v[j] = dropout_at(v[j], a.f[k], (long long)sc->seed, sc->step, d[3], i + j);
+                } else if (ew_arity(op) == 2) {
+                    float o = i + j < n ? ldx(a.p[2 + k], (i + j) % d[1], h) : 0.0f;
+                    v[j] = d[2] ? binary_op(op, o, v[j]) : binary_op(op, v[j], o);
+                } else {
+                    v[j] = unary_op(op, v[j], a.f[k]);
+                }
+                if (h && k + 1 < n_ops) v[j] = bf16_widen(bf16_round(v[j]));
             }
-            if (h && k + 1 < n_ops) v = bf16_widen(bf16_round(v));
         }
-        stx(a.p[0], i, v, h);
+        st8(a.p[0], i, n, h, v);
     }
 }
 

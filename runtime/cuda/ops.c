@@ -127,7 +127,7 @@ static void ew_chain(acc_dev *d, void *out, const void *x, const k_ew_op *ops, i
         a.i[7 + 4 * k] = ops[k].op_id;
         a.f[k] = ops[k].param;
     }
-    dev_launch(d, KID_ck_ew_chain, n, KA_BLOCK, &a);
+    dev_launch(d, KID_ck_ew_chain, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a);
 }
 
 /* seed and step are read from the step's scalars on the device */
@@ -489,7 +489,7 @@ ACC_EW_BINARY_OPS(BINARY_BF16)
 static void unary_x(acc_dev *d, acc_kernel_id k, int op, void *y, const void *x, const void *saved, float alpha,
                     int64_t n, int h) {
     acc_kargs a = {{DP(y), DP(x), DP(saved)}, {n, op, h}, {alpha}};
-    dev_launch(d, k, n, KA_BLOCK, &a);
+    dev_launch(d, k, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
 }
 
 static void unary(acc_dev *d, acc_kernel_id k, int op, float *y, const float *x, const float *saved, float alpha,
@@ -507,7 +507,7 @@ void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t 
 /* the precision pass's casts: bf16 pointers travel as the kargs' float ones */
 static void cast(acc_dev *d, acc_kernel_id k, void *out, const void *x, int64_t n) {
     acc_kargs a = {{(float *)out, DP(x)}, {n}, {0}};
-    dev_launch(d, k, n, KA_BLOCK, &a);
+    dev_launch(d, k, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
 }
 void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { cast(d, KID_ck_cast_fwd, out, x, n); }
 void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { cast(d, KID_ck_cast_bwd, dx, dout, n); }

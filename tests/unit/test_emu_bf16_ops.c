@@ -271,6 +271,15 @@ static void test_unary(void) {
     k_scale_bwd_bf16(hdx, dout, -1.7f, n);
     g_scale_bwd_bf16(dev, gdx, gdout, -1.7f, n);
     expect_bits16("scale_bwd_bf16", hdx, gdx, n);
+    /* one element past a 16-byte boundary (a slice's view): every thread's
+     * eight elements take the element-by-element path of ld8/st8 */
+    k_silu_fwd_bf16(hout + 1, x + 1, n - 1);
+    g_silu_fwd_bf16(dev, gout + 1, gx + 1, n - 1);
+    expect_bits16("silu_fwd_bf16 misaligned", hout + 1, gout + 1, n - 1);
+    free(hdx), hdx = dup16(dx0, n), gdx = dcopy16(dx0, n);
+    k_silu_bwd_bf16(hdx + 1, dout + 1, x + 1, n - 1);
+    g_silu_bwd_bf16(dev, gdx + 1, gdout + 1, gx + 1, n - 1);
+    expect_bits16("silu_bwd_bf16 misaligned", hdx, gdx, n);
     /* in place, as the schedule may run it */
     acc_bf16 *hx = dup16(x, n);
     k_silu_fwd_bf16(hx, hx, n);
