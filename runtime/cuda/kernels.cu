@@ -258,6 +258,9 @@ DEVFN void st8(float *p, long long i, long long n, int h, const float v[KA_VEC])
 /* the grid-stride loop of a kernel that steps KA_VEC elements a thread */
 #define VSTART (KA_VEC * GSTART)
 #define VSTRIDE (KA_VEC * GSTRIDE)
+/* the same over a row's columns, a block per row (the norms) */
+#define ROW_START (KA_VEC * (long long)threadIdx.x)
+#define ROW_STRIDE (KA_VEC * (long long)blockDim.x)
 
 /* ---- data movement --------------------------------------------------------- */
 
@@ -874,17 +877,25 @@ KERNEL ck_layernorm_fwd(acc_kargs a) {
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         const float *x = a.p[2];
         long long r = n * C;
-        float s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += ldx(x, r + c, h);
+        float s = 0.0f, v[KA_VEC], w[KA_VEC], b[KA_VEC];
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(x, r + c, r + C, h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) s += v[j];
+        }
         float mean = block_sum(s, sh) / (float)C;
         s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) {
-            float xc = ldx(x, r + c, h);
-            s += (xc - mean) * (xc - mean);
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(x, r + c, r + C, h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) if (c + j < C) s += (v[j] - mean) * (v[j] - mean);
         }
         float rstd = 1.0f / sqrtf(block_sum(s, sh) / (float)C + a.f[0]);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            stx(a.p[0], r + c, (ldx(x, r + c, h) - mean) * rstd * a.p[3][c] + a.p[4][c], h);
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(x, r + c, r + C, h, v);
+            ld8(a.p[3], c, C, 0, w);
+            ld8(a.p[4], c, C, 0, b);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = (v[j] - mean) * rstd * w[j] + b[j];
+            st8(a.p[0], r + c, r + C, h, v);
+        }
         if (threadIdx.x == 0) {
             a.p[1][2 * n] = mean;
             a.p[1][2 * n + 1] = rstd;
@@ -902,18 +913,26 @@ KERNEL ck_layernorm_bwd_dx(acc_kargs a) {
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         long long r = n * C;
         float mean = a.p[4][2 * n], rstd = a.p[4][2 * n + 1];
-        float s1 = 0.0f, s2 = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) {
-            float g = ldx(dy, r + c, h) * w[c];
-            s1 += g;
-            s2 += g * (ldx(x, r + c, h) - mean) * rstd;
+        float s1 = 0.0f, s2 = 0.0f, g[KA_VEC], xv[KA_VEC], wv[KA_VEC], v[KA_VEC];
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) { /* past the row: g = 0 */
+            ld8(dy, r + c, r + C, h, g);
+            ld8(x, r + c, r + C, h, xv);
+            ld8(w, c, C, 0, wv);
+            UNROLL for (int j = 0; j < KA_VEC; j++) {
+                s1 += g[j] * wv[j];
+                s2 += g[j] * wv[j] * (xv[j] - mean) * rstd;
+            }
         }
         s1 = block_sum(s1, sh) / (float)C;
         s2 = block_sum(s2, sh) / (float)C;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            stx(a.p[0], r + c,
-                ldx(a.p[0], r + c, h) + rstd * (ldx(dy, r + c, h) * w[c] - s1 - (ldx(x, r + c, h) - mean) * rstd * s2),
-                h);
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(dy, r + c, r + C, h, g);
+            ld8(x, r + c, r + C, h, xv);
+            ld8(w, c, C, 0, wv);
+            ld8(a.p[0], r + c, r + C, h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += rstd * (g[j] * wv[j] - s1 - (xv[j] - mean) * rstd * s2);
+            st8(a.p[0], r + c, r + C, h, v);
+        }
     }
 }
 
@@ -925,14 +944,18 @@ KERNEL ck_rmsnorm_fwd(acc_kargs a) {
     int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         long long r = n * C;
-        float s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) {
-            float xc = ldx(x, r + c, h);
-            s += xc * xc;
+        float s = 0.0f, v[KA_VEC], w[KA_VEC];
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(x, r + c, r + C, h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) s += v[j] * v[j];
         }
         float rstd = 1.0f / sqrtf(block_sum(s, sh) / (float)C + a.f[0]);
-        for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            stx(a.p[0], r + c, ldx(x, r + c, h) * rstd * a.p[3][c], h);
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(x, r + c, r + C, h, v);
+            ld8(a.p[3], c, C, 0, w);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = v[j] * rstd * w[j];
+            st8(a.p[0], r + c, r + C, h, v);
+        }
         if (threadIdx.x == 0) a.p[1][n] = rstd;
     }
 }
@@ -946,13 +969,22 @@ KERNEL ck_rmsnorm_bwd_dx(acc_kargs a) {
     int h = (int)a.i[2];
     for (long long n = blockIdx.x; n < a.i[0]; n += gridDim.x) {
         long long r = n * C;
-        float rstd = a.p[4][n], s = 0.0f;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x) s += ldx(dy, r + c, h) * w[c] * ldx(x, r + c, h);
+        float rstd = a.p[4][n], s = 0.0f, g[KA_VEC], xv[KA_VEC], wv[KA_VEC], v[KA_VEC];
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(dy, r + c, r + C, h, g);
+            ld8(x, r + c, r + C, h, xv);
+            ld8(w, c, C, 0, wv);
+            UNROLL for (int j = 0; j < KA_VEC; j++) s += g[j] * wv[j] * xv[j];
+        }
         s = block_sum(s, sh) / (float)C;
-        for (long long c = threadIdx.x; c < C; c += blockDim.x)
-            stx(a.p[0], r + c,
-                ldx(a.p[0], r + c, h) + (rstd * ldx(dy, r + c, h) * w[c] - ldx(x, r + c, h) * rstd * rstd * rstd * s),
-                h);
+        for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
+            ld8(dy, r + c, r + C, h, g);
+            ld8(x, r + c, r + C, h, xv);
+            ld8(w, c, C, 0, wv);
+            ld8(a.p[0], r + c, r + C, h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += rstd * g[j] * wv[j] - xv[j] * rstd * rstd * rstd * s;
+            st8(a.p[0], r + c, r + C, h, v);
+        }
     }
 }
 

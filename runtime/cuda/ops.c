@@ -69,6 +69,11 @@ static void launch_rows(acc_dev *d, acc_kernel_id k, int64_t rows, int64_t C, co
     dev_launch(d, k, rows * (long long)b, b, a);
 }
 
+/* The same for the kernels that step KA_VEC columns a thread (the norms). */
+static void launch_rows_vec(acc_dev *d, acc_kernel_id k, int64_t rows, int64_t C, const acc_kargs *a) {
+    launch_rows(d, k, rows, (C + KA_VEC - 1) / KA_VEC, a);
+}
+
 /* ck_col_reduce over (outer, R, K) summed over R, mode and operands already
  * in *a: the chunks of rows are enough block tasks to fill a large GPU
  * (about COL_TASKS), at least COL_MIN_ROWS rows each, with the partial sums
@@ -554,14 +559,14 @@ ACC_EW_UNARY_OPS(UNARY_BF16)
 static void layernorm_fwd(acc_dev *d, void *y, float *stats, const void *x, const float *w, const float *b, int64_t N,
                           int64_t C, float eps, int h) {
     acc_kargs a = {{DP(y), stats, DP(x), DP(w), DP(b)}, {N, C, h}, {eps}};
-    launch_rows(d, KID_ck_layernorm_fwd, N, C, &a);
+    launch_rows_vec(d, KID_ck_layernorm_fwd, N, C, &a);
 }
 
 static void layernorm_bwd(acc_dev *d, void *dx, float *dw, float *db, const void *dy, const void *x, const float *w,
                           const float *stats, int64_t N, int64_t C, int h) {
     if (dx) {
         acc_kargs a = {{DP(dx), DP(dy), DP(x), DP(w), DP(stats)}, {N, C, h}, {0}};
-        launch_rows(d, KID_ck_layernorm_bwd_dx, N, C, &a);
+        launch_rows_vec(d, KID_ck_layernorm_bwd_dx, N, C, &a);
     }
     if (dw || db) {
         acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_LAYERNORM}, {0}};
@@ -573,14 +578,14 @@ static void layernorm_bwd(acc_dev *d, void *dx, float *dw, float *db, const void
 static void rmsnorm_fwd(acc_dev *d, void *y, float *stats, const void *x, const float *w, int64_t N, int64_t C,
                         float eps, int h) {
     acc_kargs a = {{DP(y), stats, DP(x), DP(w)}, {N, C, h}, {eps}};
-    launch_rows(d, KID_ck_rmsnorm_fwd, N, C, &a);
+    launch_rows_vec(d, KID_ck_rmsnorm_fwd, N, C, &a);
 }
 
 static void rmsnorm_bwd(acc_dev *d, void *dx, float *dw, const void *dy, const void *x, const float *w,
                         const float *stats, int64_t N, int64_t C, int h) {
     if (dx) {
         acc_kargs a = {{DP(dx), DP(dy), DP(x), DP(w), DP(stats)}, {N, C, h}, {0}};
-        launch_rows(d, KID_ck_rmsnorm_bwd_dx, N, C, &a);
+        launch_rows_vec(d, KID_ck_rmsnorm_bwd_dx, N, C, &a);
     }
     if (dw) {
         acc_kargs a = {{0, 0, 0, DP(dy), DP(x), DP(stats)}, {0, 0, 0, 0, 0, COL_RMSNORM}, {0}};
