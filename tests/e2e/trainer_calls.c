@@ -6,9 +6,14 @@
  * of the gradients computed here. Built for any model: -DMODEL=<name> and
  * -include <name>.h; every input is filled with seeded random values.
  *
- * Usage: trainer_calls [exact]. "exact": also require two accumulated steps
- * on one batch to give exactly twice one step's gradients, which holds where
- * every parameter gradient is one contribution of one kernel (accrt.h).
+ * Usage: trainer_calls [exact | dropout | forward]. "exact": also require two
+ * accumulated steps on one batch to give exactly twice one step's gradients,
+ * which holds where every parameter gradient is one contribution of one
+ * kernel (accrt.h). "dropout" (a model with dropout): only that acc_forward
+ * turns it off: its loss differs from the step's, does not depend on the
+ * step counter, and is printed ("forward loss %a") for trainer_calls.sh to
+ * compare with "forward": the same printed by the model built without
+ * dropout.
  */
 #include <math.h>
 #include <stdio.h>
@@ -126,6 +131,18 @@ int main(int argc, char **argv) {
     }
 
     ASSERT(ACC_OK, W(init_params)(m, 11));
+    if (argc > 1 && (!strcmp(argv[1], "dropout") || !strcmp(argv[1], "forward"))) {
+        float f1 = -1, f2 = -2;
+        ASSERT(ACC_OK, W(forward)(m, &f1));
+        ASSERT(ACC_OK, W(step)(m, &loss));
+        ASSERT(ACC_OK, W(step)(m, &loss));
+        ASSERT(ACC_OK, W(forward)(m, &f2));
+        ASSERT_TRUE(bits_equal(f1, f2));
+        if (!strcmp(argv[1], "dropout")) ASSERT_TRUE(!bits_equal(f1, loss)); /* the step keeps dropout */
+        printf("forward loss %a\n", (double)f1);
+        W(destroy)(m);
+        TEST_DONE();
+    }
     /* three rounds: a device records each kind of run on its second and
      * replays the recording from the third on (cuda-emu) */
     for (int round = 0; round < 3; round++) {
