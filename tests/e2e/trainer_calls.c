@@ -248,6 +248,35 @@ int main(int argc, char **argv) {
         free(g);
         free(gA), free(gB), free(params);
     }
+    /* a learning rate per acc_adamw call (a schedule): four updates with
+     * different rates against AdamW computed here from the gradients read
+     * back; a device replays its recorded update from the third call on, so
+     * a rate or bias correction baked into the recording would show */
+    if (d->has_optimizer) {
+        const float lrs[] = {1e-3f, 5e-3f, 2e-4f, 3e-2f}, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.01f;
+        float *pm = calloc((size_t)N, 4), *pv = calloc((size_t)N, 4);
+        for (int t = 1; t <= 4; t++) {
+            ASSERT(ACC_OK, set_batch(m, t % 2 ? &A : &B));
+            ASSERT(ACC_OK, W(step)(m, &loss));
+            float *g = read_all(m, 1), *p = read_all(m, 0), lr = lrs[t - 1];
+            float bc1 = (float)(1.0 - pow((double)b1, t)), bc2 = (float)(1.0 - pow((double)b2, t));
+            for (int64_t i = 0; i < N; i++) {
+                pm[i] = b1 * pm[i] + (1.0f - b1) * g[i];
+                pv[i] = b2 * pv[i] + (1.0f - b2) * g[i] * g[i];
+                p[i] -= lr * ((pm[i] / bc1) / (sqrtf(pv[i] / bc2) + eps) + wd * p[i]);
+            }
+            ASSERT(ACC_OK, W(adamw)(m, lr, b1, b2, eps, wd));
+            float *q = read_all(m, 0);
+            int64_t worst = -1;
+            for (int64_t i = 0; i < N; i++)
+                if (fabsf(q[i] - p[i]) > 1e-6f * fabsf(p[i]) + 1e-9f && worst < 0) worst = i;
+            if (!ASSERT(-1, worst))
+                printf("  adamw %d (lr %g): element %lld: %.9g, want %.9g\n", t, lr, (long long)worst, q[worst],
+                       p[worst]);
+            free(g), free(p), free(q);
+        }
+        free(pm), free(pv);
+    }
     W(destroy)(m);
     for (int i = 0; i < d->n_inputs; i++) free(A.data[i]), free(B.data[i]);
     free(A.data), free(B.data);
