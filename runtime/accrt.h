@@ -229,13 +229,16 @@ int acc_step(acc_model *m, float *loss);
 /* Forward and backward, as acc_step, when accumulate = 0. With accumulate =
  * 1 the parameter gradients of this step are added to those already held
  * (gradient accumulation over micro-batches: acc_zero_grads or a step with
- * accumulate = 0 starts a new sum; acc_init_params leaves them zero). Each
- * parameter gradient is summed in float in the order its contributions
- * arrive, so two accumulated steps on the same batch give exactly twice one
- * step's gradient where a parameter's gradient is one contribution of one
- * kernel (a tied weight, or a GEMM the BLAS splits along its inner dimension,
- * adds in more than one rounding). With --precision bf16 the parameter
- * gradients are f32 and accumulate in f32. ACC_ERR_ARG unless accumulate is
+ * accumulate = 0 starts a new sum; acc_init_params leaves them zero). The
+ * accumulators are the planned parameter gradients themselves: the schedule
+ * skips their zeroing, nothing is allocated. Each contribution is added in
+ * float as it arrives, so two accumulated steps on one batch give exactly
+ * twice one step's gradient where a parameter's gradient is one addition of
+ * one kernel (a weight of one GEMM, a bias); a tied weight, a GEMM the BLAS
+ * splits along its inner dimension or a sum over rows added row by row adds
+ * in several roundings (the sum within float rounding). With --precision
+ * bf16 the parameter gradients are f32 and accumulate in f32. ACC_ERR_ARG
+ * unless accumulate is
  * 0 or 1; ACC_ERR_FAILED when accumulating onto the gradients of a failed
  * step; otherwise as acc_step. */
 int acc_forward_backward(acc_model *m, float *loss, int accumulate);
@@ -244,8 +247,10 @@ int acc_forward_backward(acc_model *m, float *loss, int accumulate);
 int acc_zero_grads(acc_model *m);
 /* The forward steps alone (evaluation): the loss in *loss, the same bits as
  * acc_step's loss on the same inputs and parameters, with dropout off (every
- * dropout keeps every element, as PyTorch's model.eval()). Parameters,
- * their gradients and the optimizer state are not touched; activations
+ * dropout keeps every element, as PyTorch's model.eval(), on every target;
+ * so with dropout in the model the loss is that of the model without it).
+ * Parameters, their gradients and the optimizer state are not touched, nor
+ * the step counter (dropout's random stream) or the counters; activations
  * are (the next step recomputes them). ACC_ERR_STATE as acc_step. */
 int acc_forward(acc_model *m, float *loss);
 /* Global-norm gradient clipping, PyTorch's clip_grad_norm_ rule: norm = the
