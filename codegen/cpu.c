@@ -624,6 +624,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
     fprintf(o,
             "/* The model as data: parameters, inputs, arena, schedule. */\nconst acc_model_desc *%s_desc(void);\n\n",
             m);
+    fprintf(o,
+            "/* The API (accrt.h documents each call). A training loop: set the inputs, %s_step\n"
+            " * (%s_forward_backward with accumulate = 1 adds the gradients of further\n"
+            " * micro-batches), optionally %s_clip_grad_norm, then %s_adamw with each update's\n"
+            " * learning rate; %s_forward gives an evaluation loss (dropout off). */\n",
+            m, m, m, m, m);
     fprintf(
         o,
         "static inline int %s_create(const acc_options *opt, %s_model **out) { return acc_create(%s_desc(), opt, out); }\n"
