@@ -53,6 +53,11 @@ static Batch make_batch(const acc_model_desc *d) {
     return b;
 }
 
+static void free_batch(const acc_model_desc *d, Batch *b) {
+    for (int i = 0; i < d->n_inputs; i++) free(b->data[i]);
+    free(b->data);
+}
+
 static int set_batch(acc_model *m, const Batch *b) {
     const acc_model_desc *d = acc_describe(m);
     for (int i = 0; i < d->n_inputs; i++) {
@@ -141,6 +146,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[1], "dropout")) ASSERT_TRUE(!bits_equal(f1, loss)); /* the step keeps dropout */
         printf("forward loss %a\n", (double)f1);
         W(destroy)(m);
+        free_batch(d, &A), free_batch(d, &B);
         TEST_DONE();
     }
     /* three rounds: a device records each kind of run on its second and
@@ -278,7 +284,6 @@ int main(int argc, char **argv) {
         free(pm), free(pv);
     }
     W(destroy)(m);
-    for (int i = 0; i < d->n_inputs; i++) free(A.data[i]), free(B.data[i]);
-    free(A.data), free(B.data);
+    free_batch(d, &A), free_batch(d, &B);
     TEST_DONE();
 }
