@@ -283,6 +283,10 @@ int main(int argc, char **argv) {
         }
         free(pm), free(pv);
     }
+    /* every call above ran inside the plan: the memory held is the planned peak */
+    acc_counters c;
+    ASSERT(ACC_OK, W(counters)(m, &c));
+    ASSERT(d->planned_peak_bytes, c.peak_bytes_measured);
     W(destroy)(m);
     free_batch(d, &A), free_batch(d, &B);
     TEST_DONE();
