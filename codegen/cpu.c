@@ -324,7 +324,9 @@ static void emit_dropout(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     const char *dst = fwd ? ptr(e, st->out, p0) : ptr(e, st->grad_in[0], p1);
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
-    fprintf(e->out, "    k_dropout_%s%s(%s, %s, %" PRId64 ", (float)%.9g, ctx->seed, ctx->step, %d);\n",
+    /* p = 0 (acc_forward: ctx->training 0) keeps every element as it is */
+    fprintf(e->out,
+            "    k_dropout_%s%s(%s, %s, %" PRId64 ", ctx->training ? (float)%.9g : 0.0f, ctx->seed, ctx->step, %d);\n",
             fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, n->id);
 }
 
@@ -419,8 +421,9 @@ static void emit_chain(Emit *e, const CgChain *c) {
     fprintf(e->out, "    {\n        const k_ew_op ops[] = {\n");
     for (int k = 0; k < c->n_ops; k++) {
         const CgChainOp *op = &c->ops[k];
-        fprintf(e->out, "            {%s, %s, %" PRId64 ", %d, (float)%.9g, %d},\n", cg_chain_op_name(op->op),
-                ptr(e, op->operand_buf, p0), op->operand_buf >= 0 ? op->modulus : 1, op->operand_right, op->param,
+        fprintf(e->out, "            {%s, %s, %" PRId64 ", %d, %s(float)%.9g%s, %d},\n", cg_chain_op_name(op->op),
+                ptr(e, op->operand_buf, p0), op->operand_buf >= 0 ? op->modulus : 1, op->operand_right,
+                op->op == OP_DROPOUT ? "ctx->training ? " : "", op->param, op->op == OP_DROPOUT ? " : 0.0f" : "",
                 op->op_id);
     }
     fprintf(e->out, "        };\n        k_ew_chain%s(%s, %s, ops, %d, %" PRId64 ", ctx->seed, ctx->step);\n    }\n",
@@ -469,10 +472,17 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     fprintf(o, "\n");
     /* the schedule in functions of at most CG_STEPS_PER_FN steps: cc's time
      * on one function grows faster than its length */
-    int n_parts = 0;
+    int n_parts = 0, n_fwd_parts = -1, in_part = 0, seed_t = -1;
     for (int t = 0; t < s->steps.n; t++) {
-        if (t % CG_STEPS_PER_FN == 0) {
-            if (t) fprintf(o, "    return ACC_OK;\n}\n\n");
+        /* a new part every CG_STEPS_PER_FN steps and at the seed, so that
+         * the parts before the seed are the forward alone (run_forward) */
+        if (s->steps.v[t].kind == ST_SEED && n_fwd_parts < 0) {
+            n_fwd_parts = n_parts;
+            seed_t = t;
+            in_part = 0;
+        }
+        if (in_part++ % CG_STEPS_PER_FN == 0) {
+            if (n_parts) fprintf(o, "    return ACC_OK;\n}\n\n");
             fprintf(
                 o,
                 "static int run_%d(acc_ctx *ctx) {\n    unsigned char *A = ctx->arena;\n    acc_dev *D = ctx->dev;\n"
@@ -484,9 +494,13 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         char p[48];
         static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
         fprintf(o, "    /* %d: %s %s (%s) */\n", t, kind[st->kind], n->name, op_table[n->op].name);
+        /* run_forward ends at the seed: every forward step, and every op
+         * of a fused chain, falls on one side of it */
+        ACC_ASSERT(st->kind != ST_FWD || n_fwd_parts < 0);
         int ch = e->fu->chain_of[t];
         if (ch >= 0) {
             const CgChain *c = &e->fu->chains.v[ch];
+            ACC_ASSERT(seed_t < 0 || c->ops[0].step > seed_t);
             if (c->ops[c->n_ops - 1].step == t) emit_chain(e, c);
             else fprintf(o, "    /* (fused into step %d) */\n", c->ops[c->n_ops - 1].step);
             continue;
@@ -499,10 +513,14 @@ static void emit_source(Emit *e, const CgOptions *opt) {
                     ptr(e, st->grad_out, p));
             break;
         case ST_BWD:
+            /* a parameter's gradient is an accumulator: zeroed unless the
+             * step adds to it (acc_forward_backward) */
             for (int j = 0; j < n->n_in; j++)
                 if (st->zero_in[j])
-                    fprintf(o, "    k_zero%s(%s, %" PRId64 ");\n", buf_sfx(e, st->grad_in[j]),
-                            ptr(e, st->grad_in[j], p), shape_elems(&in_node(e, n, j)->shape));
+                    fprintf(o, "    %sk_zero%s(%s, %" PRId64 ");\n",
+                            s->bufs.v[st->grad_in[j]].kind == BUF_PGRAD ? "if (!ctx->accumulate) " : "",
+                            buf_sfx(e, st->grad_in[j]), ptr(e, st->grad_in[j], p),
+                            shape_elems(&in_node(e, n, j)->shape));
             emit_bwd(e, st);
             break;
         }
@@ -511,6 +529,12 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     /* a part's failure (an index out of range: acc_fail) ends the step */
     fprintf(o, "static int run(acc_ctx *ctx) {\n    int rc;\n");
     for (int k = 0; k < n_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
+    fprintf(o, "    (void)rc;\n    return ACC_OK;\n}\n\n");
+    /* the forward alone: every step before the seed (a fused chain never
+     * spans the seed: the seed is no elementwise op) */
+    ACC_ASSERT(n_fwd_parts >= 0);
+    fprintf(o, "static int run_forward(acc_ctx *ctx) {\n    int rc;\n");
+    for (int k = 0; k < n_fwd_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
     fprintf(o, "    (void)rc;\n    return ACC_OK;\n}\n\n");
 
     fprintf(o, "static const acc_param_desc params[] = {\n");
@@ -553,7 +577,8 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     }
     fprintf(o,
             "    .arena_bytes = %" PRId64 ",\n    .n_params = %d,\n    .params = params,\n    .n_inputs = %d,\n"
-            "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n    .run = run,\n",
+            "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n    .run = run,\n"
+            "    .run_forward = run_forward,\n",
             arena, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer);
     fprintf(o,
             "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64
@@ -599,6 +624,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
     fprintf(o,
             "/* The model as data: parameters, inputs, arena, schedule. */\nconst acc_model_desc *%s_desc(void);\n\n",
             m);
+    fprintf(o,
+            "/* The API (accrt.h documents each call). A training loop: set the inputs, %s_step\n"
+            " * (%s_forward_backward with accumulate = 1 adds the gradients of further\n"
+            " * micro-batches), optionally %s_clip_grad_norm, then %s_adamw with each update's\n"
+            " * learning rate; %s_forward gives an evaluation loss (dropout off). */\n",
+            m, m, m, m, m);
     fprintf(
         o,
         "static inline int %s_create(const acc_options *opt, %s_model **out) { return acc_create(%s_desc(), opt, out); }\n"
@@ -607,6 +638,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
         "static inline int %s_load_params(%s_model *m, const char *path) { return acc_load_params(m, path); }\n"
         "static inline int %s_save_params(%s_model *m, const char *path) { return acc_save_params(m, path); }\n"
         "static inline int %s_step(%s_model *m, float *loss) { return acc_step(m, loss); }\n"
+        "static inline int %s_forward_backward(%s_model *m, float *loss, int accumulate) {\n"
+        "    return acc_forward_backward(m, loss, accumulate);\n}\n"
+        "static inline int %s_zero_grads(%s_model *m) { return acc_zero_grads(m); }\n"
+        "static inline int %s_forward(%s_model *m, float *loss) { return acc_forward(m, loss); }\n"
+        "static inline int %s_clip_grad_norm(%s_model *m, float max_norm, float *norm) {\n"
+        "    return acc_clip_grad_norm(m, max_norm, norm);\n}\n"
         "static inline int %s_adamw(%s_model *m, float lr, float beta1, float beta2, float eps, float wd) {\n"
         "    return acc_adamw(m, lr, beta1, beta2, eps, wd);\n}\n"
         "static inline int %s_param(%s_model *m, const char *name, float **data, int64_t *elems) {\n"
@@ -616,7 +653,7 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
         "static inline int %s_counters(const %s_model *m, acc_counters *c) { return acc_get_counters(m, c); }\n"
         "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
         "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
-        m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+        m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
     fprintf(o, "/* Inputs, with their exact sizes. */\n");
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);

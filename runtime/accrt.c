@@ -461,11 +461,13 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
     return fail(m, ACC_ERR_NAME, "the model has no input '%s'", name);
 }
 
-/* The generated schedule between the step's phase marks. */
+/* The generated schedule between the step's phase marks: the whole step, or
+ * (ctx->training 0) the forward alone. */
 static int run_schedule(void *arg) {
     acc_ctx *ctx = arg;
     acc_phase(ctx, ACC_PHASE_FWD);
-    int rc = ctx->model->desc->run(ctx);
+    const acc_model_desc *d = ctx->model->desc;
+    int rc = ctx->training ? d->run(ctx) : d->run_forward(ctx);
     acc_phase(ctx, ACC_PHASE_COUNT);
     return rc;
 }
@@ -483,10 +485,9 @@ static int adamw_launches(void *arg) {
     return rc;
 }
 
-int acc_step(acc_model *m, float *loss) {
-    if (!m) return ACC_ERR_NULL;
-    if (!loss) return fail(m, ACC_ERR_NULL, "acc_step: NULL loss pointer");
-    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+/* ACC_ERR_STATE (with the first missing value) until every parameter and
+ * every input has a value. */
+static int check_ready(acc_model *m) {
     const acc_model_desc *d = m->desc;
     for (int p = 0; p < d->n_params; p++)
         if (!m->param_set[p])
@@ -496,12 +497,35 @@ int acc_step(acc_model *m, float *loss) {
                         d->params[p].name);
     for (int i = 0; i < d->n_inputs; i++)
         if (!m->input_set[i]) return fail(m, ACC_ERR_STATE, "input '%s' was never set", d->inputs[i].name);
-    acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev};
+    return ACC_OK;
+}
+
+/* The kinds of run of the schedule. */
+enum { RUN_STEP, RUN_STEP_ACCUM, RUN_FORWARD };
+
+/* One run of the schedule of kind `kind`, the loss into *loss. A step
+ * advances the step counter (dropout's stream) and the counters; the
+ * forward alone touches neither, nor the gradients, and leaves a failed
+ * step's flag as it was. */
+static int run_model(acc_model *m, float *loss, int kind, const char *what) {
+    if (!m) return ACC_ERR_NULL;
+    if (!loss) return fail(m, ACC_ERR_NULL, "%s: NULL loss pointer", what);
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    int rc = check_ready(m);
+    if (rc != ACC_OK) return rc;
+    if (kind == RUN_STEP_ACCUM && m->failed)
+        return fail(m, ACC_ERR_FAILED,
+                    "%s: the last step failed; its gradients cannot be added to (acc_zero_grads, or a step "
+                    "without accumulate)",
+                    what);
+    const acc_model_desc *d = m->desc;
+    acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev, kind == RUN_STEP_ACCUM, kind != RUN_FORWARD};
+    static const int graph[] = {
+        [RUN_STEP] = ACC_GRAPH_STEP, [RUN_STEP_ACCUM] = ACC_GRAPH_STEP_ACCUM, [RUN_FORWARD] = ACC_GRAPH_FORWARD};
     m->phase = -1;
-    int rc;
     if (m->dev) {
         acc_scalars s = {.seed = m->seed, .step = m->step};
-        rc = dev_status(m, d->device->run(m->dev, ACC_GRAPH_STEP, run_schedule, &ctx, &s));
+        rc = dev_status(m, d->device->run(m->dev, graph[kind], run_schedule, &ctx, &s));
     } else {
         rc = run_schedule(&ctx);
     }
@@ -511,12 +535,13 @@ int acc_step(acc_model *m, float *loss) {
         double ms[ACC_PHASE_COUNT] = {0};
         int drc = dev_status(m, d->device->finish(m->dev, ms));
         if (rc == ACC_OK) rc = drc;
-        for (int p = 0; p < ACC_PHASE_OPT; p++) {
+        for (int p = 0; kind != RUN_FORWARD && p < ACC_PHASE_OPT; p++) {
             m->counters.phase_ms[p] = ms[p];
             m->counters.total_ms[p] += ms[p];
         }
     }
     if (rc == ACC_OK) rc = mem_get(m, loss, d->loss_offset, sizeof *loss);
+    if (kind == RUN_FORWARD) return rc;
     if (rc != ACC_OK) {
         m->failed = 1;
         return rc;
@@ -525,6 +550,87 @@ int acc_step(acc_model *m, float *loss) {
     m->step++;
     m->counters.steps++;
     return ACC_OK;
+}
+
+int acc_step(acc_model *m, float *loss) { return run_model(m, loss, RUN_STEP, "acc_step"); }
+
+int acc_forward_backward(acc_model *m, float *loss, int accumulate) {
+    if (m && accumulate != 0 && accumulate != 1)
+        return fail(m, ACC_ERR_ARG, "acc_forward_backward: accumulate = %d must be 0 or 1", accumulate);
+    return run_model(m, loss, accumulate ? RUN_STEP_ACCUM : RUN_STEP, "acc_forward_backward");
+}
+
+int acc_forward(acc_model *m, float *loss) { return run_model(m, loss, RUN_FORWARD, "acc_forward"); }
+
+int acc_zero_grads(acc_model *m) {
+    if (!m) return ACC_ERR_NULL;
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    const acc_model_desc *d = m->desc;
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++)
+        rc = mem_zero(m, d->params[p].grad_offset, (size_t)d->params[p].elems * 4);
+    if (rc == ACC_OK) m->failed = 0;
+    return rc;
+}
+
+/* The sum of x[i]^2 over n floats in double, in a fixed order: fixed chunks
+ * (whatever the thread count), each summed in order, then the chunks in
+ * order. */
+static double sum_squares(const float *x, int64_t n) {
+    enum { CHUNKS = 64 };
+    double part[CHUNKS];
+    int64_t per = (n + CHUNKS - 1) / CHUNKS;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+    for (int c = 0; c < CHUNKS; c++) {
+        double s = 0.0;
+        int64_t i1 = (c + 1) * per < n ? (c + 1) * per : n;
+        for (int64_t i = c * per; i < i1; i++) s += (double)x[i] * (double)x[i];
+        part[c] = s;
+    }
+    double s = 0.0;
+    for (int c = 0; c < CHUNKS; c++) s += part[c];
+    return s;
+}
+
+int acc_clip_grad_norm(acc_model *m, float max_norm, float *norm) {
+    if (!m) return ACC_ERR_NULL;
+    if (!isfinite(max_norm) || !(max_norm > 0))
+        return fail(m, ACC_ERR_ARG, "acc_clip_grad_norm: max_norm = %g must be a finite number > 0", (double)max_norm);
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    const acc_model_desc *d = m->desc;
+    for (int p = 0; p < d->n_params; p++)
+        if (!m->param_set[p])
+            return fail(m, ACC_ERR_STATE, "acc_clip_grad_norm: parameter '%s' was never given a value",
+                        d->params[p].name);
+    if (m->failed) return fail(m, ACC_ERR_FAILED, "the last step failed; its gradients are not usable");
+    double sum = 0.0;
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        if (m->dev) rc = dev_status(m, d->device->sum_squares(m->dev, F32(m, pd->grad_offset), pd->elems, p == 0));
+        else sum += sum_squares(F32(m, pd->grad_offset), pd->elems);
+    }
+    if (m->dev && rc == ACC_OK && d->n_params > 0) rc = dev_status(m, d->device->sum_squares_result(m->dev, &sum));
+    if (rc != ACC_OK) return rc;
+    double total = sqrt(sum);
+    if (norm) *norm = (float)total;
+    if (!isfinite(total) || !(total > (double)max_norm)) return ACC_OK;
+    float factor = (float)((double)max_norm / (total + 1e-6));
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        if (m->dev) {
+            rc = dev_status(m, d->device->scale(m->dev, F32(m, pd->grad_offset), pd->elems, factor));
+        } else {
+            float *g = F32(m, pd->grad_offset);
+#pragma omp parallel for schedule(static) if (pd->elems >= 65536)
+            for (int64_t i = 0; i < pd->elems; i++) g[i] *= factor;
+        }
+    }
+    if (m->dev && rc == ACC_OK) {
+        double ms[ACC_PHASE_COUNT];
+        rc = dev_status(m, d->device->finish(m->dev, ms));
+    }
+    return rc;
 }
 
 int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float weight_decay) {

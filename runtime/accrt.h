@@ -93,6 +93,11 @@ typedef struct {
     uint32_t step;
     acc_model *model;
     acc_dev *dev;
+    /* The parameter gradients are accumulators: the schedule zeroes each
+     * before its first contribution unless `accumulate` is set (the
+     * gradients of activations are always zeroed). `training` 0 (acc_forward)
+     * turns dropout off. */
+    int accumulate, training;
 } acc_ctx;
 
 /* The values of one step or optimizer update that a device's kernels read
@@ -105,8 +110,12 @@ typedef struct {
     float lr, beta1, beta2, eps, weight_decay, bc1, bc2; /* the optimizer's */
 } acc_scalars;
 
-/* The launch sequences a device may record and replay. */
-enum { ACC_GRAPH_STEP = 0, ACC_GRAPH_OPT = 1, ACC_GRAPH_COUNT = 2 };
+/* The launch sequences a device may record and replay: a step that
+ * overwrites the parameter gradients, the AdamW update, a step that adds to
+ * them (acc_forward_backward's accumulate) and the forward alone
+ * (acc_forward). Each is its own recording: the flags that tell them apart
+ * are part of what is recorded, so no recording serves another. */
+enum { ACC_GRAPH_STEP = 0, ACC_GRAPH_OPT = 1, ACC_GRAPH_STEP_ACCUM = 2, ACC_GRAPH_FORWARD = 3, ACC_GRAPH_COUNT = 4 };
 
 /* A device layer (libaccrt_cuda: the GPU through the driver API and cuBLAS;
  * libaccrt_emu: the same kernels and schedule emulated on the CPU). The
@@ -131,12 +140,19 @@ typedef struct acc_device {
      * launches of one step (ACC_GRAPH_STEP) or optimizer update
      * (ACC_GRAPH_OPT). A device may record the launches of a run and replay
      * the recording for the later runs of the same graph instead of calling
-     * fn (the GPU's CUDA graphs): fn's launches may depend on nothing but *s
-     * and the model. */
+     * fn (the GPU's CUDA graphs): fn's launches may depend on nothing but *s,
+     * the model and the graph. */
     int (*run)(acc_dev *dev, int graph, int (*fn)(void *arg), void *arg, const acc_scalars *s);
     /* One parameter's AdamW update, with the hyperparameters of the run. */
     int (*adamw)(acc_dev *dev, float *p, const float *g, float *m, float *v, int64_t n);
     const char *(*error)(const acc_dev *dev);
+    /* Gradient clipping, outside any run: add the sum of x[i]^2 over n
+     * floats, each squared and summed in double, to a total on the device
+     * (first: the total restarts at 0); sum_squares_result waits and copies
+     * the total to *sum; scale multiplies n floats by factor in place. */
+    int (*sum_squares)(acc_dev *dev, const float *x, int64_t n, int first);
+    int (*sum_squares_result)(acc_dev *dev, double *sum);
+    int (*scale)(acc_dev *dev, float *x, int64_t n, float factor);
 } acc_device;
 
 /* A kernel image embedded in a device library: CUBIN for one architecture
@@ -166,6 +182,8 @@ typedef struct acc_model_desc {
     int has_optimizer;
     /* forward + backward over the arena; returns an acc_status */
     int (*run)(acc_ctx *ctx);
+    /* the steps of run before the loss's gradient is seeded: the loss alone */
+    int (*run_forward)(acc_ctx *ctx);
     /* the plan's figures, for reports */
     int64_t budget_bytes, planned_peak_bytes;
     const char *plan_summary;
@@ -208,9 +226,49 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
  * acc_load_params, acc_write, or a pointer from acc_param) and every input
  * is set. */
 int acc_step(acc_model *m, float *loss);
+/* Forward and backward, as acc_step, when accumulate = 0. With accumulate =
+ * 1 the parameter gradients of this step are added to those already held
+ * (gradient accumulation over micro-batches: acc_zero_grads or a step with
+ * accumulate = 0 starts a new sum; acc_init_params leaves them zero). The
+ * accumulators are the planned parameter gradients themselves: the schedule
+ * skips their zeroing, nothing is allocated. Each contribution is added in
+ * float as it arrives, so two accumulated steps on one batch give exactly
+ * twice one step's gradient where a parameter's gradient is one addition of
+ * one kernel (a weight of one GEMM, a bias); a tied weight, a GEMM the BLAS
+ * splits along its inner dimension or a sum over rows added row by row adds
+ * in several roundings (the sum within float rounding). With --precision
+ * bf16 the parameter gradients are f32 and accumulate in f32. ACC_ERR_ARG
+ * unless accumulate is
+ * 0 or 1; ACC_ERR_FAILED when accumulating onto the gradients of a failed
+ * step; otherwise as acc_step. */
+int acc_forward_backward(acc_model *m, float *loss, int accumulate);
+/* Set every parameter gradient to zero (valid at any time; it also makes the
+ * gradients usable again after a failed step). */
+int acc_zero_grads(acc_model *m);
+/* The forward steps alone (evaluation): the loss in *loss, the same bits as
+ * acc_step's loss on the same inputs and parameters, with dropout off (every
+ * dropout keeps every element, as PyTorch's model.eval(), on every target;
+ * so with dropout in the model the loss is that of the model without it).
+ * Parameters, their gradients and the optimizer state are not touched, nor
+ * the step counter (dropout's random stream) or the counters; activations
+ * are (the next step recomputes them). ACC_ERR_STATE as acc_step. */
+int acc_forward(acc_model *m, float *loss);
+/* Global-norm gradient clipping, PyTorch's clip_grad_norm_ rule: norm = the
+ * 2-norm over every parameter gradient (each square summed in double, on the
+ * CPU and on a device), written to *norm when norm is not NULL; when norm >
+ * max_norm every gradient is multiplied by (float)(max_norm / (norm +
+ * 1e-6)). A non-finite norm (an overflow or NaN in the gradients) is
+ * returned and the gradients are left as they are, so that the trainer can
+ * skip the update. ACC_ERR_ARG unless max_norm is finite and > 0;
+ * ACC_ERR_STATE before every parameter has a value; ACC_ERR_FAILED after a
+ * failed step. */
+int acc_clip_grad_norm(acc_model *m, float max_norm, float *norm);
 /* One fused AdamW update of every parameter from its gradient. Every
  * hyperparameter must be finite: lr, weight_decay >= 0, beta1 and beta2 in
- * [0, 1), eps > 0 (else ACC_ERR_ARG naming it). */
+ * [0, 1), eps > 0 (else ACC_ERR_ARG naming it). Every call takes its own
+ * values (a learning-rate schedule passes each step's lr; a device's
+ * recorded update reads them, and the bias corrections of the call's
+ * counter, from device memory, not from the recording). */
 int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float weight_decay);
 
 /* Pointers into the arena for a named parameter or its gradient (device

@@ -466,11 +466,13 @@ static void bwd_bias(int op, int side, KT *dx, const KT *g, const KT *a, const K
     for (int64_t blk = 0; blk < nblk; blk++) {
         int64_t c0 = blk * K_COL_BLOCK, len = K_MIN(K_COL_BLOCK, C - c0);
         float acc[K_COL_BLOCK];
-        for (int64_t j = 0; j < len; j++) acc[j] = KLD(dx, c0 + j);
+        for (int64_t j = 0; j < len; j++) acc[j] = 0.0f;
         for (int64_t r = 0; r < R; r++) /* rows in order: deterministic */
             bwd_row_f(op, side, acc, g + r * C + c0, a ? a + r * bc->astr[0] + c0 * sa : a,
                       b ? b + r * bc->bstr[0] + c0 * sb : b, len, sa, sb);
-        for (int64_t j = 0; j < len; j++) KST(dx, c0 + j, acc[j]);
+        /* one addition to dx (the device's ck_col_reduce too): a bias
+         * gradient accumulated over steps adds each step's sum in one rounding */
+        for (int64_t j = 0; j < len; j++) KST(dx, c0 + j, KLD(dx, c0 + j) + acc[j]);
     }
 }
 

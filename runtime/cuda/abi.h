@@ -109,6 +109,8 @@ typedef struct {
     X(ck_uncast_fwd, 0)              \
     X(ck_uncast_bwd, 0)              \
     X(ck_adamw, 0)                   \
+    X(ck_sum_squares, 1)             \
+    X(ck_sum_squares_final, 1)       \
     X(ck_bias_bf16, 0)
 
 typedef enum {

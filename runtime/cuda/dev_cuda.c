@@ -452,5 +452,10 @@ static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
 
 static const char *cuda_error(const acc_dev *d) { return dev_error(d); }
 
-const acc_device acc_device_cuda = {"cuda",    cuda_open,   cuda_close, cuda_upload, cuda_download, cuda_zero,
-                                    cuda_mark, cuda_finish, cuda_run,   dev_adamw,   cuda_error};
+static int cuda_sum_squares_result(acc_dev *d, double *sum) {
+    return cuda_download(d, sum, dev_sum_squares_total(d), sizeof *sum);
+}
+
+const acc_device acc_device_cuda = {
+    "cuda",   cuda_open, cuda_close, cuda_upload,     cuda_download,           cuda_zero, cuda_mark, cuda_finish,
+    cuda_run, dev_adamw, cuda_error, dev_sum_squares, cuda_sum_squares_result, dev_scale};

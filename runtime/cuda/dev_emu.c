@@ -357,5 +357,10 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
 
 static const char *emu_error(const acc_dev *d) { return dev_error(d); }
 
-const acc_device acc_device_cuda_emu = {"cuda-emu", emu_open,   emu_close, emu_upload, emu_download, emu_zero,
-                                        emu_mark,   emu_finish, emu_run,   dev_adamw,  emu_error};
+static int emu_sum_squares_result(acc_dev *d, double *sum) {
+    return emu_download(d, sum, dev_sum_squares_total(d), sizeof *sum);
+}
+
+const acc_device acc_device_cuda_emu = {
+    "cuda-emu", emu_open,  emu_close, emu_upload,      emu_download,           emu_zero, emu_mark, emu_finish,
+    emu_run,    dev_adamw, emu_error, dev_sum_squares, emu_sum_squares_result, dev_scale};

@@ -79,5 +79,11 @@ const char *dev_error(const acc_dev *d);
 /* The launches and GEMM of ops.c, through d->ops, skipped after a failure. */
 void dev_launch(acc_dev *d, acc_kernel_id k, long long work, unsigned block, const acc_kargs *a);
 int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n);
+/* Gradient clipping (acc_device's sum_squares and scale): the launches; the
+ * running total is a double at dev_sum_squares_total (device memory, read by
+ * the backend's download after the launches). */
+int dev_sum_squares(acc_dev *d, const float *x, int64_t n, int first);
+const unsigned char *dev_sum_squares_total(const acc_dev *d);
+int dev_scale(acc_dev *d, float *x, int64_t n, float factor);
 
 #endif

@@ -2283,3 +2283,45 @@ KERNEL ck_adamw(acc_kargs a) {
         p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p[i]);
     }
 }
+
+/* ---- gradient clipping: the sum of squares ---------------------------------- */
+
+/* The sum of v over the block in double, valid in thread 0; sh: blockDim.x
+ * (a power of two) doubles of shared memory. A tree: the same order every
+ * run. */
+DEVFN double block_sum_f64(double v, double *sh) {
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned h = blockDim.x / 2; h > 0; h /= 2) {
+        if (threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+/* p0 x, p1 partial sums (double, one per block); i0 n. Block b writes the
+ * sum of x[i]^2, each square and the sums in double, over its grid-stride
+ * share of x. Blocks of KA_BLOCK threads. */
+KERNEL ck_sum_squares(acc_kargs a) {
+    __shared__ double sh[KA_BLOCK];
+    const float *x = a.p[0];
+    double s = 0.0;
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) s += (double)x[i] * (double)x[i];
+    s = block_sum_f64(s, sh);
+    if (threadIdx.x == 0) ((double *)a.p[1])[blockIdx.x] = s;
+}
+
+/* p0 partial sums (double), p1 the total (one double); i0 partial sums, i1
+ * first. One block of KA_BLOCK threads: total = (first ? 0 : total) + the
+ * sum of the partial sums, in a fixed order. */
+KERNEL ck_sum_squares_final(acc_kargs a) {
+    __shared__ double sh[KA_BLOCK];
+    const double *part = (const double *)a.p[0];
+    double s = 0.0;
+    for (long long i = threadIdx.x; i < a.i[0]; i += blockDim.x) s += part[i];
+    s = block_sum_f64(s, sh);
+    if (threadIdx.x == 0) {
+        double *total = (double *)a.p[1];
+        *total = (a.i[1] ? 0.0 : *total) + s;
+    }
+}

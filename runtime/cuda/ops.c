@@ -1049,3 +1049,31 @@ int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t 
     dev_launch(d, KID_ck_adamw, n, KA_BLOCK, &a);
     return d->status;
 }
+
+/* ---- gradient clipping -------------------------------------------------------------- */
+
+/* Blocks of a sum of squares at most: their partial sums (doubles) follow
+ * the total in the scratch region. */
+#define SUMSQ_BLOCKS 1024
+
+/* The running total of dev_sum_squares: the first double of the scratch. */
+const unsigned char *dev_sum_squares_total(const acc_dev *d) { return d->scratch; }
+
+int dev_sum_squares(acc_dev *d, const float *x, int64_t n, int first) {
+    if (d->status) return d->status;
+    if (!d->scratch || d->scratch_bytes < (SUMSQ_BLOCKS + 1) * (long long)sizeof(double))
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "no scratch for a sum of squares");
+    double *total = (double *)(void *)d->scratch, *part = total + 1;
+    long long grid = (n + KA_BLOCK - 1) / KA_BLOCK;
+    grid = grid < 1 ? 1 : grid > SUMSQ_BLOCKS ? SUMSQ_BLOCKS : grid;
+    acc_kargs a = {{DP(x), DP(part)}, {n}, {0}};
+    if (d->ops->launch(d, KID_ck_sum_squares, (unsigned)grid, KA_BLOCK, &a)) return d->status;
+    acc_kargs b = {{DP(part), DP(total)}, {grid, first}, {0}};
+    d->ops->launch(d, KID_ck_sum_squares_final, 1, KA_BLOCK, &b);
+    return d->status;
+}
+
+int dev_scale(acc_dev *d, float *x, int64_t n, float factor) {
+    g_scale_fwd(d, x, x, factor, n); /* elementwise: in place is safe */
+    return d->status;
+}
