@@ -238,9 +238,8 @@ int acc_step(acc_model *m, float *loss);
  * splits along its inner dimension or a sum over rows added row by row adds
  * in several roundings (the sum within float rounding). With --precision
  * bf16 the parameter gradients are f32 and accumulate in f32. ACC_ERR_ARG
- * unless accumulate is
- * 0 or 1; ACC_ERR_FAILED when accumulating onto the gradients of a failed
- * step; otherwise as acc_step. */
+ * unless accumulate is 0 or 1; ACC_ERR_FAILED when accumulating onto the
+ * gradients of a failed step; otherwise as acc_step. */
 int acc_forward_backward(acc_model *m, float *loss, int accumulate);
 /* Set every parameter gradient to zero (valid at any time; it also makes the
  * gradients usable again after a failed step). */
