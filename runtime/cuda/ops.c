@@ -672,6 +672,15 @@ static void launch_warps(acc_dev *d, acc_kernel_id k, int64_t rows, const acc_ka
     dev_launch(d, k, rows * 32, 32 * KA_ATT_WARPS, a);
 }
 
+/* Whether the attention takes the TF32 tensor-core kernels (*_tc): under
+ * --tf32, and in the bf16 step (h) whatever --tf32 says, since bf16 values
+ * are exact in TF32 (8 significant bits of TF32's 11): q, k, v and dout
+ * enter the products unrounded, only q's 1/sqrt(D) scaling (for D not a
+ * power of 4), P and dS are rounded to TF32 (2^-11 relative), finer than
+ * the bf16 store of every output. Head dimensions up to 64, a multiple of
+ * 8 (the mma's k). */
+static int att_tc(const acc_dev *d, int h, int64_t D) { return (d->tf32 || h) && D <= KA_ATT_RT_D && D % 8 == 0; }
+
 /* The attention over either element type: h (kargs i7, the kernels' bf16
  * flag) says q, k, v, out and the gradients are bf16; lse and delta are
  * floats either way. */
@@ -684,8 +693,7 @@ static void attention_fwd(acc_dev *d, int h, void *out, float *lse, const void *
     acc_kargs a = {{DP(out), lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
     a.i[7] = h;
-    if (d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0)
-        launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+    if (att_tc(d, h, D)) launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_TILE_D) launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
     else launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
@@ -698,7 +706,7 @@ static void attention_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, const
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
     }
-    int tiled = D <= KA_ATT_TILE_D, tc = d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0;
+    int tiled = D <= KA_ATT_TILE_D, tc = att_tc(d, h, D);
     /* delta = dout . out per query row, once, in the workspace when it fits */
     float *delta = NULL;
     if (B * H * T * 4 <= d->scratch_bytes) {
