@@ -271,12 +271,14 @@ static void test_nan(void) {
 static double att_worst;
 static int64_t att_same, att_total;
 
-static double att_ratio(const void *want, const void *got, int64_t n, int is_bf16, double rtol, double atol) {
+static double att_ratio(const void *want, const void *got, int64_t n, int is_bf16, double rtol, double atol,
+                        const double *terms) {
     double m = 0;
     for (int64_t i = 0; i < n; i++) {
         double w = is_bf16 ? acc_bf16_f32(((const acc_bf16 *)want)[i]) : ((const float *)want)[i];
         double g = is_bf16 ? acc_bf16_f32(((const acc_bf16 *)got)[i]) : ((const float *)got)[i];
-        double e = fabs(g - w) / (atol + (rtol + (is_bf16 ? 0x1.02p-7 : 0.0)) * fabs(w));
+        double tol = atol + (rtol + (is_bf16 ? 0x1.02p-7 : 0.0)) * fabs(w) + (terms ? 0x1.02p-9 * terms[i] : 0.0);
+        double e = fabs(g - w) / tol;
         if (e != e) return e;
         m = fmax(m, e);
         if (is_bf16) att_same += ((const acc_bf16 *)want)[i] == ((const acc_bf16 *)got)[i], att_total++;
@@ -284,14 +286,64 @@ static double att_ratio(const void *want, const void *got, int64_t n, int is_bf1
     return m;
 }
 
-/* The kernels a bf16 attention takes (ops.c's att_tc): the FP32-arithmetic
- * ones, or the TF32 tensor-core ones (D <= 64 and a multiple of 8, the
- * backward's only with a workspace for delta). */
-enum { ATT_F32, ATT_TF32 };
-static const double att_rtol[] = {1e-4, 3e-3}, att_atol[] = {1e-5, 1e-3};
+/* The kernels a bf16 attention takes (ops.c's att_hb, att_tc): the bf16
+ * tensor-core ones (D <= 64 and a multiple of 16), the TF32 tensor-core
+ * ones (a multiple of 8), or the FP32-arithmetic ones; the backward's
+ * tensor-core kernels only with a workspace for delta. The bf16 kernels'
+ * scores are exact products of bf16 summed in FP32, as in the FP32
+ * kernels (their tolerance), but P and dS enter their products rounded to
+ * bf16: each term p_j x_j or ds_j x_j of a sum moves by at most 2^-9 of
+ * itself (nearest, 8 significant bits), so such a sum moves by at most
+ * 2^-9 sum |terms| (att_terms), allowed on top (2^-9 (1 + 2^-7), for the
+ * second-order terms). */
+enum { ATT_F32, ATT_TF32, ATT_BF16 };
+static const double att_rtol[] = {1e-4, 3e-3, 1e-4}, att_atol[] = {1e-5, 1e-3, 1e-5};
 
 static int att_kind(int64_t D, int backward, int workspace) {
-    return D <= 64 && D % 8 == 0 && (!backward || workspace) ? ATT_TF32 : ATT_F32;
+    if (D > 64 || (backward && !workspace)) return ATT_F32;
+    return D % 16 == 0 ? ATT_BF16 : D % 8 == 0 ? ATT_TF32 : ATT_F32;
+}
+
+/* sum |terms| of every output element that a rounding of P or dS moves, in
+ * double from the bf16 inputs: out (B, T, H, D): sum_j p_j |v_j| (p
+ * normalized); dq: scale sum_j |ds_j| |k_j|; dk: scale sum_t |ds_tj| |q_t|;
+ * dv: sum_t p_tj |dout_t|, with ds = p (dout . v_j - dout . out). */
+static void att_terms(double *out, double *dq, double *dk, double *dv, const acc_bf16 *q, const acc_bf16 *k,
+                      const acc_bf16 *v, const acc_bf16 *dout, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
+                      int64_t D, int causal) {
+    double scale = 1.0 / sqrt((double)D), *p = calloc((size_t)S, sizeof *p), *dp = calloc((size_t)S, sizeof *dp);
+    memset(out, 0, (size_t)(B * T * H * D) * sizeof *out), memset(dq, 0, (size_t)(B * T * H * D) * sizeof *dq);
+    memset(dk, 0, (size_t)(B * S * KVH * D) * sizeof *dk), memset(dv, 0, (size_t)(B * S * KVH * D) * sizeof *dv);
+#define AT_Q(x, t, d) acc_bf16_f32(x[((b * T + (t)) * H + hq) * D + (d)])
+#define AT_K(x, j, d) acc_bf16_f32(x[((b * S + (j)) * KVH + hk) * D + (d)])
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t hq = 0; hq < H; hq++)
+            for (int64_t t = 0; t < T; t++) {
+                int64_t hk = hq / (H / KVH), n = causal && t + 1 < S ? t + 1 : S, o = ((b * T + t) * H + hq) * D;
+                double mx = -INFINITY, l = 0, delta = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    double sc = 0, g = 0;
+                    for (int64_t e = 0; e < D; e++)
+                        sc += AT_Q(q, t, e) * AT_K(k, j, e), g += AT_Q(dout, t, e) * AT_K(v, j, e);
+                    p[j] = sc * scale, dp[j] = g;
+                    mx = fmax(mx, p[j]);
+                }
+                for (int64_t j = 0; j < n; j++) l += p[j] = exp(p[j] - mx);
+                for (int64_t j = 0; j < n; j++) p[j] /= l, delta += p[j] * dp[j];
+                for (int64_t j = 0; j < n; j++) {
+                    double ds = fabs(p[j] * (dp[j] - delta));
+                    for (int64_t e = 0; e < D; e++) {
+                        int64_t kj = ((b * S + j) * KVH + hk) * D + e;
+                        out[o + e] += p[j] * fabs(AT_K(v, j, e));
+                        dq[o + e] += scale * ds * fabs(AT_K(k, j, e));
+                        dk[kj] += scale * ds * fabs(AT_Q(q, t, e));
+                        dv[kj] += p[j] * fabs(AT_Q(dout, t, e));
+                    }
+                }
+            }
+#undef AT_Q
+#undef AT_K
+    free(p), free(dp);
 }
 
 static void check_attention(acc_dev *d, unsigned char *arena, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
@@ -327,11 +379,15 @@ static void check_attention(acc_dev *d, unsigned char *arena, int64_t B, int64_t
                          causal);
     EXPECT(d->status == ACC_OK, "attention D %lld: device error: %s", (long long)D, dev_error(d));
     static const char *const names[] = {"q", "k", "v", "dout", "out", "lse", "dq", "dk", "dv"};
+    double *terms[4] = {malloc((size_t)nq * sizeof(double)), malloc((size_t)nq * sizeof(double)),
+                        malloc((size_t)nk * sizeof(double)), malloc((size_t)nk * sizeof(double))};
+    att_terms(terms[0], terms[1], terms[2], terms[3], h[Q], h[K], h[V], h[DO], B, T, S, H, KVH, D, causal);
     for (int i = O; i <= DV; i++) {
         if (i == DO || (i == DK && no_dk)) continue;
         const void *got = i == O ? g[O2] : i == L ? g[L2] : g[i]; /* out and lse: the second forward's */
         int kind = att_kind(D, i >= DQ, workspace);
-        double r = att_ratio(h[i], got, sizes[i], i != L, att_rtol[kind], att_atol[kind]);
+        const double *t = kind != ATT_BF16 || i == L ? NULL : i == O ? terms[0] : terms[i - DQ + 1];
+        double r = att_ratio(h[i], got, sizes[i], i != L, att_rtol[kind], att_atol[kind], t);
         att_worst = r > att_worst || r != r ? r : att_worst;
         if (getenv("ATT_DEBUG"))
             printf("  T %lld S %lld D %lld causal %d workspace %d kernels %d: %s at %.3f of the tolerance\n",
@@ -347,6 +403,7 @@ static void check_attention(acc_dev *d, unsigned char *arena, int64_t B, int64_t
            "attention D %lld causal %d: a recomputed forward differs from the first", (long long)D, causal);
     if (no_dk) EXPECT(!memcmp(g[DK], h[DK], (size_t)nk * 2), "attention: dk written though NULL was passed");
     for (int i = 0; i < NT; i++) free(h[i]);
+    for (int i = 0; i < 4; i++) free(terms[i]);
 }
 
 static void test_attention(void) {
@@ -354,9 +411,10 @@ static void test_attention(void) {
         int64_t B, T, S, H, KVH, D;
         int causal, no_dk;
     } cases[] = {
-        {2, 37, 37, 4, 2, 16, 1, 0}, {2, 37, 37, 4, 2, 64, 1, 0},  {2, 37, 45, 4, 2, 64, 0, 0},
-        {2, 37, 37, 4, 4, 64, 1, 1}, {1, 63, 63, 2, 1, 128, 1, 0}, {2, 37, 37, 4, 2, 160, 1, 0},
-        {1, 33, 33, 2, 2, 13, 1, 0}, {1, 5, 70, 4, 1, 96, 0, 0},   {1, 33, 33, 2, 1, 32, 0, 0},
+        {2, 37, 37, 4, 2, 16, 1, 0},   {2, 37, 37, 4, 2, 64, 1, 0},  {2, 37, 45, 4, 2, 64, 0, 0},
+        {2, 37, 37, 4, 4, 64, 1, 1},   {1, 63, 63, 2, 1, 128, 1, 0}, {2, 37, 37, 4, 2, 160, 1, 0},
+        {1, 33, 33, 2, 2, 13, 1, 0},   {1, 5, 70, 4, 1, 96, 0, 0},   {1, 33, 33, 2, 1, 32, 0, 0},
+        {1, 100, 100, 4, 1, 32, 1, 0}, {1, 70, 130, 2, 1, 48, 0, 0}, {1, 37, 37, 2, 1, 24, 1, 0},
     };
     /* without a workspace (delta in the kernels, no register-tiled
      * backward), with one, and with one and TF32 (the tensor-core kernels) */
