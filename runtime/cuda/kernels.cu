@@ -1721,11 +1721,12 @@ DEVFN void hb_acc(float acc[8][4], const uint32_t pa[4], const unsigned short *b
 }
 
 /* The forward: ck_attention_fwd_tc's blocks and tiles. q's fragments
- * unscaled (bf16 exact), the scores scaled in FP32; K and V staged together
- * per 64-key tile; O += P V on P rounded to bf16, l summed from the FP32 p.
+ * unscaled (bf16 exact), the scores scaled in FP32; 64-key tiles of K and V
+ * in two buffers, the next tile staged by cp.async during this one; O += P
+ * V on P rounded to bf16, l summed from the FP32 p.
  * p0 out, p1 lse, p2 q, p3 k, p4 v (bf16). */
 KERNEL ck_attention_fwd_hb(acc_kargs a) {
-    __shared__ KALIGN16 unsigned short ks[64 * HB_LD], vs[64 * HB_LD];
+    __shared__ KALIGN16 unsigned short ks[2][64 * HB_LD], vs[2][64 * HB_LD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
@@ -1739,16 +1740,21 @@ KERNEL ck_attention_fwd_hb(acc_kargs a) {
         float o[8][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
         hb_load_a(qa, xp(a.p[2], at.row0 + 16 * w * qld, 1), qld, qn - 16 * w, D);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) o[nd][i] = 0.0f;
-        for (long long s0 = 0; s0 < send; s0 += 64) {
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        hb_stage(ks[0], 64, xp(a.p[3], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
+        hb_stage(vs[0], 64, xp(a.p[4], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += 64, c ^= 1) {
             int kn = (int)(send - s0 < 64 ? send - s0 : 64);
-            __syncthreads(); /* every warp is done with the last K and V */
-            hb_stage(ks, 64, xp(a.p[3], kv0 + s0 * kld, 1), kld, kn, D);
-            hb_stage(vs, 64, xp(a.p[4], kv0 + s0 * kld, 1), kld, kn, D);
             att_stage_wait();
-            __syncthreads(); /* K and V are staged */
+            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 64 < send) { /* the next K and V land during this tile */
+                int nn = (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64);
+                hb_stage(ks[c ^ 1], 64, xp(a.p[3], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
+                hb_stage(vs[c ^ 1], 64, xp(a.p[4], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
+            }
             float s[8][4];
             UNROLL for (int nt = 0; nt < 8; nt++) {
-                if (8 * nt < kn) hb_abt(s[nt], qa, ks + 8 * nt * HB_LD, D);
+                if (8 * nt < kn) hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
                 else UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
             }
             tc_softmax_tile(s, o, m, l, scale, kn, causal, s0, t0 + r0, tig);
@@ -1756,7 +1762,7 @@ KERNEL ck_attention_fwd_hb(acc_kargs a) {
                 if (16 * kc >= kn) continue;
                 uint32_t pa[4];
                 hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
-                hb_acc(o, pa, vs + 16 * kc * HB_LD, D);
+                hb_acc(o, pa, vs[c] + 16 * kc * HB_LD, D);
             }
         }
         tc_fwd_store(o, m, l, xp(a.p[0], (b * T + t0) * qld + h * D, 1), qld, a.p[1] + (b * H + h) * T + t0, r0, qn, D,
@@ -1764,12 +1770,12 @@ KERNEL ck_attention_fwd_hb(acc_kargs a) {
     }
 }
 
-/* The dq backward: ck_attention_bwd_dq_tc's blocks and 32-key tiles (one K
- * and one V buffer), q and dout fragments bf16, S scaled in FP32, dS
+/* The dq backward: ck_attention_bwd_dq_tc's blocks and 32-key tiles (two
+ * buffers each of K and V, as there), q and dout fragments bf16, S scaled in FP32, dS
  * rounded to bf16 for dq += dS K. p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out,
  * p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
-    __shared__ KALIGN16 unsigned short ks[32 * HB_LD], vs[32 * HB_LD];
+    __shared__ KALIGN16 unsigned short ks[2][32 * HB_LD], vs[2][32 * HB_LD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
@@ -1789,18 +1795,23 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
             delta[hh] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
-        for (long long s0 = 0; s0 < send; s0 += 32) {
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        hb_stage(ks[0], 32, xp(a.p[3], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
+        hb_stage(vs[0], 32, xp(a.p[4], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
             int kn = (int)(send - s0 < 32 ? send - s0 : 32);
-            __syncthreads(); /* every warp is done with the last K and V */
-            hb_stage(ks, 32, xp(a.p[3], kv0 + s0 * kld, 1), kld, kn, D);
-            hb_stage(vs, 32, xp(a.p[4], kv0 + s0 * kld, 1), kld, kn, D);
             att_stage_wait();
-            __syncthreads(); /* K and V are staged */
+            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 32 < send) { /* the next K and V land during this tile */
+                int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
+                hb_stage(ks[c ^ 1], 32, xp(a.p[3], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
+                hb_stage(vs[c ^ 1], 32, xp(a.p[4], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
+            }
             float s[4][4], dp[4][4];
             UNROLL for (int nt = 0; nt < 4; nt++) {
                 if (8 * nt >= kn) continue;
-                hb_abt(s[nt], qa, ks + 8 * nt * HB_LD, D);
-                hb_abt(dp[nt], ga, vs + 8 * nt * HB_LD, D);
+                hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
+                hb_abt(dp[nt], ga, vs[c] + 8 * nt * HB_LD, D);
             }
             UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
                 int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
@@ -1812,7 +1823,7 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
                 if (16 * kc >= kn) continue;
                 uint32_t pa[4];
                 hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
-                hb_acc(acc, pa, ks + 16 * kc * HB_LD, D);
+                hb_acc(acc, pa, ks[c] + 16 * kc * HB_LD, D);
             }
         }
         float *dq = xp(a.p[0], row0, 1);
@@ -1823,15 +1834,30 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
     }
 }
 
+/* Start staging the 32-row tile of query head h from row t0 for the bf16
+ * dk/dv: q, dout (bf16), lse and delta (zeros past row T). */
+DEVFN void hb_stage_rows(unsigned short *qs, unsigned short *gs, float *rl, float *rd, const acc_kargs *a, long long b,
+                         long long h, long long t0) {
+    long long T = a->i[1], H = a->i[3], D = a->i[5], qld = H * D, row0 = (b * T + t0) * qld + h * D,
+              l0 = (b * H + h) * T + t0;
+    int n = (int)(T - t0 < 32 ? T - t0 : 32);
+    hb_stage(qs, 32, xp(a->p[3], row0, 1), qld, n, (int)D);
+    hb_stage(gs, 32, xp(a->p[2], row0, 1), qld, n, (int)D);
+    for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
+        cp_async(rl + r, a->p[7] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
+        cp_async(rd + r, a->p[8] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
+    }
+}
+
 /* The dk/dv backward: ck_attention_bwd_dkdv_tc's blocks and 32-row tiles
- * (one buffer each of q, dout, lse and delta), k and v fragments bf16, S^T
+ * (two buffers each of q, dout, lse and delta, as there), k and v fragments bf16, S^T
  * scaled in FP32, p^T and dS^T rounded to bf16 for dv += p^T dout and dk +=
  * dS^T q. p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
  * (required); either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
-    __shared__ KALIGN16 unsigned short qs[32 * HB_LD], gs[32 * HB_LD];
-    __shared__ float rowl[32], rowd[32];
-    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5], qld = H * a.i[5];
+    __shared__ KALIGN16 unsigned short qs[2][32 * HB_LD], gs[2][32 * HB_LD];
+    __shared__ float rowl[2][32], rowd[2][32];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
     int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
     float scale = 1.0f / sqrtf((float)D);
@@ -1846,40 +1872,37 @@ KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
         hb_load_a(ka, xp(a.p[4], krow0 + k0 * kld, 1), kld, wn, D);
         hb_load_a(va, xp(a.p[5], krow0 + k0 * kld, 1), kld, wn, D);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) gk[nd][i] = gv[nd][i] = 0.0f;
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
         /* row tile i: query head kvh G + i / nrt, rows tfirst + 32 (i % nrt) */
+        if (nrt > 0) hb_stage_rows(qs[0], gs[0], rowl[0], rowd[0], &a, b, kvh * G, tfirst);
         for (long long i = 0; i < G * nrt; i++) {
-            long long t0 = tfirst + i % nrt * 32, hq = kvh * G + i / nrt;
-            long long row0 = (b * T + t0) * qld + hq * D, l0 = (b * H + hq) * T + t0;
-            int qn = (int)(T - t0 < 32 ? T - t0 : 32);
-            __syncthreads(); /* every warp is done with the last tile */
-            hb_stage(qs, 32, xp(a.p[3], row0, 1), qld, qn, D);
-            hb_stage(gs, 32, xp(a.p[2], row0, 1), qld, qn, D);
-            for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
-                rowl[r] = r < qn ? a.p[7][l0 + r] : 0.0f;
-                rowd[r] = r < qn ? a.p[8][l0 + r] : 0.0f;
-            }
+            long long t0 = tfirst + i % nrt * 32;
+            int c = (int)(i & 1), qn = (int)(T - t0 < 32 ? T - t0 : 32);
             att_stage_wait();
-            __syncthreads(); /* the tile is staged */
+            __syncthreads();     /* tile i is staged; every warp is done with tile i - 1 and its buffers */
+            if (i + 1 < G * nrt) /* the next tile lands during this one */
+                hb_stage_rows(qs[c ^ 1], gs[c ^ 1], rowl[c ^ 1], rowd[c ^ 1], &a, b, kvh * G + (i + 1) / nrt,
+                              tfirst + (i + 1) % nrt * 32);
             float s[4][4], dp[4][4];
             UNROLL for (int nt = 0; nt < 4; nt++) {
                 if (8 * nt >= qn) continue;
-                hb_abt(s[nt], ka, qs + 8 * nt * HB_LD, D);  /* S^T: keys x rows */
-                hb_abt(dp[nt], va, gs + 8 * nt * HB_LD, D); /* dP^T */
+                hb_abt(s[nt], ka, qs[c] + 8 * nt * HB_LD, D);  /* S^T: keys x rows */
+                hb_abt(dp[nt], va, gs[c] + 8 * nt * HB_LD, D); /* dP^T */
             }
             UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
                 int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
                 int ok = row < qn && key < kn && (!causal || s0 + key <= t0 + row);
-                float p = ok ? expf(s[nt][e] * scale - rowl[row]) : 0.0f;
+                float p = ok ? expf(s[nt][e] * scale - rowl[c][row]) : 0.0f;
                 s[nt][e] = p;
-                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[row]) : 0.0f; /* ds^T */
+                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[c][row]) : 0.0f; /* ds^T */
             }
             UNROLL for (int kc = 0; kc < 2; kc++) { /* 16 rows a step (q and dout zero past qn) */
                 if (16 * kc >= qn) continue;
                 uint32_t pa[4], da[4];
                 hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
                 hb_c_to_a(da, dp[2 * kc], dp[2 * kc + 1]);
-                hb_acc(gv, pa, gs + 16 * kc * HB_LD, D); /* dv += p^T dout */
-                hb_acc(gk, da, qs + 16 * kc * HB_LD, D); /* dk += ds^T q, scaled at the end */
+                hb_acc(gv, pa, gs[c] + 16 * kc * HB_LD, D); /* dv += p^T dout */
+                hb_acc(gk, da, qs[c] + 16 * kc * HB_LD, D); /* dk += ds^T q, scaled at the end */
             }
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
