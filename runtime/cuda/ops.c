@@ -761,8 +761,11 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
 
 /* The bf16 instances: the same kernels, loading through ldx and storing
  * through stx (one rounding per stored element: the gradients are summed in
- * float over every key or query and added to the old value once). The
- * tiles load synchronously (no cp.async of bf16 rows). */
+ * float over every key or query and added to the old value once), their
+ * tiles loaded synchronously (no cp.async of bf16 rows); or, for the head
+ * sizes att_hb takes, the bf16 tensor-core kernels, which stage bf16 rows
+ * as they are (by cp.async when 16-byte aligned) and round P and dS to
+ * bf16 as well. */
 void g_attention_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
                           const acc_bf16 *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
                           int causal) {
