@@ -1465,13 +1465,69 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
     }
 }
 
+/* dq's ds on the warp's fragments of a 32-key tile from s0 (keys [0, kn)
+ * valid) for rows r0 + gid (+8) of the query tile from t0 (qn rows): s (the
+ * scores, times sc) becomes ds = p (dp - delta), p = exp(sc s - lse), zero
+ * where masked. Shared by the TF32 (sc 1: q prescaled) and bf16 kernels. */
+DEVFN void tc_dq_ds(float s[4][4], float dp[4][4], const float lse[2], const float delta[2], float sc, int kn, int qn,
+                    int causal, long long s0, long long t0, int r0) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
+        int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
+        int ok = 8 * nt < kn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+        float p = ok ? expf(s[nt][i] * sc - lse[i >> 1]) : 0.0f;
+        s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f;
+    }
+}
+
+/* dq (rows r0 + gid (+8) of a tile of qn rows from dq, row stride qld, f32
+ * or bf16 by hb) += scale acc, rounded once. */
+DEVFN void tc_dq_store(float acc[8][4], float *dq, long long qld, int r0, int qn, int D, float scale, int hb) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+        int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+        if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, hb) + scale * acc[nd][i], hb);
+    }
+}
+
+/* dk/dv's p^T and ds^T on the warp's fragments of a 32-row tile from t0
+ * (rows [0, qn) valid; lse rl and delta rd by row) for keys k0 + gid (+8)
+ * of the key tile from s0 (kn keys): s (S^T, times sc) becomes p^T =
+ * exp(sc s - lse), dp (dP^T) ds^T = p^T (dp - delta), zero where masked.
+ * Shared by the TF32 (sc 1: k prescaled) and bf16 kernels. */
+DEVFN void tc_dkdv_p(float s[4][4], float dp[4][4], const float *rl, const float *rd, float sc, int qn, int kn,
+                     int causal, long long s0, long long t0, int k0) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
+        int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
+        int ok = 8 * nt < qn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
+        float p = ok ? expf(s[nt][e] * sc - rl[row & 31]) : 0.0f;
+        s[nt][e] = p;
+        dp[nt][e] = ok ? p * (dp[nt][e] - rd[row & 31]) : 0.0f;
+    }
+}
+
+/* dk += scale gk and dv += gv (either NULL: skipped) for keys k0 + gid (+8)
+ * of a tile of kn keys from element krow0 (row stride kld), rounded once. */
+DEVFN void tc_dkdv_store(float gk[8][4], float gv[8][4], float *dk, float *dv, long long krow0, long long kld, int k0,
+                         int kn, int D, float scale, int hb) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
+        int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
+        if (key >= kn || d >= D) continue;
+        long long o = krow0 + (long long)key * kld + d;
+        if (dk) stx(dk, o, ldx(dk, o, hb) + scale * gk[nd][e], hb);
+        if (dv) stx(dv, o, ldx(dv, o, hb) + gv[nd][e], hb);
+    }
+}
+
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
     int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float ks[2][32 * TC_QLD], vs[2][32 * TC_QLD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
@@ -1502,19 +1558,10 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
             float s[4][4], dp[4][4];
             tc_abt(s, ntn, qa, ks[c], TC_QLD, D);
             tc_abt(dp, ntn, ga, vs[c], TC_QLD, D);
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
-                int ok = nt < ntn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
-                float p = ok ? expf(s[nt][i] - lse[i >> 1]) : 0.0f;
-                s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f; /* ds */
-            }
+            tc_dq_ds(s, dp, lse, delta, 1.0f, kn, qn, causal, s0, t0, r0);
             tc_acc_cb(acc, s, ntn, ks[c], TC_QLD, D);
         }
-        float *dq = xp(a.p[0], row0, hb);
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
-            int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, hb) + scale * acc[nd][i], hb);
-        }
+        tc_dq_store(acc, xp(a.p[0], row0, hb), qld, r0, qn, D, scale, hb);
     }
 }
 
@@ -1542,7 +1589,7 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
     __shared__ float rowl[2][32], rowd[2][32];
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5;
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
@@ -1568,23 +1615,11 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
             float s[4][4], dp[4][4];
             tc_abt(s, ntn, ka, qs[c], TC_QLD, D);  /* S^T: keys x rows */
             tc_abt(dp, ntn, va, gs[c], TC_QLD, D); /* dP^T */
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
-                int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
-                int ok = nt < ntn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
-                float p = ok ? expf(s[nt][e] - rowl[c][row & 31]) : 0.0f;
-                s[nt][e] = p;
-                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[c][row & 31]) : 0.0f; /* ds^T */
-            }
+            tc_dkdv_p(s, dp, rowl[c], rowd[c], 1.0f, qn, kn, causal, s0, t0, k0);
             tc_acc_cb(gv, s, ntn, gs[c], TC_QLD, D);  /* dv += p^T dout */
             tc_acc_cb(gk, dp, ntn, qs[c], TC_QLD, D); /* dk += ds^T q, scaled at the end */
         }
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
-            int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
-            if (key >= kn || d >= D) continue;
-            long long o = krow0 + (long long)key * kld + d;
-            if (a.p[0]) stx(a.p[0], o, ldx(a.p[0], o, hb) + scale * gk[nd][e], hb);
-            if (a.p[1]) stx(a.p[1], o, ldx(a.p[1], o, hb) + gv[nd][e], hb);
-        }
+        tc_dkdv_store(gk, gv, a.p[0], a.p[1], krow0, kld, k0, kn, D, scale, hb);
     }
 }
 
@@ -1778,7 +1813,7 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
     __shared__ KALIGN16 unsigned short ks[2][32 * HB_LD], vs[2][32 * HB_LD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
@@ -1813,12 +1848,7 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
                 hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
                 hb_abt(dp[nt], ga, vs[c] + 8 * nt * HB_LD, D);
             }
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
-                int ok = r < qn && key < kn && (!causal || s0 + key <= t0 + r);
-                float p = ok ? expf(s[nt][i] * scale - lse[i >> 1]) : 0.0f;
-                s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f; /* ds */
-            }
+            tc_dq_ds(s, dp, lse, delta, scale, kn, qn, causal, s0, t0, r0);
             UNROLL for (int kc = 0; kc < 2; kc++) { /* dq += ds K, 16 keys a step (K zero past kn) */
                 if (16 * kc >= kn) continue;
                 uint32_t pa[4];
@@ -1826,11 +1856,7 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
                 hb_acc(acc, pa, ks[c] + 16 * kc * HB_LD, D);
             }
         }
-        float *dq = xp(a.p[0], row0, 1);
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
-            int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, 1) + scale * acc[nd][i], 1);
-        }
+        tc_dq_store(acc, xp(a.p[0], row0, 1), qld, r0, qn, D, scale, 1);
     }
 }
 
@@ -1859,7 +1885,7 @@ KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
     __shared__ float rowl[2][32], rowd[2][32];
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5;
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
@@ -1889,13 +1915,7 @@ KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
                 hb_abt(s[nt], ka, qs[c] + 8 * nt * HB_LD, D);  /* S^T: keys x rows */
                 hb_abt(dp[nt], va, gs[c] + 8 * nt * HB_LD, D); /* dP^T */
             }
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
-                int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
-                int ok = row < qn && key < kn && (!causal || s0 + key <= t0 + row);
-                float p = ok ? expf(s[nt][e] * scale - rowl[c][row]) : 0.0f;
-                s[nt][e] = p;
-                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[c][row]) : 0.0f; /* ds^T */
-            }
+            tc_dkdv_p(s, dp, rowl[c], rowd[c], scale, qn, kn, causal, s0, t0, k0);
             UNROLL for (int kc = 0; kc < 2; kc++) { /* 16 rows a step (q and dout zero past qn) */
                 if (16 * kc >= qn) continue;
                 uint32_t pa[4], da[4];
@@ -1905,13 +1925,7 @@ KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
                 hb_acc(gk, da, qs[c] + 16 * kc * HB_LD, D); /* dk += ds^T q, scaled at the end */
             }
         }
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
-            int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
-            if (key >= kn || d >= D) continue;
-            long long o = krow0 + (long long)key * kld + d;
-            if (a.p[0]) stx(a.p[0], o, ldx(a.p[0], o, 1) + scale * gk[nd][e], 1);
-            if (a.p[1]) stx(a.p[1], o, ldx(a.p[1], o, 1) + gv[nd][e], 1);
-        }
+        tc_dkdv_store(gk, gv, a.p[0], a.p[1], krow0, kld, k0, kn, D, scale, 1);
     }
 }
 
