@@ -96,6 +96,9 @@ typedef struct {
     X(ck_attention_fwd_tc, 1)        \
     X(ck_attention_bwd_dq_tc, 1)     \
     X(ck_attention_bwd_dkdv_tc, 1)   \
+    X(ck_attention_fwd_hb, 1)        \
+    X(ck_attention_bwd_dq_hb, 1)     \
+    X(ck_attention_bwd_dkdv_hb, 1)   \
     X(ck_attention_bwd_dq_rt, 1)     \
     X(ck_attention_bwd_dkdv_rt, 1)   \
     X(ck_attention_bwd_dq, 1)        \

@@ -33,6 +33,8 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #endif
 #else
+#include <string.h>
+
 #include "emu.h"
 #define KERNEL void
 #define DEVFN static inline
@@ -1434,6 +1436,56 @@ DEVFN void tc_c_to_a(float pa[4], const float c[4], int lane) {
  * lanes of a quad), the output rescaled in registers, and O += P V by mma,
  * P's A fragments gathered from the score fragments by quad shuffles. */
 #define TC_KLD (KA_ATT_RT_D + 4) /* K tile row stride: B[d][key] reads hit 32 banks */
+
+/* The online softmax of a forward key tile on the warp's 16 x 64 score
+ * fragments s (C layout; this lane's rows t and t + 8, keys s0 + 8nt + 2tig
+ * (+1), [0, kn) of them in the tile): the scores times scale, masked (past
+ * kn, and under causal past the row), each row's running max m and sum l
+ * updated (the max over the 4 lanes of a quad), o rescaled, and s replaced
+ * by the probabilities, in FP32. Shared by the TF32 and bf16 forwards. */
+DEVFN void tc_softmax_tile(float s[8][4], float o[8][4], float m[2], float l[2], float scale, int kn, int causal,
+                           long long s0, long long t, int tig) {
+    float mx[2] = {NEG_INF, NEG_INF}, sum[2] = {0.0f, 0.0f}, corr[2];
+    UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+        int key = 8 * nt + 2 * tig + (i & 1), ok = key < kn && (!causal || s0 + key <= t + 8 * (i >> 1));
+        s[nt][i] = ok ? s[nt][i] * scale : NEG_INF;
+        mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
+    }
+    UNROLL for (int hh = 0; hh < 2; hh++) {
+        mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 1));
+        mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 2));
+        float mn = fmaxf(m[hh], mx[hh]);
+        corr[hh] = mn == NEG_INF ? 1.0f : expf(m[hh] - mn);
+        m[hh] = mn;
+    }
+    UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+        float p = s[nt][i] == NEG_INF ? 0.0f : expf(s[nt][i] - m[i >> 1]);
+        s[nt][i] = p;
+        sum[i >> 1] += p;
+        o[nt][i] *= corr[i >> 1];
+    }
+    l[0] = l[0] * corr[0] + sum[0];
+    l[1] = l[1] * corr[1] + sum[1];
+}
+
+/* The forward's end for the warp's rows r0 + gid (+8) of a query tile of
+ * qn rows: out = o / l (l summed over the quad) stored at og (row stride
+ * qld, f32 or bf16 by hb), lse = m + log l at lse (by row). */
+DEVFN void tc_fwd_store(float o[8][4], const float m[2], float l[2], float *og, long long qld, float *lse, int r0,
+                        int qn, int D, int tig, int hb) {
+    UNROLL for (int hh = 0; hh < 2; hh++) {
+        l[hh] += __shfl_xor_sync(K_FULL, l[hh], 1);
+        l[hh] += __shfl_xor_sync(K_FULL, l[hh], 2);
+    }
+    UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+        int r = r0 + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+        if (r < qn && d < D) stx(og, r * qld + d, l[i >> 1] > 0.0f ? o[nd][i] / l[i >> 1] : 0.0f, hb);
+    }
+    UNROLL for (int hh = 0; hh < 2; hh++) {
+        int r = r0 + 8 * hh;
+        if (tig == 0 && r < qn) lse[r] = m[hh] + logf(l[hh]);
+    }
+}
 #define TC_VLD (KA_ATT_RT_D + 8) /* V tile row stride: B[key][d] reads hit 32 banks */
 
 /* p0 out, p1 lse, p2 q, p3 k, p4 v; the last query tiles of a head first. */
@@ -1472,28 +1524,7 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
                     mma_tf32(s[nt], qa[kk], tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig]),
                              tf32(ks[(8 * nt + gid) * TC_KLD + 8 * kk + tig + 4]));
             }
-            float mx[2] = {NEG_INF, NEG_INF}, sum[2] = {0.0f, 0.0f}, corr[2];
-            UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + 8 * (i >> 1);
-                int ok = key < kn && (!causal || s0 + key <= t0 + r);
-                s[nt][i] = ok ? s[nt][i] : NEG_INF;
-                mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
-            }
-            UNROLL for (int hh = 0; hh < 2; hh++) {
-                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 1));
-                mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 2));
-                float mn = fmaxf(m[hh], mx[hh]);
-                corr[hh] = mn == NEG_INF ? 1.0f : expf(m[hh] - mn);
-                m[hh] = mn;
-            }
-            UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                float p = s[nt][i] == NEG_INF ? 0.0f : expf(s[nt][i] - m[i >> 1]);
-                s[nt][i] = p;
-                sum[i >> 1] += p;
-                o[nt][i] *= corr[i >> 1];
-            }
-            l[0] = l[0] * corr[0] + sum[0];
-            l[1] = l[1] * corr[1] + sum[1];
+            tc_softmax_tile(s, o, m, l, 1.0f, kn, causal, s0, t0 + r0, tig);
             att_stage_wait();
             __syncthreads();    /* V is staged; every warp is done with K */
             if (s0 + 64 < send) /* the next K lands during O += P V */
@@ -1508,19 +1539,8 @@ KERNEL ck_attention_fwd_tc(acc_kargs a) {
                              tf32(vs[(8 * kc + tig + 4) * TC_VLD + 8 * nd + gid]));
             }
         }
-        float *og = xp(a.p[0], (b * T + t0) * qld + h * D, hb);
-        UNROLL for (int hh = 0; hh < 2; hh++) {
-            l[hh] += __shfl_xor_sync(K_FULL, l[hh], 1);
-            l[hh] += __shfl_xor_sync(K_FULL, l[hh], 2);
-        }
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
-            int r = r0 + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) stx(og, r * qld + d, l[i >> 1] > 0.0f ? o[nd][i] / l[i >> 1] : 0.0f, hb);
-        }
-        UNROLL for (int hh = 0; hh < 2; hh++) {
-            int r = r0 + 8 * hh;
-            if (tig == 0 && r < qn) a.p[1][(b * H + h) * T + t0 + r] = m[hh] + logf(l[hh]);
-        }
+        tc_fwd_store(o, m, l, xp(a.p[0], (b * T + t0) * qld + h * D, hb), qld, a.p[1] + (b * H + h) * T + t0, r0, qn, D,
+                     tig, hb);
     }
 }
 
@@ -1579,13 +1599,69 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
     }
 }
 
+/* dq's ds on the warp's fragments of a 32-key tile from s0 (keys [0, kn)
+ * valid) for rows r0 + gid (+8) of the query tile from t0 (qn rows): s (the
+ * scores, times sc) becomes ds = p (dp - delta), p = exp(sc s - lse), zero
+ * where masked. Shared by the TF32 (sc 1: q prescaled) and bf16 kernels. */
+DEVFN void tc_dq_ds(float s[4][4], float dp[4][4], const float lse[2], const float delta[2], float sc, int kn, int qn,
+                    int causal, long long s0, long long t0, int r0) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
+        int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
+        int ok = 8 * nt < kn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
+        float p = ok ? expf(s[nt][i] * sc - lse[i >> 1]) : 0.0f;
+        s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f;
+    }
+}
+
+/* dq (rows r0 + gid (+8) of a tile of qn rows from dq, row stride qld, f32
+ * or bf16 by hb) += scale acc, rounded once. */
+DEVFN void tc_dq_store(float acc[8][4], float *dq, long long qld, int r0, int qn, int D, float scale, int hb) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
+        int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
+        if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, hb) + scale * acc[nd][i], hb);
+    }
+}
+
+/* dk/dv's p^T and ds^T on the warp's fragments of a 32-row tile from t0
+ * (rows [0, qn) valid; lse rl and delta rd by row) for keys k0 + gid (+8)
+ * of the key tile from s0 (kn keys): s (S^T, times sc) becomes p^T =
+ * exp(sc s - lse), dp (dP^T) ds^T = p^T (dp - delta), zero where masked.
+ * Shared by the TF32 (sc 1: k prescaled) and bf16 kernels. */
+DEVFN void tc_dkdv_p(float s[4][4], float dp[4][4], const float *rl, const float *rd, float sc, int qn, int kn,
+                     int causal, long long s0, long long t0, int k0) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
+        int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
+        int ok = 8 * nt < qn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
+        float p = ok ? expf(s[nt][e] * sc - rl[row & 31]) : 0.0f;
+        s[nt][e] = p;
+        dp[nt][e] = ok ? p * (dp[nt][e] - rd[row & 31]) : 0.0f;
+    }
+}
+
+/* dk += scale gk and dv += gv (either NULL: skipped) for keys k0 + gid (+8)
+ * of a tile of kn keys from element krow0 (row stride kld), rounded once. */
+DEVFN void tc_dkdv_store(float gk[8][4], float gv[8][4], float *dk, float *dv, long long krow0, long long kld, int k0,
+                         int kn, int D, float scale, int hb) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
+        int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
+        if (key >= kn || d >= D) continue;
+        long long o = krow0 + (long long)key * kld + d;
+        if (dk) stx(dk, o, ldx(dk, o, hb) + scale * gk[nd][e], hb);
+        if (dv) stx(dv, o, ldx(dv, o, hb) + gv[nd][e], hb);
+    }
+}
+
 /* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (required). */
 KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
     int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     __shared__ KALIGN16 float ks[2][32 * TC_QLD], vs[2][32 * TC_QLD];
     long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2;
     float scale = 1.0f / sqrtf((float)D);
     long long nqt = (T + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
@@ -1616,19 +1692,10 @@ KERNEL ck_attention_bwd_dq_tc(acc_kargs a) {
             float s[4][4], dp[4][4];
             tc_abt(s, ntn, qa, ks[c], TC_QLD, D);
             tc_abt(dp, ntn, ga, vs[c], TC_QLD, D);
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
-                int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
-                int ok = nt < ntn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
-                float p = ok ? expf(s[nt][i] - lse[i >> 1]) : 0.0f;
-                s[nt][i] = ok ? p * (dp[nt][i] - delta[i >> 1]) : 0.0f; /* ds */
-            }
+            tc_dq_ds(s, dp, lse, delta, 1.0f, kn, qn, causal, s0, t0, r0);
             tc_acc_cb(acc, s, ntn, ks[c], TC_QLD, D);
         }
-        float *dq = xp(a.p[0], row0, hb);
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) {
-            int r = r0 + gid + 8 * (i >> 1), d = 8 * nd + 2 * tig + (i & 1);
-            if (r < qn && d < D) stx(dq, r * qld + d, ldx(dq, r * qld + d, hb) + scale * acc[nd][i], hb);
-        }
+        tc_dq_store(acc, xp(a.p[0], row0, hb), qld, r0, qn, D, scale, hb);
     }
 }
 
@@ -1656,7 +1723,7 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
     __shared__ float rowl[2][32], rowd[2][32];
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
     int D = (int)a.i[5], causal = (int)a.i[6];
-    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int w = threadIdx.x >> 5;
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
@@ -1682,23 +1749,317 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
             float s[4][4], dp[4][4];
             tc_abt(s, ntn, ka, qs[c], TC_QLD, D);  /* S^T: keys x rows */
             tc_abt(dp, ntn, va, gs[c], TC_QLD, D); /* dP^T */
-            UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
-                int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
-                int ok = nt < ntn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
-                float p = ok ? expf(s[nt][e] - rowl[c][row & 31]) : 0.0f;
-                s[nt][e] = p;
-                dp[nt][e] = ok ? p * (dp[nt][e] - rowd[c][row & 31]) : 0.0f; /* ds^T */
-            }
+            tc_dkdv_p(s, dp, rowl[c], rowd[c], 1.0f, qn, kn, causal, s0, t0, k0);
             tc_acc_cb(gv, s, ntn, gs[c], TC_QLD, D);  /* dv += p^T dout */
             tc_acc_cb(gk, dp, ntn, qs[c], TC_QLD, D); /* dk += ds^T q, scaled at the end */
         }
-        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int e = 0; e < 4; e++) {
-            int key = k0 + gid + 8 * (e >> 1), d = 8 * nd + 2 * tig + (e & 1);
-            if (key >= kn || d >= D) continue;
-            long long o = krow0 + (long long)key * kld + d;
-            if (a.p[0]) stx(a.p[0], o, ldx(a.p[0], o, hb) + scale * gk[nd][e], hb);
-            if (a.p[1]) stx(a.p[1], o, ldx(a.p[1], o, hb) + gv[nd][e], hb);
+        tc_dkdv_store(gk, gv, a.p[0], a.p[1], krow0, kld, k0, kn, D, scale, hb);
+    }
+}
+
+/* -- tensor cores (bf16): mma.sync m16n8k16 on bf16 ---------------------------------
+ * The bf16 step's attention for head dimensions up to 64 that are a
+ * multiple of 16: the TF32 kernels' tiling and order, with q, k, v and dout
+ * staged and multiplied as bf16 (the tiles half the TF32 ones' shared
+ * memory), P and dS rounded to bf16 for the products that consume them (as
+ * flash attention does in bf16), the statistics (row max, sum, lse, delta)
+ * and every accumulator in FP32, each output rounded once on store. The
+ * m16n8k16 fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16", .bf16;
+ * two bf16 a 32-bit register, the lower index in the low half): with gid =
+ * lane / 4 and tig = lane % 4, register a0 holds A[gid][2tig], A[gid][2tig+1];
+ * a1 rows gid+8; a2, a3 the same at columns + 8; b0 holds B[2tig][gid],
+ * B[2tig+1][gid], b1 the same at rows + 8; C as for m16n8k8. So the C
+ * fragments of two adjacent 16x8 tiles are, rounded and paired, the A
+ * fragment of a 16x16 one (hb_c_to_a): P and dS need no shuffles. The
+ * emulator runs the mma by shuffles from the lanes holding each element,
+ * products exact in FP32 and summed in FP32, so a wrong fragment layout
+ * shows there. */
+#define HB_LD (KA_ATT_RT_D + 8) /* bf16 tile row stride (144 bytes): b0/b1 word reads hit 32 banks */
+
+/* c += a b for the warp's fragments of bf16 pairs */
+DEVFN void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+#ifdef __CUDACC__
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    for (int k = 0; k < 16; k++) {
+        /* A[gid][k], A[gid+8][k]: half k & 1 of register a0/a1 (k < 8) or a2/a3 of lane gid*4 + k%8/2; B[k][n]:
+         * half k & 1 of b0 (k < 8) or b1 of lane n*4 + k%8/2 */
+        int q = (k & 7) >> 1, sh = 16 * (k & 1), r = k < 8 ? 0 : 2;
+        float alo = __shfl_sync(K_FULL, bf16_widen((unsigned short)(a[r] >> sh)), gid * 4 + q);
+        float ahi = __shfl_sync(K_FULL, bf16_widen((unsigned short)(a[r + 1] >> sh)), gid * 4 + q);
+        float bk = bf16_widen((unsigned short)((k < 8 ? b0 : b1) >> sh));
+        float b_0 = __shfl_sync(K_FULL, bk, 2 * tig * 4 + q), b_1 = __shfl_sync(K_FULL, bk, (2 * tig + 1) * 4 + q);
+        c[0] += alo * b_0;
+        c[1] += alo * b_1;
+        c[2] += ahi * b_0;
+        c[3] += ahi * b_1;
+    }
+#endif
+}
+
+/* x rounded to bf16 in the low half, y in the high half (nearest even) */
+DEVFN uint32_t bf16_pack(float x, float y) {
+#ifdef __CUDACC__
+    uint32_t u;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(y), "f"(x));
+    return u;
+#else
+    return (uint32_t)bf16_round(x) | (uint32_t)bf16_round(y) << 16;
+#endif
+}
+
+/* p[0] in the low half, p[step] in the high half */
+DEVFN uint32_t bf16_pair(const unsigned short *p, int step) { return (uint32_t)p[0] | (uint32_t)p[step] << 16; }
+
+/* the same for step 1 and p 4-byte aligned (shared tiles): one read */
+DEVFN uint32_t bf16_word(const unsigned short *p) {
+#ifdef __CUDACC__
+    return *(const uint32_t *)(const void *)p;
+#else
+    uint32_t u;
+    memcpy(&u, p, 4);
+    return u;
+#endif
+}
+
+/* The A fragment (16 x 16) of the two 16 x 8 C fragments c0, c1 side by
+ * side, rounded to bf16. */
+DEVFN void hb_c_to_a(uint32_t pa[4], const float c0[4], const float c1[4]) {
+    pa[0] = bf16_pack(c0[0], c0[1]);
+    pa[1] = bf16_pack(c0[2], c0[3]);
+    pa[2] = bf16_pack(c1[0], c1[1]);
+    pa[3] = bf16_pack(c1[2], c1[3]);
+}
+
+/* The warp's A fragments of a 16-row block of a bf16 (., D) global matrix
+ * with row stride ld, rows [0, n) of it valid (zeros past n and D). */
+DEVFN void hb_load_a(uint32_t fa[4][4], const float *src, long long ld, int n, int D) {
+    const unsigned short *s16 = (const unsigned short *)src;
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int kk = 0; kk < 4; kk++) UNROLL for (int i = 0; i < 4; i++) {
+        int r = gid + 8 * (i & 1), d = 16 * kk + 2 * tig + 8 * (i >> 1);
+        fa[kk][i] = r < n && d < D ? bf16_pair(s16 + r * ld + d, 1) : 0u;
+    }
+}
+
+/* Stage rows [0, n) of a bf16 (., D) global matrix with row stride ld into
+ * a shared bf16 tile of `rows` rows, row stride HB_LD, columns [0, D), zeros
+ * past row n: by cp.async 16 bytes at a time when the rows are 16-byte
+ * aligned (att_stage_wait and a barrier before use), else element by
+ * element at once. */
+DEVFN void hb_stage(unsigned short *dst, int rows, const float *src, long long ld, int n, int D) {
+    const unsigned short *s16 = (const unsigned short *)src;
+    if (((unsigned long long)src & 15) || (ld & 7) || (D & 7)) {
+        for (int e = (int)threadIdx.x; e < rows * D; e += (int)blockDim.x) {
+            int j = e / D, c = e - j * D;
+            dst[j * HB_LD + c] = j < n ? s16[j * ld + c] : (unsigned short)0;
         }
+        return;
+    }
+    int q = D >> 3;
+    for (int e = (int)threadIdx.x; e < rows * q; e += (int)blockDim.x) {
+        int j = e / q, c = 8 * (e - j * q);
+        cp_async((float *)(void *)(dst + j * HB_LD + c), (const float *)(const void *)(j < n ? s16 + j * ld + c : s16),
+                 16, j < n ? 16 : 0);
+    }
+}
+
+/* c (16 x 8) = A (fragments fa, D columns) times B^T, B the 8 rows of a
+ * shared bf16 tile from bs: C[r][j] = A[r] . B[j] (b0, b1 are row pairs). */
+DEVFN void hb_abt(float c[4], uint32_t fa[4][4], const unsigned short *bs, int D) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int i = 0; i < 4; i++) c[i] = 0.0f;
+    UNROLL for (int kk = 0; kk < 4; kk++) if (16 * kk < D) {
+        const unsigned short *p = bs + gid * HB_LD + 16 * kk + 2 * tig;
+        mma_bf16(c, fa[kk], bf16_word(p), bf16_word(p + 8));
+    }
+}
+
+/* acc[nd] (16 x D) += pa (a 16 x 16 A fragment) times B, B the 16 rows of
+ * a shared bf16 (., D) tile from bs (b0, b1 are column pairs). */
+DEVFN void hb_acc(float acc[8][4], const uint32_t pa[4], const unsigned short *bs, int D) {
+    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    UNROLL for (int nd = 0; nd < 8; nd++) if (8 * nd < D) {
+        const unsigned short *p = bs + 2 * tig * HB_LD + 8 * nd + gid;
+        mma_bf16(acc[nd], pa, bf16_pair(p, HB_LD), bf16_pair(p + 8 * HB_LD, HB_LD));
+    }
+}
+
+/* The forward: ck_attention_fwd_tc's blocks and tiles. q's fragments
+ * unscaled (bf16 exact), the scores scaled in FP32; 64-key tiles of K and V
+ * in two buffers, the next tile staged by cp.async during this one; O += P
+ * V on P rounded to bf16, l summed from the FP32 p.
+ * p0 out, p1 lse, p2 q, p3 k, p4 v (bf16). */
+KERNEL ck_attention_fwd_hb(acc_kargs a) {
+    __shared__ KALIGN16 unsigned short ks[2][64 * HB_LD], vs[2][64 * HB_LD];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        AttTile at = att_query_tile(&a, tile, nqt, 64);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send;
+        int qn = at.qn, r0 = 16 * w + gid; /* this lane's rows r0, r0 + 8 */
+        uint32_t qa[4][4];
+        float o[8][4], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f};
+        hb_load_a(qa, xp(a.p[2], at.row0 + 16 * w * qld, 1), qld, qn - 16 * w, D);
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) o[nd][i] = 0.0f;
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        hb_stage(ks[0], 64, xp(a.p[3], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
+        hb_stage(vs[0], 64, xp(a.p[4], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += 64, c ^= 1) {
+            int kn = (int)(send - s0 < 64 ? send - s0 : 64);
+            att_stage_wait();
+            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 64 < send) { /* the next K and V land during this tile */
+                int nn = (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64);
+                hb_stage(ks[c ^ 1], 64, xp(a.p[3], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
+                hb_stage(vs[c ^ 1], 64, xp(a.p[4], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
+            }
+            float s[8][4];
+            UNROLL for (int nt = 0; nt < 8; nt++) {
+                if (8 * nt < kn) hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
+                else UNROLL for (int i = 0; i < 4; i++) s[nt][i] = 0.0f;
+            }
+            tc_softmax_tile(s, o, m, l, scale, kn, causal, s0, t0 + r0, tig);
+            UNROLL for (int kc = 0; kc < 4; kc++) { /* O += P V, 16 keys a step (V zero past kn) */
+                if (16 * kc >= kn) continue;
+                uint32_t pa[4];
+                hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
+                hb_acc(o, pa, vs[c] + 16 * kc * HB_LD, D);
+            }
+        }
+        tc_fwd_store(o, m, l, xp(a.p[0], (b * T + t0) * qld + h * D, 1), qld, a.p[1] + (b * H + h) * T + t0, r0, qn, D,
+                     tig, 1);
+    }
+}
+
+/* The dq backward: ck_attention_bwd_dq_tc's blocks and 32-key tiles (two
+ * buffers each of K and V, as there), q and dout fragments bf16, S scaled in FP32, dS
+ * rounded to bf16 for dq += dS K. p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out,
+ * p6 lse, p7 delta (required). */
+KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
+    __shared__ KALIGN16 unsigned short ks[2][32 * HB_LD], vs[2][32 * HB_LD];
+    long long T = a.i[1], H = a.i[3], KVH = a.i[4], qld = H * a.i[5], kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5, lane = threadIdx.x & 31, gid = lane >> 2;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nqt = (T + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * H * nqt; tile += gridDim.x) {
+        AttTile at = att_query_tile(&a, tile, nqt, 64);
+        long long b = at.b, h = at.h, t0 = at.t0, kv0 = at.kv0, send = at.send, row0 = at.row0;
+        int qn = at.qn, r0 = 16 * w, wn = qn - r0; /* the warp's valid rows */
+        uint32_t qa[4][4], ga[4][4];
+        float acc[8][4], lse[2], delta[2];
+        hb_load_a(qa, xp(a.p[2], row0 + r0 * qld, 1), qld, wn, D);
+        hb_load_a(ga, xp(a.p[1], row0 + r0 * qld, 1), qld, wn, D);
+        UNROLL for (int hh = 0; hh < 2; hh++) {
+            int r = r0 + gid + 8 * hh;
+            lse[hh] = r < qn ? a.p[6][(b * H + h) * T + t0 + r] : 0.0f;
+            delta[hh] = r < qn ? a.p[7][(b * H + h) * T + t0 + r] : 0.0f;
+        }
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        hb_stage(ks[0], 32, xp(a.p[3], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
+        hb_stage(vs[0], 32, xp(a.p[4], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
+        for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
+            int kn = (int)(send - s0 < 32 ? send - s0 : 32);
+            att_stage_wait();
+            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 32 < send) { /* the next K and V land during this tile */
+                int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
+                hb_stage(ks[c ^ 1], 32, xp(a.p[3], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
+                hb_stage(vs[c ^ 1], 32, xp(a.p[4], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
+            }
+            float s[4][4], dp[4][4];
+            UNROLL for (int nt = 0; nt < 4; nt++) {
+                if (8 * nt >= kn) continue;
+                hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
+                hb_abt(dp[nt], ga, vs[c] + 8 * nt * HB_LD, D);
+            }
+            tc_dq_ds(s, dp, lse, delta, scale, kn, qn, causal, s0, t0, r0);
+            UNROLL for (int kc = 0; kc < 2; kc++) { /* dq += ds K, 16 keys a step (K zero past kn) */
+                if (16 * kc >= kn) continue;
+                uint32_t pa[4];
+                hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
+                hb_acc(acc, pa, ks[c] + 16 * kc * HB_LD, D);
+            }
+        }
+        tc_dq_store(acc, xp(a.p[0], row0, 1), qld, r0, qn, D, scale, 1);
+    }
+}
+
+/* Start staging the 32-row tile of query head h from row t0 for the bf16
+ * dk/dv: q, dout (bf16), lse and delta (zeros past row T). */
+DEVFN void hb_stage_rows(unsigned short *qs, unsigned short *gs, float *rl, float *rd, const acc_kargs *a, long long b,
+                         long long h, long long t0) {
+    long long T = a->i[1], H = a->i[3], D = a->i[5], qld = H * D, row0 = (b * T + t0) * qld + h * D,
+              l0 = (b * H + h) * T + t0;
+    int n = (int)(T - t0 < 32 ? T - t0 : 32);
+    hb_stage(qs, 32, xp(a->p[3], row0, 1), qld, n, (int)D);
+    hb_stage(gs, 32, xp(a->p[2], row0, 1), qld, n, (int)D);
+    for (int r = (int)threadIdx.x; r < 32; r += (int)blockDim.x) {
+        cp_async(rl + r, a->p[7] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
+        cp_async(rd + r, a->p[8] + (r < n ? l0 + r : l0), 4, r < n ? 4 : 0);
+    }
+}
+
+/* The dk/dv backward: ck_attention_bwd_dkdv_tc's blocks and 32-row tiles
+ * (two buffers each of q, dout, lse and delta, as there), k and v fragments bf16, S^T
+ * scaled in FP32, p^T and dS^T rounded to bf16 for dv += p^T dout and dk +=
+ * dS^T q. p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
+ * (required); either gradient may be NULL. */
+KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
+    __shared__ KALIGN16 unsigned short qs[2][32 * HB_LD], gs[2][32 * HB_LD];
+    __shared__ float rowl[2][32], rowd[2][32];
+    long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];
+    int D = (int)a.i[5], causal = (int)a.i[6];
+    int w = threadIdx.x >> 5;
+    float scale = 1.0f / sqrtf((float)D);
+    long long nkt = (S + 63) / 64;
+    for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
+        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
+        long long krow0 = (b * S + s0) * kld + kvh * D;
+        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32;     /* row tiles per query head */
+        int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
+        uint32_t ka[4][4], va[4][4];
+        float gk[8][4], gv[8][4];
+        hb_load_a(ka, xp(a.p[4], krow0 + k0 * kld, 1), kld, wn, D);
+        hb_load_a(va, xp(a.p[5], krow0 + k0 * kld, 1), kld, wn, D);
+        UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) gk[nd][i] = gv[nd][i] = 0.0f;
+        __syncthreads(); /* every warp of the previous tile is done with both buffers */
+        /* row tile i: query head kvh G + i / nrt, rows tfirst + 32 (i % nrt) */
+        if (nrt > 0) hb_stage_rows(qs[0], gs[0], rowl[0], rowd[0], &a, b, kvh * G, tfirst);
+        for (long long i = 0; i < G * nrt; i++) {
+            long long t0 = tfirst + i % nrt * 32;
+            int c = (int)(i & 1), qn = (int)(T - t0 < 32 ? T - t0 : 32);
+            att_stage_wait();
+            __syncthreads();     /* tile i is staged; every warp is done with tile i - 1 and its buffers */
+            if (i + 1 < G * nrt) /* the next tile lands during this one */
+                hb_stage_rows(qs[c ^ 1], gs[c ^ 1], rowl[c ^ 1], rowd[c ^ 1], &a, b, kvh * G + (i + 1) / nrt,
+                              tfirst + (i + 1) % nrt * 32);
+            float s[4][4], dp[4][4];
+            UNROLL for (int nt = 0; nt < 4; nt++) {
+                if (8 * nt >= qn) continue;
+                hb_abt(s[nt], ka, qs[c] + 8 * nt * HB_LD, D);  /* S^T: keys x rows */
+                hb_abt(dp[nt], va, gs[c] + 8 * nt * HB_LD, D); /* dP^T */
+            }
+            tc_dkdv_p(s, dp, rowl[c], rowd[c], scale, qn, kn, causal, s0, t0, k0);
+            UNROLL for (int kc = 0; kc < 2; kc++) { /* 16 rows a step (q and dout zero past qn) */
+                if (16 * kc >= qn) continue;
+                uint32_t pa[4], da[4];
+                hb_c_to_a(pa, s[2 * kc], s[2 * kc + 1]);
+                hb_c_to_a(da, dp[2 * kc], dp[2 * kc + 1]);
+                hb_acc(gv, pa, gs[c] + 16 * kc * HB_LD, D); /* dv += p^T dout */
+                hb_acc(gk, da, qs[c] + 16 * kc * HB_LD, D); /* dk += ds^T q, scaled at the end */
+            }
+        }
+        tc_dkdv_store(gk, gv, a.p[0], a.p[1], krow0, kld, k0, kn, D, scale, 1);
     }
 }
 

@@ -677,6 +677,24 @@ static void launch_warps(acc_dev *d, acc_kernel_id k, int64_t rows, const acc_ka
     dev_launch(d, k, rows * 32, 32 * KA_ATT_WARPS, a);
 }
 
+/* Whether the attention takes the TF32 tensor-core kernels (*_tc): under
+ * --tf32, and in the bf16 step (h) whatever --tf32 says, since bf16 values
+ * are exact in TF32 (8 significant bits of TF32's 11): q, k, v and dout
+ * enter the products unrounded, only q's 1/sqrt(D) scaling (for D not a
+ * power of 4), P and dS are rounded to TF32 (2^-11 relative), finer than
+ * the bf16 store of every output. Head dimensions up to 64, a multiple of
+ * 8 (the mma's k). */
+static int att_tc(const acc_dev *d, int h, int64_t D) { return (d->tf32 || h) && D <= KA_ATT_RT_D && D % 8 == 0; }
+
+/* Whether the bf16 step takes the bf16 tensor-core kernels (*_hb) instead:
+ * mma m16n8k16 on the bf16 operands as they are (twice the TF32 mma's
+ * work an instruction, half its shared memory a tile), P and dS rounded
+ * to bf16 for their products as flash attention does, statistics in FP32;
+ * the head dimension a multiple of the mma's k (16), up to 64 (GPT-2's and
+ * Llama's 64 among them). Others keep the TF32 kernels (D a multiple of 8)
+ * or the FP32 ones. */
+static int att_hb(int h, int64_t D) { return h && D <= KA_ATT_RT_D && D % 16 == 0; }
+
 /* The attention over either element type: h (kargs i7, the kernels' bf16
  * flag) says q, k, v, out and the gradients are bf16; lse and delta are
  * floats either way. */
@@ -689,8 +707,8 @@ static void attention_fwd(acc_dev *d, int h, void *out, float *lse, const void *
     acc_kargs a = {{DP(out), lse, DP(q), DP(k), DP(v)}, {0}, {0}};
     attention_ints(&a, B, T, S, H, KVH, D, causal);
     a.i[7] = h;
-    if (d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0)
-        launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+    if (att_hb(h, D)) launch_tiles(d, KID_ck_attention_fwd_hb, B * H, T, KA_ATT_RT_ROWS, &a);
+    else if (att_tc(d, h, D)) launch_tiles(d, KID_ck_attention_fwd_tc, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_fwd_rt, B * H, T, KA_ATT_RT_ROWS, &a);
     else if (D <= KA_ATT_TILE_D) launch_tiles(d, KID_ck_attention_fwd, B * H, T, KA_ATT_FWD_ROWS, &a);
     else launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
@@ -703,7 +721,7 @@ static void attention_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, const
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
     }
-    int tiled = D <= KA_ATT_TILE_D, tc = d->tf32 && D <= KA_ATT_RT_D && D % 8 == 0;
+    int tiled = D <= KA_ATT_TILE_D, tc = att_tc(d, h, D), hb = att_hb(h, D);
     /* delta = dout . out per query row, once, in the workspace when it fits */
     float *delta = NULL;
     if (B * H * T * 4 <= d->scratch_bytes) {
@@ -717,7 +735,8 @@ static void attention_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, const
         acc_kargs a = {{DP(dq), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
         a.i[7] = h;
-        if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
+        if (delta && hb) launch_tiles(d, KID_ck_attention_bwd_dq_hb, B * H, T, KA_ATT_RT_ROWS, &a);
+        else if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dq_tc, B * H, T, KA_ATT_RT_ROWS, &a);
         else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dq_rt, B * H, T, KA_ATT_RB, &a);
         else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dq, B * H, T, KA_ATT_DQ_ROWS, &a);
         else launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
@@ -726,7 +745,8 @@ static void attention_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, const
         acc_kargs a = {{DP(dk), DP(dv), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta}, {0}, {0}};
         attention_ints(&a, B, T, S, H, KVH, D, causal);
         a.i[7] = h;
-        if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
+        if (delta && hb) launch_tiles(d, KID_ck_attention_bwd_dkdv_hb, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
+        else if (delta && tc) launch_tiles(d, KID_ck_attention_bwd_dkdv_tc, B * a.i[4], S, KA_ATT_RT_ROWS, &a);
         else if (delta && D <= KA_ATT_RT_D) launch_tiles(d, KID_ck_attention_bwd_dkdv_rt, B * a.i[4], S, KA_ATT_RB, &a);
         else if (tiled) launch_tiles(d, KID_ck_attention_bwd_dkdv, B * a.i[4], S, KA_ATT_DKDV_KEYS, &a);
         else launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
@@ -746,8 +766,11 @@ void g_attention_bwd(acc_dev *d, float *dq, float *dk, float *dv, const float *d
 
 /* The bf16 instances: the same kernels, loading through ldx and storing
  * through stx (one rounding per stored element: the gradients are summed in
- * float over every key or query and added to the old value once). The
- * tiles load synchronously (no cp.async of bf16 rows). */
+ * float over every key or query and added to the old value once), their
+ * tiles loaded synchronously (no cp.async of bf16 rows); or, for the head
+ * sizes att_hb takes, the bf16 tensor-core kernels, which stage bf16 rows
+ * as they are (by cp.async when 16-byte aligned) and round P and dS to
+ * bf16 as well. */
 void g_attention_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
                           const acc_bf16 *v, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
                           int causal) {
