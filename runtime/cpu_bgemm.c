@@ -44,73 +44,40 @@ int k_bgemm_native(void) {
 
 static inline uint32_t pair(acc_bf16 lo, acc_bf16 hi) { return (uint32_t)lo | (uint32_t)hi << 16; }
 
-/* pa[(g * kp + p) * BN_MR + r] = op(A)[8g + r][2p .. 2p+1], zero past mb or
- * kb. Each loop reads its source in order (rows of A, or pairs of rows of
- * A^T whose interleaving vectorizes). */
-BN_ISA static void pack_a(uint32_t *restrict pa, const acc_bf16 *restrict A, int64_t lda, int ta, int64_t mb,
-                          int64_t kb) {
-    int64_t kp = (kb + 1) / 2, rows = (mb + BN_MR - 1) / BN_MR * BN_MR;
-    if (!ta) {
-        for (int64_t i = 0; i < rows; i++) {
-            uint32_t *d = pa + i / BN_MR * kp * BN_MR + i % BN_MR;
-            const acc_bf16 *row = A + i * lda;
-            if (i >= mb) {
-                for (int64_t p = 0; p < kp; p++) d[p * BN_MR] = 0;
+/* One operand of a block as bf16 pairs along k, in groups of G lines (rows
+ * of op(A), G = BN_MR; columns of op(B), G = BN_NR): d[(g * kp + p) * G + r]
+ * = pair (k = 2p, 2p+1) of line G*g + r, zero past n lines or kb. Element
+ * (line i, k) is X[i * ld + k], or X[k * ld + i] when kmajor (A^T, or B as
+ * stored). Each loop reads X in order: a line's pairs, or two k-rows whose
+ * interleaving vectorizes. Inlined with G constant. */
+BN_ISA static inline void pack(uint32_t *restrict d, const acc_bf16 *restrict X, int64_t ld, int kmajor, int64_t n,
+                               int64_t kb, int G) {
+    int64_t kp = (kb + 1) / 2, lines = (n + G - 1) / G * G;
+    if (!kmajor) {
+        for (int64_t i = 0; i < lines; i++) {
+            uint32_t *o = d + i / G * kp * G + i % G;
+            const acc_bf16 *x = X + i * ld;
+            if (i >= n) {
+                for (int64_t p = 0; p < kp; p++) o[p * G] = 0;
                 continue;
             }
-            for (int64_t p = 0; p < kb / 2; p++) d[p * BN_MR] = pair(row[2 * p], row[2 * p + 1]);
-            if (kb & 1) d[(kp - 1) * BN_MR] = pair(row[kb - 1], 0);
+            for (int64_t p = 0; p < kb / 2; p++) o[p * G] = pair(x[2 * p], x[2 * p + 1]);
+            if (kb & 1) o[(kp - 1) * G] = pair(x[kb - 1], 0);
         }
         return;
     }
     for (int64_t p = 0; p < kp; p++) {
-        const acc_bf16 *lo = A + 2 * p * lda, *hi = A + (2 * p + 1) * lda;
+        const acc_bf16 *lo = X + 2 * p * ld, *hi = X + (2 * p + 1) * ld;
         int two = 2 * p + 1 < kb;
-        for (int64_t g = 0; g < rows / BN_MR; g++) {
-            uint32_t *d = pa + (g * kp + p) * BN_MR;
-            if (two && (g + 1) * BN_MR <= mb) {
+        for (int64_t g = 0; g < lines / G; g++) {
+            uint32_t *o = d + (g * kp + p) * G;
+            if (two && (g + 1) * G <= n) {
 #pragma omp simd
-                for (int r = 0; r < BN_MR; r++) d[r] = pair(lo[g * BN_MR + r], hi[g * BN_MR + r]);
+                for (int r = 0; r < G; r++) o[r] = pair(lo[g * G + r], hi[g * G + r]);
             } else {
-                for (int r = 0; r < BN_MR; r++) {
-                    int64_t i = g * BN_MR + r;
-                    d[r] = i < mb ? pair(lo[i], two ? hi[i] : 0) : 0;
-                }
-            }
-        }
-    }
-}
-
-/* pb[(h * kp + p) * BN_NR + c] = op(B)[2p .. 2p+1][32h + c], zero past nb or
- * kb; read in order as pack_a reads */
-BN_ISA static void pack_b(uint32_t *restrict pb, const acc_bf16 *restrict B, int64_t ldb, int tb, int64_t nb,
-                          int64_t kb) {
-    int64_t kp = (kb + 1) / 2, cols = (nb + BN_NR - 1) / BN_NR * BN_NR;
-    if (tb) {
-        for (int64_t j = 0; j < cols; j++) {
-            uint32_t *d = pb + j / BN_NR * kp * BN_NR + j % BN_NR;
-            const acc_bf16 *col = B + j * ldb;
-            if (j >= nb) {
-                for (int64_t p = 0; p < kp; p++) d[p * BN_NR] = 0;
-                continue;
-            }
-            for (int64_t p = 0; p < kb / 2; p++) d[p * BN_NR] = pair(col[2 * p], col[2 * p + 1]);
-            if (kb & 1) d[(kp - 1) * BN_NR] = pair(col[kb - 1], 0);
-        }
-        return;
-    }
-    for (int64_t p = 0; p < kp; p++) {
-        const acc_bf16 *lo = B + 2 * p * ldb, *hi = B + (2 * p + 1) * ldb;
-        int two = 2 * p + 1 < kb;
-        for (int64_t h = 0; h < cols / BN_NR; h++) {
-            uint32_t *d = pb + (h * kp + p) * BN_NR;
-            if (two && (h + 1) * BN_NR <= nb) {
-#pragma omp simd
-                for (int c = 0; c < BN_NR; c++) d[c] = pair(lo[h * BN_NR + c], hi[h * BN_NR + c]);
-            } else {
-                for (int c = 0; c < BN_NR; c++) {
-                    int64_t j = h * BN_NR + c;
-                    d[c] = j < nb ? pair(lo[j], two ? hi[j] : 0) : 0;
+                for (int r = 0; r < G; r++) {
+                    int64_t i = g * G + r;
+                    o[r] = i < n ? pair(lo[i], two ? hi[i] : 0) : 0;
                 }
             }
         }
@@ -145,8 +112,8 @@ void k_bgemm_block(float *tile, int64_t ldt, int ta, int tb, int64_t mb, int64_t
                    int64_t lda, const acc_bf16 *B, int64_t ldb, int first) {
     uint32_t pa[K_BGEMM_MT * K_BGEMM_KB / 2], pb[K_BGEMM_KB / 2 * K_BGEMM_NT];
     int64_t kp = (kb + 1) / 2;
-    pack_a(pa, A, lda, ta, mb, kb);
-    pack_b(pb, B, ldb, tb, nb, kb);
+    pack(pa, A, lda, ta, mb, kb, BN_MR);
+    pack(pb, B, ldb, !tb, nb, kb, BN_NR);
     for (int64_t h = 0; h * BN_NR < nb; h++)
         for (int64_t g = 0; g * BN_MR < mb; g++)
             micro(tile + g * BN_MR * ldt + h * BN_NR, ldt, pa + g * kp * BN_MR, pb + h * kp * BN_NR, kp, first);

@@ -1868,6 +1868,15 @@ DEVFN void hb_stage(unsigned short *dst, int rows, const float *src, long long l
     }
 }
 
+/* The K and V tile of `rows` keys from key s0 (of send, the keys this query
+ * tile sees) into kb and vb: p3 k, p4 v, kv0 the tile's first element */
+DEVFN void hb_stage_kv(unsigned short *kb, unsigned short *vb, int rows, const acc_kargs *a, long long kv0,
+                       long long kld, long long s0, long long send, int D) {
+    int n = (int)(send - s0 < rows ? send - s0 : rows);
+    hb_stage(kb, rows, xp(a->p[3], kv0 + s0 * kld, 1), kld, n, D);
+    hb_stage(vb, rows, xp(a->p[4], kv0 + s0 * kld, 1), kld, n, D);
+}
+
 /* c (16 x 8) = A (fragments fa, D columns) times B^T, B the 8 rows of a
  * shared bf16 tile from bs: C[r][j] = A[r] . B[j] (b0, b1 are row pairs). */
 DEVFN void hb_abt(float c[4], uint32_t fa[4][4], const unsigned short *bs, int D) {
@@ -1910,17 +1919,13 @@ KERNEL ck_attention_fwd_hb(acc_kargs a) {
         hb_load_a(qa, xp(a.p[2], at.row0 + 16 * w * qld, 1), qld, qn - 16 * w, D);
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) o[nd][i] = 0.0f;
         __syncthreads(); /* every warp of the previous tile is done with both buffers */
-        hb_stage(ks[0], 64, xp(a.p[3], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
-        hb_stage(vs[0], 64, xp(a.p[4], kv0, 1), kld, (int)(send < 64 ? send : 64), D);
+        hb_stage_kv(ks[0], vs[0], 64, &a, kv0, kld, 0, send, D);
         for (long long s0 = 0, c = 0; s0 < send; s0 += 64, c ^= 1) {
             int kn = (int)(send - s0 < 64 ? send - s0 : 64);
             att_stage_wait();
-            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
-            if (s0 + 64 < send) { /* the next K and V land during this tile */
-                int nn = (int)(send - s0 - 64 < 64 ? send - s0 - 64 : 64);
-                hb_stage(ks[c ^ 1], 64, xp(a.p[3], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
-                hb_stage(vs[c ^ 1], 64, xp(a.p[4], kv0 + (s0 + 64) * kld, 1), kld, nn, D);
-            }
+            __syncthreads();    /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 64 < send) /* the next K and V land during this tile */
+                hb_stage_kv(ks[c ^ 1], vs[c ^ 1], 64, &a, kv0, kld, s0 + 64, send, D);
             float s[8][4];
             UNROLL for (int nt = 0; nt < 8; nt++) {
                 if (8 * nt < kn) hb_abt(s[nt], qa, ks[c] + 8 * nt * HB_LD, D);
@@ -1965,17 +1970,13 @@ KERNEL ck_attention_bwd_dq_hb(acc_kargs a) {
         }
         UNROLL for (int nd = 0; nd < 8; nd++) UNROLL for (int i = 0; i < 4; i++) acc[nd][i] = 0.0f;
         __syncthreads(); /* every warp of the previous tile is done with both buffers */
-        hb_stage(ks[0], 32, xp(a.p[3], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
-        hb_stage(vs[0], 32, xp(a.p[4], kv0, 1), kld, (int)(send < 32 ? send : 32), D);
+        hb_stage_kv(ks[0], vs[0], 32, &a, kv0, kld, 0, send, D);
         for (long long s0 = 0, c = 0; s0 < send; s0 += 32, c ^= 1) {
             int kn = (int)(send - s0 < 32 ? send - s0 : 32);
             att_stage_wait();
-            __syncthreads();      /* K and V of s0 are staged; every warp is done with the other buffers */
-            if (s0 + 32 < send) { /* the next K and V land during this tile */
-                int nn = (int)(send - s0 - 32 < 32 ? send - s0 - 32 : 32);
-                hb_stage(ks[c ^ 1], 32, xp(a.p[3], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
-                hb_stage(vs[c ^ 1], 32, xp(a.p[4], kv0 + (s0 + 32) * kld, 1), kld, nn, D);
-            }
+            __syncthreads();    /* K and V of s0 are staged; every warp is done with the other buffers */
+            if (s0 + 32 < send) /* the next K and V land during this tile */
+                hb_stage_kv(ks[c ^ 1], vs[c ^ 1], 32, &a, kv0, kld, s0 + 32, send, D);
             float s[4][4], dp[4][4];
             UNROLL for (int nt = 0; nt < 4; nt++) {
                 if (8 * nt >= kn) continue;
