@@ -1236,6 +1236,25 @@ DEVFN AttTile att_query_tile(const acc_kargs *a, long long tile, long long nqt, 
     return q;
 }
 
+/* Key tile `tile` of the dk/dv tensor-core kernels' grid over (b, kv head,
+ * 64-key tiles): batch b, kv head kvh, first key s0, valid keys kn, the
+ * offset krow0 of its first key in K and V, and the query rows it sees:
+ * from tfirst, in nrt tiles of 32 per query head. */
+typedef struct {
+    long long b, kvh, s0, krow0, tfirst, nrt;
+    int kn;
+} AttKeyTile;
+
+DEVFN AttKeyTile att_key_tile(const acc_kargs *a, long long tile, long long nkt) {
+    long long T = a->i[1], S = a->i[2], KVH = a->i[4], D = a->i[5], bk = tile / nkt;
+    AttKeyTile t;
+    t.kvh = bk % KVH, t.b = bk / KVH, t.s0 = tile % nkt * 64;
+    t.krow0 = (t.b * S + t.s0) * KVH * D + t.kvh * D;
+    t.tfirst = a->i[6] ? t.s0 : 0, t.nrt = (T - t.tfirst + 31) / 32;
+    t.kn = (int)(S - t.s0 < 64 ? S - t.s0 : 64);
+    return t;
+}
+
 /* -- register-tiled forward (D <= KA_ATT_RT_D) -----------------------------------
  * The forward for the common head sizes (64 and below: GPT-2, Llama) with
  * the work of each thread held in registers, as in a GEMM's micro-tile. A
@@ -1727,10 +1746,9 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
-        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
-        long long krow0 = (b * S + s0) * kld + kvh * D;
-        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32;     /* row tiles per query head */
-        int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
+        AttKeyTile kt = att_key_tile(&a, tile, nkt);
+        long long kvh = kt.kvh, b = kt.b, s0 = kt.s0, krow0 = kt.krow0, tfirst = kt.tfirst, nrt = kt.nrt;
+        int kn = kt.kn, k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
         float ka[8][4], va[8][4], gk[8][4], gv[8][4];
         tc_load_a(ka, xp(a.p[4], krow0 + k0 * kld, hb), kld, wn, D, scale, hb); /* S^T = (scale k) q^T */
         tc_load_a(va, xp(a.p[5], krow0 + k0 * kld, hb), kld, wn, D, 1.0f, hb);
@@ -2024,10 +2042,9 @@ KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
     float scale = 1.0f / sqrtf((float)D);
     long long nkt = (S + 63) / 64;
     for (long long tile = blockIdx.x; tile < a.i[0] * KVH * nkt; tile += gridDim.x) {
-        long long bk = tile / nkt, kvh = bk % KVH, b = bk / KVH, s0 = tile % nkt * 64;
-        long long krow0 = (b * S + s0) * kld + kvh * D;
-        long long tfirst = causal ? s0 : 0, nrt = (T - tfirst + 31) / 32;     /* row tiles per query head */
-        int kn = (int)(S - s0 < 64 ? S - s0 : 64), k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
+        AttKeyTile kt = att_key_tile(&a, tile, nkt);
+        long long kvh = kt.kvh, b = kt.b, s0 = kt.s0, krow0 = kt.krow0, tfirst = kt.tfirst, nrt = kt.nrt;
+        int kn = kt.kn, k0 = 16 * w, wn = kn - k0; /* the warp's valid keys */
         uint32_t ka[4][4], va[4][4];
         float gk[8][4], gv[8][4];
         hb_load_a(ka, xp(a.p[4], krow0 + k0 * kld, 1), kld, wn, D);
