@@ -282,9 +282,10 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     /* plan: a decision per node under the whole step's budget, of which the
      * planner reserves the target's workspace (a budget of 0 fits nothing) */
     int64_t budget = !o->has_budget ? 0 : o->budget_bytes > 0 ? o->budget_bytes : 1;
-    /* the AdamW moments: f32, or bf16 with --optimizer-state bf16 (half the
-     * fixed memory they take) */
-    OptState opt_state = o->optimizer_state && !strcmp(o->optimizer_state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
+    /* the AdamW moments: f32, or bf16 with --optimizer-state bf16 or the
+     * DSL's `optimizer_state bf16;` (half the fixed memory they take) */
+    const char *state = o->optimizer_state ? o->optimizer_state : g->optimizer_state; /* option over the DSL's */
+    OptState opt_state = state && !strcmp(state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
     c->po = (PlanOptions){
         o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,     &c->hw, opt_state,
         o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n};

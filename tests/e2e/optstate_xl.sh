@@ -7,7 +7,10 @@
 #    optimizer_m, optimizer_v in the memory table) is smaller by exactly
 #    2 bytes x parameters x 2 (m and v), the same 20 GiB budget plans (exit
 #    0, planned peak within it, no DOES NOT FIT), and the bf16 minimum that
-#    --budget 1 reports is below 20 GiB (printed).
+#    --budget 1 reports is below 20 GiB (printed);
+#  - the DSL's `optimizer_state bf16;` (a small model) plans bf16 moments
+#    (plan.json's optimizer_state, half the optimizer_m bytes) and
+#    --optimizer-state fp32 overrides it.
 set -eu
 acc=$1
 model="models/gpt2.acdsl -D L=48 -D C=1600 -D H=25"
@@ -60,3 +63,22 @@ fi
 m16=$(minimum "$dir/min")
 [ -n "$m16" ] && [ "$m16" -le "$g20" ] || { cat "$dir/min"; echo "FAIL: bf16 moments: minimum $m16 not within 20 GiB"; exit 1; }
 echo "ok   bf16 moments: minimum $m16 bytes (fp32 moments: $m32)"
+
+cat >"$dir/m.acdsl" <<'MODEL'
+model m;
+optimizer_state bf16;
+input x: f32[4, 8];
+param w: f32[8, 64] = normal(0.1);
+loss sum(matmul(x, w));
+MODEL
+"$acc" compile "$dir/m.acdsl" --target cpu --budget 1G -o "$dir/dsl" >/dev/null || { echo "FAIL: compile with optimizer_state bf16;"; exit 1; }
+"$acc" compile "$dir/m.acdsl" --target cpu --budget 1G --optimizer-state fp32 -o "$dir/opt" >/dev/null ||
+    { echo "FAIL: compile with --optimizer-state fp32"; exit 1; }
+state() { sed -n 's/.*"optimizer_state": "\([a-z0-9]*\)".*/\1/p' "$1/plan.json"; }
+mbytes() { sed -n 's/.*"optimizer_m": \([0-9]*\).*/\1/p' "$1/plan.json"; }
+[ "$(state "$dir/dsl")" = bf16 ] && [ "$(state "$dir/opt")" = fp32 ] &&
+    [ "$(mbytes "$dir/dsl")" -eq 1024 ] && [ "$(mbytes "$dir/opt")" -eq 2048 ] || {
+    echo "FAIL: optimizer_state bf16; gives $(state "$dir/dsl") ($(mbytes "$dir/dsl") bytes of m), with --optimizer-state fp32 $(state "$dir/opt") ($(mbytes "$dir/opt") bytes)"
+    exit 1
+}
+echo "ok   optimizer_state bf16; in the model: bf16 moments (1024 bytes of m); --optimizer-state fp32 overrides it (2048)"
