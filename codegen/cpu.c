@@ -23,8 +23,9 @@ typedef struct {
 #define CG_STEPS_PER_FN 128
 
 /* "F(offset)": the float pointer of buffer b ("H(offset)", acc_bf16, for a
- * bf16 tensor or gradient), or NULL. Parameters, their gradients, the
- * optimizer state, the loss and the statistics tails are f32. */
+ * bf16 tensor or gradient), or NULL. Parameters, their gradients, the loss
+ * and the statistics tails are f32; the optimizer state is the runtime's
+ * (acc_adamw, by the desc's optimizer_dtype), never a step's operand. */
 static const char *ptr(const Emit *e, int b, char *buf) {
     if (b < 0) return "NULL";
     const Buffer *bf = &e->s->bufs.v[b];
@@ -577,9 +578,10 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     }
     fprintf(o,
             "    .arena_bytes = %" PRId64 ",\n    .n_params = %d,\n    .params = params,\n    .n_inputs = %d,\n"
-            "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n    .run = run,\n"
-            "    .run_forward = run_forward,\n",
-            arena, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer);
+            "    .inputs = inputs,\n    .loss_offset = %" PRId64 ",\n    .has_optimizer = %d,\n"
+            "    .optimizer_dtype = %s,\n    .run = run,\n    .run_forward = run_forward,\n",
+            arena, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer != OPT_STATE_NONE,
+            s->optimizer == OPT_STATE_BF16 ? "ACC_DT_BF16" : "ACC_DT_F32");
     fprintf(o,
             "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64
             ",\n    .plan_summary = \"%s\",\n};\n\n",
@@ -604,6 +606,8 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
             g->act_dtype == DT_BF16 ? "bf16 activations (f32 parameters, gradients of parameters, optimizer state)"
             : opt->tf32             ? "f32 (GEMMs on TF32 tensor cores)"
                                     : "f32");
+    if (s->optimizer == OPT_STATE_BF16)
+        fprintf(o, " * AdamW moments m and v stored in bf16 (--optimizer-state bf16).\n");
     fprintf(o, " * Memory plan (bytes):\n");
     fprintf(o, " *   budget                 %16" PRId64 "\n", opt->budget_bytes);
     fprintf(o, " *   arena (planned peak)   %16" PRId64 "\n", opt->mem.total_bytes);

@@ -86,7 +86,7 @@ typedef struct {
     const Stmt *stack[MAX_BLOCK_DEPTH];
     int depth;
     StrMap names, scopes, blocks, binds, leaves;
-    const Stmt *model_stmt, *loss_stmt, *precision_stmt;
+    const Stmt *model_stmt, *loss_stmt, *precision_stmt, *optstate_stmt;
     bool too_big;
     bool recursion_reported; /* check_recursion found a cycle */
     int64_t total_bytes;     /* node_bytes of every node so far, at most ACC_MAX_MODEL_BYTES */
@@ -1114,8 +1114,9 @@ static const char *model_name_problem(const char *name) {
 static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
     bool top = f == E->top;
     static const char *const top_only[] = {
-        [S_MODEL] = "model", [S_HPARAM] = "hparam",       [S_INPUT] = "input", [S_LOSS] = "loss",
-        [S_SAVE] = "save",   [S_RECOMPUTE] = "recompute", [S_BLOCK] = "block", [S_PRECISION] = "precision"};
+        [S_MODEL] = "model", [S_HPARAM] = "hparam",       [S_INPUT] = "input",
+        [S_LOSS] = "loss",   [S_SAVE] = "save",           [S_RECOMPUTE] = "recompute",
+        [S_BLOCK] = "block", [S_PRECISION] = "precision", [S_OPTIMIZER_STATE] = "optimizer_state"};
     if (!top && s->kind < (int)(sizeof top_only / sizeof *top_only) && top_only[s->kind]) {
         diag_error(E->d, s->loc, "'%s' is only allowed at the top level", top_only[s->kind]);
         return;
@@ -1146,6 +1147,19 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             return;
         }
         E->g->precision = pool_strdup(&E->g->pool, s->name);
+        return;
+    case S_OPTIMIZER_STATE:
+        if (E->optstate_stmt) {
+            diag_error(E->d, s->loc, "the optimizer state is set twice");
+            diag_note(E->d, E->optstate_stmt->loc, "previous setting is here");
+            return;
+        }
+        E->optstate_stmt = s;
+        if (strcmp(s->name, "fp32") && strcmp(s->name, "bf16")) {
+            diag_error(E->d, s->name_loc, "unknown optimizer state '%s' (expected fp32 or bf16)", s->name);
+            return;
+        }
+        E->g->optimizer_state = pool_strdup(&E->g->pool, s->name);
         return;
     case S_INPUT: {
         Binding *prev = lookup(E, f, s->name);

@@ -42,18 +42,19 @@ struct Expr {
 };
 
 typedef enum {
-    S_MODEL,     /* model NAME; */
-    S_HPARAM,    /* hparam NAME = expr; */
-    S_INPUT,     /* input NAME: type; */
-    S_PARAM,     /* param NAME: type (= init)?; */
-    S_ASSIGN,    /* (@save|@recompute)? a, b = expr; */
-    S_REPEAT,    /* repeat (i in)? count as NAME { ... } */
-    S_RETURN,    /* return expr; */
-    S_LOSS,      /* loss expr; */
-    S_SAVE,      /* save "glob", ...; */
-    S_RECOMPUTE, /* recompute "glob", ...; */
-    S_BLOCK,     /* block NAME(formals) { ... } */
-    S_PRECISION, /* precision fp32|tf32|bf16; */
+    S_MODEL,           /* model NAME; */
+    S_HPARAM,          /* hparam NAME = expr; */
+    S_INPUT,           /* input NAME: type; */
+    S_PARAM,           /* param NAME: type (= init)?; */
+    S_ASSIGN,          /* (@save|@recompute)? a, b = expr; */
+    S_REPEAT,          /* repeat (i in)? count as NAME { ... } */
+    S_RETURN,          /* return expr; */
+    S_LOSS,            /* loss expr; */
+    S_SAVE,            /* save "glob", ...; */
+    S_RECOMPUTE,       /* recompute "glob", ...; */
+    S_BLOCK,           /* block NAME(formals) { ... } */
+    S_PRECISION,       /* precision fp32|tf32|bf16; */
+    S_OPTIMIZER_STATE, /* optimizer_state fp32|bf16; */
 } StmtKind;
 
 typedef struct Name Name;

@@ -105,7 +105,7 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
 %token <s> STRING "string"
 %token KW_MODEL "model" KW_HPARAM "hparam" KW_INPUT "input" KW_PARAM "param"
 %token KW_BLOCK "block" KW_REPEAT "repeat" KW_AS "as" KW_RETURN "return"
-%token KW_LOSS "loss" KW_SAVE "save" KW_RECOMPUTE "recompute" KW_PRECISION "precision"
+%token KW_LOSS "loss" KW_SAVE "save" KW_RECOMPUTE "recompute" KW_PRECISION "precision" KW_OPTIMIZER_STATE "optimizer_state"
 %token KW_TRUE "true" KW_FALSE "false" AT_SAVE "@save" AT_RECOMPUTE "@recompute"
 
 %type <e> expr primary call exprs exprs_opt repeat_count
@@ -163,6 +163,7 @@ stmt
     | "return" expr ';'             { $$ = mk_stmt(ps, S_RETURN, LOC(@1)); $$->value = $2; }
     | "loss" expr ';'               { $$ = mk_stmt(ps, S_LOSS, LOC(@1)); $$->value = $2; }
     | "precision" IDENT ';'         { $$ = mk_stmt(ps, S_PRECISION, LOC(@$)); $$->name = $2; $$->name_loc = LOC(@2); }
+    | "optimizer_state" IDENT ';'   { $$ = mk_stmt(ps, S_OPTIMIZER_STATE, LOC(@$)); $$->name = $2; $$->name_loc = LOC(@2); }
     | "save" globs ';'              { $$ = mk_stmt(ps, S_SAVE, LOC(@1)); REVERSE($2); $$->targets = $2; }
     | "recompute" globs ';'         { $$ = mk_stmt(ps, S_RECOMPUTE, LOC(@1)); REVERSE($2); $$->targets = $2; }
     | "block" IDENT '(' formals_opt ')' body

@@ -240,11 +240,12 @@ struct Graph {
     /* name globs from top-level save/recompute statements, applied by the planner */
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;
-    VEC(const char *) hparams; /* "B=4" as bound, in file order */
-    const char *precision;     /* the DSL's `precision P;` ("fp32", "tf32", "bf16"), NULL if none */
-    DType act_dtype;           /* the activations' dtype: DT_F32, or DT_BF16 (passes/precision.c) */
-    const char *source;        /* the DSL file it came from */
-    const char *source_text;   /* its text, for diagnostics after the front end (NULL: none) */
+    VEC(const char *) hparams;   /* "B=4" as bound, in file order */
+    const char *precision;       /* the DSL's `precision P;` ("fp32", "tf32", "bf16"), NULL if none */
+    const char *optimizer_state; /* the DSL's `optimizer_state S;` ("fp32", "bf16"), NULL if none */
+    DType act_dtype;             /* the activations' dtype: DT_F32, or DT_BF16 (passes/precision.c) */
+    const char *source;          /* the DSL file it came from */
+    const char *source_text;     /* its text, for diagnostics after the front end (NULL: none) */
     size_t source_len;
 };
 

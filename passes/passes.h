@@ -71,6 +71,16 @@ bool ad_input_gets_grad(const Autodiff *ad, int n, int j);
 
 typedef enum { DEC_SAVE, DEC_RECOMPUTE } Decision;
 
+/* The AdamW moments m and v in the arena (--optimizer-state): none (no
+ * optimizer), f32 (4 bytes an element) or bf16 (2 bytes an element; the
+ * update computes in f32 and rounds m and v on store). */
+typedef enum { OPT_STATE_NONE, OPT_STATE_F32, OPT_STATE_BF16 } OptState;
+
+/* Bytes of one element of the moments (0 for OPT_STATE_NONE). */
+int opt_state_elem_bytes(OptState st);
+/* "none", "fp32" or "bf16" (plan.json's optimizer_state). */
+const char *opt_state_name(OptState st);
+
 typedef enum {
     BUF_PARAM,  /* parameters: persistent */
     BUF_PGRAD,  /* parameter gradients: persistent */
@@ -116,7 +126,7 @@ typedef struct {
     VEC(Buffer) bufs;
     int first_bwd_step;                                               /* index of the SEED step */
     int n_recompute;                                                  /* RECOMPUTE steps */
-    bool optimizer;                                                   /* AdamW state is part of the arena */
+    OptState optimizer;                                               /* AdamW state in the arena, its dtype */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
@@ -126,10 +136,10 @@ typedef struct {
 
 /* requires: ad built for g; dec[n] for every node (only nodes whose tensors
  * the backward reads matter). provides: steps and buffers with live intervals. */
-void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s);
+void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s);
 void sched_free(Schedule *s);
 /* sched_build reusing the memory of a schedule built before (for search). */
-void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s);
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s);
 /* peak_live_bytes (persistent + the most bytes live at one step: the lower
  * bound of any allocation) and peak_step, from the live intervals alone. */
 void sched_max_live(Schedule *s);
@@ -155,7 +165,7 @@ typedef struct {
 } SchedMeasure;
 
 /* requires: ad built for g. provides: the index for sched_measure. */
-SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer);
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, OptState optimizer);
 void sched_index_free(SchedIndex *x);
 /* The peak, peak step and recompute steps of the schedule sched_build would
  * build for dec (then sched_max_live), computed without building it: exactly
@@ -296,7 +306,7 @@ typedef struct {
     int64_t workspace_bytes; /* the target's reservation after the schedule's arena (0: none) */
     double time_limit_s;
     const HwProfile *hw;
-    bool optimizer;                /* AdamW state in the arena */
+    OptState optimizer;            /* AdamW state in the arena: none, f32 or bf16 */
     const char *const *save_globs; /* from the command line (the DSL's are in the graph) */
     int n_save_globs;
     const char *const *recompute_globs;

@@ -32,6 +32,15 @@ typedef struct {
 
 static int64_t round_up(int64_t x) { return (x + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN; }
 
+int opt_state_elem_bytes(OptState st) { return st == OPT_STATE_F32 ? 4 : st == OPT_STATE_BF16 ? 2 : 0; }
+const char *opt_state_name(OptState st) {
+    return st == OPT_STATE_F32 ? "fp32" : st == OPT_STATE_BF16 ? "bf16" : "none";
+}
+
+/* The bytes of one moment (m or v) of parameter x: its elements at the
+ * state's dtype. */
+static int64_t moment_bytes(const Node *x, OptState st) { return shape_elems(&x->shape) * opt_state_elem_bytes(st); }
+
 static int new_buf(Schedule *s, BufKind k, int node, int64_t bytes, bool persistent) {
     Buffer b = {k, node, round_up(bytes > 0 ? bytes : 1), -1, -1, -1, persistent};
     VEC_PUSH(s->bufs, b);
@@ -112,12 +121,12 @@ static void emit_backward(Builder *b, int node) {
     VEC_PUSH(b->s->steps, st);
 }
 
-void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s) {
+void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s) {
     memset(s, 0, sizeof *s);
     sched_rebuild(g, ad, dec, optimizer, s);
 }
 
-void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool optimizer, Schedule *s) {
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s) {
     int n = g->nodes.n;
     Schedule keep = *s; /* reuse the arrays' memory: the planner rebuilds thousands of times */
     memset(s, 0, sizeof *s);
@@ -146,12 +155,12 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, bool
         const Node *x = graph_node(g, i);
         if (x->op == OP_PARAM) s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, node_bytes(x), true);
     }
-    for (int k = 0; optimizer && k < 2; k++)
+    for (int k = 0; optimizer != OPT_STATE_NONE && k < 2; k++)
         for (int i = 0; i < n; i++) {
             const Node *x = graph_node(g, i);
             if (x->op == OP_PARAM)
                 (k ? s->adam_v_buf : s->adam_m_buf)[i] =
-                    new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, i, node_bytes(x), true);
+                    new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, i, moment_bytes(x, optimizer), true);
         }
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
@@ -270,7 +279,7 @@ struct SchedIndex {
 };
 
 /* Sizes, reads and the persistent total, once per graph; scratch for sched_measure. */
-SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) {
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, OptState optimizer) {
     int n = g->nodes.n;
     Pool mem = {0};
     SchedIndex *x = pool_alloc(&mem, sizeof *x); /* zeroed */
@@ -296,8 +305,13 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, bool optimizer) 
         sb[SL_AUX] = sb[SL_RAUX] = round_up(nd->aux_elems * 4);
         sb[SL_GRAD] = round_up(i == g->loss ? 4 : node_tensor_bytes(nd) > 0 ? node_tensor_bytes(nd) : 1);
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
-        if (nd->op == OP_PARAM)
-            x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * (optimizer ? 4 : 2);
+        if (nd->op == OP_PARAM) { /* the parameter, its gradient and, with the optimizer, m and v */
+            x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * 2;
+            if (optimizer != OPT_STATE_NONE) {
+                int64_t mb = moment_bytes(nd, optimizer);
+                x->persistent += round_up(mb > 0 ? mb : 1) * 2;
+            }
+        }
         if (nd->op == OP_INPUT) x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1);
         x->fwd[i] = ad->live[i] && !(op_table[nd->op].flags & OPF_LEAF);
         n_fwd += x->fwd[i];

@@ -256,8 +256,10 @@ int acc_init_params(acc_model *m, uint64_t seed) {
             }
         }
         if (rc == ACC_OK) rc = mem_zero(m, pd->grad_offset, (size_t)n * 4);
-        if (rc == ACC_OK && pd->m_offset >= 0) rc = mem_zero(m, pd->m_offset, (size_t)n * 4);
-        if (rc == ACC_OK && pd->v_offset >= 0) rc = mem_zero(m, pd->v_offset, (size_t)n * 4);
+        /* the moments at their dtype's size (bf16 zero is all-zero bits too) */
+        size_t state_bytes = (size_t)n * (d->optimizer_dtype == ACC_DT_BF16 ? 2 : 4);
+        if (rc == ACC_OK && pd->m_offset >= 0) rc = mem_zero(m, pd->m_offset, state_bytes);
+        if (rc == ACC_OK && pd->v_offset >= 0) rc = mem_zero(m, pd->v_offset, state_bytes);
         if (rc == ACC_OK) m->param_set[p] = 1;
     }
     free(stage);
@@ -479,8 +481,8 @@ static int adamw_launches(void *arg) {
     int rc = ACC_OK;
     for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
         const acc_param_desc *pd = &d->params[p];
-        rc = d->device->adamw(m->dev, F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset),
-                              F32(m, pd->v_offset), pd->elems);
+        rc = d->device->adamw(m->dev, F32(m, pd->offset), F32(m, pd->grad_offset), m->arena + pd->m_offset,
+                              m->arena + pd->v_offset, pd->elems, d->optimizer_dtype);
     }
     return rc;
 }
@@ -665,8 +667,13 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     } else {
         for (int p = 0; p < d->n_params; p++) {
             const acc_param_desc *pd = &d->params[p];
-            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset), pd->elems,
-                    lr, beta1, beta2, eps, weight_decay, m->adam_t);
+            if (d->optimizer_dtype == ACC_DT_BF16)
+                k_adamw_bf16(F32(m, pd->offset), F32(m, pd->grad_offset), (acc_bf16 *)(m->arena + pd->m_offset),
+                             (acc_bf16 *)(m->arena + pd->v_offset), pd->elems, lr, beta1, beta2, eps, weight_decay,
+                             m->adam_t);
+            else
+                k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), F32(m, pd->m_offset), F32(m, pd->v_offset),
+                        pd->elems, lr, beta1, beta2, eps, weight_decay, m->adam_t);
         }
     }
     if (m->dev && rc == ACC_OK) {

@@ -52,7 +52,7 @@ typedef struct {
     uint64_t seed;   /* dropout randomness (parameters take their own seed) */
 } acc_options;
 
-typedef enum { ACC_DT_F32 = 0, ACC_DT_I32 = 1 } acc_dtype;
+typedef enum { ACC_DT_F32 = 0, ACC_DT_I32 = 1, ACC_DT_BF16 = 2 } acc_dtype;
 typedef enum { ACC_INIT_ZEROS = 0, ACC_INIT_ONES, ACC_INIT_NORMAL, ACC_INIT_UNIFORM } acc_init;
 
 typedef struct {
@@ -60,7 +60,8 @@ typedef struct {
     int ndim;
     int64_t dim[6];
     int64_t elems;
-    int64_t offset, grad_offset, m_offset, v_offset; /* bytes into the arena; m/v -1 without optimizer */
+    int64_t offset, grad_offset, m_offset, v_offset; /* bytes into the arena; m/v -1 without optimizer
+                                                        (m/v hold the model's optimizer_dtype) */
     int init;                                        /* acc_init */
     float init_scale;
 } acc_param_desc;
@@ -143,8 +144,10 @@ typedef struct acc_device {
      * fn (the GPU's CUDA graphs): fn's launches may depend on nothing but *s,
      * the model and the graph. */
     int (*run)(acc_dev *dev, int graph, int (*fn)(void *arg), void *arg, const acc_scalars *s);
-    /* One parameter's AdamW update, with the hyperparameters of the run. */
-    int (*adamw)(acc_dev *dev, float *p, const float *g, float *m, float *v, int64_t n);
+    /* One parameter's AdamW update, with the hyperparameters of the run;
+     * m and v hold n elements of state_dtype (ACC_DT_F32, or ACC_DT_BF16:
+     * widened, updated in float, rounded to nearest even on store). */
+    int (*adamw)(acc_dev *dev, float *p, const float *g, void *m, void *v, int64_t n, int state_dtype);
     const char *(*error)(const acc_dev *dev);
     /* Gradient clipping, outside any run: add the sum of x[i]^2 over n
      * floats, each squared and summed in double, to a total on the device
@@ -180,6 +183,7 @@ typedef struct acc_model_desc {
     const acc_input_desc *inputs;
     int64_t loss_offset;
     int has_optimizer;
+    int optimizer_dtype; /* the AdamW moments m and v: ACC_DT_F32 or ACC_DT_BF16 (acc_dtype) */
     /* forward + backward over the arena; returns an acc_status */
     int (*run)(acc_ctx *ctx);
     /* the steps of run before the loss's gradient is seeded: the loss alone */

@@ -890,4 +890,35 @@ void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, 
     }
 }
 
+/* adamw_chunk over bf16 moments: m and v widened, the update in float as
+ * adamw_chunk's (the parameter from the unrounded m and v), the new m and v
+ * rounded to nearest even on store. */
+K_CLONES static void adamw_chunk_bf16(float *restrict p, const float *restrict g, acc_bf16 *restrict m,
+                                      acc_bf16 *restrict v, int64_t n, float lr, float beta1, float beta2, float eps,
+                                      float weight_decay, float bc1, float bc2) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i];
+        float mi = beta1 * acc_bf16_f32(m[i]) + (1.0f - beta1) * gi;
+        float vi = beta2 * acc_bf16_f32(v[i]) + (1.0f - beta2) * gi * gi;
+        m[i] = acc_f32_bf16(mi);
+        v[i] = acc_f32_bf16(vi);
+        float mhat = mi / bc1, vhat = vi / bc2;
+        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
+    }
+}
+
+void k_adamw_bf16(float *p, const float *g, acc_bf16 *m, acc_bf16 *v, int64_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t) {
+    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+    const int64_t chunk = 4 * K_CHUNK, nch = (n + chunk - 1) / chunk;
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t c = 0; c < nch; c++) {
+        int64_t i0 = c * chunk;
+        adamw_chunk_bf16(p + i0, g + i0, m + i0, v + i0, K_MIN(chunk, n - i0), lr, beta1, beta2, eps, weight_decay, bc1,
+                         bc2);
+    }
+}
+
 #endif

@@ -59,5 +59,10 @@
  * p -= lr * ((m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd * p). */
 void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps,
              float weight_decay, int64_t t);
+/* k_adamw over bf16 moments (--optimizer-state bf16): m and v widened, the
+ * step in float from the unrounded new m and v, which are stored rounded to
+ * nearest even. */
+void k_adamw_bf16(float *p, const float *g, acc_bf16 *m, acc_bf16 *v, int64_t n, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, int64_t t);
 
 #endif

@@ -100,6 +100,8 @@ static void print_summary(const Graph *g, FILE *out) {
     if (g->precision)
         fprintf(out, "precision: %s (the model's; --precision overrides it; the sizes below are before its casts)\n",
                 g->precision);
+    if (g->optimizer_state)
+        fprintf(out, "optimizer state: %s (the model's; --optimizer-state overrides it)\n", g->optimizer_state);
     /* activation bytes: every computed tensor, grouped by block instance in order */
     VEC(const char *) groups = {0};
     VEC(int64_t) bytes = {0};

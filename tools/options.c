@@ -78,6 +78,10 @@ static const OptionRow option_rows[] = {
      "fp32 (default), tf32 (as --tf32) or bf16: activations, their gradients and the GEMMs' operands "
      "in bf16, computed in fp32 (f32 master weights, optimizer state, statistics and loss)",
      PLANNING},
+    {"--optimizer-state", "S",
+     "fp32 (default) or bf16: the dtype the AdamW moments m and v are stored in (bf16: half their "
+     "memory; the update computes in fp32 and rounds m and v to nearest even on store)",
+     PLANNING},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
     {"--no-fuse", NULL,
@@ -333,6 +337,13 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
             if (o->precision && strcmp(o->precision, v))
                 return usage_error("--precision %s and --precision %s exclude each other", o->precision, v);
             o->precision = v;
+        } else if (!strcmp(name, "--optimizer-state")) {
+            if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+                return usage_error("unknown --optimizer-state '%s' (known: fp32 or bf16)", v);
+            if (o->optimizer_state && strcmp(o->optimizer_state, v))
+                return usage_error("--optimizer-state %s and --optimizer-state %s exclude each other",
+                                   o->optimizer_state, v);
+            o->optimizer_state = v;
         } else if (!strcmp(name, "--time-limit")) {
             if (!opt_seconds(v, false, &o->time_limit_s))
                 return usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got '%s'", v);

@@ -100,7 +100,7 @@ static int report_refusal(const Options *o, Compilation *c) {
     bool own = !c->plan.min_peak_bytes;
     if (own) {
         plan_min_peak(g, &c->ad, &c->po, &mp);
-        sched_build(g, &c->ad, mp.dec, true, &ms);
+        sched_build(g, &c->ad, mp.dec, c->po.optimizer, &ms);
         alloc_assign(&ms);
     }
     const Plan *m = own ? &mp : &c->plan;
@@ -282,9 +282,13 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     /* plan: a decision per node under the whole step's budget, of which the
      * planner reserves the target's workspace (a budget of 0 fits nothing) */
     int64_t budget = !o->has_budget ? 0 : o->budget_bytes > 0 ? o->budget_bytes : 1;
-    c->po =
-        (PlanOptions){o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,     &c->hw, true,
-                      o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n};
+    /* the AdamW moments: f32, or bf16 with --optimizer-state bf16 or the
+     * DSL's `optimizer_state bf16;` (half the fixed memory they take) */
+    const char *state = o->optimizer_state ? o->optimizer_state : g->optimizer_state; /* option over the DSL's */
+    OptState opt_state = state && !strcmp(state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
+    c->po = (PlanOptions){
+        o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,     &c->hw, opt_state,
+        o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n};
     plan_make(g, &c->ad, &c->po, &c->plan);
     if (c->plan.solver_error[0])
         fprintf(stderr,
@@ -293,7 +297,7 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
                 c->plan.solver_error);
 
     /* schedule: forward, seed, backward with the recomputations inserted */
-    sched_build(g, &c->ad, c->plan.dec, true, &c->sched);
+    sched_build(g, &c->ad, c->plan.dec, c->po.optimizer, &c->sched);
 
     /* alloc: every buffer at an offset of one arena; the step's memory */
     alloc_assign(&c->sched);

@@ -78,6 +78,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, ",\n  \"policy\": ");
     json_str(out, info->policy);
     fprintf(out, ",\n  \"precision\": \"%s\"", info->precision ? info->precision : "fp32");
+    fprintf(out, ",\n  \"optimizer_state\": \"%s\"", opt_state_name(s->optimizer));
     /* the workspace after the schedule's arena, with its alignment */
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out,
@@ -147,8 +148,9 @@ static bool same_block(const Autodiff *ad, const Graph *g, int a0, int a1, int b
 void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
-    fprintf(out, "model %s (%s), policy %s, precision %s, hardware %s\n", g->model, g->source, info->policy,
-            info->precision ? info->precision : "fp32", hw->name);
+    fprintf(out, "model %s (%s), policy %s, precision %s%s%s, hardware %s\n", g->model, g->source, info->policy,
+            info->precision ? info->precision : "fp32", s->optimizer == OPT_STATE_BF16 ? ", optimizer state " : "",
+            s->optimizer == OPT_STATE_BF16 ? opt_state_name(s->optimizer) : "", hw->name);
     int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",

@@ -78,7 +78,8 @@ const char *dev_error(const acc_dev *d);
 
 /* The launches and GEMM of ops.c, through d->ops, skipped after a failure. */
 void dev_launch(acc_dev *d, acc_kernel_id k, long long work, unsigned block, const acc_kargs *a);
-int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n);
+/* acc_device's adamw: m and v of state_dtype (ACC_DT_F32 or ACC_DT_BF16). */
+int dev_adamw(acc_dev *d, float *p, const float *g, void *m, void *v, int64_t n, int state_dtype);
 /* Gradient clipping (acc_device's sum_squares and scale): the launches; the
  * running total is a double at dev_sum_squares_total (device memory, read by
  * the backend's download after the launches). */

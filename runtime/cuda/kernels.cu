@@ -2648,17 +2648,21 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
 
 /* p0 param, p1 grad, p2 m, p3 v, p[KA_SCALARS_P] the update's lr, betas,
  * eps, weight decay and bias corrections bc1 = 1 - beta1^t, bc2 =
- * 1 - beta2^t; i0 n. The CPU kernel's formula. */
+ * 1 - beta2^t; i0 n, i1 the moments' bf16 flag (--optimizer-state bf16:
+ * widened on load, rounded to nearest even on store; the parameter's step
+ * from the unrounded values). The CPU kernels' formula (k_adamw,
+ * k_adamw_bf16). */
 KERNEL ck_adamw(acc_kargs a) {
     float *p = a.p[0], *m = a.p[2], *v = a.p[3];
     const float *g = a.p[1];
     const acc_kscalars *sc = (const acc_kscalars *)a.p[KA_SCALARS_P];
     float lr = sc->lr, b1 = sc->beta1, b2 = sc->beta2, eps = sc->eps, wd = sc->weight_decay, bc1 = sc->bc1,
           bc2 = sc->bc2;
+    int h = (int)a.i[1];
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
-        float gi = g[i], mi = b1 * m[i] + (1.0f - b1) * gi, vi = b2 * v[i] + (1.0f - b2) * gi * gi;
-        m[i] = mi;
-        v[i] = vi;
+        float gi = g[i], mi = b1 * ldx(m, i, h) + (1.0f - b1) * gi, vi = b2 * ldx(v, i, h) + (1.0f - b2) * gi * gi;
+        stx(m, i, mi, h);
+        stx(v, i, vi, h);
         p[i] -= lr * ((mi / bc1) / (sqrtf(vi / bc2) + eps) + wd * p[i]);
     }
 }

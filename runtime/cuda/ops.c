@@ -1066,8 +1066,8 @@ void g_mean_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t outer,
 
 /* ---- optimizer --------------------------------------------------------------------- */
 
-int dev_adamw(acc_dev *d, float *p, const float *g, float *m, float *v, int64_t n) {
-    acc_kargs a = {{p, DP(g), m, v}, {n}, {0}};
+int dev_adamw(acc_dev *d, float *p, const float *g, void *m, void *v, int64_t n, int state_dtype) {
+    acc_kargs a = {{p, DP(g), m, v}, {n, state_dtype == ACC_DT_BF16}, {0}};
     a.p[KA_SCALARS_P] = scalars(d); /* the hyperparameters */
     dev_launch(d, KID_ck_adamw, n, KA_BLOCK, &a);
     return d->status;

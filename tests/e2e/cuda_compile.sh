@@ -1,7 +1,7 @@
 #!/bin/sh
 # cuda_compile.sh ACC MODEL [ARGS...]: the cuda target end to end on a machine
 # without a GPU. `acc compile --target cuda ARGS` on the shipped model (its own
-# shapes; ARGS e.g. --precision bf16):
+# shapes; ARGS e.g. --precision bf16 or --optimizer-state bf16):
 #  - NVRTC builds every kernel for sm_80 and sm_90 (CUBIN) and compute_90
 #    (PTX), with ptxas's resources recorded in kernels.txt and no spill;
 #  - the images are embedded in lib<model>.a, plan.json records NVRTC and
@@ -34,7 +34,14 @@ nm "$dir/out/lib$name.a" | grep -q "${name}_images" || { echo "FAIL: no embedded
 prec=$(sed -n 's/^  "precision": "\(.*\)",$/\1/p' "$dir/out/plan.json")
 echo "ok   $name ($prec): $kernels kernel images (sm_80, sm_90) without spills, PTX for compute_90, embedded"
 case " $* " in
-*" bf16 "*)
+*" --optimizer-state bf16 "*)
+    state=$(sed -n 's/^  "optimizer_state": "\(.*\)",$/\1/p' "$dir/out/plan.json")
+    [ "$state" = bf16 ] || { echo "FAIL: plan.json says optimizer_state $state, asked for bf16"; exit 1; }
+    grep -q '\.optimizer_dtype = ACC_DT_BF16' "$dir/out/$name.c" ||
+        { echo "FAIL: the library does not tell the runtime its moments are bf16"; exit 1; }
+    echo "ok   $name: bf16 AdamW moments in plan.json and the library's desc"
+    ;;
+*" --precision bf16 "*)
     [ "$prec" = bf16 ] || { echo "FAIL: plan.json says precision $prec, asked for bf16"; exit 1; }
     grep -q 'k_linear_fwd_bf16(\|k_matmul_fwd_bf16(' "$dir/out/$name.c" ||
         { echo "FAIL: the schedule calls no bf16 GEMM"; exit 1; }

@@ -44,7 +44,7 @@ int main(void) {
     for (int plan = 0; plan < 6; plan++) {
         for (int i = 0; i < g.nodes.n; i++) dec[i] = rng() % 4 == 0 ? DEC_RECOMPUTE : DEC_SAVE;
         Schedule s;
-        sched_build(&g, &ad, dec, true, &s);
+        sched_build(&g, &ad, dec, OPT_STATE_F32, &s);
         alloc_assign(&s);
         ASSERT_TRUE(plan_check(&s, devnull));
         ASSERT_TRUE(!brute_overlap(&s));

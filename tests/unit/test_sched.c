@@ -4,8 +4,8 @@
  * The planner scores most candidate plans with sched_measure, which replays
  * sched_build's walk without building the schedule. For the shipped models
  * at small shapes (as elaborated, and with their bias GEMMs fused into
- * linear nodes) and random plans (a fixed seed), with and without the
- * optimizer state, its peak, peak step, recompute steps and recompute time
+ * linear nodes) and random plans (a fixed seed), without the optimizer
+ * state and with it in f32 and in bf16, its peak, peak step, recompute steps and recompute time
  * must equal what sched_build + sched_max_live give.
  *
  * fuse_linear: which adds of a matmul become linear nodes (either operand
@@ -27,8 +27,8 @@ static double rng_unit(void) {
 }
 
 /* One random plan of g (each node dropped with probability p) both ways. */
-static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, bool optimizer, double p, const double *time,
-                       Decision *dec) {
+static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, OptState optimizer, double p,
+                       const double *time, Decision *dec) {
     for (int i = 0; i < g->nodes.n; i++) dec[i] = rng_unit() < p ? DEC_RECOMPUTE : DEC_SAVE;
     Schedule s;
     sched_build(g, ad, dec, optimizer, &s);
@@ -59,7 +59,7 @@ static void check_model(const char *path, const Define *defs, int n_defs, bool f
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) time[i] = 1e-6 * (1 + i % 7) + 1e-9 * i;
     static const double rates[] = {0, 0.1, 0.5, 0.9, 1};
-    for (int opt = 0; opt < 2; opt++) {
+    for (OptState opt = OPT_STATE_NONE; opt <= OPT_STATE_BF16; opt++) {
         SchedIndex *x = sched_index_new(&g, &ad, opt);
         for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
             for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, opt, rates[r], time, dec);
