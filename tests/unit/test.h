@@ -49,5 +49,14 @@ static inline int test_done(void) {
 #define ASSERT_STR(expected, actual) \
     test_str(__FILE__, __LINE__, "ASSERT_STR(" #expected ", " #actual ")", (expected), (actual))
 #define TEST_DONE() return test_done()
+/* EXPECT(cond, fmt, ...): ASSERT_TRUE with a printf-style message on failure */
+#define EXPECT(cond, ...)                               \
+    do {                                                \
+        if (!test_result(cond)) {                       \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+        }                                               \
+    } while (0)
 
 #endif

@@ -33,19 +33,8 @@
 #include "cpu_kernels.h"
 #include "cuda_ops.h"
 #include "device.h"
+#include "test.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                               \
-    do {                                                \
-        checks++;                                       \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
 
 extern const acc_device acc_device_cuda_emu;
 
@@ -200,6 +189,5 @@ int main(void) {
     test_f32_state();
     EXPECT(dev->status == ACC_OK, "device error: %s", dev_error(dev));
     acc_device_cuda_emu.close(dev);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    TEST_DONE();
 }

@@ -31,20 +31,9 @@
 #include "cpu_kernels.h"
 #include "cuda_ops.h"
 #include "device.h"
+#include "test.h"
 #include "emu_exec.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                               \
-    do {                                                \
-        checks++;                                       \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
 
 static void k_reverse(acc_kargs a);
 static void k_warp_sum(acc_kargs a);
@@ -594,6 +583,5 @@ int main(void) {
     test_reductions();
     test_attention_delta();
     test_softmax_xent();
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    TEST_DONE();
 }

@@ -28,19 +28,8 @@
 #include "cpu_kernels.h"
 #include "cuda_ops.h"
 #include "device.h"
+#include "test.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                               \
-    do {                                                \
-        checks++;                                       \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
 
 extern const acc_device acc_device_cuda_emu;
 
@@ -443,6 +432,5 @@ int main(void) {
     test_linear();
     test_nan();
     test_attention();
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    TEST_DONE();
 }

@@ -28,19 +28,8 @@
 #include "cpu_kernels.h"
 #include "cuda_ops.h"
 #include "device.h"
+#include "test.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                               \
-    do {                                                \
-        checks++;                                       \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf("\n");                               \
-        }                                               \
-    } while (0)
 
 extern const acc_device acc_device_cuda_emu;
 
@@ -735,6 +724,5 @@ int main(void) {
     printf("within tolerance: bf16 outputs at worst %.3g of theirs (%lld of %lld elements differ from the CPU's), "
            "float outputs at worst %.3g\n",
            worst16, (long long)near16_diff, (long long)near16_elems, worst32);
-    printf("%d checks, %d failures\n", checks, failures);
-    return failures != 0;
+    TEST_DONE();
 }
