@@ -20,7 +20,7 @@
  * (cblas_sgemm over float panels: another summation order) and the
  * instruction flushes denormal inputs and results to zero (bf16 values below
  * 2^-126 are outside the activations' range); both paths are checked against
- * the fp32 GEMM within a bound (test_bf16_nn).
+ * the fp32 GEMM within a bound (test_bf16_ew, test_bf16_ew_sgemm).
  */
 #include <stdlib.h>
 #include <string.h>
