@@ -107,10 +107,7 @@ typedef struct {
     X(ck_attention_bwd_dq_wide, 1)   \
     X(ck_attention_bwd_dkdv_wide, 1) \
     X(ck_ew_chain, 0)                \
-    X(ck_cast_fwd, 0)                \
-    X(ck_cast_bwd, 0)                \
-    X(ck_uncast_fwd, 0)              \
-    X(ck_uncast_bwd, 0)              \
+    X(ck_convert, 0)                 \
     X(ck_adamw, 0)                   \
     X(ck_sum_squares, 1)             \
     X(ck_sum_squares_final, 1)       \

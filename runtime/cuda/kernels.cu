@@ -331,40 +331,19 @@ DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
 DEVFN float ew_exp(float v) { return expf(v); }
 DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
 
-/* The casts of the precision pass. p0 out (bf16), p1 x; i0 n: out = round(x). */
-KERNEL ck_cast_fwd(acc_kargs a) {
-    float v[KA_VEC];
+/* The casts of the precision pass, both ways and both directions. p0 out,
+ * p1 x; i0 n, i1 x bf16, i2 out bf16, i3 accumulate: out = x, or out += x,
+ * converted (widened on load, rounded to nearest even on store). */
+KERNEL ck_convert(acc_kargs a) {
+    float x[KA_VEC], v[KA_VEC];
+    int hx = (int)a.i[1], ho = (int)a.i[2];
     for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(a.p[1], i, a.i[0], 0, v);
-        st8(a.p[0], i, a.i[0], 1, v);
-    }
-}
-/* p0 dx, p1 dout (bf16); i0 n: dx += widen(dout) */
-KERNEL ck_cast_bwd(acc_kargs a) {
-    float g[KA_VEC], v[KA_VEC];
-    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(a.p[1], i, a.i[0], 1, g);
-        ld8(a.p[0], i, a.i[0], 0, v);
-        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += g[j];
-        st8(a.p[0], i, a.i[0], 0, v);
-    }
-}
-/* p0 out, p1 x (bf16); i0 n: out = widen(x) */
-KERNEL ck_uncast_fwd(acc_kargs a) {
-    float v[KA_VEC];
-    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(a.p[1], i, a.i[0], 1, v);
-        st8(a.p[0], i, a.i[0], 0, v);
-    }
-}
-/* p0 dx (bf16), p1 dout; i0 n: dx = round(widen(dx) + dout) */
-KERNEL ck_uncast_bwd(acc_kargs a) {
-    float g[KA_VEC], v[KA_VEC];
-    for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(a.p[1], i, a.i[0], 0, g);
-        ld8(a.p[0], i, a.i[0], 1, v);
-        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] += g[j];
-        st8(a.p[0], i, a.i[0], 1, v);
+        ld8(a.p[1], i, a.i[0], hx, x);
+        if (a.i[3]) {
+            ld8(a.p[0], i, a.i[0], ho, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) x[j] += v[j];
+        }
+        st8(a.p[0], i, a.i[0], ho, x);
     }
 }
 

@@ -362,7 +362,7 @@ void g_linear_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const acc_b
 }
 
 /* dx, dw as the matmul's; db: the bias-gradient epilogue's float sums (in
- * the scratch region) added into db with one rounding (ck_uncast_bwd), or
+ * the scratch region) added into db with one rounding (g_uncast_bwd_bf16), or
  * without an algorithm ck_bias_bf16's column sums. */
 void g_linear_bwd_bf16(acc_dev *d, acc_bf16 *dx, acc_bf16 *dw, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *x,
                        const acc_bf16 *w, int64_t M, int64_t N, int64_t K, int trans_b) {
@@ -509,17 +509,16 @@ void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t 
     unary(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n);
 }
 
-/* the precision pass's casts: bf16 pointers travel as the kargs' float ones */
-static void cast(acc_dev *d, acc_kernel_id k, void *out, const void *x, int64_t n) {
-    acc_kargs a = {{(float *)out, DP(x)}, {n}, {0}};
-    dev_launch(d, k, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
+/* the precision pass's casts: bf16 pointers travel as the kargs' float ones;
+ * hx, ho: x, out bf16; acc: out += x */
+static void convert(acc_dev *d, void *out, const void *x, int64_t n, int hx, int ho, int acc) {
+    acc_kargs a = {{(float *)out, DP(x)}, {n, hx, ho, acc}, {0}};
+    dev_launch(d, KID_ck_convert, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
 }
-void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { cast(d, KID_ck_cast_fwd, out, x, n); }
-void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { cast(d, KID_ck_cast_bwd, dx, dout, n); }
-void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { cast(d, KID_ck_uncast_fwd, out, x, n); }
-void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) {
-    cast(d, KID_ck_uncast_bwd, dx, dout, n);
-}
+void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { convert(d, out, x, n, 0, 1, 0); }
+void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { convert(d, dx, dout, n, 1, 0, 1); }
+void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { convert(d, out, x, n, 1, 0, 0); }
+void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) { convert(d, dx, dout, n, 0, 1, 1); }
 /* the f32 instance, as the CPU's: a copy (never emitted: fp32 has no casts) */
 void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n) { copy_flat(d, out, x, n, 0); }
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat(d, dx, dout, n, 1); }

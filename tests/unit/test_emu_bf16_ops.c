@@ -206,6 +206,37 @@ static void test_fill(void) {
     dev_close();
 }
 
+/* the precision pass's casts (one device kernel, ck_convert): bit for bit,
+ * at an odd length and one element past a 16-byte boundary too */
+static void test_casts(void) {
+    dev_open(1 << 20);
+    const int64_t n = 1003;
+    float *x = rand32(n, 11u, 6.0f), *f0 = rand32(n, 12u, 1.0f);
+    acc_bf16 *hx = rand16(n, 13u, 6.0f), *h0 = rand16(n, 14u, 1.0f);
+    x[3] = NAN, x[4] = INFINITY, x[5] = 3.0e38f; /* NaN kept, overflow to infinity */
+    for (int off = 0; off < 2; off++) {
+        int64_t m = n - off;
+        acc_bf16 *h = dup16(h0, n), *g = dcopy16(h0, n);
+        float *hf = hmalloc(n * sizeof *hf), *gf = dcopy32(f0, n);
+        memcpy(hf, f0, n * sizeof *hf);
+        k_cast_fwd_bf16(h + off, x + off, m);
+        g_cast_fwd_bf16(dev, g + off, dcopy32(x, n) + off, m);
+        expect_bits16("cast_fwd_bf16", h, g, n);
+        k_cast_bwd_bf16(hf + off, hx + off, m);
+        g_cast_bwd_bf16(dev, gf + off, dcopy16(hx, n) + off, m);
+        expect_bits32("cast_bwd_bf16", hf, gf, n);
+        k_uncast_fwd_bf16(hf + off, hx + off, m);
+        g_uncast_fwd_bf16(dev, gf + off, dcopy16(hx, n) + off, m);
+        expect_bits32("uncast_fwd_bf16", hf, gf, n);
+        k_uncast_bwd_bf16(h + off, x + off, m);
+        g_uncast_bwd_bf16(dev, g + off, dcopy32(x, n) + off, m);
+        expect_bits16("uncast_bwd_bf16", h, g, n);
+        free(h), free(hf);
+    }
+    free(x), free(f0), free(hx), free(h0);
+    dev_close();
+}
+
 typedef struct {
     const char *name;
     void (*kf)(acc_bf16 *, const acc_bf16 *, int64_t);
@@ -710,6 +741,7 @@ static void test_cross_entropy(void) {
 
 int main(void) {
     test_fill();
+    test_casts();
     test_unary();
     test_binary();
     test_dropout();
