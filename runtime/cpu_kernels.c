@@ -860,6 +860,15 @@ void KN(k_ew_chain)(KT *out, const KT *x, const k_ew_op *ops, int n_ops, int64_t
 
 /* ---- AdamW -------------------------------------------------------------- */
 
+/* The parameter's step from the new moments (decoupled weight decay) and
+ * the bias correction 1 - beta^t: shared by the f32 and bf16 moments. */
+static inline float adamw_param(float p, float mi, float vi, float lr, float eps, float weight_decay, float bc1,
+                                float bc2) {
+    float mhat = mi / bc1, vhat = vi / bc2;
+    return p - lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p);
+}
+static float adamw_bc(float beta, int64_t t) { return (float)(1.0 - pow((double)beta, (double)t)); }
+
 /* AdamW over n elements: the loop of k_adamw, vectorized */
 K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, float *restrict m, float *restrict v,
                                  int64_t n, float lr, float beta1, float beta2, float eps, float weight_decay,
@@ -871,16 +880,14 @@ K_CLONES static void adamw_chunk(float *restrict p, const float *restrict g, flo
         float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        float mhat = mi / bc1, vhat = vi / bc2;
-        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
+        p[i] = adamw_param(p[i], mi, vi, lr, eps, weight_decay, bc1, bc2);
     }
 }
 
 // one fused AdamW step with bias correction (decoupled weight decay)
 void k_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2, float eps,
              float weight_decay, int64_t t) {
-    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
-    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+    float bc1 = adamw_bc(beta1, t), bc2 = adamw_bc(beta2, t);
     const int64_t chunk = 4 * K_CHUNK, nch = (n + chunk - 1) / chunk;
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t c = 0; c < nch; c++) {
@@ -903,15 +910,13 @@ K_CLONES static void adamw_chunk_bf16(float *restrict p, const float *restrict g
         float vi = beta2 * acc_bf16_f32(v[i]) + (1.0f - beta2) * gi * gi;
         m[i] = acc_f32_bf16(mi);
         v[i] = acc_f32_bf16(vi);
-        float mhat = mi / bc1, vhat = vi / bc2;
-        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + weight_decay * p[i]);
+        p[i] = adamw_param(p[i], mi, vi, lr, eps, weight_decay, bc1, bc2);
     }
 }
 
 void k_adamw_bf16(float *p, const float *g, acc_bf16 *m, acc_bf16 *v, int64_t n, float lr, float beta1, float beta2,
                   float eps, float weight_decay, int64_t t) {
-    float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
-    float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+    float bc1 = adamw_bc(beta1, t), bc2 = adamw_bc(beta2, t);
     const int64_t chunk = 4 * K_CHUNK, nch = (n + chunk - 1) / chunk;
 #pragma omp parallel for if (n >= K_PAR_MIN)
     for (int64_t c = 0; c < nch; c++) {
