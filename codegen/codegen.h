@@ -39,11 +39,15 @@ const char *cg_target_names(void);
 typedef struct {
     const CgTarget *target;
     int64_t budget_bytes;
-    StepMemory mem;           /* the plan's arena: the schedule's, then the target's workspace */
-    const char *plan_summary; /* one line for the header banner */
-    int tf32;                 /* device targets: GEMMs may use TF32 */
-    int n_images;             /* cuda: kernel images in <model>_images.c */
-    bool no_fuse;             /* emit every step alone (no elementwise chains) */
+    StepMemory mem;              /* the plan's arena: the schedule's, then the target's workspace */
+    const char *plan_summary;    /* one line for the header banner */
+    int tf32;                    /* device targets: GEMMs may use TF32 */
+    int n_images;                /* cuda: kernel images in <model>_images.c */
+    bool no_fuse;                /* emit every step alone (no elementwise chains) */
+    int micro_batches;           /* the step's micro-batches (1: one batch) */
+    float loss_scale;            /* the loss gradient's seed: 1 / micro_batches for a mean, else 1 */
+    const int64_t *stage_offset; /* [nodes]: a sliced input's full batch in mem's staging (-1: not
+                                    sliced); NULL: one batch */
 } CgOptions;
 
 /* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h:

@@ -448,6 +448,14 @@ static int64_t index_bound(const Graph *g, int input) {
     return bound;
 }
 
+/* The shape the trainer sets: a sliced input's whole batch (micro-batches
+ * times the schedule's rows), else the node's. */
+static Shape set_shape(const CgOptions *opt, const Node *n) {
+    Shape sh = n->shape;
+    if (opt->stage_offset && opt->stage_offset[n->id] >= 0) sh.dim[0] *= opt->micro_batches;
+    return sh;
+}
+
 static void emit_desc_dims(FILE *o, const Shape *s) {
     fprintf(o, "%d, {", s->ndim);
     for (int i = 0; i < s->ndim; i++) fprintf(o, "%s%" PRId64, i ? ", " : "", s->dim[i]);
@@ -510,8 +518,13 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         case ST_FWD:
         case ST_RECOMPUTE: emit_fwd(e, st); break;
         case ST_SEED:
-            fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, 1.0f, 1);\n", buf_sfx(e, st->grad_out),
-                    ptr(e, st->grad_out, p));
+            /* micro-batches of a mean: each seeds 1 / micro_batches */
+            if (opt->loss_scale == 1.0f)
+                fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, 1.0f, 1);\n", buf_sfx(e, st->grad_out),
+                        ptr(e, st->grad_out, p));
+            else
+                fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, (float)%.9g, 1);\n",
+                        buf_sfx(e, st->grad_out), ptr(e, st->grad_out, p), opt->loss_scale);
             break;
         case ST_BWD:
             /* a parameter's gradient is an accumulator: zeroed unless the
@@ -557,9 +570,10 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         if (n->op != OP_INPUT) continue;
         n_inputs++;
         fprintf(o, "    {\"%s\", %s, ", n->name, n->dtype == DT_I32 ? "ACC_DT_I32" : "ACC_DT_F32");
-        emit_desc_dims(o, &n->shape);
-        fprintf(o, ", %" PRId64 ", %" PRId64 "},\n", s->bufs.v[s->input_buf[i]].offset,
-                n->dtype == DT_I32 ? index_bound(g, i) : 0);
+        Shape full = set_shape(opt, n);
+        emit_desc_dims(o, &full);
+        fprintf(o, ", %" PRId64 ", %" PRId64 ", %" PRId64 "},\n", s->bufs.v[s->input_buf[i]].offset,
+                n->dtype == DT_I32 ? index_bound(g, i) : 0, opt->stage_offset ? opt->stage_offset[i] : -1);
     }
     fprintf(o, "};\n\n");
     int64_t ws_off = opt->mem.workspace_offset, arena = opt->mem.total_bytes;
@@ -583,9 +597,9 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             arena, n_params, n_inputs, s->bufs.v[s->loss_buf].offset, s->optimizer != OPT_STATE_NONE,
             s->optimizer == OPT_STATE_BF16 ? "ACC_DT_BF16" : "ACC_DT_F32");
     fprintf(o,
-            "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64
-            ",\n    .plan_summary = \"%s\",\n};\n\n",
+            "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64 ",\n    .plan_summary = \"%s\",\n",
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
+    fprintf(o, "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n};\n\n", opt->micro_batches, opt->loss_scale);
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
 
@@ -613,6 +627,9 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
     fprintf(o, " *   arena (planned peak)   %16" PRId64 "\n", opt->mem.total_bytes);
     if (opt->mem.workspace_bytes)
         fprintf(o, " *     %-20s %16" PRId64 "\n", "GEMM workspace", opt->mem.workspace_bytes);
+    if (opt->mem.staging_bytes)
+        fprintf(o, " *     %-20s %16" PRId64 "  (the whole batch, sliced into %d micro-batches)\n", "batch inputs",
+                opt->mem.staging_bytes, opt->micro_batches);
     for (int c = 0; c < BUF_KIND_COUNT; c++)
         if (cat[c]) fprintf(o, " *     %-20s %16" PRId64 "\n", buf_kind_name((BufKind)c), cat[c]);
     fprintf(o, " *     %-20s %16" PRId64 "  (activations and gradients, statically placed)\n", "dynamic",
@@ -664,10 +681,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
         if (n->op != OP_INPUT) continue;
         char buf[ACC_SHAPE_STR];
         const char *ct = n->dtype == DT_I32 ? "int32_t" : "float";
+        Shape full = set_shape(opt, n);
         fprintf(o,
                 "/* %s: %s%s */\nstatic inline int %s_set_%s(%s_model *m, const %s *data) {\n"
                 "    return acc_set_input(m, \"%s\", data, %" PRId64 ");\n}\n",
-                n->name, dtype_name(n->dtype), shape_str(&n->shape, buf), m, n->name, m, ct, n->name, node_bytes(n));
+                n->name, dtype_name(n->dtype), shape_str(&full, buf), m, n->name, m, ct, n->name,
+                shape_elems(&full) * (int64_t)dtype_size(n->dtype));
     }
     (void)ad;
     fprintf(o, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");

@@ -311,6 +311,7 @@ typedef struct {
     int n_save_globs;
     const char *const *recompute_globs;
     int n_recompute_globs;
+    int64_t staging_bytes; /* micro-batches: the full batch's inputs, after the schedule's arena (0: none) */
 } PlanOptions;
 
 typedef struct {
@@ -338,10 +339,14 @@ typedef struct {
 /* The workspace starts at this boundary after the schedule's arena. */
 #define PLAN_WORKSPACE_ALIGN 256
 
-/* The memory of the whole step: the schedule's arena, then the target's
- * workspace (if any) at the next PLAN_WORKSPACE_ALIGN boundary. */
+/* The memory of the whole step: the schedule's arena, then the full
+ * batch's inputs when the step runs micro-batches (each micro-batch's slice
+ * is copied into the schedule's inputs), then the target's workspace (if
+ * any) at the next PLAN_WORKSPACE_ALIGN boundary. */
 typedef struct {
     int64_t schedule_bytes;   /* the schedule's arena */
+    int64_t staging_offset;   /* where the full batch's inputs start (= schedule_bytes) */
+    int64_t staging_bytes;    /* 0: one batch, no staging */
     int64_t workspace_offset; /* where the workspace starts */
     int64_t workspace_bytes;
     int64_t total_bytes; /* the arena the runtime allocates: the planned peak */

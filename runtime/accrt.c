@@ -96,8 +96,8 @@ void acc_phase(acc_ctx *ctx, int phase) {
         return;
     }
     double t = now_ms();
-    if (m->phase >= 0) {
-        m->counters.phase_ms[m->phase] = t - m->phase_start;
+    if (m->phase >= 0) { /* a step's micro-batches add up */
+        m->counters.phase_ms[m->phase] += t - m->phase_start;
         m->counters.total_ms[m->phase] += t - m->phase_start;
     }
     m->phase = phase;
@@ -129,6 +129,14 @@ static int mem_get(acc_model *m, void *dst, int64_t off, size_t n) {
         return ACC_OK;
     }
     return dev_status(m, m->desc->device->download(m->dev, dst, m->arena + off, n));
+}
+
+static int mem_copy(acc_model *m, int64_t dst, int64_t src, size_t n) {
+    if (!m->dev) {
+        memcpy(m->arena + dst, m->arena + src, n);
+        return ACC_OK;
+    }
+    return dev_status(m, m->desc->device->copy(m->dev, m->arena + dst, m->arena + src, n));
 }
 
 static int mem_zero(acc_model *m, int64_t off, size_t n) {
@@ -456,7 +464,7 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
                     return fail(m, ACC_ERR_DATA, "input '%s'[%lld] = %d is outside [0, %lld)", name, (long long)k,
                                 (int)ix[k], (long long)in->index_bound);
         }
-        int rc = mem_put(m, in->offset, data, want);
+        int rc = mem_put(m, in->stage_offset >= 0 ? in->stage_offset : in->offset, data, want);
         if (rc == ACC_OK) m->input_set[i] = 1;
         return rc;
     }
@@ -505,6 +513,42 @@ static int check_ready(acc_model *m) {
 /* The kinds of run of the schedule. */
 enum { RUN_STEP, RUN_STEP_ACCUM, RUN_FORWARD };
 
+static int micro_batches(const acc_model_desc *d) { return d->micro_batches > 1 ? d->micro_batches : 1; }
+
+/* Micro-batch mb's slice of every sliced input, from the staged full batch
+ * to where the schedule reads it. */
+static int stage_micro_batch(acc_model *m, int mb) {
+    const acc_model_desc *d = m->desc;
+    int rc = ACC_OK;
+    for (int i = 0; rc == ACC_OK && i < d->n_inputs; i++) {
+        const acc_input_desc *in = &d->inputs[i];
+        if (in->stage_offset < 0) continue;
+        size_t slice = (size_t)(in->elems / micro_batches(d)) * 4;
+        rc = mem_copy(m, in->offset, in->stage_offset + (int64_t)slice * mb, slice);
+    }
+    return rc;
+}
+
+/* One run of the schedule: the device's launches, or the CPU's calls. */
+static int run_once(acc_model *m, acc_ctx *ctx, int graph, double ms[ACC_PHASE_COUNT]) {
+    const acc_model_desc *d = m->desc;
+    int rc;
+    m->phase = -1;
+    if (m->dev) {
+        acc_scalars s = {.seed = ctx->seed, .step = ctx->step};
+        rc = dev_status(m, d->device->run(m->dev, graph, run_schedule, ctx, &s));
+    } else {
+        rc = run_schedule(ctx);
+    }
+    m->phase = -1;
+    if (m->dev) {
+        /* launches are asynchronous: their failures surface here */
+        int drc = dev_status(m, d->device->finish(m->dev, ms));
+        if (rc == ACC_OK) rc = drc;
+    }
+    return rc;
+}
+
 /* One run of the schedule of kind `kind`, the loss into *loss. A step
  * advances the step counter (dropout's stream) and the counters; the
  * forward alone touches neither, nor the gradients, and leaves a failed
@@ -521,29 +565,36 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
                     "without accumulate)",
                     what);
     const acc_model_desc *d = m->desc;
-    acc_ctx ctx = {m->arena, m->seed, m->step, m, m->dev, kind == RUN_STEP_ACCUM, kind != RUN_FORWARD};
     static const int graph[] = {
         [RUN_STEP] = ACC_GRAPH_STEP, [RUN_STEP_ACCUM] = ACC_GRAPH_STEP_ACCUM, [RUN_FORWARD] = ACC_GRAPH_FORWARD};
-    m->phase = -1;
-    if (m->dev) {
-        acc_scalars s = {.seed = m->seed, .step = m->step};
-        rc = dev_status(m, d->device->run(m->dev, graph[kind], run_schedule, &ctx, &s));
-    } else {
-        rc = run_schedule(&ctx);
-    }
-    m->phase = -1;
-    if (m->dev) {
-        /* launches are asynchronous: their failures surface here */
+    /* micro-batch mb > 0 adds to the gradients of the ones before it; each
+     * draws its dropout masks at its own position of the stream */
+    int n = micro_batches(d);
+    double phase_ms[ACC_PHASE_COUNT] = {0};
+    acc_counters before = m->counters; /* the forward alone leaves them as they were */
+    m->counters.phase_ms[ACC_PHASE_FWD] = m->counters.phase_ms[ACC_PHASE_BWD] = 0;
+    for (int mb = 0; rc == ACC_OK && mb < n; mb++) {
+        int accumulate = kind == RUN_STEP_ACCUM || mb > 0;
+        int g = kind == RUN_FORWARD ? RUN_FORWARD : accumulate ? RUN_STEP_ACCUM : RUN_STEP;
+        acc_ctx ctx = {m->arena,           m->seed, m->step * (uint32_t)n + (uint32_t)mb, m, m->dev, accumulate,
+                       kind != RUN_FORWARD};
         double ms[ACC_PHASE_COUNT] = {0};
-        int drc = dev_status(m, d->device->finish(m->dev, ms));
-        if (rc == ACC_OK) rc = drc;
-        for (int p = 0; kind != RUN_FORWARD && p < ACC_PHASE_OPT; p++) {
-            m->counters.phase_ms[p] = ms[p];
-            m->counters.total_ms[p] += ms[p];
-        }
+        float part = 0.0f;
+        if (n > 1) rc = stage_micro_batch(m, mb);
+        if (rc == ACC_OK) rc = run_once(m, &ctx, graph[g], ms);
+        if (rc == ACC_OK) rc = mem_get(m, n > 1 ? &part : loss, d->loss_offset, sizeof *loss);
+        if (n > 1) *loss = mb ? *loss + part * d->loss_scale : part * d->loss_scale;
+        for (int p = 0; p < ACC_PHASE_COUNT; p++) phase_ms[p] += ms[p];
     }
-    if (rc == ACC_OK) rc = mem_get(m, loss, d->loss_offset, sizeof *loss);
-    if (kind == RUN_FORWARD) return rc;
+    if (m->dev)
+        for (int p = 0; kind != RUN_FORWARD && p < ACC_PHASE_OPT; p++) {
+            m->counters.phase_ms[p] = phase_ms[p];
+            m->counters.total_ms[p] += phase_ms[p];
+        }
+    if (kind == RUN_FORWARD) {
+        m->counters = before;
+        return rc;
+    }
     if (rc != ACC_OK) {
         m->failed = 1;
         return rc;

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define ACC_API_VERSION 1
+#define ACC_API_VERSION 2
 
 typedef enum {
     ACC_OK = 0,
@@ -74,6 +74,12 @@ typedef struct {
     int64_t elems;
     int64_t offset;
     int64_t index_bound; /* i32 inputs used as indices: values must be in [0, bound); else 0 */
+    /* A step of micro-batches: the full batch (dim, elems) is set at
+     * stage_offset, and before each micro-batch its slice of elems /
+     * micro_batches elements (the rows of the batch in order) is copied to
+     * offset, where the schedule reads it. -1: the input is not sliced
+     * (one batch, or an input without the batch dimension): set at offset. */
+    int64_t stage_offset;
 } acc_input_desc;
 
 typedef struct acc_model acc_model;
@@ -107,7 +113,7 @@ typedef struct {
  * replayed with each step's values. */
 typedef struct {
     uint64_t seed;
-    uint32_t step, pad;
+    uint32_t step, pad;                                  /* step: dropout's stream position (see acc_step) */
     float lr, beta1, beta2, eps, weight_decay, bc1, bc2; /* the optimizer's */
 } acc_scalars;
 
@@ -133,6 +139,8 @@ typedef struct acc_device {
     int (*upload)(acc_dev *dev, unsigned char *dst, const void *src, size_t n);
     int (*download)(acc_dev *dev, void *dst, const unsigned char *src, size_t n);
     int (*zero)(acc_dev *dev, unsigned char *dst, size_t n);
+    /* n bytes within the arena, after the launches issued before it */
+    int (*copy)(acc_dev *dev, unsigned char *dst, const unsigned char *src, size_t n);
     /* A phase boundary of the step (ACC_PHASE_*; ACC_PHASE_COUNT ends it). */
     int (*mark)(acc_dev *dev, int phase);
     /* Wait for the device; the time of each phase of the last step. */
@@ -191,6 +199,13 @@ typedef struct acc_model_desc {
     /* the plan's figures, for reports */
     int64_t budget_bytes, planned_peak_bytes;
     const char *plan_summary;
+    /* Micro-batches (0 or 1: one batch): each step runs the schedule once
+     * per micro-batch on its slice of the inputs, the parameter gradients
+     * accumulating; the loss's gradient is seeded with loss_scale (1 /
+     * micro_batches for a mean over the batch, 1 for a sum), and the step's
+     * loss is the sum of the micro-batches' losses times loss_scale. */
+    int micro_batches;
+    float loss_scale;
 } acc_model_desc;
 
 typedef struct {
@@ -228,7 +243,12 @@ int acc_set_input(acc_model *m, const char *name, const void *data, size_t size_
 /* Forward and backward: loss in *loss, gradients of every parameter ready.
  * ACC_ERR_STATE until every parameter has a value (acc_init_params,
  * acc_load_params, acc_write, or a pointer from acc_param) and every input
- * is set. */
+ * is set. A model compiled with micro-batches (acc compile --micro-batch)
+ * takes the whole batch's inputs and runs its plan once per micro-batch,
+ * adding up the parameter gradients (desc->micro_batches); dropout then
+ * draws each micro-batch's masks at its own stream position (step *
+ * micro_batches + i), so the step equals the one-batch step in expectation
+ * (and, without dropout, within float rounding). */
 int acc_step(acc_model *m, float *loss);
 /* Forward and backward, as acc_step, when accumulate = 0. With accumulate =
  * 1 the parameter gradients of this step are added to those already held

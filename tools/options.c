@@ -82,6 +82,15 @@ static const OptionRow option_rows[] = {
      "fp32 (default) or bf16: the dtype the AdamW moments m and v are stored in (bf16: half their "
      "memory; the update computes in fp32 and rounds m and v to nearest even on store)",
      PLANNING},
+    {"--batch", "B",
+     "the whole batch, 1 to 1000000000: the model's hyperparameter B, the first dimension of its inputs "
+     "(as -D B=...)",
+     PLANNING},
+    {"--micro-batch", "N",
+     "auto or 1 to B (a divisor of the batch; default 1): the step runs N micro-batches of B/N rows with one "
+     "plan and adds up their gradients before the optimizer; auto: the planner chooses N with the least "
+     "estimated step time that fits the budget",
+     "compile explain run"},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
     {"--no-fuse", NULL,
@@ -344,6 +353,14 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
                 return usage_error("--optimizer-state %s and --optimizer-state %s exclude each other",
                                    o->optimizer_state, v);
             o->optimizer_state = v;
+        } else if (!strcmp(name, "--batch")) {
+            if (!opt_whole(v, 1, OPT_BATCH_MAX, &u))
+                return usage_error("--batch needs a whole number from 1 to 1000000000, got '%s'", v);
+            o->batch = (int64_t)u;
+        } else if (!strcmp(name, "--micro-batch")) {
+            if (!strcmp(v, "auto")) o->micro_batches = OPT_MICRO_AUTO;
+            else if (opt_whole(v, 1, OPT_BATCH_MAX, &u)) o->micro_batches = (int)u;
+            else return usage_error("--micro-batch needs auto or a whole number from 1 to 1000000000, got '%s'", v);
         } else if (!strcmp(name, "--time-limit")) {
             if (!opt_seconds(v, false, &o->time_limit_s))
                 return usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got '%s'", v);

@@ -20,6 +20,8 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 #define OPT_LR_MAX 1000.0
 #define OPT_POINTS_MIN 2
 #define OPT_POINTS_MAX 1000
+#define OPT_BATCH_MAX 1000000000LL
+#define OPT_MICRO_AUTO (-1)
 
 typedef struct {
     const char *cmd; /* the command word */
@@ -33,6 +35,8 @@ typedef struct {
     const char *precision; /* --precision: "fp32", "tf32" or "bf16" (over the DSL's `precision`); --tf32 is "tf32" */
     const char *optimizer_state; /* --optimizer-state: "fp32" or "bf16" (the AdamW moments' dtype); NULL: fp32 */
     int points;
+    int64_t batch;     /* --batch B: the whole batch (hparam B); 0: the model's */
+    int micro_batches; /* --micro-batch N; OPT_MICRO_AUTO: the planner chooses; 0 or 1: one batch */
     VEC(Define) defs;
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;

@@ -204,13 +204,23 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
     snprintf(summary, sizeof summary, "policy %s, %d tensors recomputed, recompute %.6g s (est.)", c->po.policy.text,
              c->sched.n_recompute, c->plan.recompute_time);
     /* no budget: the planned peak is the library's budget */
+    /* micro-batches: each sliced input's whole batch at its place in the staging */
+    int64_t *stage = NULL;
+    if (c->stage_rel) {
+        stage = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof *stage);
+        for (int i = 0; i < g->nodes.n; i++)
+            stage[i] = c->stage_rel[i] < 0 ? -1 : c->mem.staging_offset + c->stage_rel[i];
+    }
     CgOptions cg = {o->target,
                     o->has_budget ? o->budget_bytes : c->mem.total_bytes,
                     c->mem,
                     summary,
                     !strcmp(c->precision, "tf32"),
                     c->n_images,
-                    o->no_fuse};
+                    o->no_fuse,
+                    c->micro_batches,
+                    c->loss_scale,
+                    stage};
     int rc = 0;
     if (!cf || !hf) {
         fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
@@ -220,22 +230,214 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
     }
     if (cf && fclose(cf)) rc = EXIT_INPUT;
     if (hf && fclose(hf)) rc = EXIT_INPUT;
+    free(stage);
+    return rc;
+}
+
+/* ---- micro-batches ---- */
+
+/* A compilation of B/n rows whose step runs n micro-batches of the whole
+ * batch (full: the model elaborated at B). */
+typedef struct {
+    const Graph *full;
+    int n;
+} MicroSplit;
+
+/* o's hyperparameters with B = b last (the last definition wins); malloc'ed,
+ * its value in a static buffer of the caller's thread (one at a time). */
+static Define *with_batch(const Options *o, int64_t b) {
+    static char value[32];
+    snprintf(value, sizeof value, "%" PRId64, b);
+    Define *d = acc_xrealloc(NULL, (size_t)(o->defs.n + 1) * sizeof *d);
+    if (o->defs.n) memcpy(d, o->defs.v, (size_t)o->defs.n * sizeof *d);
+    d[o->defs.n] = (Define){"B", value};
+    return d;
+}
+
+/* Hyperparameter name's integer value in g, or -1. */
+static int64_t hparam_int(const Graph *g, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < g->hparams.n; i++) {
+        const char *h = g->hparams.v[i];
+        char *end;
+        if (strncmp(h, name, n) || h[n] != '=') continue;
+        long long v = strtoll(h + n + 1, &end, 10);
+        return *end ? -1 : (int64_t)v;
+    }
+    return -1;
+}
+
+/* How the micro-batch graph c->g (B/n rows) takes the whole batch's inputs
+ * (m->full): an input whose first dimension is n times smaller is sliced
+ * along it (micro-batch i reads rows [i B/n, (i+1) B/n)), one of the same
+ * shape is shared whole; and the loss's seed: 1/n for a mean (the mean of
+ * the micro-batches' means is the batch's mean), 1 for a sum. Sets
+ * c->stage_rel (each sliced input's place in the staging) and
+ * c->loss_scale; returns the staging's bytes, or -1 with the error printed. */
+static int64_t micro_inputs(const MicroSplit *m, Compilation *c) {
+    const Graph *g = &c->g, *full = m->full;
+    char b1[ACC_SHAPE_STR], b2[ACC_SHAPE_STR];
+    Diag d = diag_for_graph(g, stderr);
+    c->micro_batches = m->n;
+    c->stage_rel = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof *c->stage_rel);
+    int64_t staging = 0;
+    for (int i = 0; i < g->nodes.n; i++) {
+        const Node *x = graph_node(g, i);
+        c->stage_rel[i] = -1;
+        if (x->op != OP_INPUT) continue;
+        int j = graph_find(full, x->name);
+        const Shape *a = &x->shape, *b = j >= 0 ? &graph_node(full, j)->shape : NULL;
+        if (b && shape_eq(a, b)) continue; /* shared by every micro-batch */
+        bool sliced = b && a->ndim == b->ndim && a->ndim > 0 && a->dim[0] * m->n == b->dim[0];
+        for (int k = 1; sliced && k < a->ndim; k++) sliced = a->dim[k] == b->dim[k];
+        if (!sliced) {
+            diag_error(&d, x->loc,
+                       "input '%s' is %s%s at the whole batch but %s%s at a micro-batch of 1/%d of it: "
+                       "micro-batches slice an input along its first dimension, the batch B",
+                       x->name, dtype_name(x->dtype), b ? shape_str(b, b1) : "?", dtype_name(x->dtype),
+                       shape_str(a, b2), m->n);
+            return -1;
+        }
+        c->stage_rel[i] = staging;
+        staging += (node_bytes(x) * m->n + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN;
+    }
+    const Node *loss = graph_node(g, g->loss);
+    if (loss->op == OP_MEAN || loss->op == OP_CROSS_ENTROPY) c->loss_scale = 1.0f / (float)m->n;
+    else if (loss->op == OP_SUM) c->loss_scale = 1.0f;
+    else {
+        diag_error(&d, loss->loc,
+                   "micro-batches need a loss that is a mean (mean, cross_entropy) or a sum over the batch, "
+                   "so that the micro-batches' losses add up to it; '%s' is %s",
+                   loss->name, op_table[loss->op].name);
+        return -1;
+    }
+    return staging;
+}
+
+static int plan_step(const Options *o, const Define *defs, int n_defs, const MicroSplit *micro, AccUntil until,
+                     Compilation *c);
+
+/* *dst = *src where src's parts point into it: the graph the autodiff and
+ * the schedule read, the profile the planner's options and the report name
+ * (src is spent). */
+static void compilation_move(Compilation *dst, const Compilation *src) {
+    *dst = *src;
+    dst->ad.g = dst->sched.g = &dst->g;
+    dst->po.hw = &dst->hw;
+    dst->info.hw = dst->hw.name;
+}
+
+/* The estimated time of the whole step: n runs of the plan's forward,
+ * backward and recomputations. */
+static double step_time(const Compilation *c) {
+    return c->micro_batches * (c->plan.fwd_time + c->plan.bwd_time + c->plan.recompute_time);
+}
+
+/* --micro-batch N or auto: the model at the whole batch B (--batch or the
+ * model's), then a plan per count of micro-batches tried (N, or for auto
+ * every divisor of B from 1 up), keeping the one with the least estimated
+ * step time that fits the budget (fewer micro-batches on a tie). Auto stops
+ * at the first plan that recomputes nothing: under the cost model more
+ * micro-batches only add time (each op's time n max(F/rate, (W + A/n) /
+ * bandwidth) + n latency grows with n, W the bytes every micro-batch reads
+ * again, the weights). When none fits, the refusal is that of the count
+ * with the smallest minimum. */
+static int plan_micro_batches(const Options *o, AccUntil until, Compilation *c) {
+    memset(c, 0, sizeof *c); /* nothing until a candidate moves in */
+    Graph full;
+    graph_init(&full, "model");
+    Define *defs = o->batch ? with_batch(o, o->batch) : NULL;
+    int rc = fe_load_file(o->file, defs ? defs : o->defs.v, o->defs.n + !!defs, &full, stderr) ? EXIT_INPUT : 0;
+    free(defs);
+    int64_t b = rc ? 0 : hparam_int(&full, "B");
+    bool automatic = o->micro_batches == OPT_MICRO_AUTO;
+    if (!rc && b < 1) {
+        fprintf(stderr,
+                "acc: error: --micro-batch needs the batch size as the model's integer hyperparameter B "
+                "(the first dimension of the inputs it slices)%s\n",
+                full.loss < 0 ? "" : "; this model has none");
+        rc = EXIT_INPUT;
+    } else if (!rc && !automatic && b % o->micro_batches) {
+        fprintf(stderr, "acc: error: --micro-batch %d does not divide the batch B = %" PRId64 "\n", o->micro_batches,
+                b);
+        rc = EXIT_INPUT;
+    } else if (!rc && automatic && until < ACC_UNTIL_PLAN) {
+        fprintf(stderr, "acc: error: --micro-batch auto is a choice of the planner: give a count with --emit=ir\n");
+        rc = EXIT_USAGE;
+    }
+    bool have = false;   /* c holds a plan that fits */
+    Compilation refused; /* the smallest minimum when none fits */
+    bool have_refused = false;
+    int64_t refused_peak = 0;
+    MicroReport mr = {b, 0, automatic, 1.0f, 0, {{0}}};
+    for (int64_t n = automatic ? 1 : o->micro_batches; !rc && n <= b; n++) {
+        if (b % n) continue;
+        if (mr.n_cand == ACC_MICRO_MAX) break; /* auto tries the first ACC_MICRO_MAX divisors */
+        Compilation t;
+        defs = with_batch(o, b / n);
+        MicroSplit split = {&full, (int)n};
+        rc = plan_step(o, defs, o->defs.n + 1, &split, until, &t);
+        free(defs);
+        if (rc || until < ACC_UNTIL_PLAN) {
+            if (!rc) compilation_move(c, &t); /* --emit=ir: the graph at the micro-batch */
+            else acc_compilation_free(&t);
+            break;
+        }
+        bool fits = t.plan.status != PLAN_INFEASIBLE, last = fits && t.plan.recompute_time == 0;
+        int64_t peak = fits ? t.mem.total_bytes : plan_step_memory(&t.po, t.plan.min_peak_bytes).total_bytes;
+        mr.cand[mr.n_cand++] = (MicroCandidate){(int)n, fits, peak, step_time(&t), t.plan.recompute_time};
+        if (fits && (!have || step_time(&t) < step_time(c))) {
+            if (have) acc_compilation_free(c);
+            compilation_move(c, &t);
+            have = true;
+        } else if (!fits && !have && (!have_refused || peak < refused_peak)) {
+            if (have_refused) acc_compilation_free(&refused);
+            compilation_move(&refused, &t);
+            refused_peak = peak;
+            have_refused = true;
+        } else {
+            acc_compilation_free(&t);
+        }
+        if (!automatic || last) break;
+    }
+    if (!rc && until >= ACC_UNTIL_PLAN && !have) { /* the refusal of the smallest minimum */
+        compilation_move(c, &refused);
+        have_refused = false;
+    }
+    if (have_refused) acc_compilation_free(&refused);
+    if (!rc && until >= ACC_UNTIL_PLAN) {
+        mr.chosen = c->micro_batches;
+        mr.loss_scale = c->loss_scale;
+        c->micro = mr;
+        c->info.micro = &c->micro;
+    }
+    graph_free(&full);
     return rc;
 }
 
 /* ---- the pipeline ---- */
 
-int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *c) {
+/* The passes from the file to a checked plan, with the hyperparameters defs
+ * (micro: the micro-batching of this compilation, or NULL). Stops at until
+ * (at most ACC_UNTIL_PLAN). An infeasible plan is left in c for the caller
+ * to report (c->plan.status PLAN_INFEASIBLE). */
+static int plan_step(const Options *o, const Define *defs, int n_defs, const MicroSplit *micro, AccUntil until,
+                     Compilation *c) {
     char err[512], detail[128];
     memset(c, 0, sizeof *c);
     graph_init(&c->g, "model");
     Graph *g = &c->g;
+    c->micro_batches = 1;
+    c->loss_scale = 1.0f;
 
     /* parse + elaborate: the .acdsl file -> a verified graph */
     double t0 = acc_now_s();
-    if (fe_load_file(o->file, o->defs.v, o->defs.n, g, stderr)) return EXIT_INPUT;
+    if (fe_load_file(o->file, defs, n_defs, g, stderr)) return EXIT_INPUT;
     c->parsed = true;
     acc_phase_end(o, "parse", t0);
+    /* micro-batches: how the inputs are sliced, the loss's seed */
+    int64_t staging = 0;
+    if (micro && (staging = micro_inputs(micro, c)) < 0) return EXIT_INPUT;
     if (until == ACC_UNTIL_ELABORATED) return 0;
 
     /* fuse: add(matmul(x, w), b) -> linear(x, w, b), unless --no-fuse */
@@ -280,15 +482,16 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     ad_build(g, &c->ad);
 
     /* plan: a decision per node under the whole step's budget, of which the
-     * planner reserves the target's workspace (a budget of 0 fits nothing) */
+     * planner reserves the target's workspace and the staging of the whole
+     * batch's inputs (a budget of 0 fits nothing) */
     int64_t budget = !o->has_budget ? 0 : o->budget_bytes > 0 ? o->budget_bytes : 1;
     /* the AdamW moments: f32, or bf16 with --optimizer-state bf16 or the
      * DSL's `optimizer_state bf16;` (half the fixed memory they take) */
     const char *state = o->optimizer_state ? o->optimizer_state : g->optimizer_state; /* option over the DSL's */
     OptState opt_state = state && !strcmp(state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
     c->po = (PlanOptions){
-        o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,     &c->hw, opt_state,
-        o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n};
+        o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,      &c->hw, opt_state,
+        o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n, staging};
     plan_make(g, &c->ad, &c->po, &c->plan);
     if (c->plan.solver_error[0])
         fprintf(stderr,
@@ -308,14 +511,20 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
                            c->precision,
                            o->has_budget ? o->budget_bytes : 0,
                            c->mem,
+                           NULL,
                            NULL};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
-    if (c->plan.status == PLAN_INFEASIBLE) return report_refusal(o, c);
     acc_phase_end(o, "plan", t0);
-    if (until == ACC_UNTIL_PLAN) return 0;
+    return 0;
+}
 
+/* From a checked plan to DIR/lib<model>.a, its header and reports. */
+static int build_library(const Options *o, const char *dir, Compilation *c) {
+    char detail[128];
+    double t0;
+    Graph *g = &c->g;
     /* images: the nvrtc target's kernels, compiled before plan.json, which
      * records how */
     int rc = acc_make_dir(dir);
@@ -342,7 +551,35 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
     return rc;
 }
 
+int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *c) {
+    bool micro = o->micro_batches == OPT_MICRO_AUTO || o->micro_batches > 1;
+    int rc;
+    if (micro) {
+        rc = plan_micro_batches(o, until, c);
+    } else if (o->batch) { /* --batch B: as -D B=... */
+        Define *defs = with_batch(o, o->batch);
+        rc = plan_step(o, defs, o->defs.n + 1, NULL, until, c);
+        free(defs);
+    } else {
+        rc = plan_step(o, o->defs.v, o->defs.n, NULL, until, c);
+    }
+    if (rc || until < ACC_UNTIL_PLAN) return rc;
+    if (c->plan.status == PLAN_INFEASIBLE) {
+        rc = report_refusal(o, c);
+        const MicroReport *m = c->info.micro;
+        for (int i = 0; m && i < m->n_cand; i++) {
+            char b1[32];
+            fprintf(stderr, "%s%d: %s%s", i ? ", " : "note: the least memory by count of micro-batches: ", m->cand[i].n,
+                    format_bytes(m->cand[i].peak_bytes, b1, sizeof b1), i + 1 == m->n_cand ? "\n" : "");
+        }
+        return rc;
+    }
+    if (until == ACC_UNTIL_PLAN) return 0;
+    return build_library(o, dir, c);
+}
+
 void acc_compilation_free(Compilation *c) {
+    free(c->stage_rel);
     sched_free(&c->sched);
     plan_free(&c->plan);
     ad_free(&c->ad);

@@ -31,6 +31,10 @@ typedef struct {
     int n_images;          /* nvrtc targets: kernel images */
     const char *precision; /* "fp32", "tf32", "bf16": --precision, else the DSL's, else fp32 */
     bool parsed;           /* the front end accepted the model (g holds it) */
+    int micro_batches;     /* the step's micro-batches (1: one batch) */
+    float loss_scale;      /* the loss gradient's seed (1 / micro_batches for a mean) */
+    int64_t *stage_rel;    /* [nodes]: a sliced input's place in the staging (-1); NULL: one batch */
+    MicroReport micro;     /* --micro-batch: the counts tried (info.micro points here) */
 } Compilation;
 
 /* Run the passes of pipeline.c on o->file up to until (DIR: the library's

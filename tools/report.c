@@ -61,6 +61,24 @@ static bool is_candidate(const Autodiff *ad, const Graph *g, int i) {
     return ad->live[i] && !(op_table[x->op].flags & OPF_LEAF) && i != g->loss;
 }
 
+/* plan.json's "micro_batching": the whole batch, the count chosen, and
+ * every count tried with its plan's memory and estimated step time. */
+static void micro_json(const MicroReport *m, FILE *out) {
+    fprintf(out,
+            "  \"micro_batching\": {\"batch\": %" PRId64 ", \"micro_batches\": %d, \"micro_batch\": %" PRId64
+            ", \"chosen_by\": \"%s\", \"loss_scale\": %.9g, \"tried\": [",
+            m->batch, m->chosen, m->batch / m->chosen, m->automatic ? "planner" : "option", m->loss_scale);
+    for (int i = 0; i < m->n_cand; i++) {
+        const MicroCandidate *c = &m->cand[i];
+        fprintf(out,
+                "%s{\"micro_batches\": %d, \"fits\": %s, \"%s\": %" PRId64
+                ", \"step_time_est\": %.9g, \"recompute_time_est\": %.9g}",
+                i ? ", " : "", c->n, c->fits ? "true" : "false", c->fits ? "peak_bytes" : "min_peak_bytes",
+                c->peak_bytes, c->step_time, c->recompute_time);
+    }
+    fprintf(out, "]},\n");
+}
+
 void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
                       const ReportInfo *info, FILE *out) {
     Breakdown b = breakdown(s);
@@ -79,12 +97,13 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, info->policy);
     fprintf(out, ",\n  \"precision\": \"%s\"", info->precision ? info->precision : "fp32");
     fprintf(out, ",\n  \"optimizer_state\": \"%s\"", opt_state_name(s->optimizer));
-    /* the workspace after the schedule's arena, with its alignment */
-    int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
+    /* the workspace after the schedule's arena (and the staging), with its alignment */
+    int64_t peak = info->mem.total_bytes, staging = info->mem.staging_bytes;
+    int64_t workspace = peak - info->mem.schedule_bytes - staging;
     fprintf(out,
             ",\n  \"budget_bytes\": %" PRId64 ",\n  \"peak_bytes\": %" PRId64 ",\n  \"max_live_bytes\": %" PRId64
             ",\n  \"fits\": %s,\n",
-            info->budget_bytes, peak, s->peak_live_bytes + workspace,
+            info->budget_bytes, peak, s->peak_live_bytes + staging + workspace,
             info->budget_bytes <= 0 || peak <= info->budget_bytes ? "true" : "false");
     fprintf(out, "  \"memory\": {");
     const char *sep = "";
@@ -92,8 +111,10 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
         fprintf(out, "%s\"%s\": %" PRId64, sep, buf_kind_name((BufKind)c), b.cat[c]);
         sep = ", ";
     }
+    if (staging) fprintf(out, ", \"batch_inputs\": %" PRId64, staging);
     if (workspace) fprintf(out, ", \"workspace\": %" PRId64, workspace);
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
+    if (info->micro) micro_json(info->micro, out);
     if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
     fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step, step_kind[pk->kind]);
@@ -101,8 +122,9 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, "},\n  \"steps\": %d,\n  \"recompute_steps\": %d,\n", s->steps.n, s->n_recompute);
     fprintf(out, "  \"recompute_flops\": %.9g,\n  \"recompute_time_est\": %.9g,\n", p->recompute_flops,
             p->recompute_time);
-    fprintf(out, "  \"step_time_est\": %.9g,\n  \"overhead\": %.9g,\n", p->fwd_time + p->bwd_time + p->recompute_time,
-            p->recompute_time / (p->fwd_time + p->bwd_time));
+    int n = info->micro ? info->micro->chosen : 1; /* the step runs the plan n times */
+    fprintf(out, "  \"step_time_est\": %.9g,\n  \"overhead\": %.9g,\n",
+            n * (p->fwd_time + p->bwd_time + p->recompute_time), p->recompute_time / (p->fwd_time + p->bwd_time));
     double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;
     fprintf(out,
             "  \"solver\": {\"status\": \"%s\", \"objective\": %.9g, \"bound\": %.9g, \"gap\": %.9g, "
@@ -145,21 +167,44 @@ static bool same_block(const Autodiff *ad, const Graph *g, int a0, int a1, int b
     }
 }
 
+/* explain's micro-batch lines: the choice, and why (every count tried). */
+static void micro_explain(const MicroReport *m, int64_t staging, FILE *out) {
+    char b1[32];
+    fprintf(out,
+            "micro-batches: %d of %" PRId64 " rows (batch %" PRId64 ", %s), each seeding the loss's gradient with "
+            "%.9g; the whole batch's inputs: %" PRId64 " bytes\n",
+            m->chosen, m->batch / m->chosen, m->batch, m->automatic ? "chosen by the planner" : "--micro-batch",
+            m->loss_scale, staging);
+    if (!m->automatic) return;
+    fprintf(out, "  %14s %-9s %14s %14s %14s\n", "micro-batches", "fits", "memory", "step (est.)", "recompute");
+    for (int i = 0; i < m->n_cand; i++) {
+        const MicroCandidate *c = &m->cand[i];
+        fprintf(out, "  %14d %-9s %14s %11.3f ms %11.3f ms%s\n", c->n, c->fits ? "yes" : "no (min)",
+                format_bytes(c->peak_bytes, b1, sizeof b1), c->step_time * 1e3, c->recompute_time * 1e3,
+                c->n == m->chosen ? "  <- least time that fits" : "");
+    }
+    if (m->cand[m->n_cand - 1].fits && m->cand[m->n_cand - 1].recompute_time == 0)
+        fprintf(out, "  (more micro-batches would only add time: the last plan recomputes nothing)\n");
+}
+
 void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
     fprintf(out, "model %s (%s), policy %s, precision %s%s%s, hardware %s\n", g->model, g->source, info->policy,
             info->precision ? info->precision : "fp32", s->optimizer == OPT_STATE_BF16 ? ", optimizer state " : "",
             s->optimizer == OPT_STATE_BF16 ? opt_state_name(s->optimizer) : "", hw->name);
-    int64_t peak = info->mem.total_bytes, workspace = peak - info->mem.schedule_bytes;
+    int64_t peak = info->mem.total_bytes, staging = info->mem.staging_bytes;
+    int64_t workspace = peak - info->mem.schedule_bytes - staging;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",
             info->budget_bytes > 0 ? format_bytes(info->budget_bytes, b1, sizeof b1) : "unbounded",
             format_bytes(peak, b2, sizeof b2), peak,
             info->budget_bytes > 0 && peak > info->budget_bytes ? "  DOES NOT FIT" : "");
     if (workspace)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
-    fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", p->recompute_time * 1e3,
-            (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
+    if (info->micro) micro_explain(info->micro, staging, out);
+    int runs = info->micro ? info->micro->chosen : 1; /* the step runs the plan once per micro-batch */
+    fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", runs * p->recompute_time * 1e3,
+            runs * (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
             plan_status_name(p));
     if (p->timed_out && p->status == PLAN_HEURISTIC) { /* the gap the time allowed to prove */
         double gap = p->recompute_time > 0 ? (p->recompute_time - p->bound) / p->recompute_time : 0;

@@ -5,12 +5,31 @@
 
 #include "passes.h"
 
+/* --micro-batch: the counts of micro-batches the planner tried. */
+#define ACC_MICRO_MAX 64
+typedef struct {
+    int n;                            /* micro-batches */
+    bool fits;                        /* its plan fits the budget */
+    int64_t peak_bytes;               /* the step's memory; when it does not fit, its smallest */
+    double step_time, recompute_time; /* estimated: the whole step (n runs), its recomputations */
+} MicroCandidate;
+
+typedef struct {
+    int64_t batch;  /* the whole batch B */
+    int chosen;     /* micro-batches of the plan */
+    bool automatic; /* --micro-batch auto: the planner chose */
+    float loss_scale;
+    int n_cand;
+    MicroCandidate cand[ACC_MICRO_MAX];
+} MicroReport;
+
 typedef struct {
     const char *policy, *hw, *target;
     const char *precision; /* "fp32", "tf32" or "bf16" */
     int64_t budget_bytes;
     StepMemory mem;           /* the schedule's arena, then (device targets) the workspace */
     const char *codegen_json; /* device targets: a JSON object on the kernel images, or NULL */
+    const MicroReport *micro; /* --micro-batch, or NULL: one batch */
 } ReportInfo;
 
 void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,

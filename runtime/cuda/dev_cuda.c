@@ -32,7 +32,7 @@
 #define CU_FUNCS(X)                                                                                                  \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
-    X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
+    X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)           \
     X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
     X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
@@ -373,6 +373,13 @@ static int cuda_download(acc_dev *d, void *dst, const unsigned char *src, size_t
     return CU_CHECK(c, c->api.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
 }
 
+static int cuda_copy(acc_dev *d, unsigned char *dst, const unsigned char *src, size_t n) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    return CU_CHECK(c, c->api.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
+}
+
 static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
@@ -457,5 +464,6 @@ static int cuda_sum_squares_result(acc_dev *d, double *sum) {
 }
 
 const acc_device acc_device_cuda = {
-    "cuda",   cuda_open, cuda_close, cuda_upload,     cuda_download,           cuda_zero, cuda_mark, cuda_finish,
-    cuda_run, dev_adamw, cuda_error, dev_sum_squares, cuda_sum_squares_result, dev_scale};
+    "cuda",    cuda_open,   cuda_close, cuda_upload, cuda_download, cuda_zero,       cuda_copy,
+    cuda_mark, cuda_finish, cuda_run,   dev_adamw,   cuda_error,    dev_sum_squares, cuda_sum_squares_result,
+    dev_scale};

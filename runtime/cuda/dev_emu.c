@@ -295,6 +295,13 @@ static int emu_download(acc_dev *d, void *dst, const unsigned char *src, size_t 
     return d->status;
 }
 
+static int emu_copy(acc_dev *d, unsigned char *dst, const unsigned char *src, size_t n) {
+    if (!in_arena((EmuDev *)d, dst, n) || !in_arena((EmuDev *)d, src, n))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "copy outside the arena");
+    memmove(dst, src, n);
+    return d->status;
+}
+
 static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
     if (!in_arena((EmuDev *)d, dst, n))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
@@ -362,5 +369,5 @@ static int emu_sum_squares_result(acc_dev *d, double *sum) {
 }
 
 const acc_device acc_device_cuda_emu = {
-    "cuda-emu", emu_open,  emu_close, emu_upload,      emu_download,           emu_zero, emu_mark, emu_finish,
+    "cuda-emu", emu_open,  emu_close, emu_upload,      emu_download,           emu_zero, emu_copy, emu_mark, emu_finish,
     emu_run,    dev_adamw, emu_error, dev_sum_squares, emu_sum_squares_result, dev_scale};
