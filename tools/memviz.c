@@ -72,7 +72,7 @@ static double y_axis(FILE *o, double ymin, double ymax) {
 
 void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const StepMemory *mem, bool zoom, FILE *o) {
     int n = s->steps.n;
-    int64_t extra_bytes = mem->total_bytes - mem->schedule_bytes; /* the workspace with its alignment */
+    int64_t extra_bytes = mem->total_bytes - mem->schedule_bytes; /* the staging, the workspace with its alignment */
     /* bytes live per step and kind: persistent buffers at every step (left
      * out when zoomed: they and the device's workspace are the floor) */
     int64_t *live = calloc((size_t)n * BUF_KIND_COUNT, sizeof *live);
@@ -185,11 +185,14 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
                 W - MR + 50, ly, kind_colour[c], W - MR + 68, ly + 10, buf_kind_name((BufKind)c));
         ly += 18;
     }
-    if (extra_bytes && !zoom) {
+    if (extra_bytes && !zoom) { /* after the schedule's arena: the staged batch, the workspace */
+        const char *what = !mem->staging_bytes    ? "GEMM workspace"
+                           : mem->workspace_bytes ? "batch inputs, GEMM workspace"
+                                                  : "batch inputs (micro-batches)";
         fprintf(o,
                 "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"#bbbbbb\"/><text x=\"%.0f\" "
-                "y=\"%.0f\">GEMM workspace</text>\n",
-                W - MR + 50, ly, W - MR + 68, ly + 10);
+                "y=\"%.0f\">%s</text>\n",
+                W - MR + 50, ly, W - MR + 68, ly + 10, what);
         ly += 18;
     }
     fprintf(o,

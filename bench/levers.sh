@@ -1,0 +1,68 @@
+#!/bin/sh
+# levers.sh - the planner's levers together against recompute alone, on the
+# CPU target, over a sweep of budgets: from the save-all peak down to the
+# least memory any plan reaches with micro-batches (--micro-batch auto).
+# For each budget, the plan of recompute alone (one batch) and the combined
+# plan (recompute and the count of micro-batches chosen together): whether
+# each fits, its estimated step time (the cost model's) and its measured step
+# time (acc run, the median of --steps steps), and the ratio combined /
+# recompute alone. Where recompute alone has no plan, the combined one must.
+#
+#   bench/levers.sh                      # GPT-2 shapes: 4 layers, width 256, T 256, B 8
+#   POINTS=6 STEPS=5 bench/levers.sh models/gpt2.acdsl -D L=2 -D C=128 -D H=4 -D T=128 -D B=8 -D V=4096
+#
+# The acc binary: $ACC, else build/acc.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+ACC=${ACC:-$root/build/acc}
+[ -x "$ACC" ] || {
+    echo "levers.sh: no acc binary at $ACC; build one or set ACC" >&2
+    exit 2
+}
+points=${POINTS:-8}
+steps=${STEPS:-6}
+if [ $# -eq 0 ]; then
+    set -- "$root/models/gpt2.acdsl" -D L=4 -D C=256 -D H=4 -D T=256 -D B=8 -D V=8192
+fi
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model: $*"
+minimum() { # the minimum the refusal of an impossible budget names
+    "$ACC" explain "$@" --target cpu --budget 1 2>&1 | sed -n 's/.*is below the minimum of \([0-9]*\) bytes.*/\1/p'
+}
+peak=$("$ACC" explain "$@" --target cpu | sed -n 's/.*planned peak .* (\([0-9]*\) bytes).*/\1/p')
+min1=$(minimum "$@")
+minn=$(minimum "$@" --micro-batch auto)
+echo "save-all peak $peak bytes; least memory: recompute alone $min1, with micro-batches $minn"
+printf '%12s | %-10s %10s %10s | %4s %10s %10s | %8s\n' budget "recompute" "est ms" "meas ms" N "est ms" "meas ms" ratio
+run_ms() { # measured step time of a plan (empty: no plan)
+    "$ACC" run "$@" --target cpu --steps "$steps" 2>/dev/null | tail -n 1 |
+        sed -n 's/.*"step_ms_median": \([0-9.]*\).*/\1/p'
+}
+i=0
+while [ $i -lt "$points" ]; do
+    b=$(awk -v p="$peak" -v m="$minn" -v i="$i" -v n="$points" 'BEGIN { printf "%d", p - (p - m) * i / (n - 1) + 63 }')
+    b=$((b / 64 * 64))
+    rec=$("$ACC" explain "$@" --target cpu --budget "$b" 2>/dev/null |
+        sed -n 's/^recompute [0-9.]* ms of a [0-9.]* ms step.*/&/p' | head -n 1)
+    if [ -n "$rec" ]; then
+        rec_est=$(echo "$rec" | awk '{ print $2 + $6 }')
+        rec_ms=$(run_ms "$@" --budget "$b")
+        rec_fit=fits
+    else
+        rec_est=- rec_ms=- rec_fit="no plan"
+    fi
+    out=$("$ACC" explain "$@" --target cpu --budget "$b" --micro-batch auto 2>/dev/null) || out=
+    if [ -n "$out" ]; then
+        n=$(echo "$out" | sed -n 's/^micro-batches: \([0-9]*\) of.*/\1/p')
+        comb_est=$(echo "$out" | sed -n 's/^recompute \([0-9.]*\) ms of a \([0-9.]*\) ms step.*/\1 \2/p' | awk '{ print $1 + $2 }')
+        comb_ms=$(run_ms "$@" --budget "$b" --micro-batch auto)
+    else
+        n=- comb_est=- comb_ms=-
+    fi
+    ratio=$(awk -v a="$comb_ms" -v r="$rec_ms" 'BEGIN { if (a + 0 > 0 && r + 0 > 0) printf "%.3f", a / r; else print "-" }')
+    printf '%12s | %-10s %10s %10s | %4s %10s %10s | %8s\n' "$b" "$rec_fit" "$rec_est" "$rec_ms" "$n" "$comb_est" \
+        "$comb_ms" "$ratio"
+    i=$((i + 1))
+done
