@@ -456,6 +456,20 @@ static Shape set_shape(const CgOptions *opt, const Node *n) {
     return sh;
 }
 
+/* An offloaded tensor's copy (and its tail's) between the arena and the host
+ * arena, by the runtime (a device copies in launch order). */
+static void emit_host_copy(Emit *e, const Step *st) {
+    const Node *x = graph_node(e->g, st->node);
+    bool out = st->kind == ST_OFFLOAD;
+    for (int k = 0; k < 2; k++) {
+        int dev = out ? st->in[k] : k ? st->aux : st->out, host = out ? (k ? st->aux : st->out) : st->in[k];
+        if (dev < 0) continue;
+        char p[48];
+        fprintf(e->out, "    if (acc_host_copy(ctx, %" PRId64 ", %s, %" PRId64 ", %d)) return ACC_ERR_DEVICE;\n",
+                e->s->bufs.v[host].offset, ptr(e, dev, p), k ? x->aux_elems * 4 : node_tensor_bytes(x), out);
+    }
+}
+
 static void emit_desc_dims(FILE *o, const Shape *s) {
     fprintf(o, "%d, {", s->ndim);
     for (int i = 0; i < s->ndim; i++) fprintf(o, "%s%" PRId64, i ? ", " : "", s->dim[i]);
@@ -501,7 +515,7 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         const Step *st = &s->steps.v[t];
         const Node *n = graph_node(g, st->node);
         char p[48];
-        static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
+        const char *const *kind = sched_step_kinds;
         fprintf(o, "    /* %d: %s %s (%s) */\n", t, kind[st->kind], n->name, op_table[n->op].name);
         /* run_forward ends at the seed: every forward step, and every op
          * of a fused chain, falls on one side of it */
@@ -526,6 +540,8 @@ static void emit_source(Emit *e, const CgOptions *opt) {
                 fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, (float)%.9g, 1);\n",
                         buf_sfx(e, st->grad_out), ptr(e, st->grad_out, p), opt->loss_scale);
             break;
+        case ST_OFFLOAD:
+        case ST_FETCH: emit_host_copy(e, st); break;
         case ST_BWD:
             /* a parameter's gradient is an accumulator: zeroed unless the
              * step adds to it (acc_forward_backward) */
@@ -599,7 +615,8 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     fprintf(o,
             "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64 ",\n    .plan_summary = \"%s\",\n",
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
-    fprintf(o, "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n};\n\n", opt->micro_batches, opt->loss_scale);
+    fprintf(o, "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n    .host_bytes = %" PRId64 ",\n};\n\n",
+            opt->micro_batches, opt->loss_scale, s->host_bytes);
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
 

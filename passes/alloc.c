@@ -428,12 +428,36 @@ static void pipeline_init(void) {
         alloc_pipeline_options.work_limit = alloc_work_for_time(pipeline_search_s);
 }
 
+/* The host copies of offloaded tensors in the host arena of their own, by
+ * the same interval allocation. */
+static void alloc_host(Schedule *s) {
+    VEC(int) host = {0};
+    for (int i = 0; i < s->bufs.n; i++)
+        if (s->bufs.v[i].host && s->bufs.v[i].first >= 0) VEC_PUSH(host, i);
+    s->host_bytes = 0;
+    if (host.n) {
+        AllocItem *items = acc_xrealloc(NULL, (size_t)host.n * sizeof(AllocItem));
+        int64_t *off = acc_xrealloc(NULL, (size_t)host.n * sizeof(int64_t));
+        for (int k = 0; k < host.n; k++) {
+            const Buffer *b = &s->bufs.v[host.v[k]];
+            items[k] = (AllocItem){b->first, b->last + 1, b->size_bytes, ACC_ALIGN};
+        }
+        s->host_bytes = alloc_intervals_ex(items, host.n, off, &alloc_pipeline_options, NULL);
+        for (int k = 0; k < host.n; k++) s->bufs.v[host.v[k]].offset = off[k];
+        free(items);
+        free(off);
+    }
+    VEC_FREE(host);
+}
+
 void alloc_assign(Schedule *s) {
     pipeline_init();
     int64_t top = 0;
     VEC(int) dyn = {0};
+    alloc_host(s);
     for (int i = 0; i < s->bufs.n; i++) {
         Buffer *b = &s->bufs.v[i];
+        if (b->host) continue;
         if (b->persistent) {
             b->offset = top;
             top += b->size_bytes;

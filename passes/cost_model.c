@@ -55,6 +55,8 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
                         : !strcmp(key, "vector_flops")      ? &hw->vector_flops
                         : !strcmp(key, "mem_bw")            ? &hw->mem_bw
                         : !strcmp(key, "launch_latency")    ? &hw->launch_latency
+                        : !strcmp(key, "host_bw")           ? &hw->host_bw
+                        : !strcmp(key, "host_latency")      ? &hw->host_latency
                                                             : NULL;
         if (!field || *end || !(v >= 0)) {
             snprintf(err, err_len, "%s:%d: unknown key or bad value '%s = %s'", path, lineno, key, val);
@@ -70,7 +72,13 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
     }
     if (ok && !hw->name[0]) snprintf(hw->name, sizeof hw->name, "%s", name);
     if (ok && !(hw->matmul_flops_bf16 > 0)) hw->matmul_flops_bf16 = hw->matmul_flops;
+    if (ok && !(hw->host_bw > 0)) hw->host_bw = hw->mem_bw / 2;
+    if (ok && !(hw->host_latency > 0)) hw->host_latency = hw->launch_latency;
     return ok;
+}
+
+double cost_transfer_time(const Node *n, const HwProfile *hw) {
+    return 2 * ((double)node_bytes(n) / hw->host_bw + hw->host_latency);
 }
 
 double cost_bytes(const Graph *g, const Node *n) {

@@ -69,7 +69,11 @@ bool ad_input_gets_grad(const Autodiff *ad, int n, int j);
 
 /* ---- schedule ------------------------------------------------------------ */
 
-typedef enum { DEC_SAVE, DEC_RECOMPUTE } Decision;
+/* What becomes of a tensor the backward reads: kept in the arena from the
+ * forward, dropped and recomputed before its first backward read, or
+ * offloaded: copied to the host arena after its last forward read (its
+ * device copy freed) and back before its first backward read. */
+typedef enum { DEC_SAVE, DEC_RECOMPUTE, DEC_OFFLOAD } Decision;
 
 /* The AdamW moments m and v in the arena (--optimizer-state): none (no
  * optimizer), f32 (4 bytes an element) or bf16 (2 bytes an element; the
@@ -80,6 +84,14 @@ typedef enum { OPT_STATE_NONE, OPT_STATE_F32, OPT_STATE_BF16 } OptState;
 int opt_state_elem_bytes(OptState st);
 /* "none", "fp32" or "bf16" (plan.json's optimizer_state). */
 const char *opt_state_name(OptState st);
+
+/* What every schedule of a plan shares besides the decisions. */
+typedef struct {
+    OptState optimizer;     /* AdamW state in the arena, its dtype */
+    const bool *offload;    /* [n] or NULL: a tensor decided DEC_RECOMPUTE that is marked here is
+                               offloaded instead (the planner's drops; DEC_OFFLOAD always is) */
+    const double *transfer; /* [n] or NULL: seconds of an offloaded tensor's two copies (its cost) */
+} SchedOptions;
 
 typedef enum {
     BUF_PARAM,  /* parameters: persistent */
@@ -100,16 +112,22 @@ typedef struct {
     BufKind kind;
     int node;
     int64_t size_bytes; /* rounded up to ACC_ALIGN */
-    int64_t offset;     /* in the arena, set by alloc_assign */
+    int64_t offset;     /* in the arena (host: in the host arena), set by alloc_assign */
     int first, last;    /* live over steps [first, last]; persistent: all */
     bool persistent;
+    bool host; /* an offloaded tensor's copy (BUF_ACT, BUF_AUX) in the host arena */
 } Buffer;
 
 #define ACC_ALIGN 64
 
-typedef enum { ST_FWD, ST_RECOMPUTE, ST_SEED, ST_BWD } StepKind;
+typedef enum { ST_FWD, ST_RECOMPUTE, ST_SEED, ST_BWD, ST_OFFLOAD, ST_FETCH } StepKind;
+/* "forward", "recompute", "seed", "backward", "offload", "fetch" */
+extern const char *const sched_step_kinds[];
 
-/* One kernel launch of the schedule. Buffer indices are -1 where unused. */
+/* One kernel launch of the schedule. Buffer indices are -1 where unused.
+ * OFFLOAD copies in[0] (and its statistics tail in[1]) to the host buffers
+ * out (and aux); FETCH copies the host buffers in[0], in[1] to new device
+ * buffers out, aux. */
 typedef struct {
     StepKind kind;
     int node;
@@ -126,20 +144,22 @@ typedef struct {
     VEC(Buffer) bufs;
     int first_bwd_step;                                               /* index of the SEED step */
     int n_recompute;                                                  /* RECOMPUTE steps */
+    int n_offload;                                                    /* OFFLOAD steps */
     OptState optimizer;                                               /* AdamW state in the arena, its dtype */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
+    int64_t host_bytes;      /* the host arena of offloaded copies (alloc_assign) */
     int peak_step;           /* step at which the most bytes are live */
     int64_t peak_live_bytes; /* max over steps of the live bytes (the allocation's lower bound) */
 } Schedule;
 
 /* requires: ad built for g; dec[n] for every node (only nodes whose tensors
  * the backward reads matter). provides: steps and buffers with live intervals. */
-void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s);
+void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, Schedule *s);
 void sched_free(Schedule *s);
 /* sched_build reusing the memory of a schedule built before (for search). */
-void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s);
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, Schedule *s);
 /* peak_live_bytes (persistent + the most bytes live at one step: the lower
  * bound of any allocation) and peak_step, from the live intervals alone. */
 void sched_max_live(Schedule *s);
@@ -162,10 +182,11 @@ typedef struct {
     int peak_step;
     int n_recompute;
     double recompute_time; /* sum of node_time over the RECOMPUTE steps, in step order */
+    double transfer_time;  /* sum of the offloaded tensors' copies (so->transfer) */
 } SchedMeasure;
 
 /* requires: ad built for g. provides: the index for sched_measure. */
-SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, OptState optimizer);
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptions *so);
 void sched_index_free(SchedIndex *x);
 /* The peak, peak step and recompute steps of the schedule sched_build would
  * build for dec (then sched_max_live), computed without building it: exactly
@@ -271,6 +292,9 @@ typedef struct {
     double vector_flops;      /* FLOP/s of everything else */
     double mem_bw;            /* bytes/s */
     double launch_latency;    /* seconds per kernel */
+    double host_bw;           /* bytes/s of a copy between the arena and host memory, each way (0 in the
+                                 file: mem_bw / 2, a copy within one memory reads and writes) */
+    double host_latency;      /* seconds per such copy (0 in the file: launch_latency) */
 } HwProfile;
 
 /* Load profile NAME from the hw/ directory (or a path ending in .hw). */
@@ -280,6 +304,9 @@ double cost_bytes(const Graph *g, const Node *n);
 /* Roofline time of a node's forward: max(FLOPs / rate, bytes / bandwidth)
  * plus the launch latency. The backward is costed as twice the forward. */
 double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
+/* The time of an offloaded tensor's two copies (to host memory and back):
+ * its bytes, tail included, each way at host_bw, plus two host_latency. */
+double cost_transfer_time(const Node *n, const HwProfile *hw);
 
 /* ---- the planner (planner/) ------------------------------------------------ */
 
@@ -312,6 +339,7 @@ typedef struct {
     const char *const *recompute_globs;
     int n_recompute_globs;
     int64_t staging_bytes; /* micro-batches: the full batch's inputs, after the schedule's arena (0: none) */
+    int64_t host_bytes;    /* offload: the host memory its copies may use (0: no offload) */
 } PlanOptions;
 
 typedef struct {
@@ -320,7 +348,9 @@ typedef struct {
     int64_t peak_bytes; /* the arena of the plan's schedule */
     int64_t max_live_bytes;
     double recompute_time, recompute_flops, fwd_time, bwd_time;
-    double bound; /* lower bound on recompute_time (optimal: equal) */
+    double transfer_time; /* the offloaded tensors' copies (recompute_time includes it) */
+    int64_t host_bytes;   /* the host arena of the offloaded copies */
+    double bound;         /* lower bound on recompute_time (optimal: equal) */
     double solve_s;
     int n_evals;      /* schedules simulated */
     int n_candidates; /* nodes the plan may drop */

@@ -6,13 +6,19 @@
  * backward step that reads a tensor the plan dropped, and every buffer's live
  * interval. A tensor decided RECOMPUTE lives in the forward until its last
  * forward read; its recomputed copy lives from the RECOMPUTE step to its last
- * backward read. Liveness comes from the reads alone, so a buffer is freed
- * right after its last use. sched_measure gives a plan's max-live and
+ * backward read. One decided OFFLOAD is copied to a host buffer by an
+ * OFFLOAD step right after its last forward read (or its own step, if none
+ * reads it), which is its device copy's last use, and copied back by a FETCH
+ * step where a recomputation would be; the host copy lives from the one to
+ * the other, in a host arena of its own. Liveness comes from the reads alone,
+ * so a buffer is freed right after its last use. sched_measure gives a plan's max-live and
  * recompute time by the same walk without building the lists (for search).
  */
 #include <string.h>
 
 #include "passes.h"
+
+const char *const sched_step_kinds[] = {"forward", "recompute", "seed", "backward", "offload", "fetch"};
 
 const char *buf_kind_name(BufKind k) {
     static const char *const names[BUF_KIND_COUNT] = {"parameters",  "gradients",  "optimizer_m",
@@ -26,8 +32,11 @@ typedef struct {
     const Autodiff *ad;
     const Decision *dec;
     Schedule *s;
-    int *cur, *cur_aux; /* [n] buffer holding node's tensor / aux now, -1 if none */
-    int *grad;          /* [n] gradient buffer, -1 until its first contribution */
+    int *cur, *cur_aux;       /* [n] buffer holding node's tensor / aux now, -1 if none */
+    int *host, *host_aux;     /* [n] its offloaded copy, -1 if none */
+    int *grad;                /* [n] gradient buffer, -1 until its first contribution */
+    bool *off;                /* [n] offloaded (sched_offloads) */
+    int *off_head, *off_next; /* [n] the offloaded tensors whose last forward read is node i's step */
 } Builder;
 
 static int64_t round_up(int64_t x) { return (x + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN; }
@@ -42,9 +51,18 @@ const char *opt_state_name(OptState st) {
 static int64_t moment_bytes(const Node *x, OptState st) { return shape_elems(&x->shape) * opt_state_elem_bytes(st); }
 
 static int new_buf(Schedule *s, BufKind k, int node, int64_t bytes, bool persistent) {
-    Buffer b = {k, node, round_up(bytes > 0 ? bytes : 1), -1, -1, -1, persistent};
+    Buffer b = {k, node, round_up(bytes > 0 ? bytes : 1), -1, -1, -1, persistent, false};
     VEC_PUSH(s->bufs, b);
     return s->bufs.n - 1;
+}
+
+/* Whether node i is offloaded: decided so, or dropped where so marks it;
+ * only a tensor the forward computes and the backward reads (never the
+ * loss) has a copy worth keeping. */
+static bool offloaded(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, int i) {
+    if (dec[i] != DEC_OFFLOAD && !(dec[i] == DEC_RECOMPUTE && so && so->offload && so->offload[i])) return false;
+    const Node *x = graph_node(g, i);
+    return i != g->loss && ad->live[i] && !(op_table[x->op].flags & OPF_LEAF);
 }
 
 static Step blank_step(StepKind k, int node) {
@@ -82,11 +100,38 @@ static void emit_compute(Builder *b, int node, StepKind kind) {
     if (kind == ST_RECOMPUTE) b->s->n_recompute++;
 }
 
-/* Make node's tensor available for a backward read, recomputing it (and
- * whatever dropped ancestors it needs) if the plan dropped it. */
+/* Copy node's tensor (and tail) between the arena and its host copy:
+ * OFFLOAD after its last forward read, FETCH before its first backward one. */
+static void emit_copy(Builder *b, int node, StepKind kind) {
+    const Node *x = graph_node(b->g, node);
+    Step st = blank_step(kind, node);
+    bool out = kind == ST_OFFLOAD;
+    st.in[0] = out ? b->cur[node] : b->host[node];
+    st.in[1] = out ? b->cur_aux[node] : b->host_aux[node];
+    st.out = new_buf(b->s, BUF_ACT, node, node_tensor_bytes(x), false);
+    if (x->aux_elems) st.aux = new_buf(b->s, BUF_AUX, node, x->aux_elems * 4, false);
+    if (out) {
+        b->s->bufs.v[st.out].host = true;
+        if (st.aux >= 0) b->s->bufs.v[st.aux].host = true;
+        b->host[node] = st.out, b->host_aux[node] = st.aux;
+        b->cur[node] = b->cur_aux[node] = -1;
+        b->s->n_offload++;
+    } else {
+        b->cur[node] = st.out, b->cur_aux[node] = st.aux;
+    }
+    VEC_PUSH(b->s->steps, st);
+}
+
+/* Make node's tensor available for a backward read, fetching its host copy
+ * or recomputing it (and whatever dropped ancestors it needs) if the plan
+ * dropped it. */
 static void ensure(Builder *b, int node) {
     const Node *x = graph_node(b->g, node);
     if ((op_table[x->op].flags & OPF_LEAF) || b->cur[node] >= 0) return;
+    if (b->host[node] >= 0) {
+        emit_copy(b, node, ST_FETCH);
+        return;
+    }
     for (int j = 0; j < x->n_in; j++) ensure(b, x->in[j]);
     emit_compute(b, node, ST_RECOMPUTE);
 }
@@ -121,13 +166,40 @@ static void emit_backward(Builder *b, int node) {
     VEC_PUSH(b->s->steps, st);
 }
 
-void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s) {
+void sched_build(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, Schedule *s) {
     memset(s, 0, sizeof *s);
-    sched_rebuild(g, ad, dec, optimizer, s);
+    sched_rebuild(g, ad, dec, so, s);
 }
 
-void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptState optimizer, Schedule *s) {
+/* For each offloaded tensor, the forward step after which it is copied
+ * out: its last forward reader's (its own if none), as lists by step node. */
+static void plan_offloads(Builder *b, const SchedOptions *so) {
+    const Graph *g = b->g;
     int n = g->nodes.n;
+    int *last = b->off_next; /* its last forward reader, then reused as the list links */
+    for (int i = 0; i < n; i++) {
+        b->off[i] = offloaded(g, b->ad, b->dec, so, i);
+        last[i] = i;
+        b->off_head[i] = -1;
+    }
+    for (int j = 0; j < n; j++) {
+        const Node *x = graph_node(g, j);
+        if (!b->ad->live[j] || (op_table[x->op].flags & OPF_LEAF)) continue;
+        for (int k = 0; k < x->n_in; k++) last[x->in[k]] = j;
+    }
+    for (int i = n - 1; i >= 0; i--) /* each list in ascending node order */
+        if (b->off[i]) {
+            int at = last[i];
+            last[i] = b->off_head[at];
+            b->off_head[at] = i;
+        }
+    for (int i = 0; i < n; i++)
+        if (!b->off[i]) last[i] = -1;
+}
+
+void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, Schedule *s) {
+    int n = g->nodes.n;
+    OptState optimizer = so ? so->optimizer : OPT_STATE_NONE;
     Schedule keep = *s; /* reuse the arrays' memory: the planner rebuilds thousands of times */
     memset(s, 0, sizeof *s);
     s->steps.v = keep.steps.v, s->steps.cap = keep.steps.cap;
@@ -140,11 +212,13 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptS
         *maps[k] = acc_xrealloc(kept[k], (size_t)n * sizeof(int));
         for (int i = 0; i < n; i++) (*maps[k])[i] = -1;
     }
-    Builder b = {g, ad, dec, s, NULL, NULL, NULL};
-    b.cur = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    b.cur_aux = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    b.grad = acc_xrealloc(NULL, (size_t)n * sizeof(int));
-    for (int i = 0; i < n; i++) b.cur[i] = b.cur_aux[i] = b.grad[i] = -1;
+    Builder b = {g, ad, dec, s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    int *ints = acc_xrealloc(NULL, (size_t)n * 7 * sizeof(int));
+    b.cur = ints, b.cur_aux = ints + n, b.host = ints + 2 * n, b.host_aux = ints + 3 * n, b.grad = ints + 4 * n;
+    b.off_head = ints + 5 * n, b.off_next = ints + 6 * n;
+    b.off = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(bool));
+    for (int i = 0; i < 5 * n; i++) ints[i] = -1;
+    plan_offloads(&b, so);
 
     /* persistent buffers, grouped by kind so the arena layout is readable */
     for (int i = 0; i < n; i++) {
@@ -168,14 +242,16 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptS
     }
     s->loss_buf = new_buf(s, BUF_LOSS, g->loss, 4, true);
 
-    /* forward */
+    /* forward, each offloaded tensor copied out after its last forward read */
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
-        if (ad->live[i] && !(op_table[x->op].flags & OPF_LEAF)) emit_compute(&b, i, ST_FWD);
+        if (!ad->live[i] || (op_table[x->op].flags & OPF_LEAF)) continue;
+        emit_compute(&b, i, ST_FWD);
+        for (int k = b.off_head[i]; k >= 0; k = b.off_next[k]) emit_copy(&b, k, ST_OFFLOAD);
     }
     /* the plan drops what it recomputes; the loss stays */
     for (int i = 0; i < n; i++)
-        if (dec[i] == DEC_RECOMPUTE && i != g->loss) b.cur[i] = b.cur_aux[i] = -1;
+        if (dec[i] != DEC_SAVE && !b.off[i] && i != g->loss) b.cur[i] = b.cur_aux[i] = -1;
 
     /* backward */
     s->first_bwd_step = s->steps.n;
@@ -202,9 +278,8 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, OptS
             bf->last = t;
         }
     }
-    free(b.cur);
-    free(b.cur_aux);
-    free(b.grad);
+    free(ints);
+    free(b.off);
 }
 
 void sched_free(Schedule *s) {
@@ -223,6 +298,7 @@ int64_t sched_live_bytes(const Schedule *s, int64_t *live) {
     int64_t persistent = 0;
     for (int i = 0; i < s->bufs.n; i++) { /* changes at each step, then their running sum */
         const Buffer *b = &s->bufs.v[i];
+        if (b->host) continue; /* not in the arena */
         if (b->persistent) {
             persistent += b->size_bytes;
         } else if (b->first >= 0) {
@@ -251,7 +327,8 @@ void sched_max_live(Schedule *s) {
  * order, but keeps only each buffer's first and last step, in slots fixed per
  * node (forward copy, its statistics tail, recomputed copy, its tail,
  * gradient): a node is computed at most once in the forward and recomputed at
- * most once, so five slots hold every buffer a schedule can have. Persistent
+ * most once (or fetched from its host copy once, into the recompute slots), so
+ * five slots hold every buffer of the arena a schedule can have. Persistent
  * buffers (parameters, their gradients and moments, inputs, the loss) are one
  * constant. test_sched checks it against sched_build on random plans. */
 
@@ -263,6 +340,7 @@ struct SchedIndex {
     Pool mem; /* this struct and its arrays (sched_index_free frees them in one call) */
     const Graph *g;
     const Autodiff *ad;
+    const SchedOptions *so;
     int n, n_steps_max;
     int64_t persistent;
     int64_t *slot_bytes; /* [n * SL_COUNT] */
@@ -272,19 +350,26 @@ struct SchedIndex {
     /* per measure: */
     int *first, *last;         /* [n * SL_COUNT] steps, -1 if the buffer does not exist */
     int *cur, *cur_aux, *grad; /* [n] slot holding the tensor / tail / gradient now */
+    bool *off, *on_host;       /* [n] offloaded; its host copy is the only one now */
+    int *last_read, *off_head; /* [n] each offloaded tensor's last forward reader; the lists by reader */
     int64_t *delta;            /* [n_steps_max + 1] */
     const double *time;
     int t, n_recompute;
-    double cost;
+    double cost, transfer;
 };
 
 /* Sizes, reads and the persistent total, once per graph; scratch for sched_measure. */
-SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, OptState optimizer) {
+SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptions *so) {
     int n = g->nodes.n;
+    OptState optimizer = so ? so->optimizer : OPT_STATE_NONE;
     Pool mem = {0};
     SchedIndex *x = pool_alloc(&mem, sizeof *x); /* zeroed */
     x->mem = mem;
-    x->g = g, x->ad = ad, x->n = n;
+    x->g = g, x->ad = ad, x->so = so, x->n = n;
+    x->off = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
+    x->on_host = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
+    x->last_read = pool_alloc(&x->mem, (size_t)n * sizeof(int));
+    x->off_head = pool_alloc(&x->mem, (size_t)n * sizeof(int));
     x->slot_bytes = pool_alloc(&x->mem, (size_t)n * SL_COUNT * sizeof(int64_t));
     x->leaf_persist = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
     x->fwd = pool_alloc(&x->mem, (size_t)n * sizeof(bool));
@@ -317,7 +402,8 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, OptState optimiz
         n_fwd += x->fwd[i];
         x->reads[i] = ad_reads(ad, i);
     }
-    x->n_steps_max = 2 * n_fwd + 1 + ad->bwd.n; /* forward, seed, recompute at most once each, backward */
+    /* forward (and an offload) once each, seed, recompute or fetch at most once each, backward */
+    x->n_steps_max = 3 * n_fwd + 1 + ad->bwd.n;
     x->delta = pool_alloc(&x->mem, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));
     return x;
 }
@@ -356,9 +442,34 @@ static void m_compute(SchedIndex *x, int node, bool recompute) {
     x->t++;
 }
 
-/* ensure: recompute node (and the dropped ancestors it needs) if it has no copy. */
+/* emit_copy: OFFLOAD (the device copy's last read) or FETCH (into the
+ * recompute slots). */
+static void m_copy(SchedIndex *x, int node, bool out) {
+    int base = node * SL_COUNT;
+    if (out) {
+        m_touch(x, x->cur[node]);
+        m_touch(x, x->cur_aux[node]);
+        x->cur[node] = x->cur_aux[node] = SL_NONE;
+        x->on_host[node] = true;
+        x->transfer += x->so && x->so->transfer ? x->so->transfer[node] : 0;
+    } else {
+        x->cur[node] = base + SL_RACT;
+        x->cur_aux[node] = graph_node(x->g, node)->aux_elems ? base + SL_RAUX : SL_NONE;
+        m_touch(x, x->cur[node]);
+        m_touch(x, x->cur_aux[node]);
+        x->on_host[node] = false;
+    }
+    x->t++;
+}
+
+/* ensure: fetch node's host copy, or recompute node (and the dropped
+ * ancestors it needs), if it has no copy. */
 static void m_ensure(SchedIndex *x, int node) {
     if (x->leaf_persist[node] || x->cur[node] != SL_NONE) return;
+    if (x->on_host[node]) {
+        m_copy(x, node, false);
+        return;
+    }
     const Node *nd = graph_node(x->g, node);
     for (int j = 0; j < nd->n_in; j++) m_ensure(x, nd->in[j]);
     m_compute(x, node, true);
@@ -395,11 +506,29 @@ void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, 
     for (int i = 0; i < n; i++) x->cur[i] = x->cur_aux[i] = x->grad[i] = SL_NONE;
     x->time = node_time;
     x->t = x->n_recompute = 0;
-    x->cost = 0;
+    x->cost = x->transfer = 0;
+    /* plan_offloads' lists */
+    for (int i = 0; i < n; i++) {
+        x->off[i] = offloaded(g, x->ad, dec, x->so, i);
+        x->on_host[i] = false;
+        x->last_read[i] = i, x->off_head[i] = -1;
+    }
+    for (int j = 0; j < n; j++)
+        if (x->fwd[j])
+            for (int k = 0; k < graph_node(g, j)->n_in; k++) x->last_read[graph_node(g, j)->in[k]] = j;
+    for (int i = n - 1; i >= 0; i--)
+        if (x->off[i]) {
+            int at = x->last_read[i];
+            x->last_read[i] = x->off_head[at];
+            x->off_head[at] = i;
+        }
+    for (int i = 0; i < n; i++) {
+        if (!x->fwd[i]) continue;
+        m_compute(x, i, false);
+        for (int k = x->off_head[i]; k >= 0; k = x->last_read[k]) m_copy(x, k, true);
+    }
     for (int i = 0; i < n; i++)
-        if (x->fwd[i]) m_compute(x, i, false);
-    for (int i = 0; i < n; i++)
-        if (dec[i] == DEC_RECOMPUTE && i != g->loss) x->cur[i] = x->cur_aux[i] = SL_NONE;
+        if (dec[i] != DEC_SAVE && !x->off[i] && i != g->loss) x->cur[i] = x->cur_aux[i] = SL_NONE;
     x->grad[g->loss] = g->loss * SL_COUNT + SL_GRAD; /* the seed step */
     m_touch(x, x->grad[g->loss]);
     x->t++;
@@ -418,4 +547,5 @@ void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, 
     m->peak_live_bytes = peak + x->persistent;
     m->n_recompute = x->n_recompute;
     m->recompute_time = x->cost;
+    m->transfer_time = x->transfer;
 }

@@ -24,6 +24,7 @@
 struct acc_model {
     const acc_model_desc *desc;
     unsigned char *arena; /* host memory, or the device address of the arena */
+    unsigned char *host;  /* the host arena of offloaded activations, or NULL */
     acc_dev *dev;         /* NULL on the CPU target */
     uint64_t seed;
     uint32_t step;
@@ -184,6 +185,11 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
         }
         m->counters.peak_bytes_measured = desc->arena_bytes + extra;
         *out = m;
+        if (desc->host_bytes > 0) {
+            rc = dev_status(m, desc->device->host_alloc(m->dev, (size_t)desc->host_bytes, &m->host));
+            if (rc != ACC_OK) return m->failed = 2, rc;
+            m->counters.host_bytes = desc->host_bytes;
+        }
         /* as on the CPU target, the arena starts zeroed (optimizer state) */
         return mem_zero(m, 0, bytes);
     }
@@ -195,16 +201,38 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     }
     memset(m->arena, 0, bytes);
     m->counters.peak_bytes_measured = (int64_t)((bytes + 63) / 64 * 64);
+    if (desc->host_bytes > 0) { /* the offloaded activations' own memory, beside the arena */
+        m->host = aligned_alloc(64, (size_t)(desc->host_bytes + 63) / 64 * 64);
+        if (!m->host) {
+            free(m->arena);
+            free(m);
+            return ACC_ERR_NOMEM;
+        }
+        m->counters.host_bytes = desc->host_bytes;
+    }
     *out = m;
     return ACC_OK;
+}
+
+int acc_host_copy(acc_ctx *ctx, int64_t host_off, void *p, size_t n, int to_host) {
+    acc_model *m = ctx->model;
+    unsigned char *h = ctx->host + host_off;
+    if (!m->dev) {
+        memcpy(to_host ? h : p, to_host ? p : (const void *)h, n);
+        return ACC_OK;
+    }
+    return dev_status(
+        m, m->desc->device->host_copy(m->dev, to_host ? (void *)h : p, to_host ? p : (const void *)h, n, to_host));
 }
 
 void acc_destroy(acc_model *m) {
     if (!m) return;
     if (m->desc->device) {
+        if (m->host) m->desc->device->host_free(m->dev, m->host);
         if (m->dev) m->desc->device->close(m->dev);
     } else {
         free(m->arena);
+        free(m->host);
     }
     free(m);
 }
@@ -576,8 +604,9 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
     for (int mb = 0; rc == ACC_OK && mb < n; mb++) {
         int accumulate = kind == RUN_STEP_ACCUM || mb > 0;
         int g = kind == RUN_FORWARD ? RUN_FORWARD : accumulate ? RUN_STEP_ACCUM : RUN_STEP;
-        acc_ctx ctx = {m->arena,           m->seed, m->step * (uint32_t)n + (uint32_t)mb, m, m->dev, accumulate,
-                       kind != RUN_FORWARD};
+        acc_ctx ctx = {
+            m->arena,           m->seed, m->step * (uint32_t)n + (uint32_t)mb, m, m->dev, m->host, accumulate,
+            kind != RUN_FORWARD};
         double ms[ACC_PHASE_COUNT] = {0};
         float part = 0.0f;
         if (n > 1) rc = stage_micro_batch(m, mb);

@@ -100,6 +100,7 @@ typedef struct {
     uint32_t step;
     acc_model *model;
     acc_dev *dev;
+    unsigned char *host; /* the host arena of offloaded activations (desc->host_bytes; NULL: none) */
     /* The parameter gradients are accumulators: the schedule zeroes each
      * before its first contribution unless `accumulate` is set (the
      * gradients of activations are always zeroed). `training` 0 (acc_forward)
@@ -164,6 +165,13 @@ typedef struct acc_device {
     int (*sum_squares)(acc_dev *dev, const float *x, int64_t n, int first);
     int (*sum_squares_result)(acc_dev *dev, double *sum);
     int (*scale)(acc_dev *dev, float *x, int64_t n, float factor);
+    /* Offloaded activations: the host arena of n bytes (pinned where the
+     * device copies to and from host memory without staging), freed by
+     * host_free; host_copy copies n bytes between it and the arena in launch
+     * order (to_host: from the arena; recordable in a run). */
+    int (*host_alloc)(acc_dev *dev, size_t n, unsigned char **host);
+    void (*host_free)(acc_dev *dev, unsigned char *host);
+    int (*host_copy)(acc_dev *dev, void *dst, const void *src, size_t n, int to_host);
 } acc_device;
 
 /* A kernel image embedded in a device library: CUBIN for one architecture
@@ -206,6 +214,9 @@ typedef struct acc_model_desc {
      * loss is the sum of the micro-batches' losses times loss_scale. */
     int micro_batches;
     float loss_scale;
+    /* Offload: the host arena the plan copies activations to (0: none),
+     * allocated beside the arena (acc_counters.host_bytes). */
+    int64_t host_bytes;
 } acc_model_desc;
 
 typedef struct {
@@ -214,6 +225,7 @@ typedef struct {
     double phase_ms[ACC_PHASE_COUNT]; /* last step's time per phase */
     double total_ms[ACC_PHASE_COUNT]; /* summed over all steps */
     int64_t steps;
+    int64_t host_bytes; /* the host arena of offloaded activations: the plan's host memory */
 } acc_counters;
 
 /* On a device target whose device cannot be opened (no driver, no GPU, no
@@ -308,6 +320,9 @@ const acc_model_desc *acc_describe(const acc_model *m);
 /* For generated schedules: report a failure with detail and time phases. */
 int acc_fail(acc_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void acc_phase(acc_ctx *ctx, int phase);
+/* For generated schedules: an offloaded activation's copy of n bytes between
+ * the arena (at p) and the host arena (at host_off); to_host: from the arena. */
+int acc_host_copy(acc_ctx *ctx, int64_t host_off, void *p, size_t n, int to_host);
 
 #ifdef __cplusplus
 }

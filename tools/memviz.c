@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const step_kind[] = {"forward", "recompute", "seed", "backward"};
 
 /* one colour per BufKind, persistent ones cool, per-step ones warm */
 static const char *const kind_colour[BUF_KIND_COUNT] = {"#4c72b0", "#64b5cd", "#8172b2", "#a39fc9", "#55a868",
@@ -81,6 +80,7 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
     /* a difference array per kind: + at the first step, - after the last */
     for (int i = 0; i < s->bufs.n; i++) {
         const Buffer *b = &s->bufs.v[i];
+        if (b->host) continue; /* offloaded copies are in host memory */
         if (zoom && b->persistent) {
             floor_bytes += b->size_bytes;
             continue;
@@ -152,7 +152,7 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
     fprintf(o,
             "<circle cx=\"%.1f\" cy=\"%.2f\" r=\"4\" fill=\"black\"/>\n<text x=\"%.1f\" y=\"%.2f\">peak: %s of %s"
             "</text>\n",
-            px, py, px + 6, py - 6, step_kind[pk->kind], graph_node(g, pk->node)->name);
+            px, py, px + 6, py - 6, sched_step_kinds[pk->kind], graph_node(g, pk->node)->name);
     /* x axis: ticks at round step numbers, the recompute steps marked under it */
     fprintf(o, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", ML, H - MB, W - MR,
             H - MB);
@@ -351,14 +351,14 @@ void memviz_snapshot(const Graph *g, const Schedule *s, FILE *o) {
     if (!first_at || !last_at || !by_first || !by_last) acc_panic(__FILE__, __LINE__, "out of memory");
     for (int i = 0; i < nb; i++) {
         const Buffer *b = &s->bufs.v[i];
-        if (b->persistent) continue;
+        if (b->persistent || b->host) continue;
         if (b->first >= 0 && b->first < n_steps) first_at[b->first + 1]++;
         if (b->last >= 0 && b->last < n_steps) last_at[b->last + 1]++;
     }
     for (int t = 0; t < n_steps; t++) first_at[t + 1] += first_at[t], last_at[t + 1] += last_at[t];
     for (int i = 0; i < nb; i++) {
         const Buffer *b = &s->bufs.v[i];
-        if (b->persistent) continue;
+        if (b->persistent || b->host) continue;
         if (b->first >= 0 && b->first < n_steps) by_first[first_at[b->first]++] = i;
         if (b->last >= 0 && b->last < n_steps) by_last[last_at[b->last]++] = i;
     }

@@ -56,6 +56,11 @@ static const OptionRow option_rows[] = {
      "memory budget of the whole training step: 8G, 512M, 1.5GiB, 8000MB or a number of bytes; "
      "K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, kB/MB/GB/TB powers of 1000",
      "compile explain run"},
+    {"--host-budget", "SIZE",
+     "host memory the plan may offload activations to (as --budget's sizes; default 0: no offload): a "
+     "tensor the backward reads is then copied to host memory after its last forward read and back before "
+     "its first backward read, where the copies take less time than recomputing it",
+     "compile explain run"},
     {"-o", "DIR", "output directory (created if missing)", "compile"},
     {"-o", "FILE.svg", "write the plot", "pareto"},
     {"-o", "FILE.hw", "write the profile there instead of to standard output", "calibrate"},
@@ -327,6 +332,10 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
                 return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824; at most 8 EiB)",
                                    v);
             o->has_budget = true;
+        } else if (!strcmp(name, "--host-budget")) {
+            if (strcmp(v, "0") && !parse_size(v, &o->host_budget_bytes))
+                return usage_error("invalid size '%s' (examples: 8G, 512M, 1.5GiB, 8000MB, 1073741824; at most 8 EiB)",
+                                   v);
         } else if (!strcmp(name, "-o")) o->out_dir = v;
         else if (!strcmp(name, "--emit")) {
             o->emit = v;

@@ -80,7 +80,8 @@ static const Buffer *peak_buffer(const Schedule *s) {
     int t = s->peak_step;
     for (int i = 0; i < s->bufs.n; i++) {
         const Buffer *b = &s->bufs.v[i];
-        if (b->persistent || b->first > t || b->last < t || (best && b->size_bytes <= best->size_bytes)) continue;
+        if (b->persistent || b->host || b->first > t || b->last < t || (best && b->size_bytes <= best->size_bytes))
+            continue;
         best = b;
     }
     return best;
@@ -100,7 +101,8 @@ static int report_refusal(const Options *o, Compilation *c) {
     bool own = !c->plan.min_peak_bytes;
     if (own) {
         plan_min_peak(g, &c->ad, &c->po, &mp);
-        sched_build(g, &c->ad, mp.dec, c->po.optimizer, &ms);
+        SchedOptions so = {c->po.optimizer, NULL, NULL};
+        sched_build(g, &c->ad, mp.dec, &so, &ms);
         alloc_assign(&ms);
     }
     const Plan *m = own ? &mp : &c->plan;
@@ -131,7 +133,7 @@ static int report_refusal(const Options *o, Compilation *c) {
         fprintf(stderr, "where the memory goes:\n");
     }
     report_breakdown(shown, stderr);
-    static const char *const kind[] = {"forward", "recompute", "seed", "backward"};
+    const char *const *kind = sched_step_kinds;
     fprintf(stderr, "note: the peak is at step %d (%s of '%s')", shown->peak_step, kind[pk->kind],
             graph_node(g, pk->node)->name);
     if (big)
@@ -489,9 +491,18 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
      * DSL's `optimizer_state bf16;` (half the fixed memory they take) */
     const char *state = o->optimizer_state ? o->optimizer_state : g->optimizer_state; /* option over the DSL's */
     OptState opt_state = state && !strcmp(state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
-    c->po = (PlanOptions){
-        o->policy,       budget,          o->target->workspace_bytes, o->time_limit_s,      &c->hw, opt_state,
-        o->save_globs.v, o->save_globs.n, o->recompute_globs.v,       o->recompute_globs.n, staging};
+    c->po = (PlanOptions){o->policy,
+                          budget,
+                          o->target->workspace_bytes,
+                          o->time_limit_s,
+                          &c->hw,
+                          opt_state,
+                          o->save_globs.v,
+                          o->save_globs.n,
+                          o->recompute_globs.v,
+                          o->recompute_globs.n,
+                          staging,
+                          o->host_budget_bytes};
     plan_make(g, &c->ad, &c->po, &c->plan);
     if (c->plan.solver_error[0])
         fprintf(stderr,
@@ -500,7 +511,8 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                 c->plan.solver_error);
 
     /* schedule: forward, seed, backward with the recomputations inserted */
-    sched_build(g, &c->ad, c->plan.dec, c->po.optimizer, &c->sched);
+    SchedOptions so = {c->po.optimizer, NULL, NULL};
+    sched_build(g, &c->ad, c->plan.dec, &so, &c->sched);
 
     /* alloc: every buffer at an offset of one arena; the step's memory */
     alloc_assign(&c->sched);
@@ -512,7 +524,8 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                            o->has_budget ? o->budget_bytes : 0,
                            c->mem,
                            NULL,
-                           NULL};
+                           NULL,
+                           o->host_budget_bytes};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");

@@ -11,7 +11,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-static const char *const step_kind[] = {"forward", "recompute", "seed", "backward"};
 
 typedef struct {
     int64_t cat[BUF_KIND_COUNT];
@@ -24,6 +23,7 @@ static Breakdown breakdown(const Schedule *s) {
     int t = s->peak_step;
     for (int i = 0; i < s->bufs.n; i++) {
         const Buffer *x = &s->bufs.v[i];
+        if (x->host) continue; /* an offloaded copy, in the host arena */
         if (x->persistent || (x->first >= 0 && x->first <= t && t <= x->last)) b.cat[x->kind] += x->size_bytes;
     }
     b.fragmentation = s->arena_bytes - s->peak_live_bytes;
@@ -41,7 +41,7 @@ void report_breakdown(const Schedule *s, FILE *out) {
             format_bytes(b.fragmentation, buf, sizeof buf));
     const Step *st = &s->steps.v[s->peak_step];
     fprintf(out, "  %-22s %14" PRId64 "  %s   (peak at step %d: %s of %s)\n", "total (arena)", s->arena_bytes,
-            format_bytes(s->arena_bytes, buf, sizeof buf), s->peak_step, step_kind[st->kind],
+            format_bytes(s->arena_bytes, buf, sizeof buf), s->peak_step, sched_step_kinds[st->kind],
             graph_node(s->g, st->node)->name);
 }
 
@@ -59,6 +59,19 @@ static void json_str(FILE *out, const char *s) {
 static bool is_candidate(const Autodiff *ad, const Graph *g, int i) {
     const Node *x = graph_node(g, i);
     return ad->live[i] && !(op_table[x->op].flags & OPF_LEAF) && i != g->loss;
+}
+
+static const char *decision_name(Decision d) {
+    return d == DEC_SAVE ? "save" : d == DEC_OFFLOAD ? "offload" : "recompute";
+}
+
+/* plan.json's "offload" (with --host-budget): the host memory allowed and
+ * used, how many tensors are offloaded and the time of their copies. */
+static void offload_json(const Schedule *s, const Plan *p, const ReportInfo *info, FILE *out) {
+    fprintf(out,
+            "  \"offload\": {\"host_budget_bytes\": %" PRId64 ", \"host_bytes\": %" PRId64
+            ", \"tensors\": %d, \"transfer_time_est\": %.9g},\n",
+            info->host_budget_bytes, p->host_bytes, s->n_offload, p->transfer_time);
 }
 
 /* plan.json's "micro_batching": the whole batch, the count chosen, and
@@ -115,9 +128,11 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     if (workspace) fprintf(out, ", \"workspace\": %" PRId64, workspace);
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
     if (info->micro) micro_json(info->micro, out);
+    if (info->host_budget_bytes) offload_json(s, p, info, out);
     if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
-    fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step, step_kind[pk->kind]);
+    fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step,
+            sched_step_kinds[pk->kind]);
     json_str(out, graph_node(g, pk->node)->name);
     fprintf(out, "},\n  \"steps\": %d,\n  \"recompute_steps\": %d,\n", s->steps.n, s->n_recompute);
     fprintf(out, "  \"recompute_flops\": %.9g,\n  \"recompute_time_est\": %.9g,\n", p->recompute_flops,
@@ -140,7 +155,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
         fprintf(out,
                 ", \"op\": \"%s\", \"dtype\": \"%s\", \"bytes\": %" PRId64 ", \"decision\": \"%s\", "
                 "\"recompute_time\": %.9g, \"recompute_flops\": %.9g}",
-                op_table[x->op].name, dtype_name(x->dtype), node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
+                op_table[x->op].name, dtype_name(x->dtype), node_bytes(x), decision_name(p->dec[i]),
                 cost_fwd_time(g, x, hw), op_table[x->op].flops(g, x));
         first = false;
     }
@@ -202,6 +217,10 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     if (workspace)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
     if (info->micro) micro_explain(info->micro, staging, out);
+    if (info->host_budget_bytes)
+        fprintf(out, "offload: %d tensors to host memory, %s of the host budget of %s, copies %.3f ms\n", s->n_offload,
+                format_bytes(p->host_bytes, b1, sizeof b1), format_bytes(info->host_budget_bytes, b2, sizeof b2),
+                p->transfer_time * 1e3);
     int runs = info->micro ? info->micro->chosen : 1; /* the step runs the plan once per micro-batch */
     fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", runs * p->recompute_time * 1e3,
             runs * (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),
@@ -233,8 +252,8 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
             int64_t bytes = 0;
             for (int i = start; i < end; i++)
                 if (is_candidate(ad, g, i)) n_t++, n_rc += p->dec[i] != DEC_SAVE, bytes += node_bytes(graph_node(g, i));
-            fprintf(out, "[%s] as [%s]: %d tensors, %" PRId64 " bytes, %d recomputed", group,
-                    graph_node(g, full)->group, n_t, bytes, n_rc);
+            fprintf(out, "[%s] as [%s]: %d tensors, %" PRId64 " bytes, %d %s", group, graph_node(g, full)->group, n_t,
+                    bytes, n_rc, p->host_bytes ? "recomputed or offloaded" : "recomputed");
             const char *sep = ": ";
             size_t glen = strlen(group);
             for (int i = start; i < end; i++)
@@ -250,8 +269,7 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
                 if (!is_candidate(ad, g, i)) continue;
                 const Node *x = graph_node(g, i);
                 fprintf(out, "  %-38s %-14s %-5s %12" PRId64 "  %-9s %9.3f us\n", x->name, op_table[x->op].name,
-                        dtype_name(x->dtype), node_bytes(x), p->dec[i] == DEC_SAVE ? "save" : "recompute",
-                        cost_fwd_time(g, x, hw) * 1e6);
+                        dtype_name(x->dtype), node_bytes(x), decision_name(p->dec[i]), cost_fwd_time(g, x, hw) * 1e6);
             }
             if (*group) full = start, full_end = end;
         }

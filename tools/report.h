@@ -27,9 +27,10 @@ typedef struct {
     const char *policy, *hw, *target;
     const char *precision; /* "fp32", "tf32" or "bf16" */
     int64_t budget_bytes;
-    StepMemory mem;           /* the schedule's arena, then (device targets) the workspace */
-    const char *codegen_json; /* device targets: a JSON object on the kernel images, or NULL */
-    const MicroReport *micro; /* --micro-batch, or NULL: one batch */
+    StepMemory mem;            /* the schedule's arena, then (device targets) the workspace */
+    const char *codegen_json;  /* device targets: a JSON object on the kernel images, or NULL */
+    const MicroReport *micro;  /* --micro-batch, or NULL: one batch */
+    int64_t host_budget_bytes; /* --host-budget (0: no offload) */
 } ReportInfo;
 
 void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,

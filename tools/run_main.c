@@ -104,10 +104,14 @@ int main(int argc, char **argv) {
     acc_get_counters(m, &c);
     double n = c.steps ? (double)c.steps : 1;
     printf("{\"model\": \"%s\", \"steps\": %ld, \"peak_bytes_planned\": %lld, \"peak_bytes_measured\": %lld, "
-           "\"step_ms_median\": %.3f, \"fwd_ms_mean\": %.3f, \"bwd_ms_mean\": %.3f, \"opt_ms_mean\": %.3f}\n",
+           "\"step_ms_median\": %.3f, \"fwd_ms_mean\": %.3f, \"bwd_ms_mean\": %.3f, \"opt_ms_mean\": %.3f",
            d->model_name, steps, (long long)d->planned_peak_bytes, (long long)c.peak_bytes_measured,
            steps > 0 ? times[steps / 2] : 0.0, c.total_ms[ACC_PHASE_FWD] / n, c.total_ms[ACC_PHASE_BWD] / n,
            c.total_ms[ACC_PHASE_OPT] / n);
+    if (d->host_bytes) /* offloaded activations: the plan's host memory and what the runtime holds */
+        printf(", \"host_bytes_planned\": %lld, \"host_bytes_measured\": %lld", (long long)d->host_bytes,
+               (long long)c.host_bytes);
+    printf("}\n");
     free(times);
     acc_destroy(m);
     return 0;

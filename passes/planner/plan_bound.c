@@ -77,8 +77,8 @@ static void lp_intermediate(Bound *b, int q) {
 /* The x column of read node i, created with what x_i requires. */
 static int lp_drop(Bound *b, int i) {
     if (!b->col[i]) {
-        b->col[i] = lp_binary(b, b->c->time[i]);
-        lp_require_inputs(b, b->col[i], i);
+        b->col[i] = lp_binary(b, b->c->drop[i]);
+        if (!b->c->offload[i]) lp_require_inputs(b, b->col[i], i); /* a fetch needs no inputs */
     }
     return b->col[i];
 }
@@ -317,7 +317,7 @@ static void bound_solve(void *arg) {
     if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
         glp_set_col_bnds(lp, w, GLP_FX, 0, 0);
         run->bound = lp_value(c, lp, false);
-        if (c->time[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
+        if (c->drop[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
             glp_set_col_bnds(lp, w, GLP_FX, 1, 1);
             double v1 = lp_value(c, lp, true);
             run->bound = v1 < run->bound ? v1 : run->bound;

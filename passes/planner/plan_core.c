@@ -31,16 +31,16 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
         e->max_live = m.peak_live_bytes;
         e->arena = -1;
         e->peak_step = m.peak_step;
-        e->cost = m.recompute_time;
+        e->cost = m.recompute_time + m.transfer_time;
         e->flops = -1;
         return;
     }
     Schedule s;
     double t0 = alloc ? acc_now_s() : 0;
     if (keep) {
-        sched_build(c->g, c->ad, dec, c->o->optimizer, &s);
+        sched_build(c->g, c->ad, dec, &c->so, &s);
     } else {
-        sched_rebuild(c->g, c->ad, dec, c->o->optimizer, &c->scratch);
+        sched_rebuild(c->g, c->ad, dec, &c->so, &c->scratch);
         s = c->scratch;
     }
     if (alloc) alloc_assign(&s);
@@ -54,6 +54,8 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
             const Node *n = graph_node(c->g, s.steps.v[t].node);
             e->cost += c->time[n->id];
             e->flops += op_table[n->op].flops(c->g, n);
+        } else if (s.steps.v[t].kind == ST_OFFLOAD) {
+            e->cost += c->transfer[s.steps.v[t].node];
         }
     if (keep) *keep = s;
     else c->scratch = s;

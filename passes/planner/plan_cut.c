@@ -120,6 +120,7 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
 /* Recompute time of dropping node i with pl_drop_closure: i and the saved
  * intermediates that feed it (listed into list, stamped with mark). */
 static double closure_time(const Ctx *c, const Decision *dec, int i, int *stamp, int mark, int *list) {
+    if (c->offload[i]) return c->drop[i]; /* copied back, not recomputed: nothing feeds it */
     double t = c->time[i];
     int m = pl_closure_list(c, dec, i, stamp, mark, list, 0);
     for (int k = 0; k < m; k++) t += c->time[list[k]];
@@ -215,7 +216,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             pl_evaluate(c, tmp, false, &et, NULL);
             if (et.max_live <= target || n_rows == CUT_ROWS || pl_out_of_time(c)) break;
             /* the step of the current plan where the cut's peak falls */
-            sched_rebuild(c->g, c->ad, tmp, c->o->optimizer, &c->scratch);
+            sched_rebuild(c->g, c->ad, tmp, &c->so, &c->scratch);
             int u = et.peak_step;
             while (u < c->scratch.steps.n && c->scratch.steps.v[u].kind == ST_RECOMPUTE) u++;
             if (u == c->scratch.steps.n) break;

@@ -21,7 +21,7 @@
 static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
     c->n_evals++;
     Schedule *s = &c->scratch;
-    sched_rebuild(c->g, c->ad, dec, c->o->optimizer, s);
+    sched_rebuild(c->g, c->ad, dec, &c->so, s);
     int ns = s->steps.n;
     int64_t *live = acc_xrealloc(NULL, (size_t)(ns + 1) * sizeof(int64_t));
     int64_t persistent = sched_live_bytes(s, live), seg = persistent, peak = persistent;
@@ -30,8 +30,12 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
     for (int t = 0; t < ns; t++) {
         seg = live[t] > seg ? live[t] : seg;
         peak = live[t] > peak ? live[t] : peak;
-        if (s->steps.v[t].kind == ST_RECOMPUTE) {
-            e->cost += c->time[s->steps.v[t].node];
+        if (s->steps.v[t].kind == ST_RECOMPUTE || s->steps.v[t].kind == ST_FETCH) {
+            if (s->steps.v[t].kind == ST_RECOMPUTE) e->cost += c->time[s->steps.v[t].node];
+            continue;
+        }
+        if (s->steps.v[t].kind == ST_OFFLOAD) { /* counted with the step it follows */
+            e->cost += c->transfer[s->steps.v[t].node];
             continue;
         }
         prof[na++] = seg;
@@ -74,10 +78,10 @@ static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int
     *constant = 0;
     for (int f = 0; f < n_flips; f++) {
         int i = flip[f];
-        xcol[i] = lp_col(p, NULL, true, 0, 1, c->read[i] ? (dec[i] == DEC_SAVE ? 1 : -1) * c->time[i] * 1e6 : 0);
+        xcol[i] = lp_col(p, NULL, true, 0, 1, c->read[i] ? (dec[i] == DEC_SAVE ? 1 : -1) * c->drop[i] * 1e6 : 0);
     }
     for (int i = 0; i < n; i++)
-        if (c->cand[i] && c->read[i] && dec[i] == DEC_RECOMPUTE) *constant += c->time[i];
+        if (c->cand[i] && c->read[i] && dec[i] == DEC_RECOMPUTE) *constant += c->drop[i];
     /* r columns: dropped intermediates, and those some flip's closure drops */
     for (int f = 0; f < n_flips; f++)
         if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
@@ -268,7 +272,7 @@ static void round_program(Flip *F, double *constant) {
     int n = c->g->nodes.n, n_flips = F->n_flips, na = F->na;
     LpBuild *lp = &F->prog;
     flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program, lp);
-    sched_rebuild(c->g, c->ad, F->dec, c->o->optimizer, &c->scratch);
+    sched_rebuild(c->g, c->ad, F->dec, &c->so, &c->scratch);
     for (int i = 0; i < n; i++) F->recomputed[i] = 0;
     for (int t = 0; t < c->scratch.steps.n; t++)
         if (c->scratch.steps.v[t].kind == ST_RECOMPUTE) F->recomputed[c->scratch.steps.v[t].node] = 1;
@@ -475,7 +479,7 @@ static double bnb_bound(const Bnb *b) {
             int v = b->ent_var[e], i = b->var[v];
             if (b->dec[i] != (Decision)-1) continue;
             double take = b->ent_size[e] < rem ? b->ent_size[e] : rem;
-            cost += b->c->time[i] * take / b->ent_size[e];
+            cost += b->c->drop[i] * take / b->ent_size[e];
             rem -= take;
         }
         worst = cost > worst ? cost : worst;
@@ -516,11 +520,11 @@ static void bnb_visit(Bnb *b, int d) {
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
     if (may_drop) {
         b->dec[i] = DEC_RECOMPUTE;
-        if (c->read[i]) b->fixed += c->time[i];
+        if (c->read[i]) b->fixed += c->drop[i];
         for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
         bnb_visit(b, d + 1);
         for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
-        if (c->read[i]) b->fixed -= c->time[i];
+        if (c->read[i]) b->fixed -= c->drop[i];
     }
     b->dec[i] = (Decision)-1;
 }
@@ -606,7 +610,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
             for (int q = 0; q < rw->m; q++) {
                 int e2 = rw->first + q;
                 perm[q] = e2;
-                ratio[e2] = c->time[rows.ent_node.v[e2]] / rows.ent_size.v[e2];
+                ratio[e2] = c->drop[rows.ent_node.v[e2]] / rows.ent_size.v[e2];
                 b.avail[r] += rows.ent_size.v[e2];
             }
             bnb_ratio = ratio;

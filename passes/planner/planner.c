@@ -156,12 +156,51 @@ static void read_by_backward(const Ctx *c, bool *read) {
     }
 }
 
+/* With host memory for offloading (o->host_bytes), which tensors the plan
+ * offloads when it drops them: those the backward reads whose two copies
+ * take less time than their recomputation, the most time saved first, while
+ * their bytes together fit the host memory (so any plan's host arena fits
+ * it). Dropping one then costs its transfer in every search and bound. */
+static void choose_offloads(Ctx *c) {
+    int n = c->g->nodes.n, m = 0;
+    int *order = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        c->transfer[i] = cost_transfer_time(graph_node(c->g, i), c->o->hw);
+        c->drop[i] = c->time[i];
+        if (c->o->host_bytes > 0 && c->cand[i] && c->read[i] && c->forced[i] < 0 && c->transfer[i] < c->time[i])
+            order[m++] = i;
+    }
+    /* by time saved, then node order: insertion sort (candidates are few) */
+    for (int a = 1; a < m; a++)
+        for (int b = a; b > 0; b--) {
+            int p = order[b - 1], q = order[b];
+            double sp = c->time[p] - c->transfer[p], sq = c->time[q] - c->transfer[q];
+            if (sq > sp || (sq == sp && q < p)) order[b - 1] = q, order[b] = p;
+            else break;
+        }
+    int64_t used = 0;
+    for (int k = 0; k < m; k++) {
+        int i = order[k];
+        const Node *x = graph_node(c->g, i); /* its host buffers, as the schedule sizes them */
+        int64_t t = node_tensor_bytes(x) > 0 ? node_tensor_bytes(x) : 1, a = x->aux_elems * 4;
+        int64_t bytes = (t + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN + (a + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN;
+        if (used + bytes > c->o->host_bytes) continue;
+        used += bytes;
+        c->offload[i] = true;
+        c->drop[i] = c->transfer[i];
+    }
+    free(order);
+}
+
 static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptions *o) {
     int n = g->nodes.n;
     memset(c, 0, sizeof *c);
     c->g = g, c->ad = ad, c->o = o;
     c->budget = plan_schedule_budget(o);
     c->time = pool_alloc(&c->mem, (size_t)n * sizeof(double));
+    c->drop = pool_alloc(&c->mem, (size_t)n * sizeof(double));
+    c->offload = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
+    c->transfer = pool_alloc(&c->mem, (size_t)n * sizeof(double));
     c->forced = pool_alloc(&c->mem, (size_t)n * sizeof(int));
     c->cand = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
     c->read = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
@@ -190,7 +229,9 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     c->n_groups = names.n;
     VEC_FREE(names);
     read_by_backward(c, c->read);
-    c->index = sched_index_new(g, ad, o->optimizer);
+    choose_offloads(c);
+    c->so = (SchedOptions){o->optimizer, c->offload, c->transfer};
+    c->index = sched_index_new(g, ad, &c->so);
     c->t_start = acc_now_s();
     c->deadline = o->time_limit_s > 0 ? c->t_start + o->time_limit_s : 0;
 }
@@ -451,10 +492,16 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
 static void finish(Ctx *c, Plan *p, PlanStatus status) {
     Eval e;
     Schedule s;
+    for (int i = 0; i < c->g->nodes.n; i++) /* the drops of the offloaded set are offloads */
+        if (p->dec[i] == DEC_RECOMPUTE && c->offload[i]) p->dec[i] = DEC_OFFLOAD;
     pl_evaluate(c, p->dec, true, &e, &s);
     p->status = status;
     p->peak_bytes = e.arena;
     p->max_live_bytes = s.peak_live_bytes;
+    p->host_bytes = s.host_bytes;
+    p->transfer_time = 0;
+    for (int t = 0; t < s.steps.n; t++)
+        if (s.steps.v[t].kind == ST_OFFLOAD) p->transfer_time += c->transfer[s.steps.v[t].node];
     p->recompute_time = e.cost;
     p->recompute_flops = e.flops;
     p->fwd_time = p->bwd_time = 0;

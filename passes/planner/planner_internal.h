@@ -23,13 +23,17 @@ typedef struct {
     const Graph *g;
     const Autodiff *ad;
     const PlanOptions *o;
-    int64_t budget; /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
-    Pool mem;       /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
-    double *time;   /* [n] forward time */
-    int *forced;    /* [n] -1 free, else the Decision the user forces */
-    bool *cand;     /* [n] may be dropped */
-    bool *read;     /* [n] read by the backward (else an intermediate) */
-    int *group;     /* [n] block instance index, -1 at top level */
+    int64_t budget;   /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
+    Pool mem;         /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
+    double *time;     /* [n] forward time */
+    double *drop;     /* [n] what dropping a read tensor costs: its transfer if offloaded, else its time */
+    bool *offload;    /* [n] dropped, it is offloaded rather than recomputed (--host-budget) */
+    double *transfer; /* [n] its two copies' time */
+    SchedOptions so;  /* every schedule the planner builds: the optimizer, the offloaded set */
+    int *forced;      /* [n] -1 free, else the Decision the user forces */
+    bool *cand;       /* [n] may be dropped */
+    bool *read;       /* [n] read by the backward (else an intermediate) */
+    int *group;       /* [n] block instance index, -1 at top level */
     int n_groups;
     int n_evals;
     double t_start;

@@ -32,8 +32,9 @@
 #define CU_FUNCS(X)                                                                                                  \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDeviceGetName) \
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
-    X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD)           \
-    X(cuMemsetD8) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
+    X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
+    X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemsetD8)    \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
     X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
     X(cuGraphExecDestroy)
@@ -380,6 +381,28 @@ static int cuda_copy(acc_dev *d, unsigned char *dst, const unsigned char *src, s
     return CU_CHECK(c, c->api.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
 }
 
+/* The host arena of offloaded activations: pinned, so that the copies are
+ * asynchronous on the stream (and recordable). */
+static int cuda_host_alloc(acc_dev *d, size_t n, unsigned char **host) {
+    CudaDev *c = (CudaDev *)d;
+    void *p = NULL;
+    if (d->status) return d->status;
+    if (CU_CHECK(c, c->api.cuMemHostAlloc(&p, n, 0))) return d->status;
+    *host = p;
+    return ACC_OK;
+}
+
+static void cuda_host_free(acc_dev *d, unsigned char *host) { ((CudaDev *)d)->api.cuMemFreeHost(host); }
+
+/* In launch order on the compute stream (the copies of an offload are not
+ * yet on a stream of their own). */
+static int cuda_host_copy(acc_dev *d, void *dst, const void *src, size_t n, int to_host) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (to_host) return CU_CHECK(c, c->api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream));
+    return CU_CHECK(c, c->api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->stream));
+}
+
 static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
@@ -464,6 +487,22 @@ static int cuda_sum_squares_result(acc_dev *d, double *sum) {
 }
 
 const acc_device acc_device_cuda = {
-    "cuda",    cuda_open,   cuda_close, cuda_upload, cuda_download, cuda_zero,       cuda_copy,
-    cuda_mark, cuda_finish, cuda_run,   dev_adamw,   cuda_error,    dev_sum_squares, cuda_sum_squares_result,
-    dev_scale};
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .zero = cuda_zero,
+    .copy = cuda_copy,
+    .mark = cuda_mark,
+    .finish = cuda_finish,
+    .run = cuda_run,
+    .adamw = dev_adamw,
+    .error = cuda_error,
+    .sum_squares = dev_sum_squares,
+    .sum_squares_result = cuda_sum_squares_result,
+    .scale = dev_scale,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .host_copy = cuda_host_copy,
+};

@@ -302,6 +302,23 @@ static int emu_copy(acc_dev *d, unsigned char *dst, const unsigned char *src, si
     return d->status;
 }
 
+static int emu_host_alloc(acc_dev *d, size_t n, unsigned char **host) {
+    *host = malloc(n > 0 ? n : 1);
+    return *host ? d->status : dev_fail(d, ACC_ERR_NOMEM, __FILE__, __LINE__, "no host memory for offloading");
+}
+
+static void emu_host_free(acc_dev *d, unsigned char *host) {
+    (void)d;
+    free(host);
+}
+
+static int emu_host_copy(acc_dev *d, void *dst, const void *src, size_t n, int to_host) {
+    if (!in_arena((EmuDev *)d, to_host ? src : dst, n))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "host copy outside the arena");
+    memcpy(dst, src, n);
+    return d->status;
+}
+
 static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
     if (!in_arena((EmuDev *)d, dst, n))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
@@ -369,5 +386,22 @@ static int emu_sum_squares_result(acc_dev *d, double *sum) {
 }
 
 const acc_device acc_device_cuda_emu = {
-    "cuda-emu", emu_open,  emu_close, emu_upload,      emu_download,           emu_zero, emu_copy, emu_mark, emu_finish,
-    emu_run,    dev_adamw, emu_error, dev_sum_squares, emu_sum_squares_result, dev_scale};
+    .name = "cuda-emu",
+    .open = emu_open,
+    .close = emu_close,
+    .upload = emu_upload,
+    .download = emu_download,
+    .zero = emu_zero,
+    .copy = emu_copy,
+    .mark = emu_mark,
+    .finish = emu_finish,
+    .run = emu_run,
+    .adamw = dev_adamw,
+    .error = emu_error,
+    .sum_squares = dev_sum_squares,
+    .sum_squares_result = emu_sum_squares_result,
+    .scale = dev_scale,
+    .host_alloc = emu_host_alloc,
+    .host_free = emu_host_free,
+    .host_copy = emu_host_copy,
+};

@@ -27,21 +27,27 @@ static double rng_unit(void) {
 }
 
 /* One random plan of g (each node dropped with probability p) both ways. */
-static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, OptState optimizer, double p,
+/* One random plan of g (each node dropped with probability p, a third of
+ * the drops decided DEC_OFFLOAD; so may offload more of them) both ways. */
+static void check_plan(const Graph *g, const Autodiff *ad, SchedIndex *x, const SchedOptions *so, double p,
                        const double *time, Decision *dec) {
-    for (int i = 0; i < g->nodes.n; i++) dec[i] = rng_unit() < p ? DEC_RECOMPUTE : DEC_SAVE;
+    for (int i = 0; i < g->nodes.n; i++)
+        dec[i] = rng_unit() >= p ? DEC_SAVE : rng_unit() < 1.0 / 3 ? DEC_OFFLOAD : DEC_RECOMPUTE;
     Schedule s;
-    sched_build(g, ad, dec, optimizer, &s);
+    sched_build(g, ad, dec, so, &s);
     sched_max_live(&s);
-    double cost = 0;
-    for (int t = 0; t < s.steps.n; t++)
+    double cost = 0, transfer = 0;
+    for (int t = 0; t < s.steps.n; t++) {
         if (s.steps.v[t].kind == ST_RECOMPUTE) cost += time[s.steps.v[t].node];
+        if (s.steps.v[t].kind == ST_OFFLOAD) transfer += so->transfer[s.steps.v[t].node];
+    }
     SchedMeasure m;
     sched_measure(x, dec, time, &m);
     ASSERT(s.peak_live_bytes, m.peak_live_bytes);
     ASSERT(s.peak_step, m.peak_step);
     ASSERT(s.n_recompute, m.n_recompute);
     ASSERT_TRUE(cost == m.recompute_time);
+    ASSERT_TRUE(transfer == m.transfer_time);
     sched_free(&s);
 }
 
@@ -59,13 +65,18 @@ static void check_model(const char *path, const Define *defs, int n_defs, bool f
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     for (int i = 0; i < n; i++) time[i] = 1e-6 * (1 + i % 7) + 1e-9 * i;
     static const double rates[] = {0, 0.1, 0.5, 0.9, 1};
-    for (OptState opt = OPT_STATE_NONE; opt <= OPT_STATE_BF16; opt++) {
-        SchedIndex *x = sched_index_new(&g, &ad, opt);
-        for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
-            for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, opt, rates[r], time, dec);
-        sched_index_free(x);
-    }
-    free(time), free(dec);
+    bool *offload = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
+    double *transfer = acc_xrealloc(NULL, (size_t)n * sizeof(double));
+    for (int i = 0; i < n; i++) offload[i] = i % 3 == 1, transfer[i] = 1e-7 * (1 + i % 5);
+    for (OptState opt = OPT_STATE_NONE; opt <= OPT_STATE_BF16; opt++)
+        for (int with = 0; with < 2; with++) { /* without and with a set the planner offloads */
+            SchedOptions so = {opt, with ? offload : NULL, transfer};
+            SchedIndex *x = sched_index_new(&g, &ad, &so);
+            for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
+                for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, &so, rates[r], time, dec);
+            sched_index_free(x);
+        }
+    free(time), free(dec), free(offload), free(transfer);
     ad_free(&ad);
     graph_free(&g);
 }

@@ -1,0 +1,74 @@
+#!/bin/sh
+# offload.sh ACC TARGET MODEL [-D k=v ...]
+# Offload as the planner's third decision (--host-budget), on TARGET with the
+# cost model of tests/e2e/offload.hw (copies worth making). The least memory
+# with a host budget is below the least with recompute alone; at a budget
+# between the two, recompute alone has no plan and the plan with offload
+# exists, offloads tensors, and runs one step whose gradients are
+# byte-identical to save-all's, with measured == planned for the arena and
+# for the host arena. acc diff names the decisions that became offloads.
+set -eu
+acc=$1 target=$2
+shift 2
+hw=tests/e2e/offload.hw
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+minimum() {
+    "$acc" explain "$@" --target "$target" --hw "$hw" --budget 1 2>&1 |
+        sed -n 's/.*is below the minimum of \([0-9]*\) bytes.*/\1/p'
+}
+m_rec=$(minimum "$@")
+m_off=$(minimum "$@" --host-budget 1G)
+[ -n "$m_rec" ] && [ -n "$m_off" ] && [ "$m_off" -lt "$m_rec" ] || {
+    echo "offload: the least memory with offload ($m_off) is not below recompute alone's ($m_rec)"
+    exit 1
+}
+budget=$(((m_rec + m_off) / 2))
+if "$acc" explain "$@" --target "$target" --hw "$hw" --budget "$budget" >/dev/null 2>&1; then
+    echo "offload: recompute alone fits $budget bytes, below its minimum $m_rec"
+    exit 1
+fi
+"$acc" explain "$@" --target "$target" --hw "$hw" --budget "$budget" --host-budget 1G >"$dir/explain.txt" || {
+    echo "offload: no plan at $budget bytes with offload (its minimum is $m_off)"
+    exit 1
+}
+n=$(sed -n 's/^offload: \([0-9]*\) tensors.*/\1/p' "$dir/explain.txt")
+[ -n "$n" ] && [ "$n" -gt 0 ] || {
+    cat "$dir/explain.txt"
+    echo "offload: the plan at $budget bytes offloads nothing"
+    exit 1
+}
+run() { # NAME ARGS...
+    name=$1
+    shift
+    "$acc" run "$@" --target "$target" --hw "$hw" --steps 1 --dump-grads "$dir/$name.bin" >"$dir/$name.out" \
+        2>"$dir/$name.err" || {
+        cat "$dir/$name.err"
+        echo "offload: acc run $* failed"
+        exit 1
+    }
+}
+run all "$@" --policy none
+run off "$@" --budget "$budget" --host-budget 1G
+cmp "$dir/all.bin" "$dir/off.bin" || {
+    echo "offload: gradients of the offloading plan differ from save-all's"
+    exit 1
+}
+summary=$(tail -n 1 "$dir/off.out")
+field() { echo "$summary" | sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p"; }
+[ -n "$(field peak_bytes_planned)" ] && [ "$(field peak_bytes_planned)" = "$(field peak_bytes_measured)" ] &&
+    [ -n "$(field host_bytes_planned)" ] && [ "$(field host_bytes_planned)" -gt 0 ] &&
+    [ "$(field host_bytes_planned)" = "$(field host_bytes_measured)" ] || {
+    echo "offload: measured != planned: $summary"
+    exit 1
+}
+# what changed against the recompute-only plan at a budget both meet
+"$acc" compile "$@" --target "$target" --hw "$hw" --budget "$m_rec" -o "$dir/rec" >/dev/null 2>&1
+"$acc" compile "$@" --target "$target" --hw "$hw" --budget "$m_rec" --host-budget 1G -o "$dir/off" >/dev/null 2>&1
+"$acc" diff "$dir/rec/plan.json" "$dir/off/plan.json" >"$dir/diff.txt" || true
+grep -q -- "-> offload" "$dir/diff.txt" || {
+    cat "$dir/diff.txt"
+    echo "offload: acc diff shows no decision that became an offload"
+    exit 1
+}
+echo "offload ($target): minimum $m_rec -> $m_off bytes; $n tensors offloaded at $budget bytes, gradients identical"
