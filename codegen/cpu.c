@@ -615,8 +615,11 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     fprintf(o,
             "    .budget_bytes = %" PRId64 ",\n    .planned_peak_bytes = %" PRId64 ",\n    .plan_summary = \"%s\",\n",
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
-    fprintf(o, "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n    .host_bytes = %" PRId64 ",\n};\n\n",
-            opt->micro_batches, opt->loss_scale, s->host_bytes);
+    fprintf(o,
+            "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n    .host_bytes = %" PRId64
+            ",\n    .optimizer_host_bytes = %" PRId64 ",\n};\n\n",
+            opt->micro_batches, opt->loss_scale, s->host_bytes,
+            s->optimizer == OPT_STATE_HOST ? 8 * graph_param_count(g) : 0);
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
 
@@ -637,6 +640,8 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
             g->act_dtype == DT_BF16 ? "bf16 activations (f32 parameters, gradients of parameters, optimizer state)"
             : opt->tf32             ? "f32 (GEMMs on TF32 tensor cores)"
                                     : "f32");
+    if (s->optimizer == OPT_STATE_HOST)
+        fprintf(o, " * AdamW moments m and v in host memory, updated there (--optimizer-state host).\n");
     if (s->optimizer == OPT_STATE_BF16)
         fprintf(o, " * AdamW moments m and v stored in bf16 (--optimizer-state bf16).\n");
     fprintf(o, " * Memory plan (bytes):\n");

@@ -1155,8 +1155,8 @@ static void exec_stmt(Elab *E, Frame *f, const Stmt *s) {
             return;
         }
         E->optstate_stmt = s;
-        if (strcmp(s->name, "fp32") && strcmp(s->name, "bf16")) {
-            diag_error(E->d, s->name_loc, "unknown optimizer state '%s' (expected fp32 or bf16)", s->name);
+        if (strcmp(s->name, "fp32") && strcmp(s->name, "bf16") && strcmp(s->name, "host")) {
+            diag_error(E->d, s->name_loc, "unknown optimizer state '%s' (expected fp32, bf16 or host)", s->name);
             return;
         }
         E->g->optimizer_state = pool_strdup(&E->g->pool, s->name);

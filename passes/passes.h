@@ -75,14 +75,15 @@ bool ad_input_gets_grad(const Autodiff *ad, int n, int j);
  * device copy freed) and back before its first backward read. */
 typedef enum { DEC_SAVE, DEC_RECOMPUTE, DEC_OFFLOAD } Decision;
 
-/* The AdamW moments m and v in the arena (--optimizer-state): none (no
- * optimizer), f32 (4 bytes an element) or bf16 (2 bytes an element; the
- * update computes in f32 and rounds m and v on store). */
-typedef enum { OPT_STATE_NONE, OPT_STATE_F32, OPT_STATE_BF16 } OptState;
+/* The AdamW moments m and v (--optimizer-state): none (no optimizer), in the
+ * arena as f32 (4 bytes an element) or bf16 (2 bytes an element; the update
+ * computes in f32 and rounds m and v on store), or f32 in host memory, where
+ * the update runs (host: the arena holds no moments). */
+typedef enum { OPT_STATE_NONE, OPT_STATE_F32, OPT_STATE_BF16, OPT_STATE_HOST } OptState;
 
-/* Bytes of one element of the moments (0 for OPT_STATE_NONE). */
+/* Bytes of one element of the moments in the arena (0 for none and host). */
 int opt_state_elem_bytes(OptState st);
-/* "none", "fp32" or "bf16" (plan.json's optimizer_state). */
+/* "none", "fp32", "bf16" or "host" (plan.json's optimizer_state). */
 const char *opt_state_name(OptState st);
 
 /* What every schedule of a plan shares besides the decisions. */

@@ -43,7 +43,7 @@ static int64_t round_up(int64_t x) { return (x + ACC_ALIGN - 1) / ACC_ALIGN * AC
 
 int opt_state_elem_bytes(OptState st) { return st == OPT_STATE_F32 ? 4 : st == OPT_STATE_BF16 ? 2 : 0; }
 const char *opt_state_name(OptState st) {
-    return st == OPT_STATE_F32 ? "fp32" : st == OPT_STATE_BF16 ? "bf16" : "none";
+    return st == OPT_STATE_F32 ? "fp32" : st == OPT_STATE_BF16 ? "bf16" : st == OPT_STATE_HOST ? "host" : "none";
 }
 
 /* The bytes of one moment (m or v) of parameter x: its elements at the
@@ -229,7 +229,7 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, cons
         const Node *x = graph_node(g, i);
         if (x->op == OP_PARAM) s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, node_bytes(x), true);
     }
-    for (int k = 0; optimizer != OPT_STATE_NONE && k < 2; k++)
+    for (int k = 0; opt_state_elem_bytes(optimizer) && k < 2; k++)
         for (int i = 0; i < n; i++) {
             const Node *x = graph_node(g, i);
             if (x->op == OP_PARAM)
@@ -392,7 +392,7 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
         if (nd->op == OP_PARAM) { /* the parameter, its gradient and, with the optimizer, m and v */
             x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * 2;
-            if (optimizer != OPT_STATE_NONE) {
+            if (opt_state_elem_bytes(optimizer)) {
                 int64_t mb = moment_bytes(nd, optimizer);
                 x->persistent += round_up(mb > 0 ? mb : 1) * 2;
             }

@@ -25,6 +25,9 @@ struct acc_model {
     const acc_model_desc *desc;
     unsigned char *arena; /* host memory, or the device address of the arena */
     unsigned char *host;  /* the host arena of offloaded activations, or NULL */
+    float *host_state;    /* optimizer_host: every parameter's m, then every parameter's v; NULL otherwise */
+    int64_t state_elems;  /* elements of each of the two */
+    float *stage;         /* optimizer_host on a device: a chunk of parameters and one of gradients */
     acc_dev *dev;         /* NULL on the CPU target */
     uint64_t seed;
     uint32_t step;
@@ -151,6 +154,20 @@ static int mem_zero(acc_model *m, int64_t off, size_t n) {
 /* Floats staged through host memory on a device target, per copy. */
 #define STAGE_ELEMS ((int64_t)1 << 20)
 
+/* --optimizer-state host: the moments (zero) and, on a device, the staging of
+ * the update, counted in the host bytes. */
+static int alloc_host_state(acc_model *m) {
+    const acc_model_desc *d = m->desc;
+    if (!d->optimizer_host_bytes) return ACC_OK;
+    for (int p = 0; p < d->n_params; p++) m->state_elems += d->params[p].elems;
+    if (d->optimizer_host_bytes != 8 * m->state_elems) return ACC_ERR_VERSION; /* not this runtime's layout */
+    m->host_state = calloc((size_t)(2 * m->state_elems > 0 ? 2 * m->state_elems : 1), sizeof(float));
+    if (d->device) m->stage = malloc((size_t)STAGE_ELEMS * 2 * sizeof(float));
+    if (!m->host_state || (d->device && !m->stage)) return ACC_ERR_NOMEM;
+    m->counters.host_bytes += 2 * m->state_elems * 4;
+    return ACC_OK;
+}
+
 int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **out) {
     if (!out) return ACC_ERR_NULL;
     *out = NULL;
@@ -190,6 +207,10 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
             if (rc != ACC_OK) return m->failed = 2, rc;
             m->counters.host_bytes = desc->host_bytes;
         }
+        if ((rc = alloc_host_state(m)) != ACC_OK) {
+            m->failed = 2;
+            return fail(m, rc, "no host memory for the optimizer state, or a layout of another runtime");
+        }
         /* as on the CPU target, the arena starts zeroed (optimizer state) */
         return mem_zero(m, 0, bytes);
     }
@@ -209,6 +230,11 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
             return ACC_ERR_NOMEM;
         }
         m->counters.host_bytes = desc->host_bytes;
+    }
+    int rc = alloc_host_state(m);
+    if (rc != ACC_OK) {
+        acc_destroy(m);
+        return rc;
     }
     *out = m;
     return ACC_OK;
@@ -234,6 +260,8 @@ void acc_destroy(acc_model *m) {
         free(m->arena);
         free(m->host);
     }
+    free(m->host_state);
+    free(m->stage);
     free(m);
 }
 
@@ -299,7 +327,36 @@ int acc_init_params(acc_model *m, uint64_t seed) {
         if (rc == ACC_OK) m->param_set[p] = 1;
     }
     free(stage);
+    if (m->host_state) memset(m->host_state, 0, (size_t)(2 * m->state_elems) * sizeof(float));
     m->adam_t = 0;
+    return rc;
+}
+
+/* --optimizer-state host: every parameter's update on the host, from its
+ * moments there; a device's parameters and gradients copied in chunks (each
+ * element's update is independent of the chunking). */
+static int adamw_host(acc_model *m, float lr, float beta1, float beta2, float eps, float wd) {
+    const acc_model_desc *d = m->desc;
+    float *mm = m->host_state, *vv = m->host_state + m->state_elems;
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+        const acc_param_desc *pd = &d->params[p];
+        if (!m->dev) {
+            k_adamw(F32(m, pd->offset), F32(m, pd->grad_offset), mm, vv, pd->elems, lr, beta1, beta2, eps, wd,
+                    m->adam_t);
+        } else {
+            float *ps = m->stage, *gs = m->stage + STAGE_ELEMS;
+            for (int64_t i0 = 0; rc == ACC_OK && i0 < pd->elems; i0 += STAGE_ELEMS) {
+                int64_t k = pd->elems - i0 < STAGE_ELEMS ? pd->elems - i0 : STAGE_ELEMS;
+                rc = mem_get(m, ps, pd->offset + i0 * 4, (size_t)k * 4);
+                if (rc == ACC_OK) rc = mem_get(m, gs, pd->grad_offset + i0 * 4, (size_t)k * 4);
+                if (rc != ACC_OK) break;
+                k_adamw(ps, gs, mm + i0, vv + i0, k, lr, beta1, beta2, eps, wd, m->adam_t);
+                rc = mem_put(m, pd->offset + i0 * 4, ps, (size_t)k * 4);
+            }
+        }
+        mm += pd->elems, vv += pd->elems;
+    }
     return rc;
 }
 
@@ -741,7 +798,9 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     float bc1 = (float)(1.0 - pow((double)beta1, (double)m->adam_t));
     float bc2 = (float)(1.0 - pow((double)beta2, (double)m->adam_t));
     int rc = ACC_OK;
-    if (m->dev) {
+    if (d->optimizer_host_bytes) {
+        rc = adamw_host(m, lr, beta1, beta2, eps, weight_decay);
+    } else if (m->dev) {
         acc_scalars s = {m->seed, m->step, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2};
         rc = d->device->run(m->dev, ACC_GRAPH_OPT, adamw_launches, m, &s);
     } else {

@@ -217,6 +217,12 @@ typedef struct acc_model_desc {
     /* Offload: the host arena the plan copies activations to (0: none),
      * allocated beside the arena (acc_counters.host_bytes). */
     int64_t host_bytes;
+    /* --optimizer-state host: the bytes of the AdamW moments, f32 in host
+     * memory (the params' m/v offsets -1; 0: none), allocated by acc_create
+     * and counted in acc_counters.host_bytes; acc_adamw updates there (a
+     * device's parameters and gradients copied through a staging chunk of
+     * 8 MiB of host memory, not counted). */
+    int64_t optimizer_host_bytes;
 } acc_model_desc;
 
 typedef struct {
@@ -225,7 +231,7 @@ typedef struct {
     double phase_ms[ACC_PHASE_COUNT]; /* last step's time per phase */
     double total_ms[ACC_PHASE_COUNT]; /* summed over all steps */
     int64_t steps;
-    int64_t host_bytes; /* the host arena of offloaded activations: the plan's host memory */
+    int64_t host_bytes; /* host memory for the step: offloaded activations' arena, host optimizer state */
 } acc_counters;
 
 /* On a device target whose device cannot be opened (no driver, no GPU, no

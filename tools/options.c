@@ -84,8 +84,10 @@ static const OptionRow option_rows[] = {
      "in bf16, computed in fp32 (f32 master weights, optimizer state, statistics and loss)",
      PLANNING},
     {"--optimizer-state", "S",
-     "fp32 (default) or bf16: the dtype the AdamW moments m and v are stored in (bf16: half their "
-     "memory; the update computes in fp32 and rounds m and v to nearest even on store)",
+     "fp32 (default), bf16 or host: the AdamW moments m and v in the arena in fp32, in bf16 (half their "
+     "memory; the update computes in fp32 and rounds m and v to nearest even on store), or in fp32 in host "
+     "memory, where the update runs (none of their memory in the arena; each step copies the gradients to "
+     "the host and the parameters back)",
      PLANNING},
     {"--batch", "B",
      "the whole batch, 1 to 1000000000: the model's hyperparameter B, the first dimension of its inputs "
@@ -356,8 +358,8 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
                 return usage_error("--precision %s and --precision %s exclude each other", o->precision, v);
             o->precision = v;
         } else if (!strcmp(name, "--optimizer-state")) {
-            if (strcmp(v, "fp32") && strcmp(v, "bf16"))
-                return usage_error("unknown --optimizer-state '%s' (known: fp32 or bf16)", v);
+            if (strcmp(v, "fp32") && strcmp(v, "bf16") && strcmp(v, "host"))
+                return usage_error("unknown --optimizer-state '%s' (known: fp32, bf16 or host)", v);
             if (o->optimizer_state && strcmp(o->optimizer_state, v))
                 return usage_error("--optimizer-state %s and --optimizer-state %s exclude each other",
                                    o->optimizer_state, v);

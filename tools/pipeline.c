@@ -490,7 +490,9 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
     /* the AdamW moments: f32, or bf16 with --optimizer-state bf16 or the
      * DSL's `optimizer_state bf16;` (half the fixed memory they take) */
     const char *state = o->optimizer_state ? o->optimizer_state : g->optimizer_state; /* option over the DSL's */
-    OptState opt_state = state && !strcmp(state, "bf16") ? OPT_STATE_BF16 : OPT_STATE_F32;
+    OptState opt_state = !state || !strcmp(state, "fp32") ? OPT_STATE_F32
+                         : !strcmp(state, "bf16")         ? OPT_STATE_BF16
+                                                          : OPT_STATE_HOST;
     c->po = (PlanOptions){o->policy,
                           budget,
                           o->target->workspace_bytes,

@@ -61,6 +61,9 @@ static bool is_candidate(const Autodiff *ad, const Graph *g, int i) {
     return ad->live[i] && !(op_table[x->op].flags & OPF_LEAF) && i != g->loss;
 }
 
+/* --optimizer-state host: AdamW's m and v in f32 in host memory. */
+static int64_t host_state_bytes(const Graph *g) { return 8 * graph_param_count(g); }
+
 static const char *decision_name(Decision d) {
     return d == DEC_SAVE ? "save" : d == DEC_OFFLOAD ? "offload" : "recompute";
 }
@@ -110,6 +113,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     json_str(out, info->policy);
     fprintf(out, ",\n  \"precision\": \"%s\"", info->precision ? info->precision : "fp32");
     fprintf(out, ",\n  \"optimizer_state\": \"%s\"", opt_state_name(s->optimizer));
+    if (s->optimizer == OPT_STATE_HOST) fprintf(out, ",\n  \"optimizer_host_bytes\": %" PRId64, host_state_bytes(g));
     /* the workspace after the schedule's arena (and the staging), with its alignment */
     int64_t peak = info->mem.total_bytes, staging = info->mem.staging_bytes;
     int64_t workspace = peak - info->mem.schedule_bytes - staging;
@@ -206,8 +210,11 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
                     const ReportInfo *info, FILE *out) {
     char b1[32], b2[32];
     fprintf(out, "model %s (%s), policy %s, precision %s%s%s, hardware %s\n", g->model, g->source, info->policy,
-            info->precision ? info->precision : "fp32", s->optimizer == OPT_STATE_BF16 ? ", optimizer state " : "",
-            s->optimizer == OPT_STATE_BF16 ? opt_state_name(s->optimizer) : "", hw->name);
+            info->precision ? info->precision : "fp32", s->optimizer >= OPT_STATE_BF16 ? ", optimizer state " : "",
+            s->optimizer >= OPT_STATE_BF16 ? opt_state_name(s->optimizer) : "", hw->name);
+    if (s->optimizer == OPT_STATE_HOST)
+        fprintf(out, "optimizer state in host memory: %s (AdamW m and v in fp32, updated there)\n",
+                format_bytes(host_state_bytes(g), b1, sizeof b1));
     int64_t peak = info->mem.total_bytes, staging = info->mem.staging_bytes;
     int64_t workspace = peak - info->mem.schedule_bytes - staging;
     fprintf(out, "budget %s, planned peak %s (%" PRId64 " bytes)%s\n",

@@ -108,9 +108,9 @@ int main(int argc, char **argv) {
            d->model_name, steps, (long long)d->planned_peak_bytes, (long long)c.peak_bytes_measured,
            steps > 0 ? times[steps / 2] : 0.0, c.total_ms[ACC_PHASE_FWD] / n, c.total_ms[ACC_PHASE_BWD] / n,
            c.total_ms[ACC_PHASE_OPT] / n);
-    if (d->host_bytes) /* offloaded activations: the plan's host memory and what the runtime holds */
-        printf(", \"host_bytes_planned\": %lld, \"host_bytes_measured\": %lld", (long long)d->host_bytes,
-               (long long)c.host_bytes);
+    if (d->host_bytes || d->optimizer_host_bytes) /* offload, host optimizer state: planned and held */
+        printf(", \"host_bytes_planned\": %lld, \"host_bytes_measured\": %lld",
+               (long long)(d->host_bytes + d->optimizer_host_bytes), (long long)c.host_bytes);
     printf("}\n");
     free(times);
     acc_destroy(m);

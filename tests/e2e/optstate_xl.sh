@@ -8,6 +8,8 @@
 #    2 bytes x parameters x 2 (m and v), the same 20 GiB budget plans (exit
 #    0, planned peak within it, no DOES NOT FIT), and the bf16 minimum that
 #    --budget 1 reports is below 20 GiB (printed);
+#  - with every lever (--optimizer-state host, --micro-batch auto,
+#    --host-budget) the minimum is below the bf16 one's and 16 GiB plans;
 #  - the DSL's `optimizer_state bf16;` (a small model) plans bf16 moments
 #    (plan.json's optimizer_state, half the optimizer_m bytes) and
 #    --optimizer-state fp32 overrides it.
@@ -63,6 +65,27 @@ fi
 m16=$(minimum "$dir/min")
 [ -n "$m16" ] && [ "$m16" -le "$g20" ] || { cat "$dir/min"; echo "FAIL: bf16 moments: minimum $m16 not within 20 GiB"; exit 1; }
 echo "ok   bf16 moments: minimum $m16 bytes (fp32 moments: $m32)"
+
+# every lever: the moments in host memory, micro-batches, offload
+# shellcheck disable=SC2086
+if "$acc" explain $xl --budget 1 --optimizer-state host --micro-batch auto --host-budget 64G >"$dir/all" 2>&1; then
+    echo "FAIL: every lever: --budget 1 planned"
+    exit 1
+fi
+mall=$(minimum "$dir/all")
+[ -n "$mall" ] && [ "$mall" -lt "$m16" ] && grep -q "least memory by count of micro-batches" "$dir/all" || {
+    cat "$dir/all"
+    echo "FAIL: every lever: minimum $mall not below the bf16 moments' $m16"
+    exit 1
+}
+# shellcheck disable=SC2086
+"$acc" explain $xl --budget 16G --optimizer-state host --micro-batch auto --host-budget 64G >"$dir/h16" 2>&1 || {
+    cat "$dir/h16"
+    echo "FAIL: every lever: --budget 16G refused (minimum $mall)"
+    exit 1
+}
+grep -q "optimizer state in host memory" "$dir/h16" || { echo "FAIL: explain does not say the state is in host memory"; exit 1; }
+echo "ok   every lever (host moments, micro-batches, offload): minimum $mall bytes; --budget 16G plans"
 
 cat >"$dir/m.acdsl" <<'MODEL'
 model m;
