@@ -165,14 +165,22 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
                 "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
                 x, H - MB, x, H - MB + 4, x, H - MB + 22, v);
     }
-    for (int t = 0; t < n; t++)
-        if (s->steps.v[t].kind == ST_RECOMPUTE)
-            fprintf(o, "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"6\" fill=\"#c44e52\"/>\n", ML + t * sx,
-                    H - MB + 1, sx > 1 ? sx : 1);
-    fprintf(o,
-            "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, marked "
-            "under the axis)</text>\n",
-            (ML + W - MR) / 2, H - 10, n - 1, s->n_recompute);
+    for (int t = 0; t < n; t++) { /* recompute steps red, offload and fetch steps pink */
+        StepKind k = s->steps.v[t].kind;
+        if (k == ST_RECOMPUTE || k == ST_OFFLOAD || k == ST_FETCH)
+            fprintf(o, "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"6\" fill=\"%s\"/>\n", ML + t * sx,
+                    H - MB + 1, sx > 1 ? sx : 1, k == ST_RECOMPUTE ? "#c44e52" : "#da8bc3");
+    }
+    if (s->n_offload)
+        fprintf(o,
+                "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, %d "
+                "offloaded: marked under the axis)</text>\n",
+                (ML + W - MR) / 2, H - 10, n - 1, s->n_recompute, s->n_offload);
+    else
+        fprintf(o,
+                "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">schedule step (0 .. %d; %d recomputed, marked "
+                "under the axis)</text>\n",
+                (ML + W - MR) / 2, H - 10, n - 1, s->n_recompute);
 #undef Y
     double ly = MT + 10;
     for (int c = BUF_KIND_COUNT - 1; c >= 0; c--) {
@@ -199,6 +207,11 @@ void memviz_svg(const Graph *g, const Schedule *s, int64_t budget_bytes, const S
             "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" fill=\"#c44e52\"/><text x=\"%.0f\" y=\"%.0f\">"
             "recompute step</text>\n",
             W - MR + 50, ly + 3, W - MR + 68, ly + 10);
+    if (s->n_offload)
+        fprintf(o,
+                "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"6\" fill=\"#da8bc3\"/><text x=\"%.0f\" "
+                "y=\"%.0f\">offload or fetch step</text>\n",
+                W - MR + 50, ly + 21, W - MR + 68, ly + 28);
     fputs("</svg>\n", o);
     free(below);
     free(live);
