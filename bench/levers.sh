@@ -3,13 +3,15 @@
 # CPU target, over a sweep of budgets: from the save-all peak down to the
 # least memory any plan reaches with micro-batches (--micro-batch auto).
 # For each budget, the plan of recompute alone (one batch) and the combined
-# plan (recompute and the count of micro-batches chosen together): whether
+# plan (recompute, offload to host memory and the count of micro-batches
+# chosen together; $LEVERS, default --micro-batch auto --host-budget 1G):
+# whether
 # each fits, its estimated step time (the cost model's) and its measured step
 # time (acc run, the median of --steps steps), and the ratio combined /
 # recompute alone. Where recompute alone has no plan, the combined one must.
 #
 #   bench/levers.sh                      # GPT-2 shapes: 4 layers, width 256, T 256, B 8
-#   POINTS=6 STEPS=5 bench/levers.sh models/gpt2.acdsl -D L=2 -D C=128 -D H=4 -D T=128 -D B=8 -D V=4096
+#   POINTS=6 STEPS=5 bench/levers.sh models/gpt2.acdsl -D L=2 -D C=128 -D H=4 -D T=128 -D B=8 -D V=4096 --hw tests/e2e/offload.hw
 #
 # The acc binary: $ACC, else build/acc.
 set -eu
@@ -21,6 +23,7 @@ ACC=${ACC:-$root/build/acc}
     exit 2
 }
 points=${POINTS:-8}
+levers=${LEVERS:---micro-batch auto --host-budget 1G}
 steps=${STEPS:-6}
 if [ $# -eq 0 ]; then
     set -- "$root/models/gpt2.acdsl" -D L=4 -D C=256 -D H=4 -D T=256 -D B=8 -D V=8192
@@ -33,9 +36,11 @@ minimum() { # the minimum the refusal of an impossible budget names
 }
 peak=$("$ACC" explain "$@" --target cpu | sed -n 's/.*planned peak .* (\([0-9]*\) bytes).*/\1/p')
 min1=$(minimum "$@")
-minn=$(minimum "$@" --micro-batch auto)
-echo "save-all peak $peak bytes; least memory: recompute alone $min1, with micro-batches $minn"
-printf '%12s | %-10s %10s %10s | %4s %10s %10s | %8s\n' budget "recompute" "est ms" "meas ms" N "est ms" "meas ms" ratio
+# shellcheck disable=SC2086
+minn=$(minimum "$@" $levers)
+echo "levers: $levers"
+echo "save-all peak $peak bytes; least memory: recompute alone $min1, with every lever $minn"
+printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s\n' budget "recompute" "est ms" "meas ms" "N/off" "est ms" "meas ms" ratio
 run_ms() { # measured step time of a plan (empty: no plan)
     "$ACC" run "$@" --target cpu --steps "$steps" 2>/dev/null | tail -n 1 |
         sed -n 's/.*"step_ms_median": \([0-9.]*\).*/\1/p'
@@ -53,16 +58,20 @@ while [ $i -lt "$points" ]; do
     else
         rec_est=- rec_ms=- rec_fit="no plan"
     fi
-    out=$("$ACC" explain "$@" --target cpu --budget "$b" --micro-batch auto 2>/dev/null) || out=
+    # shellcheck disable=SC2086
+    out=$("$ACC" explain "$@" --target cpu --budget "$b" $levers 2>/dev/null) || out=
     if [ -n "$out" ]; then
         n=$(echo "$out" | sed -n 's/^micro-batches: \([0-9]*\) of.*/\1/p')
+        off=$(echo "$out" | sed -n 's/^offload: \([0-9]*\) tensors.*/\1/p')
+        n="${n:-1}/${off:-0}"
         comb_est=$(echo "$out" | sed -n 's/^recompute \([0-9.]*\) ms of a \([0-9.]*\) ms step.*/\1 \2/p' | awk '{ print $1 + $2 }')
-        comb_ms=$(run_ms "$@" --budget "$b" --micro-batch auto)
+        # shellcheck disable=SC2086
+        comb_ms=$(run_ms "$@" --budget "$b" $levers)
     else
         n=- comb_est=- comb_ms=-
     fi
     ratio=$(awk -v a="$comb_ms" -v r="$rec_ms" 'BEGIN { if (a + 0 > 0 && r + 0 > 0) printf "%.3f", a / r; else print "-" }')
-    printf '%12s | %-10s %10s %10s | %4s %10s %10s | %8s\n' "$b" "$rec_fit" "$rec_est" "$rec_ms" "$n" "$comb_est" \
+    printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s\n' "$b" "$rec_fit" "$rec_est" "$rec_ms" "$n" "$comb_est" \
         "$comb_ms" "$ratio"
     i=$((i + 1))
 done
