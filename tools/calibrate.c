@@ -2,7 +2,10 @@
  * write a hardware profile (the format of hw/<name>.hw). GEMM rates from the runtime's
  * k_matmul_fwd and k_matmul_fwd_bf16 (--precision bf16's GEMM), vector rate from k_gelu_fwd on cache-resident data, memory
  * bandwidth from k_add_fwd over buffers far larger than the caches, launch
- * latency from one-element kernels. Medians of repeated runs.
+ * latency from one-element kernels, the copies of offloaded activations
+ * (host_bw, host_latency) from memcpy of such a buffer and of 64 bytes (on the
+ * CPU target the host arena is more of the same memory). Medians of repeated
+ * runs.
  */
 #include "calibrate.h"
 
@@ -26,6 +29,10 @@ static void run_matmul_bf16(float *a, float *b, float *c, int64_t n) {
     k_matmul_fwd_bf16((acc_bf16 *)c, (const acc_bf16 *)a, (const acc_bf16 *)b, 1, n, n, n, 0, 0, 0);
 }
 static void run_gelu(float *a, float *b, float *c, int64_t n) { k_gelu_fwd(c, a, n); }
+static void run_copy(float *a, float *b, float *c, int64_t n) {
+    (void)b;
+    memcpy(c, a, (size_t)n * sizeof(float));
+}
 static void run_add(float *a, float *b, float *c, int64_t n) {
     int64_t shape[1] = {n};
     k_add_fwd(c, a, b, 1, shape, shape, shape);
@@ -61,6 +68,7 @@ int calibrate(const char *name, FILE *out) {
     double t_vec = time_it(run_gelu, a, b, c, vec, 31);
     double t_stream = time_it(run_add, a, b, c, stream, 7);
     double t_launch = time_it(run_add, a, b, c, 1, 31);
+    double t_copy = time_it(run_copy, a, b, c, stream, 7), t_copy_small = time_it(run_copy, a, b, c, 16, 31);
     free(a), free(b), free(c);
     double matmul = 2.0 * (double)gemm * gemm * gemm / t_gemm, matmul16 = 2.0 * (double)gemm * gemm * gemm / t_gemm16;
     double vector = 16.0 * (double)vec / t_vec; /* the cost rule counts 16 FLOPs per GELU */
@@ -69,7 +77,8 @@ int calibrate(const char *name, FILE *out) {
             (long long)gemm, (long long)gemm, (long long)gemm, (long long)vec, (long long)stream);
     fprintf(out,
             "name = %s\nmatmul_flops = %.4g\nmatmul_flops_bf16 = %.4g\nvector_flops = %.4g\nmem_bw = %.4g\n"
-            "launch_latency = %.4g\n",
-            name, matmul, matmul16, vector, bw, t_launch);
+            "launch_latency = %.4g\nhost_bw = %.4g\nhost_latency = %.4g\n",
+            name, matmul, matmul16, vector, bw, t_launch, 4.0 * (double)stream / t_copy,
+            t_copy_small > 0 ? t_copy_small : 1e-9);
     return 0;
 }
