@@ -320,6 +320,12 @@ static void print_compiled(const Compilation *c, const char *dir) {
             g->model, c->po.policy.text, c->mem.total_bytes, format_bytes(c->mem.total_bytes, b1, sizeof b1),
             c->sched.n_recompute, 100 * p->recompute_time / (p->fwd_time + p->bwd_time), plan_status_name(p),
             100 * (gap < 0 ? 0 : gap), p->solve_s);
+    if (c->micro_batches > 1) /* the other levers, when used */
+        fprintf(stderr, "acc: %s: %d micro-batches of %" PRId64 " rows\n", g->model, c->micro_batches,
+                c->micro.batch / c->micro_batches);
+    if (c->sched.n_offload)
+        fprintf(stderr, "acc: %s: %d tensors offloaded to %s of host memory\n", g->model, c->sched.n_offload,
+                format_bytes(c->sched.host_bytes, b1, sizeof b1));
     fprintf(stderr,
             "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
             "memory_activations.svg), "
