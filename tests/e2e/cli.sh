@@ -89,5 +89,38 @@ expect 2 "text after its end" diff "$dir/p/plan.json" "$dir/tail.json"
 expect 2 "is not a plan" diff "$dir/fake.json" "$dir/p/plan.json"
 expect 2 "is not a plan" diff "$dir/p/plan.json" "$dir"
 expect 0 "plans are identical" diff "$dir/p/plan.json" "$dir/p/plan.json"
+# the memory levers' options and the models they do not fit
+expect 2 "from 1 to 1000000000, got '0'" explain $m --micro-batch 0
+expect 2 "auto or a whole number" explain $m --micro-batch half
+expect 2 "from 1 to 1000000000, got '-4'" explain $m --batch -4
+expect 2 "invalid size 'lots'" explain $m --host-budget lots
+expect 2 "known: fp32, bf16 or host" explain $m --optimizer-state cpu
+expect 2 "does not take --micro-batch" check $m --micro-batch 2
+expect 1 "--micro-batch 3 does not divide the batch B = 128" explain $m --micro-batch 3
+expect 2 "--micro-batch auto is a choice of the planner" compile $m --micro-batch auto --budget 1G --emit=ir -o "$dir/ir"
+expect 0 "micro-batches: 2 of 64 rows" explain $m --target cpu --batch 128 --micro-batch 2
+cat >"$dir/nob.acdsl" <<'EOF2'
+model nob;
+input x: f32[4, 8];
+param w: f32[8, 2] = normal(0.1);
+loss mean(matmul(x, w));
+EOF2
+expect 1 "needs the batch size as the model's integer hyperparameter B" explain "$dir/nob.acdsl" --micro-batch 2
+cat >"$dir/rows.acdsl" <<'EOF2'
+model rows;
+hparam B = 4;
+input x: f32[8, B];
+param w: f32[B, 2] = normal(0.1);
+loss mean(matmul(x, w));
+EOF2
+expect 1 "rows.acdsl:3:.*micro-batches slice an input along its first dimension" explain "$dir/rows.acdsl" --micro-batch 2
+cat >"$dir/max.acdsl" <<'EOF2'
+model lossop;
+hparam B = 4;
+input x: f32[B, 8];
+param w: f32[8, 1] = normal(0.1);
+loss scale(sum(matmul(x, w)), alpha=0.5);
+EOF2
+expect 1 "need a loss that is a mean (mean, cross_entropy) or a sum" explain "$dir/max.acdsl" --micro-batch 2
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all command lines behave"
