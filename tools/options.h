@@ -30,6 +30,7 @@ typedef struct {
     double time_limit_s;
     int64_t budget_bytes;
     bool has_budget, keep, tf32, no_fuse, verbose, help;
+    bool shared;           /* compile --shared: DIR/lib<model>.so too */
     const char *precision; /* --precision: "fp32", "tf32" or "bf16" (over the DSL's `precision`); --tf32 is "tf32" */
     const char *optimizer_state; /* --optimizer-state: "fp32" or "bf16" (the AdamW moments' dtype); NULL: fp32 */
     int points;
