@@ -18,7 +18,8 @@ Usage:
       [--resume PATH] [--compile ACC] [--defines "-D V=256 ..."]
 DIR (default out/tiny-py) holds lib<model>.so; when it does not, the model
 models/gpt2.acdsl is compiled there for the cpu target with --shared by ACC
-(default build/acc) with --defines (a small byte-level GPT). The model must
+(default build/acc, else acc on the PATH) with --defines (a small
+byte-level GPT). The model must
 have byte-level tokens (V = 256) and inputs idx and targets of shape (B, T).
 """
 import argparse
@@ -30,8 +31,13 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import acc  # noqa: E402  (the package from ./python unless installed)
+# the package and the model beside this file: python/ and models/ of the
+# repository (examples/..) or of an installed share/acc
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = next((r for r in (os.path.join(HERE, ".."), HERE) if os.path.isdir(os.path.join(r, "python", "acc"))), None)
+if ROOT:
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+import acc  # noqa: E402  (else an installed one: pip install ./python)
 
 DEFINES = "-D V=256 -D L=4 -D C=128 -D H=4 -D T=64 -D B=8"
 
@@ -72,7 +78,8 @@ def main():
     ap.add_argument("--save", help="write the parameters there at the end (and at each evaluation)")
     ap.add_argument("--resume", help="start from these parameters instead of the initializers")
     ap.add_argument("--seed", type=int, default=1234, help="data and parameter seed")
-    ap.add_argument("--compile", default="build/acc", help="the acc that compiles the model when --lib has none")
+    ap.add_argument("--compile", default="build/acc" if os.path.isfile("build/acc") else "acc",
+                    help="the acc that compiles the model when --lib has none (default build/acc, else acc)")
     ap.add_argument("--defines", default=DEFINES, help="its -D hyperparameters")
     a = ap.parse_args()
     if a.steps < 1 or a.accum < 1 or a.clip < 0:
@@ -81,7 +88,8 @@ def main():
 
     have = os.listdir(a.lib) if os.path.isdir(a.lib) else []
     if not any(f.startswith("lib") and f.endswith(".so") for f in have):
-        cmd = [a.compile, "compile", "models/gpt2.acdsl", "--target", "cpu", *a.defines.split(), "--budget", "1G",
+        model = os.path.join(ROOT or ".", "models", "gpt2.acdsl")
+        cmd = [a.compile, "compile", os.path.relpath(model), "--target", "cpu", *a.defines.split(), "--budget", "1G",
                "--shared", "-o", a.lib]
         print("train: " + " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)

@@ -29,7 +29,8 @@ import numpy as np
 import acc
 
 ACC, TARGET, DIR = sys.argv[1], sys.argv[2], sys.argv[3]
-GPT2 = ["-D", "V=256", "-D", "L=2", "-D", "C=64", "-D", "H=4", "-D", "T=32", "-D", "B=4"]
+GPT2 = ["-D", "V=256", "-D", "L=2", "-D", "C=32", "-D", "H=2", "-D", "T=16", "-D", "B=2"]
+B, T = 2, 16
 MLP = ["-D", "B=4", "-D", "D_in=6", "-D", "hidden=5", "-D", "classes=3"]
 
 
@@ -72,12 +73,12 @@ gdir = os.path.join(DIR, "gpt2")
 compile_model("models/gpt2.acdsl", GPT2, gdir)
 m = acc.load(gdir)
 check(m.name == "gpt2" and m.target == TARGET, f"loaded {m!r}")
-check(m.inputs == {"idx": ("i32", (4, 32)), "targets": ("i32", (4, 32))}, f"inputs {m.inputs}")
+check(m.inputs == {"idx": ("i32", (B, T)), "targets": ("i32", (B, T))}, f"inputs {m.inputs}")
 raises(lambda: m.step(), acc._lib.ERR_STATE, "was never given a value")  # the library refuses
 m.init_params(7)
 rng = np.random.default_rng(5)
-idx = rng.integers(0, 256, (4, 32))  # int64: converted to the input's i32
-tgt = rng.integers(0, 256, (4, 32)).astype(np.int32)
+idx = rng.integers(0, 256, (B, T))  # int64: converted to the input's i32
+tgt = rng.integers(0, 256, (B, T)).astype(np.int32)
 params_file, inputs_file = os.path.join(DIR, "p.bin"), os.path.join(DIR, "in.bin")
 m.save(params_file)
 acc.write_tensors(inputs_file, {"idx": idx.astype(np.int32), "targets": tgt})
@@ -143,8 +144,8 @@ check(c["arena_bytes"] == m.arena_bytes and c["steps"] >= 7, f"counters {c}")
 check(c["total_ms"]["forward"] > 0 and c["total_ms"]["backward"] > 0, f"counters {c}")
 
 # bad input: clear errors, nothing changed
-raises(lambda: m.set_input("idx", idx.astype(np.float32)), acc._lib.ERR_ARG, "input 'idx' is i32[4, 32]")
-raises(lambda: m.step(idx=idx[:2]), acc._lib.ERR_SIZE, "got an array of shape [2, 32]")
+raises(lambda: m.set_input("idx", idx.astype(np.float32)), acc._lib.ERR_ARG, f"input 'idx' is i32[{B}, {T}]")
+raises(lambda: m.step(idx=idx[:1]), acc._lib.ERR_SIZE, f"got an array of shape [1, {T}]")
 raises(lambda: m.step(tokens=idx), acc._lib.ERR_NAME, "no input 'tokens'")
 raises(lambda: m.step(idx=idx + 256), acc._lib.ERR_DATA, "is outside [0, 256)")  # the library's check
 raises(lambda: m.adamw(-1.0), acc._lib.ERR_ARG, "lr")

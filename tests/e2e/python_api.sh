@@ -78,6 +78,7 @@ train)
         END { if (!ok) exit 1 }' 
     ;;
 pip)
+    unset LD_PRELOAD # nothing generated is loaded
     # a copy: pip builds in the source tree (build/, *.egg-info)
     cp -r python "$dir/src"
     isolation=--no-build-isolation # setuptools from this Python, no download
