@@ -168,6 +168,11 @@ int cg_build_library(const char *dir, const char *model, const CgTarget *target,
         }
     }
     if (!rc && shared) rc = link_shared(dir, model, obj, cuda ? obj_img : NULL, target, err);
+    if (!shared) { /* a shared library of an earlier compile would no longer match lib<model>.a */
+        char so[4096];
+        snprintf(so, sizeof so, "%s/lib%s.so", dir, model);
+        unlink(so);
+    }
     unlink(obj);
     if (cuda) unlink(obj_img);
     if (rc) return -1;
