@@ -4,7 +4,8 @@
 #   ./run.sh          install what is missing, build, run the main job
 #   ./run.sh test     install what is missing, build, run the whole test suite
 #
-# Missing Debian packages are installed with apt-get (as root, or through sudo).
+# Missing Debian packages are installed with apt-get (as root, or through sudo),
+# missing Python packages (NumPy) with pip (install_python).
 # Build directories: build/ (the normal build), build-asan/ (AddressSanitizer
 # + UndefinedBehaviorSanitizer) and build-fuzz/ (libFuzzer), the last two used
 # by the test command.
@@ -28,6 +29,25 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# Python packages the tests and examples/train.py need; each installed with
+# pip when `import NAME` fails (PEP 668 systems: --break-system-packages,
+# else the Debian package python3-NAME).
+python_packages=(numpy)
+
+install_python() {
+    local p sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    for p in "${python_packages[@]}"; do
+        python3 -c "import $p" 2>/dev/null && continue
+        echo "run.sh: installing missing Python package: $p"
+        python3 -m pip install -q "$p" ||
+            python3 -m pip install -q --break-system-packages "$p" ||
+            { $sudo apt-get update -qq &&
+                DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "python3-$p"; }
+        python3 -c "import $p" || { echo "run.sh: cannot install the Python package $p" >&2; exit 1; }
+    done
+}
+
 build() { # build DIR [cmake args...] [--target T]
     local dir=$1 target=()
     shift
@@ -40,6 +60,7 @@ build() { # build DIR [cmake args...] [--target T]
 }
 
 install_missing
+install_python
 case "$mode" in
 main)
     build build
@@ -57,6 +78,8 @@ main)
     cc -std=c11 -O2 -fopenmp examples/train.c -Iout/tiny out/tiny/libgpt2.a out/tiny/libaccrt.a \
         -L"$blas" -Wl,-rpath,"$blas" -lopenblas -lm -o out/train
     OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} ./out/train "${STEPS:-300}"
+    echo "== the same from Python (examples/train.py over acc compile --shared, through python/acc)"
+    OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} python3 examples/train.py --lib out/tiny-py --steps "${STEPS:-300}"
     ;;
 test)
     build build

@@ -1,6 +1,7 @@
 /* build.c - turning emitted C into a static library: runs the host C
  * compiler and ar (fork/exec, no shell, so paths need no quoting) and puts
- * the runtime archive and header beside the model's library.
+ * the runtime archive and header beside the model's library; on request
+ * links a shared library of the model and the whole runtime as well.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -96,7 +97,54 @@ static int compile_c(const char *dir, const char *name, char *obj, size_t obj_si
     return cg_run(cc_argv, err);
 }
 
-int cg_build_library(const char *dir, const char *model, const CgTarget *target, FILE *err) {
+/* Append the words of a space-separated list to argv at *n (at most max). */
+static void split_words(const char *list, char *buf, size_t size, const char **argv, int *n, int max) {
+    snprintf(buf, size, "%s", list);
+    for (char *w = strtok(buf, " "); w && *n < max; w = strtok(NULL, " ")) argv[(*n)++] = w;
+}
+
+/* cc -shared -o DIR/lib<model>.so OBJS -Wl,--whole-archive DIR/<archives>
+ * -Wl,--no-whole-archive -L<blas> -Wl,-rpath,<blas> LIBS: every runtime
+ * object is kept (the model's objects call only part of the API; Python
+ * calls the rest), and --no-undefined makes a missing symbol a link error
+ * here rather than a failed dlopen later. Position-independent throughout:
+ * the model's objects are compiled with -fPIC and CMake builds the runtime
+ * archives so. */
+static int link_shared(const char *dir, const char *model, const char *obj, const char *obj_img, const CgTarget *target,
+                       FILE *err) {
+    char so[4096], blas_l[4200], blas_rpath[4200], archives[512], libs[512], flags[1024], paths[8][4200];
+    const char *argv[64];
+    int n = 0;
+    snprintf(so, sizeof so, "%s/lib%s.so", dir, model);
+    snprintf(blas_l, sizeof blas_l, "-L%s", cg_blas_dir());
+    snprintf(blas_rpath, sizeof blas_rpath, "-Wl,-rpath,%s", cg_blas_dir());
+    argv[n++] = env_or("CC", "cc");
+    argv[n++] = "-shared";
+    argv[n++] = "-fopenmp";
+    argv[n++] = "-o";
+    argv[n++] = so;
+    argv[n++] = obj;
+    if (obj_img) argv[n++] = obj_img;
+    argv[n++] = "-Wl,--whole-archive";
+    const char *names[8];
+    int n_names = 0;
+    split_words(target->archives, archives, sizeof archives, names, &n_names, 8);
+    for (int i = 0; i < n_names; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, names[i]);
+        argv[n++] = paths[i];
+    }
+    argv[n++] = "-Wl,--no-whole-archive";
+    argv[n++] = "-Wl,--no-undefined";
+    argv[n++] = blas_l;
+    argv[n++] = blas_rpath;
+    split_words(target->libs, libs, sizeof libs, argv, &n, 40);
+    split_words(cg_gen_flags(), flags, sizeof flags, argv, &n, 60);
+    argv[n] = NULL;
+    unlink(so);
+    return cg_run(argv, err);
+}
+
+int cg_build_library(const char *dir, const char *model, const CgTarget *target, bool shared, FILE *err) {
     char obj[4096], obj_img[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], name[300];
     bool cuda = target->nvrtc; /* the kernel images are a second object */
     snprintf(lib, sizeof lib, "%s/lib%s.a", dir, model);
@@ -105,21 +153,29 @@ int cg_build_library(const char *dir, const char *model, const CgTarget *target,
     if (cuda && compile_c(dir, name, obj_img, sizeof obj_img, err)) return -1;
     unlink(lib);
     const char *ar_argv[] = {"ar", "rcs", lib, obj, cuda ? obj_img : NULL, NULL};
-    if (cg_run(ar_argv, err)) return -1;
-    unlink(obj);
-    if (cuda) unlink(obj_img);
+    int rc = cg_run(ar_argv, err);
     snprintf(rt, sizeof rt, "%s/libaccrt.a", dir);
-    if (copy_file(cg_runtime_lib(), rt, err)) return -1;
-    if (target->device_archive) {
+    if (!rc) rc = copy_file(cg_runtime_lib(), rt, err);
+    if (!rc && target->device_archive) {
         const char *dev_lib = env_or(target->device_lib_env, target->device_lib_default);
         if (!*dev_lib) {
             fprintf(err, "acc: error: this acc was built without the CUDA Toolkit, so it has no %s\n",
                     target->device_archive);
-            return -1;
+            rc = -1;
+        } else {
+            snprintf(rt, sizeof rt, "%s/%s", dir, target->device_archive);
+            rc = copy_file(dev_lib, rt, err);
         }
-        snprintf(rt, sizeof rt, "%s/%s", dir, target->device_archive);
-        if (copy_file(dev_lib, rt, err)) return -1;
     }
+    if (!rc && shared) rc = link_shared(dir, model, obj, cuda ? obj_img : NULL, target, err);
+    if (!shared) { /* a shared library of an earlier compile would no longer match lib<model>.a */
+        char so[4096];
+        snprintf(so, sizeof so, "%s/lib%s.so", dir, model);
+        unlink(so);
+    }
+    unlink(obj);
+    if (cuda) unlink(obj_img);
+    if (rc) return -1;
     snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
     snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
     if (copy_file(hdr_from, hdr_to, err)) return -1;

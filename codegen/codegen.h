@@ -101,9 +101,12 @@ const char *cg_chain_op_name(OpKind op);
 int cg_cuda_images(Graph *g, const char *dir, const char *archs, const char **json, FILE *err);
 
 /* Compile DIR/<model>.c (and DIR/<model>_images.c for cuda) into
- * DIR/lib<model>.a and put the runtime archives and accrt.h beside it.
+ * DIR/lib<model>.a and put the runtime archives and accrt.h beside it; with
+ * shared also DIR/lib<model>.so: the model's objects and the whole runtime
+ * (its device layer included) linked with what they need (OpenBLAS, OpenMP,
+ * -ldl), so that one dlopen gives every acc_* call and <model>_desc.
  * Returns 0 or prints why not to err and returns nonzero. */
-int cg_build_library(const char *dir, const char *model, const CgTarget *target, FILE *err);
+int cg_build_library(const char *dir, const char *model, const CgTarget *target, bool shared, FILE *err);
 
 /* Run a program (argv[0] searched in PATH); 0 if it exited 0. */
 int cg_run(const char *const argv[], FILE *err);

@@ -309,7 +309,7 @@ static int cmd_pareto(Options *o) {
 }
 
 /* What acc compile made: the plan's figures and the files. */
-static void print_compiled(const Compilation *c, const char *dir) {
+static void print_compiled(const Compilation *c, const char *dir, bool shared) {
     char b1[32];
     const Graph *g = &c->g;
     const Plan *p = &c->plan;
@@ -327,10 +327,11 @@ static void print_compiled(const Compilation *c, const char *dir) {
         fprintf(stderr, "acc: %s: %d tensors offloaded to %s of host memory\n", g->model, c->sched.n_offload,
                 format_bytes(c->sched.host_bytes, b1, sizeof b1));
     fprintf(stderr,
-            "acc: wrote %s/lib%s.a, %s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
+            "acc: wrote %s/lib%s.a, %s%s%s%s%s/%s.h, %s/plan.json, %s/report.txt, %s/memory.svg (and "
             "memory_activations.svg), "
             "%s/memory_snapshot.pickle (target %s)\n",
-            dir, g->model, dir, g->model, dir, dir, dir, dir, c->info.target);
+            dir, g->model, shared ? dir : "", shared ? "/lib" : "", shared ? g->model : "", shared ? ".so, " : "", dir,
+            g->model, dir, dir, dir, dir, c->info.target);
 }
 
 static int cmd_compile(Options *o) {
@@ -349,7 +350,7 @@ static int cmd_compile(Options *o) {
         if (!rc) fprintf(stderr, "acc: wrote %s\n", path);
     } else {
         rc = acc_compile(o, ACC_UNTIL_LIBRARY, o->out_dir, &c);
-        if (!rc) print_compiled(&c, o->out_dir);
+        if (!rc) print_compiled(&c, o->out_dir, o->shared);
     }
     acc_compilation_free(&c);
     return rc;

@@ -129,6 +129,10 @@ static const OptionRow option_rows[] = {
     {"--lr", "LR", "AdamW learning rate, 0 to 1000 (default 0.001)", "run"},
     {"--dump-grads", "PATH", "write every parameter gradient of the first step", "run"},
     {"--keep", NULL, "keep the build directory", "run"},
+    {"--shared", NULL,
+     "also write DIR/lib<model>.so: the model, the runtime and its device layer in one shared library "
+     "that Python's acc package (python/) or any program can dlopen",
+     "compile"},
     {"--params", "FILE", "start from these parameters (libaccrt tensor file)", "run"},
     {"--inputs", "FILE", "train on these inputs instead of synthetic data", "run"},
     {"-v", NULL, "the phases and their times (parse, plan, emit, cc) and progress of long steps on stderr",
@@ -311,7 +315,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         if (a[1] == '-' && a[len] == '=' && !strcmp(name, "--tf32")) return usage_error("%s takes no value", name);
         const char *v = NULL;
         bool flag = !strcmp(name, "-h") || !strcmp(name, "-v") || !strcmp(name, "--tf32") ||
-                    !strcmp(name, "--no-fuse") || !strcmp(name, "--keep");
+                    !strcmp(name, "--no-fuse") || !strcmp(name, "--keep") || !strcmp(name, "--shared");
         if (flag) {
             if (a[len] == '=') return usage_error("%s takes no value", name);
         } else if (!strcmp(name, "-D")) {
@@ -327,6 +331,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
         else if (!strcmp(name, "--tf32")) o->tf32 = true; /* = --precision tf32 */
         else if (!strcmp(name, "--no-fuse")) o->no_fuse = true;
         else if (!strcmp(name, "--keep")) o->keep = true;
+        else if (!strcmp(name, "--shared")) o->shared = true;
         else if (!strcmp(name, "-D")) {
             if (parse_define(v, o)) return EXIT_USAGE;
         } else if (!strcmp(name, "--budget")) {

@@ -33,6 +33,7 @@ typedef struct {
     int64_t budget_bytes;
     int64_t host_budget_bytes; /* --host-budget: host memory for offloaded activations (0: no offload) */
     bool has_budget, keep, tf32, no_fuse, verbose, help;
+    bool shared;           /* compile --shared: DIR/lib<model>.so too */
     const char *precision; /* --precision: "fp32", "tf32" or "bf16" (over the DSL's `precision`); --tf32 is "tf32" */
     const char *optimizer_state; /* --optimizer-state: "fp32" or "bf16" (the AdamW moments' dtype); NULL: fp32 */
     int points;

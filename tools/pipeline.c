@@ -14,7 +14,8 @@
  *   images     nvrtc targets: the kernels compiled to CUBIN and PTX
  *   report     plan.json, report.txt and the memory pictures
  *   emit       the host schedule and descriptor (<model>.c), the header
- *   build      cc and ar: lib<model>.a beside the runtime's archives
+ *   build      cc and ar: lib<model>.a beside the runtime's archives (and
+ *              with --shared lib<model>.so, everything in one)
  *
  * Each command stops where it needs to (AccUntil). Nothing here decides a
  * plan or emits code: it only calls the passes and reports their failures.
@@ -560,7 +561,7 @@ static int build_library(const Options *o, const char *dir, Compilation *c) {
     snprintf(detail, sizeof detail, "cc -O2 %s/%s.c (%d steps)", dir, g->model, c->sched.steps.n);
     if (!rc) acc_phase_start(o, "cc", detail);
     t0 = acc_now_s();
-    if (!rc && cg_build_library(dir, g->model, o->target, stderr)) rc = EXIT_INPUT;
+    if (!rc && cg_build_library(dir, g->model, o->target, o->shared, stderr)) rc = EXIT_INPUT;
     if (!rc) acc_phase_end(o, "cc", t0);
     return rc;
 }

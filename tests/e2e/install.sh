@@ -93,3 +93,15 @@ if command -v pkg-config >/dev/null; then
     "$dir/train_pc" || { echo "FAIL: the pkg-config trainer"; exit 1; }
     echo "ok   C trainer through pkg-config accrt"
 fi
+# Python: the installed train.py and package (share/acc) compile the model
+# with the installed acc (--shared) and train two steps; NumPy is required
+case "${ACC_GEN_FLAGS:-}" in
+*sanitize*) # the sanitizer runtimes the generated library links, loaded first
+    LD_PRELOAD="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)" \
+        ASAN_OPTIONS=detect_leaks=0 python3 -B "$p/share/acc/train.py" --lib "$dir/py" --compile "$p/bin/acc" \
+        --steps 2 --eval 0 --defines "-D V=256 -D L=1 -D C=32 -D H=2 -D T=16 -D B=2" >"$dir/py.log" 2>&1 ;;
+*) python3 -B "$p/share/acc/train.py" --lib "$dir/py" --compile "$p/bin/acc" --steps 2 --eval 0 \
+    --defines "-D V=256 -D L=1 -D C=32 -D H=2 -D T=16 -D B=2" >"$dir/py.log" 2>&1 ;;
+esac || { cat "$dir/py.log"; echo "FAIL: the installed train.py"; exit 1; }
+grep -q '^train: loss' "$dir/py.log" || { cat "$dir/py.log"; echo "FAIL: the installed train.py did not train"; exit 1; }
+echo "ok   installed train.py over a --shared library (share/acc/python)"
