@@ -103,6 +103,7 @@ class Model:
         self.budget_bytes = d.budget_bytes
         self.planned_peak_bytes = d.planned_peak_bytes
         self.has_optimizer = bool(d.has_optimizer)
+        self.micro_batches = max(1, d.micro_batches)  # the step runs its plan once per micro-batch
         self.plan_summary = d.plan_summary.decode() if d.plan_summary else ""
         self._params = {}
         for i in range(d.n_params):
@@ -322,9 +323,12 @@ class Model:
         """The instance's counters: arena_bytes (the planned peak, allocated),
         peak_bytes_measured (every byte the runtime holds), phase_ms and
         total_ms ({forward, backward, optimizer}: the last step's time and
-        the sum over all steps) and steps."""
+        the sum over all steps), steps, and host_bytes (host memory for the
+        step: offloaded activations, the optimizer state with
+        --optimizer-state host) with its planned value."""
         c = _lib.Counters()
         self._check(self._lib.acc_get_counters(self._h, _lib.ctypes.byref(c)), "counters")
+        d = self._desc_ptr.contents
         return {
             "arena_bytes": c.arena_bytes,
             "peak_bytes_measured": c.peak_bytes_measured,
@@ -332,6 +336,8 @@ class Model:
             "phase_ms": dict(zip(_lib.PHASES, c.phase_ms)),
             "total_ms": dict(zip(_lib.PHASES, c.total_ms)),
             "steps": c.steps,
+            "host_bytes": c.host_bytes,
+            "planned_host_bytes": d.host_bytes + d.optimizer_host_bytes,
         }
 
 

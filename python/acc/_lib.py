@@ -20,7 +20,7 @@ from ctypes import (
     c_void_p,
 )
 
-API_VERSION = 1  # ACC_API_VERSION
+API_VERSION = 2  # ACC_API_VERSION
 
 # acc_dtype
 DT_F32, DT_I32, DT_BF16 = 0, 1, 2
@@ -66,6 +66,7 @@ class InputDesc(Structure):  # acc_input_desc
         ("elems", c_int64),
         ("offset", c_int64),
         ("index_bound", c_int64),
+        ("stage_offset", c_int64),
     ]
 
 
@@ -93,6 +94,10 @@ class ModelDesc(Structure):  # acc_model_desc
         ("budget_bytes", c_int64),
         ("planned_peak_bytes", c_int64),
         ("plan_summary", c_char_p),
+        ("micro_batches", c_int),
+        ("loss_scale", c_float),
+        ("host_bytes", c_int64),
+        ("optimizer_host_bytes", c_int64),
     ]
 
 
@@ -103,6 +108,7 @@ class Counters(Structure):  # acc_counters
         ("phase_ms", c_double * 3),
         ("total_ms", c_double * 3),
         ("steps", c_int64),
+        ("host_bytes", c_int64),
     ]
 
 
