@@ -88,6 +88,25 @@ void cg_fuse(const Graph *g, const Schedule *s, CgFusion *f);
 void cg_fusion_free(CgFusion *f);
 const char *cg_chain_op_name(OpKind op);
 
+/* ---- the copies of offloaded tensors (codegen/overlap.c) ---- */
+
+typedef struct {
+    int step;        /* the OFFLOAD or FETCH step */
+    int issue_after; /* issued after the code of this step (-1: at the start of the run) */
+    int wait_before; /* the steps from this one on wait for it (the step count: the run's end) */
+    int id, n_ids;   /* its copies' ids: the tensor's, then its tail's */
+} CgCopy;
+
+typedef struct {
+    VEC(CgCopy) v;
+    int n_ids;
+} CgCopies;
+
+/* requires: an allocated schedule and its fusion. provides: when each copy
+ * of an offloaded tensor is issued and waited for (see overlap.c). */
+void cg_copies(const Schedule *s, const CgFusion *fu, CgCopies *out);
+void cg_copies_free(CgCopies *c);
+
 /* ---- the CUDA kernels (codegen/cuda.c) ---- */
 
 /* The kernel images of the cuda target: NVRTC compiles the runtime's

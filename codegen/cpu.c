@@ -17,6 +17,7 @@ typedef struct {
     const Schedule *s;
     FILE *out;
     const CgFusion *fu;
+    const CgCopies *cp;
 } Emit;
 
 /* Steps per generated function (see emit_source). */
@@ -456,18 +457,37 @@ static Shape set_shape(const CgOptions *opt, const Node *n) {
     return sh;
 }
 
-/* An offloaded tensor's copy (and its tail's) between the arena and the host
- * arena, by the runtime (a device copies in launch order). */
-static void emit_host_copy(Emit *e, const Step *st) {
+/* The copies of an offloaded tensor (and its tail) between the arena and
+ * the host arena, issued on the copy stream (overlap.c says when). */
+static void emit_copy_issue(Emit *e, const CgCopy *c) {
+    const Step *st = &e->s->steps.v[c->step];
     const Node *x = graph_node(e->g, st->node);
     bool out = st->kind == ST_OFFLOAD;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < c->n_ids; k++) {
         int dev = out ? st->in[k] : k ? st->aux : st->out, host = out ? (k ? st->aux : st->out) : st->in[k];
-        if (dev < 0) continue;
         char p[48];
-        fprintf(e->out, "    if (acc_host_copy(ctx, %" PRId64 ", %s, %" PRId64 ", %d)) return ACC_ERR_DEVICE;\n",
-                e->s->bufs.v[host].offset, ptr(e, dev, p), k ? x->aux_elems * 4 : node_tensor_bytes(x), out);
+        fprintf(e->out,
+                "    if (acc_copy_issue(ctx, %d, %" PRId64 ", %s, %" PRId64
+                ", %d)) return ACC_ERR_DEVICE; /* %s %s */\n",
+                c->id + k, e->s->bufs.v[host].offset, ptr(e, dev, p), k ? x->aux_elems * 4 : node_tensor_bytes(x), out,
+                out ? "offload" : "fetch", x->name);
     }
+}
+
+/* Before step t: the waits for the copies whose bytes it needs; after it:
+ * the copies back that may start then. */
+static void emit_copy_waits(Emit *e, int t) {
+    for (int i = 0; i < e->cp->v.n; i++) {
+        const CgCopy *c = &e->cp->v.v[i];
+        for (int k = 0; k < c->n_ids && c->wait_before == t; k++)
+            fprintf(e->out, "    if (acc_copy_wait(ctx, %d)) return ACC_ERR_DEVICE;\n", c->id + k);
+    }
+}
+
+static void emit_copy_issues_after(Emit *e, int t) {
+    for (int i = 0; i < e->cp->v.n; i++)
+        if (e->cp->v.v[i].issue_after == t && e->s->steps.v[e->cp->v.v[i].step].kind == ST_FETCH)
+            emit_copy_issue(e, &e->cp->v.v[i]);
 }
 
 static void emit_desc_dims(FILE *o, const Shape *s) {
@@ -520,12 +540,14 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         /* run_forward ends at the seed: every forward step, and every op
          * of a fused chain, falls on one side of it */
         ACC_ASSERT(st->kind != ST_FWD || n_fwd_parts < 0);
+        emit_copy_waits(e, t);
         int ch = e->fu->chain_of[t];
         if (ch >= 0) {
             const CgChain *c = &e->fu->chains.v[ch];
             ACC_ASSERT(seed_t < 0 || c->ops[0].step > seed_t);
             if (c->ops[c->n_ops - 1].step == t) emit_chain(e, c);
             else fprintf(o, "    /* (fused into step %d) */\n", c->ops[c->n_ops - 1].step);
+            emit_copy_issues_after(e, t);
             continue;
         }
         switch (st->kind) {
@@ -541,7 +563,10 @@ static void emit_source(Emit *e, const CgOptions *opt) {
                         buf_sfx(e, st->grad_out), ptr(e, st->grad_out, p), opt->loss_scale);
             break;
         case ST_OFFLOAD:
-        case ST_FETCH: emit_host_copy(e, st); break;
+            for (int i = 0; i < e->cp->v.n; i++)
+                if (e->cp->v.v[i].step == t) emit_copy_issue(e, &e->cp->v.v[i]);
+            break;
+        case ST_FETCH: break; /* issued earlier, waited for above */
         case ST_BWD:
             /* a parameter's gradient is an accumulator: zeroed unless the
              * step adds to it (acc_forward_backward) */
@@ -554,18 +579,22 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             emit_bwd(e, st);
             break;
         }
+        emit_copy_issues_after(e, t);
     }
     if (n_parts) fprintf(o, "    return ACC_OK;\n}\n\n");
+    /* every copy of the run waited for before it ends (a device's copy
+     * stream joins the step's) */
+    const char *sync = e->cp->n_ids ? "    if (acc_copy_sync(ctx)) return ACC_ERR_DEVICE;\n" : "";
     /* a part's failure (an index out of range: acc_fail) ends the step */
     fprintf(o, "static int run(acc_ctx *ctx) {\n    int rc;\n");
     for (int k = 0; k < n_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
-    fprintf(o, "    (void)rc;\n    return ACC_OK;\n}\n\n");
+    fprintf(o, "%s    (void)rc;\n    return ACC_OK;\n}\n\n", sync);
     /* the forward alone: every step before the seed (a fused chain never
      * spans the seed: the seed is no elementwise op) */
     ACC_ASSERT(n_fwd_parts >= 0);
     fprintf(o, "static int run_forward(acc_ctx *ctx) {\n    int rc;\n");
     for (int k = 0; k < n_fwd_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
-    fprintf(o, "    (void)rc;\n    return ACC_OK;\n}\n\n");
+    fprintf(o, "%s    (void)rc;\n    return ACC_OK;\n}\n\n", sync);
 
     fprintf(o, "static const acc_param_desc params[] = {\n");
     int n_params = 0, n_inputs = 0;
@@ -617,9 +646,9 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
     fprintf(o,
             "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n    .host_bytes = %" PRId64
-            ",\n    .optimizer_host_bytes = %" PRId64 ",\n};\n\n",
+            ",\n    .optimizer_host_bytes = %" PRId64 ",\n    .copy_ids = %d,\n};\n\n",
             opt->micro_batches, opt->loss_scale, s->host_bytes,
-            s->optimizer == OPT_STATE_HOST ? 8 * graph_param_count(g) : 0);
+            s->optimizer == OPT_STATE_HOST ? 8 * graph_param_count(g) : 0, e->cp->n_ids);
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
 
@@ -718,9 +747,12 @@ void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const C
     CgFusion fu;
     cg_fuse(g, s, &fu);
     for (int t = 0; o->no_fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;
-    Emit e = {g, s, c_out, &fu};
+    CgCopies cp;
+    cg_copies(s, &fu, &cp);
+    Emit e = {g, s, c_out, &fu, &cp};
     emit_source(&e, o);
     e.out = h_out;
     emit_header(&e, o, ad);
+    cg_copies_free(&cp);
     cg_fusion_free(&fu);
 }

@@ -240,7 +240,7 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     return ACC_OK;
 }
 
-int acc_host_copy(acc_ctx *ctx, int64_t host_off, void *p, size_t n, int to_host) {
+int acc_copy_issue(acc_ctx *ctx, int id, int64_t host_off, void *p, size_t n, int to_host) {
     acc_model *m = ctx->model;
     unsigned char *h = ctx->host + host_off;
     if (!m->dev) {
@@ -248,7 +248,17 @@ int acc_host_copy(acc_ctx *ctx, int64_t host_off, void *p, size_t n, int to_host
         return ACC_OK;
     }
     return dev_status(
-        m, m->desc->device->host_copy(m->dev, to_host ? (void *)h : p, to_host ? p : (const void *)h, n, to_host));
+        m, m->desc->device->copy_issue(m->dev, id, to_host ? (void *)h : p, to_host ? p : (const void *)h, n, to_host));
+}
+
+int acc_copy_wait(acc_ctx *ctx, int id) {
+    acc_model *m = ctx->model;
+    return m->dev ? dev_status(m, m->desc->device->copy_wait(m->dev, id)) : ACC_OK;
+}
+
+int acc_copy_sync(acc_ctx *ctx) {
+    acc_model *m = ctx->model;
+    return m->dev ? dev_status(m, m->desc->device->copy_sync(m->dev)) : ACC_OK;
 }
 
 void acc_destroy(acc_model *m) {

@@ -167,11 +167,16 @@ typedef struct acc_device {
     int (*scale)(acc_dev *dev, float *x, int64_t n, float factor);
     /* Offloaded activations: the host arena of n bytes (pinned where the
      * device copies to and from host memory without staging), freed by
-     * host_free; host_copy copies n bytes between it and the arena in launch
-     * order (to_host: from the arena; recordable in a run). */
+     * host_free. Their copies run on a stream of their own, in issue order,
+     * and are recordable in a run: copy_issue starts copy id (n bytes, from
+     * the arena to host memory if to_host, else back) after the launches
+     * issued so far; copy_wait makes the launches issued after it wait for
+     * copy id; copy_sync, for every copy issued in the run. */
     int (*host_alloc)(acc_dev *dev, size_t n, unsigned char **host);
     void (*host_free)(acc_dev *dev, unsigned char *host);
-    int (*host_copy)(acc_dev *dev, void *dst, const void *src, size_t n, int to_host);
+    int (*copy_issue)(acc_dev *dev, int id, void *dst, const void *src, size_t n, int to_host);
+    int (*copy_wait)(acc_dev *dev, int id);
+    int (*copy_sync)(acc_dev *dev);
 } acc_device;
 
 /* A kernel image embedded in a device library: CUBIN for one architecture
@@ -223,6 +228,8 @@ typedef struct acc_model_desc {
      * device's parameters and gradients copied through a staging chunk of
      * 8 MiB of host memory, not counted). */
     int64_t optimizer_host_bytes;
+    /* Offload: the ids of the copies the schedule issues (0 to copy_ids - 1). */
+    int copy_ids;
 } acc_model_desc;
 
 typedef struct {
@@ -326,9 +333,13 @@ const acc_model_desc *acc_describe(const acc_model *m);
 /* For generated schedules: report a failure with detail and time phases. */
 int acc_fail(acc_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void acc_phase(acc_ctx *ctx, int phase);
-/* For generated schedules: an offloaded activation's copy of n bytes between
- * the arena (at p) and the host arena (at host_off); to_host: from the arena. */
-int acc_host_copy(acc_ctx *ctx, int64_t host_off, void *p, size_t n, int to_host);
+/* For generated schedules: the copies of offloaded activations, n bytes
+ * between the arena (at p) and the host arena (at host_off), to the host if
+ * to_host. On a device they run beside the step (acc_device's copy_issue,
+ * copy_wait, copy_sync); on the CPU each is done when issued. */
+int acc_copy_issue(acc_ctx *ctx, int id, int64_t host_off, void *p, size_t n, int to_host);
+int acc_copy_wait(acc_ctx *ctx, int id);
+int acc_copy_sync(acc_ctx *ctx);
 
 #ifdef __cplusplus
 }

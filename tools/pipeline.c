@@ -355,8 +355,9 @@ static int plan_micro_batches(const Options *o, AccUntil until, Compilation *c) 
     int64_t b = rc ? 0 : hparam_int(&full, "B");
     bool automatic = o->micro_batches == OPT_MICRO_AUTO;
     if (!rc && b < 1) {
-        fprintf(stderr, "acc: error: --micro-batch needs the batch size as the model's integer hyperparameter B "
-                        "(the first dimension of the inputs it slices); %s has none\n",
+        fprintf(stderr,
+                "acc: error: --micro-batch needs the batch size as the model's integer hyperparameter B "
+                "(the first dimension of the inputs it slices); %s has none\n",
                 o->file);
         rc = EXIT_INPUT;
     } else if (!rc && !automatic && b % o->micro_batches) {

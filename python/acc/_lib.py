@@ -98,6 +98,7 @@ class ModelDesc(Structure):  # acc_model_desc
         ("loss_scale", c_float),
         ("host_bytes", c_int64),
         ("optimizer_host_bytes", c_int64),
+        ("copy_ids", c_int),
     ]
 
 

@@ -34,7 +34,7 @@
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuModuleLoadData)                \
     X(cuModuleUnload) X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
     X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemHostAlloc) X(cuMemFreeHost) X(cuMemsetD8)    \
-    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuLaunchKernel) X(cuEventCreate) \
+    X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchKernel) X(cuEventCreate) \
     X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
     X(cuGraphExecDestroy)
@@ -80,6 +80,13 @@ typedef struct {
     int graph_marks[ACC_GRAPH_COUNT]; /* the phase events a graph records (bits) */
     int capturing;                    /* the graph being captured + 1, or 0 */
     int no_graphs;                    /* ACC_CUDA_GRAPHS=0: every run launches one by one */
+    /* the copies of offloaded activations: their stream, and per copy id an
+     * event the step's stream records before it (ready) and one the copy
+     * stream records after it (done); issued: not yet waited for */
+    CUstream copy_stream;
+    CUevent *copy_ready, *copy_done;
+    unsigned char *copy_issued;
+    int copy_ids;
 } CudaDev;
 
 static const char *const kernel_names[KID_COUNT] = {
@@ -323,6 +330,19 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
     if ((rc = CU_CHECK(c, a->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)))) return rc;
     for (int p = 0; p <= ACC_PHASE_COUNT; p++)
         if ((rc = CU_CHECK(c, a->cuEventCreate(&c->ev[p], CU_EVENT_DEFAULT)))) return rc;
+    if (desc->copy_ids > 0) { /* offloaded activations: the copy stream and its events, before any capture */
+        if ((rc = CU_CHECK(c, a->cuStreamCreate(&c->copy_stream, CU_STREAM_NON_BLOCKING)))) return rc;
+        c->copy_ready = calloc((size_t)desc->copy_ids, sizeof *c->copy_ready);
+        c->copy_done = calloc((size_t)desc->copy_ids, sizeof *c->copy_done);
+        c->copy_issued = calloc((size_t)desc->copy_ids, 1);
+        if (!c->copy_ready || !c->copy_done || !c->copy_issued)
+            return dev_fail(&c->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "no memory for the copies' events");
+        c->copy_ids = desc->copy_ids;
+        for (int i = 0; i < c->copy_ids; i++) {
+            if ((rc = CU_CHECK(c, a->cuEventCreate(&c->copy_ready[i], CU_EVENT_DISABLE_TIMING)))) return rc;
+            if ((rc = CU_CHECK(c, a->cuEventCreate(&c->copy_done[i], CU_EVENT_DISABLE_TIMING)))) return rc;
+        }
+    }
     if ((rc = CU_CHECK(c, a->cuMemAlloc(&c->arena, (size_t)desc->arena_bytes)))) return rc;
     *arena = (unsigned char *)(uintptr_t)c->arena;
     dev_set_workspace(&c->head, *arena + desc->workspace_offset, desc->workspace_bytes);
@@ -351,6 +371,12 @@ static void cuda_close(acc_dev *d) {
     if (c->arena) a->cuMemFree(c->arena);
     for (int p = 0; p <= ACC_PHASE_COUNT; p++)
         if (c->ev[p]) a->cuEventDestroy(c->ev[p]);
+    for (int i = 0; i < c->copy_ids; i++) {
+        if (c->copy_ready && c->copy_ready[i]) a->cuEventDestroy(c->copy_ready[i]);
+        if (c->copy_done && c->copy_done[i]) a->cuEventDestroy(c->copy_done[i]);
+    }
+    free(c->copy_ready), free(c->copy_done), free(c->copy_issued);
+    if (c->copy_stream) a->cuStreamSynchronize(c->copy_stream), a->cuStreamDestroy(c->copy_stream);
     if (c->stream) a->cuStreamDestroy(c->stream);
     if (c->module) a->cuModuleUnload(c->module);
     if (c->ctx_retained) a->cuDevicePrimaryCtxRelease(c->dev);
@@ -394,13 +420,38 @@ static int cuda_host_alloc(acc_dev *d, size_t n, unsigned char **host) {
 
 static void cuda_host_free(acc_dev *d, unsigned char *host) { ((CudaDev *)d)->api.cuMemFreeHost(host); }
 
-/* In launch order on the compute stream (the copies of an offload are not
- * yet on a stream of their own). */
-static int cuda_host_copy(acc_dev *d, void *dst, const void *src, size_t n, int to_host) {
+/* Copy id on the copy stream after the step's launches so far: the fork
+ * (and, in a captured run, the copy stream's part of the graph). */
+static int cuda_copy_issue(acc_dev *d, int id, void *dst, const void *src, size_t n, int to_host) {
+    CudaDev *c = (CudaDev *)d;
+    Api *a = &c->api;
+    if (d->status) return d->status;
+    if (id < 0 || id >= c->copy_ids) return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "copy id %d out of range", id);
+    if (CU_CHECK(c, a->cuEventRecord(c->copy_ready[id], c->stream))) return d->status;
+    if (CU_CHECK(c, a->cuStreamWaitEvent(c->copy_stream, c->copy_ready[id], 0))) return d->status;
+    if (to_host ? CU_CHECK(c, a->cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->copy_stream))
+                : CU_CHECK(c, a->cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->copy_stream)))
+        return d->status;
+    if (CU_CHECK(c, a->cuEventRecord(c->copy_done[id], c->copy_stream))) return d->status;
+    c->copy_issued[id] = 1;
+    return ACC_OK;
+}
+
+/* The step's launches from here on wait for copy id: the join. */
+static int cuda_copy_wait(acc_dev *d, int id) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
-    if (to_host) return CU_CHECK(c, c->api.cuMemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, n, c->stream));
-    return CU_CHECK(c, c->api.cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, n, c->stream));
+    if (id < 0 || id >= c->copy_ids || !c->copy_issued[id])
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "wait for copy %d, which was not issued", id);
+    c->copy_issued[id] = 0;
+    return CU_CHECK(c, c->api.cuStreamWaitEvent(c->stream, c->copy_done[id], 0));
+}
+
+static int cuda_copy_sync(acc_dev *d) {
+    CudaDev *c = (CudaDev *)d;
+    for (int id = 0; id < c->copy_ids && !d->status; id++)
+        if (c->copy_issued[id]) cuda_copy_wait(d, id);
+    return d->status;
 }
 
 static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
@@ -504,5 +555,7 @@ const acc_device acc_device_cuda = {
     .scale = dev_scale,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
-    .host_copy = cuda_host_copy,
+    .copy_issue = cuda_copy_issue,
+    .copy_wait = cuda_copy_wait,
+    .copy_sync = cuda_copy_sync,
 };

@@ -33,10 +33,10 @@ static const struct {
 #undef KA_ROW
 };
 
-/* One recorded call of a run: a launch, a GEMM (with an epilogue or not) or
- * a phase mark. */
+/* One recorded call of a run: a launch, a GEMM (with an epilogue or not), a
+ * phase mark, or a copy of an offloaded activation (issue, wait, sync). */
 typedef struct {
-    enum { REC_LAUNCH, REC_GEMM, REC_GEMM_EP, REC_MARK } kind;
+    enum { REC_LAUNCH, REC_GEMM, REC_GEMM_EP, REC_MARK, REC_COPY_ISSUE, REC_COPY_WAIT, REC_COPY_SYNC } kind;
     acc_kernel_id k;
     unsigned grid, block;
     acc_kargs a;
@@ -45,7 +45,16 @@ typedef struct {
     const void *A, *B;
     float beta;
     void *C, *bias, *ws;
+    void *dst; /* a copy: dst, A its source, m its bytes, phase its id, bf16 to_host */
 } Rec;
+
+/* A copy to host memory issued and not yet done. */
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t n;
+    int id;
+} Pending;
 
 typedef struct {
     Rec *v;
@@ -63,6 +72,12 @@ typedef struct {
     Recording *recording; /* the graph being recorded, or NULL */
     int no_graphs;        /* ACC_CUDA_GRAPHS=0: every run calls its function */
     int no_epilogue;      /* ACC_EMU_NO_EPILOGUE=1: gemm_ep has no algorithm (the fallback's test) */
+    /* The copy stream, adversarially: each copy happens at the last moment
+     * its issue order and waits allow for a copy out (when a later copy,
+     * its wait or the sync comes), at the first for a copy back (when
+     * issued), so that a missing wait or an early issue corrupts data. */
+    Pending *pend;
+    int n_pend, cap_pend;
 } EmuDev;
 
 /* Append r to the recording in progress, if any. */
@@ -273,6 +288,7 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
 static void emu_close(acc_dev *d) {
     EmuDev *e = (EmuDev *)d;
     for (int g = 0; g < ACC_GRAPH_COUNT; g++) free(e->graph[g].v);
+    free(e->pend);
     free(e->arena);
     free(e);
 }
@@ -312,11 +328,57 @@ static void emu_host_free(acc_dev *d, unsigned char *host) {
     free(host);
 }
 
-static int emu_host_copy(acc_dev *d, void *dst, const void *src, size_t n, int to_host) {
-    if (!in_arena((EmuDev *)d, to_host ? src : dst, n))
-        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "host copy outside the arena");
-    memcpy(dst, src, n);
-    return d->status;
+/* The pending copies out, in issue order, up to and including the last one
+ * of id (all of them if id < 0). */
+static void copy_flush(EmuDev *e, int id) {
+    int upto = e->n_pend;
+    if (id >= 0)
+        for (upto = e->n_pend; upto > 0 && e->pend[upto - 1].id != id; upto--) continue;
+    for (int i = 0; i < upto; i++) memcpy(e->pend[i].dst, e->pend[i].src, e->pend[i].n);
+    memmove(e->pend, e->pend + upto, (size_t)(e->n_pend - upto) * sizeof *e->pend);
+    e->n_pend -= upto;
+}
+
+static int copy_do(EmuDev *e, const Rec *r) {
+    acc_dev *d = &e->head;
+    switch (r->kind) {
+    case REC_COPY_ISSUE:
+        if (!in_arena(e, r->bf16 ? r->A : r->dst, (size_t)r->m))
+            return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "copy %d outside the arena", r->phase);
+        if (!r->bf16) { /* a copy back: after the copies out issued before it, now */
+            copy_flush(e, -1);
+            memcpy(r->dst, r->A, (size_t)r->m);
+            return d->status;
+        }
+        if (e->n_pend == e->cap_pend) {
+            int cap = e->cap_pend ? 2 * e->cap_pend : 64;
+            Pending *p = realloc(e->pend, (size_t)cap * sizeof *p);
+            if (!p) return dev_fail(d, ACC_ERR_NOMEM, __FILE__, __LINE__, "cannot queue a copy");
+            e->pend = p, e->cap_pend = cap;
+        }
+        e->pend[e->n_pend++] = (Pending){r->dst, r->A, (size_t)r->m, r->phase};
+        return d->status;
+    case REC_COPY_WAIT: copy_flush(e, r->phase); return d->status;
+    default: copy_flush(e, -1); return d->status;
+    }
+}
+
+static int emu_copy_issue(acc_dev *d, int id, void *dst, const void *src, size_t n, int to_host) {
+    Rec r = {.kind = REC_COPY_ISSUE, .dst = dst, .A = src, .m = (long long)n, .phase = id, .bf16 = to_host};
+    record((EmuDev *)d, &r);
+    return copy_do((EmuDev *)d, &r);
+}
+
+static int emu_copy_wait(acc_dev *d, int id) {
+    Rec r = {.kind = REC_COPY_WAIT, .phase = id};
+    record((EmuDev *)d, &r);
+    return copy_do((EmuDev *)d, &r);
+}
+
+static int emu_copy_sync(acc_dev *d) {
+    Rec r = {.kind = REC_COPY_SYNC};
+    record((EmuDev *)d, &r);
+    return copy_do((EmuDev *)d, &r);
 }
 
 static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
@@ -371,6 +433,7 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
         else if (r->kind == REC_GEMM)
             emu_gemm(d, r->bf16, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta,
                      r->C, r->ldc, r->sc, r->batch);
+        else if (r->kind >= REC_COPY_ISSUE) copy_do(e, r);
         else if (r->kind == REC_GEMM_EP)
             emu_gemm_ep(d, r->bf16, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C,
                         r->ldc, r->bias, r->ws, r->ws_bytes);
@@ -403,5 +466,7 @@ const acc_device acc_device_cuda_emu = {
     .scale = dev_scale,
     .host_alloc = emu_host_alloc,
     .host_free = emu_host_free,
-    .host_copy = emu_host_copy,
+    .copy_issue = emu_copy_issue,
+    .copy_wait = emu_copy_wait,
+    .copy_sync = emu_copy_sync,
 };

@@ -4,9 +4,13 @@
 # cost model of tests/e2e/offload.hw (copies worth making). The least memory
 # with a host budget is below the least with recompute alone; at a budget
 # between the two, recompute alone has no plan and the plan with offload
-# exists, offloads tensors, and runs one step whose gradients are
-# byte-identical to save-all's, with measured == planned for the arena and
-# for the host arena. acc diff names the decisions that became offloads.
+# exists, offloads tensors, and trains four steps whose losses (and first
+# gradients) are byte-identical to save-all's, with measured == planned for
+# the arena and for the host arena: on cuda-emu the copies run on the
+# emulated copy stream, each as late (out) or early (back) as its waits
+# allow, and from the third step replayed from the recording, so a missing
+# wait or an early copy changes the numbers. acc diff names the decisions
+# that became offloads.
 set -eu
 acc=$1 target=$2
 shift 2
@@ -41,7 +45,7 @@ n=$(sed -n 's/^offload: \([0-9]*\) tensors.*/\1/p' "$dir/explain.txt")
 run() { # NAME ARGS...
     name=$1
     shift
-    "$acc" run "$@" --target "$target" --hw "$hw" --steps 1 --dump-grads "$dir/$name.bin" >"$dir/$name.out" \
+    "$acc" run "$@" --target "$target" --hw "$hw" --steps 4 --dump-grads "$dir/$name.bin" >"$dir/$name.out" \
         2>"$dir/$name.err" || {
         cat "$dir/$name.err"
         echo "offload: acc run $* failed"
@@ -52,6 +56,13 @@ run all "$@" --policy none
 run off "$@" --budget "$budget" --host-budget 1G
 cmp "$dir/all.bin" "$dir/off.bin" || {
     echo "offload: gradients of the offloading plan differ from save-all's"
+    exit 1
+}
+grep '"loss"' "$dir/all.out" >"$dir/all.loss"
+grep '"loss"' "$dir/off.out" >"$dir/off.loss"
+[ "$(wc -l <"$dir/all.loss")" -eq 4 ] && cmp "$dir/all.loss" "$dir/off.loss" || {
+    paste "$dir/all.loss" "$dir/off.loss"
+    echo "offload: the losses of four steps differ from save-all's"
     exit 1
 }
 summary=$(tail -n 1 "$dir/off.out")
