@@ -41,6 +41,7 @@ static inline int devbench_open(const acc_model_desc *base, int n, const int64_t
     desc.workspace_bytes = DEVBENCH_WS_BYTES;
     desc.arena_bytes = off + DEVBENCH_WS_BYTES;
     desc.tf32 = tf32;
+    desc.copy_ids = 1; /* a copy to host memory, for the offload rate */
     int rc = desc.device->open(&desc, d, &arena, &extra);
     for (int i = 0, at = 0; rc == ACC_OK && i < n; at += (int)((sizes[i] * 4 + 255) / 256 * 256), i++)
         t[i] = (float *)(void *)(arena + at);
