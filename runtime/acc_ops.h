@@ -24,22 +24,25 @@ enum {
     ACC_OP_SILU = 11,
     ACC_OP_TANH = 12,
     ACC_OP_EXP = 13,
-    ACC_OP_LAYERNORM = 14,
-    ACC_OP_RMSNORM = 15,
-    ACC_OP_SOFTMAX = 16,
-    ACC_OP_ATTENTION = 17,
-    ACC_OP_ROPE = 18,
-    ACC_OP_EMBEDDING = 19,
-    ACC_OP_CROSS_ENTROPY = 20,
-    ACC_OP_DROPOUT = 21,
-    ACC_OP_RESHAPE = 22,
-    ACC_OP_TRANSPOSE = 23,
-    ACC_OP_SLICE = 24,
-    ACC_OP_CONCAT = 25,
-    ACC_OP_SUM = 26,
-    ACC_OP_MEAN = 27,
-    ACC_OP_CAST = 28,
-    ACC_OP_COUNT = 29
+    ACC_OP_GELU_ERF = 14,
+    ACC_OP_SIGMOID = 15,
+    ACC_OP_LOG = 16,
+    ACC_OP_LAYERNORM = 17,
+    ACC_OP_RMSNORM = 18,
+    ACC_OP_SOFTMAX = 19,
+    ACC_OP_ATTENTION = 20,
+    ACC_OP_ROPE = 21,
+    ACC_OP_EMBEDDING = 22,
+    ACC_OP_CROSS_ENTROPY = 23,
+    ACC_OP_DROPOUT = 24,
+    ACC_OP_RESHAPE = 25,
+    ACC_OP_TRANSPOSE = 26,
+    ACC_OP_SLICE = 27,
+    ACC_OP_CONCAT = 28,
+    ACC_OP_SUM = 29,
+    ACC_OP_MEAN = 30,
+    ACC_OP_CAST = 31,
+    ACC_OP_COUNT = 32
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -59,6 +62,9 @@ enum {
     X(SILU, silu, 1) \
     X(TANH, tanh, 1) \
     X(EXP, exp, 1) \
+    X(GELU_ERF, gelu_erf, 1) \
+    X(SIGMOID, sigmoid, 1) \
+    X(LOG, log, 1) \
     X(LAYERNORM, layernorm, 0) \
     X(RMSNORM, rmsnorm, 0) \
     X(SOFTMAX, softmax, 0) \
@@ -84,7 +90,10 @@ enum {
     X(RELU, relu, out) \
     X(SILU, silu, x) \
     X(TANH, tanh, out) \
-    X(EXP, exp, out)
+    X(EXP, exp, out) \
+    X(GELU_ERF, gelu_erf, x) \
+    X(SIGMOID, sigmoid, out) \
+    X(LOG, log, x)
 
 /* The binary elementwise ops (two inputs, numpy broadcasting, no
  * attributes): X(CODE, name, reads), reads 1 if the backward reads the
@@ -153,6 +162,18 @@ enum {
 #define k_exp_bwd(...) g_exp_bwd(D, __VA_ARGS__)
 #define k_exp_fwd_bf16(...) g_exp_fwd_bf16(D, __VA_ARGS__)
 #define k_exp_bwd_bf16(...) g_exp_bwd_bf16(D, __VA_ARGS__)
+#define k_gelu_erf_fwd(...) g_gelu_erf_fwd(D, __VA_ARGS__)
+#define k_gelu_erf_bwd(...) g_gelu_erf_bwd(D, __VA_ARGS__)
+#define k_gelu_erf_fwd_bf16(...) g_gelu_erf_fwd_bf16(D, __VA_ARGS__)
+#define k_gelu_erf_bwd_bf16(...) g_gelu_erf_bwd_bf16(D, __VA_ARGS__)
+#define k_sigmoid_fwd(...) g_sigmoid_fwd(D, __VA_ARGS__)
+#define k_sigmoid_bwd(...) g_sigmoid_bwd(D, __VA_ARGS__)
+#define k_sigmoid_fwd_bf16(...) g_sigmoid_fwd_bf16(D, __VA_ARGS__)
+#define k_sigmoid_bwd_bf16(...) g_sigmoid_bwd_bf16(D, __VA_ARGS__)
+#define k_log_fwd(...) g_log_fwd(D, __VA_ARGS__)
+#define k_log_bwd(...) g_log_bwd(D, __VA_ARGS__)
+#define k_log_fwd_bf16(...) g_log_fwd_bf16(D, __VA_ARGS__)
+#define k_log_bwd_bf16(...) g_log_bwd_bf16(D, __VA_ARGS__)
 #define k_layernorm_fwd(...) g_layernorm_fwd(D, __VA_ARGS__)
 #define k_layernorm_bwd(...) g_layernorm_bwd(D, __VA_ARGS__)
 #define k_layernorm_fwd_bf16(...) g_layernorm_fwd_bf16(D, __VA_ARGS__)

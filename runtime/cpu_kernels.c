@@ -640,6 +640,22 @@ static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * o
 static inline float ew_exp(float v) { return expf(v); }
 static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
+/* PyTorch's default gelu, x * Phi(x) with the exact normal CDF Phi (erf);
+ * gelu'(x) = Phi(x) + x * phi(x), phi the normal density */
+static inline float ew_gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+static inline float ew_gelu_erf_bwd(float g, float x) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return g * (cdf + x * 0.39894228040143268f * expf(-0.5f * x * x));
+}
+
+/* 1 / (1 + e^-v); its derivative from the output: s (1 - s) */
+static inline float ew_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+static inline float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f - out); }
+
+/* the natural log (NaN below 0, -inf at 0, as logf); 1/x */
+static inline float ew_log(float v) { return logf(v); }
+static inline float ew_log_bwd(float g, float x) { return g / x; }
+
 void KN(k_scale_fwd)(KT *out, const KT *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) KST(out, i, ew_scale(KLD(x, i), alpha));

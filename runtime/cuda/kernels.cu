@@ -331,6 +331,22 @@ DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
 DEVFN float ew_exp(float v) { return expf(v); }
 DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
 
+/* PyTorch's default gelu, x * Phi(x) with the exact normal CDF Phi (erf);
+ * gelu'(x) = Phi(x) + x * phi(x), phi the normal density */
+DEVFN float ew_gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+DEVFN float ew_gelu_erf_bwd(float g, float x) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return g * (cdf + x * 0.39894228040143268f * expf(-0.5f * x * x));
+}
+
+/* 1 / (1 + e^-v); its derivative from the output: s (1 - s) */
+DEVFN float ew_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+DEVFN float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f - out); }
+
+/* the natural log (NaN below 0, -inf at 0, as logf); 1/x */
+DEVFN float ew_log(float v) { return logf(v); }
+DEVFN float ew_log_bwd(float g, float x) { return g / x; }
+
 /* The casts of the precision pass, both ways and both directions. p0 out,
  * p1 x; i0 n, i1 x bf16, i2 out bf16, i3 accumulate: out = x, or out += x,
  * converted (widened on load, rounded to nearest even on store). */

@@ -476,6 +476,9 @@ static double ref_relu(double x) { return x > 0 ? x : 0; }
 static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
 static double ref_tanh(double x) { return tanh(x); }
 static double ref_exp(double x) { return exp(x); }
+static double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_log(double x) { return log(x); }
 
 /* The unary ops under test: scale (its factor alpha in the case's f0), then
  * the table's plain unary ops, their kernels and the buffer their backward
@@ -508,7 +511,8 @@ static void un_bwd(Case *c) {
 }
 
 /* Each unary op against its reference, in place, and by finite differences;
- * inputs away from 0 for relu, whose derivative jumps there. */
+ * inputs away from 0 for relu, whose derivative jumps there, and positive
+ * for log. */
 static void test_unary(void) {
     static char names[2 * N_UN_OPS][48];
     for (int big = 0; big < 2; big++)
@@ -520,7 +524,11 @@ static void test_unary(void) {
             Case c = case_new(name, un_fwd, un_bwd, n, 0);
             c.i0 = op;
             c.f0 = -1.7f;
-            case_in(&c, !strcmp(u->name, "relu") ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
+            case_in(&c,
+                    !strcmp(u->name, "relu")  ? rnd_signed_buf(n, 0.05f, 2.0f)
+                    : !strcmp(u->name, "log") ? rnd_buf(n, 0.2f, 3.0f)
+                                              : rnd_buf(n, -2.5f, 2.5f),
+                    n, 1);
             c.fwd(&c);
             double err = 0.0;
             for (int64_t i = 0; i < n; i++) {
