@@ -221,6 +221,17 @@ static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
                 ptr(e, st->grad_out, p0), n->attr.alpha, elems);
 }
 
+static void emit_shift(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    int64_t elems = shape_elems(&n->shape);
+    if (fwd)
+        fprintf(e->out, "    k_shift_fwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), n->attr.beta, elems);
+    else
+        fprintf(e->out, "    k_shift_bwd%s(%s, %s, %" PRId64 ");\n", sfx(e, n), ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_out, p0), elems);
+}
+
 static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
     int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;

@@ -19,30 +19,31 @@ enum {
     ACC_OP_MUL = 6,
     ACC_OP_DIV = 7,
     ACC_OP_SCALE = 8,
-    ACC_OP_GELU = 9,
-    ACC_OP_RELU = 10,
-    ACC_OP_SILU = 11,
-    ACC_OP_TANH = 12,
-    ACC_OP_EXP = 13,
-    ACC_OP_GELU_ERF = 14,
-    ACC_OP_SIGMOID = 15,
-    ACC_OP_LOG = 16,
-    ACC_OP_LAYERNORM = 17,
-    ACC_OP_RMSNORM = 18,
-    ACC_OP_SOFTMAX = 19,
-    ACC_OP_ATTENTION = 20,
-    ACC_OP_ROPE = 21,
-    ACC_OP_EMBEDDING = 22,
-    ACC_OP_CROSS_ENTROPY = 23,
-    ACC_OP_DROPOUT = 24,
-    ACC_OP_RESHAPE = 25,
-    ACC_OP_TRANSPOSE = 26,
-    ACC_OP_SLICE = 27,
-    ACC_OP_CONCAT = 28,
-    ACC_OP_SUM = 29,
-    ACC_OP_MEAN = 30,
-    ACC_OP_CAST = 31,
-    ACC_OP_COUNT = 32
+    ACC_OP_SHIFT = 9,
+    ACC_OP_GELU = 10,
+    ACC_OP_RELU = 11,
+    ACC_OP_SILU = 12,
+    ACC_OP_TANH = 13,
+    ACC_OP_EXP = 14,
+    ACC_OP_GELU_ERF = 15,
+    ACC_OP_SIGMOID = 16,
+    ACC_OP_LOG = 17,
+    ACC_OP_LAYERNORM = 18,
+    ACC_OP_RMSNORM = 19,
+    ACC_OP_SOFTMAX = 20,
+    ACC_OP_ATTENTION = 21,
+    ACC_OP_ROPE = 22,
+    ACC_OP_EMBEDDING = 23,
+    ACC_OP_CROSS_ENTROPY = 24,
+    ACC_OP_DROPOUT = 25,
+    ACC_OP_RESHAPE = 26,
+    ACC_OP_TRANSPOSE = 27,
+    ACC_OP_SLICE = 28,
+    ACC_OP_CONCAT = 29,
+    ACC_OP_SUM = 30,
+    ACC_OP_MEAN = 31,
+    ACC_OP_CAST = 32,
+    ACC_OP_COUNT = 33
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -57,6 +58,7 @@ enum {
     X(MUL, mul, 2) \
     X(DIV, div, 2) \
     X(SCALE, scale, 1) \
+    X(SHIFT, shift, 1) \
     X(GELU, gelu, 1) \
     X(RELU, relu, 1) \
     X(SILU, silu, 1) \
@@ -142,6 +144,10 @@ enum {
 #define k_scale_bwd(...) g_scale_bwd(D, __VA_ARGS__)
 #define k_scale_fwd_bf16(...) g_scale_fwd_bf16(D, __VA_ARGS__)
 #define k_scale_bwd_bf16(...) g_scale_bwd_bf16(D, __VA_ARGS__)
+#define k_shift_fwd(...) g_shift_fwd(D, __VA_ARGS__)
+#define k_shift_bwd(...) g_shift_bwd(D, __VA_ARGS__)
+#define k_shift_fwd_bf16(...) g_shift_fwd_bf16(D, __VA_ARGS__)
+#define k_shift_bwd_bf16(...) g_shift_bwd_bf16(D, __VA_ARGS__)
 #define k_gelu_fwd(...) g_gelu_fwd(D, __VA_ARGS__)
 #define k_gelu_bwd(...) g_gelu_bwd(D, __VA_ARGS__)
 #define k_gelu_fwd_bf16(...) g_gelu_fwd_bf16(D, __VA_ARGS__)

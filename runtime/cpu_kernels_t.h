@@ -63,6 +63,10 @@ ACC_EW_BINARY_OPS(K_BINARY_DECL)
 void KDN(k_scale_fwd)(KDT *out, const KDT *x, float alpha, int64_t n);
 /* dx += alpha*dout. reads: nothing. */
 void KDN(k_scale_bwd)(KDT *dx, const KDT *dout, float alpha, int64_t n);
+/* out = x + beta (a scalar operand: x + 1.0, 1.0 - x) */
+void KDN(k_shift_fwd)(KDT *out, const KDT *x, float beta, int64_t n);
+/* dx += dout. reads: nothing. */
+void KDN(k_shift_bwd)(KDT *dx, const KDT *dout, int64_t n);
 /* The plain unary elementwise ops of the op table (ACC_EW_UNARY_OPS in
  * acc_ops.h: gelu, relu, ...; their math is ew_<op> in cpu_kernels.c).
  * k_<op>_fwd: out = f(x); k_<op>_bwd: dx += dout * f'(x), reading x or out

@@ -61,6 +61,8 @@ void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n);
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
+void g_shift_fwd(acc_dev *d, float *out, const float *x, float beta, int64_t n);
+void g_shift_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
 #define G_UNARY_DECL(code, name, saved)                                     \
     void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n); \
@@ -137,6 +139,8 @@ ACC_EW_BINARY_OPS(G_BINARY_DECL_BF16)
 #undef G_BINARY_DECL_BF16
 void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n);
 void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n);
+void g_shift_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float beta, int64_t n);
+void g_shift_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n);
 #define G_UNARY_DECL_BF16(code, name, saved)                                           \
     void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n); \
     void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *saved, int64_t n);

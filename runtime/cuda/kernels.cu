@@ -307,6 +307,7 @@ KERNEL KFULL ck_strided(acc_kargs a) {
  * the op's row says its backward reads (its input x or its output). The
  * plain kernels (ck_unary_*) and the chains (ck_ew_chain) call these. */
 DEVFN float ew_scale(float v, float alpha) { return alpha * v; }
+DEVFN float ew_shift(float v, float beta) { return v + beta; }
 
 /* GPT-2's tanh approximation; gelu'(x) with sech^2 = 1 - tanh^2 */
 DEVFN float ew_gelu(float v) { return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
@@ -382,12 +383,14 @@ KERNEL ck_bias_bf16(acc_kargs a) {
     }
 }
 
-/* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
+/* op (scale, shift or a plain unary op, ACC_OP_*) of v; alpha: scale's
+ * factor or shift's term.
  * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
  * op table's (acc_ops.h). */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
     case ACC_OP_SCALE: return ew_scale(v, alpha);
+    case ACC_OP_SHIFT: return ew_shift(v, alpha);
 #define UNARY_FWD(code, name, saved) \
     case ACC_OP_##code: return ew_##name(v);
         ACC_EW_UNARY_OPS(UNARY_FWD)
@@ -410,7 +413,8 @@ KERNEL ck_unary_fwd(acc_kargs a) {
 }
 
 /* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
- * scale); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha. dx += dout * f'(.) */
+ * scale and shift); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha.
+ * dx += dout * f'(.) */
 KERNEL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
@@ -420,11 +424,12 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     for (long long i = VSTART; i < n; i += VSTRIDE) {
         ld8(dy, i, n, h, g);
         ld8(dx, i, n, h, v);
-        if (op != ACC_OP_SCALE) ld8(s, i, n, h, sv);
+        if (op != ACC_OP_SCALE && op != ACC_OP_SHIFT) ld8(s, i, n, h, sv);
         UNROLL for (int j = 0; j < KA_VEC; j++) {
             float d = 0.0f;
             switch (op) {
             case ACC_OP_SCALE: d = g[j] * a.f[0]; break;
+            case ACC_OP_SHIFT: d = g[j]; break;
 #define UNARY_BWD(code, name, saved) \
     case ACC_OP_##code: d = ew_##name##_bwd(g[j], sv[j]); break;
                 ACC_EW_UNARY_OPS(UNARY_BWD)

@@ -508,6 +508,12 @@ void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n)
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n) {
     unary(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n);
 }
+void g_shift_fwd(acc_dev *d, float *out, const float *x, float beta, int64_t n) {
+    unary(d, KID_ck_unary_fwd, ACC_OP_SHIFT, out, x, NULL, beta, n);
+}
+void g_shift_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) {
+    unary(d, KID_ck_unary_bwd, ACC_OP_SHIFT, dx, dout, NULL, 0.0f, n);
+}
 
 /* the precision pass's casts: bf16 pointers travel as the kargs' float ones;
  * hx, ho: x, out bf16; acc: out += x */
@@ -534,12 +540,18 @@ void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat
 ACC_EW_UNARY_OPS(UNARY)
 #undef UNARY
 
-/* scale and the plain unary ops over bf16 */
+/* scale, shift and the plain unary ops over bf16 */
 void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n) {
     unary_x(d, KID_ck_unary_fwd, ACC_OP_SCALE, out, x, NULL, alpha, n, 1);
 }
 void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n) {
     unary_x(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n, 1);
+}
+void g_shift_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float beta, int64_t n) {
+    unary_x(d, KID_ck_unary_fwd, ACC_OP_SHIFT, out, x, NULL, beta, n, 1);
+}
+void g_shift_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n) {
+    unary_x(d, KID_ck_unary_bwd, ACC_OP_SHIFT, dx, dout, NULL, 0.0f, n, 1);
 }
 #define UNARY_BF16(code, name, saved)                                                                            \
     void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n) {                          \

@@ -202,6 +202,13 @@ static void test_unary(void) {
         k_scale_bwd(dx.f, x.f, -0.7f, n);
         k_scale_bwd_bf16(dx.h, x.h, -0.7f, n);
         ASSERT_SAME("scale bwd", dx);
+        k_shift_fwd(out.f, x.f, -1.3f, n);
+        k_shift_fwd_bf16(out.h, x.h, -1.3f, n);
+        ASSERT_SAME("shift fwd", out);
+        buf_sync(&dx); /* accumulate from the same bf16 values */
+        k_shift_bwd(dx.f, x.f, n);
+        k_shift_bwd_bf16(dx.h, x.h, n);
+        ASSERT_SAME("shift bwd", dx);
         buf_free(&x), buf_free(&out), buf_free(&dx);
     }
 }

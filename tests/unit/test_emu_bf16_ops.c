@@ -291,6 +291,14 @@ static void test_unary(void) {
     k_scale_bwd_bf16(hdx, dout, -1.7f, n);
     g_scale_bwd_bf16(dev, gdx, gdout, -1.7f, n);
     expect_bits16("scale_bwd_bf16", hdx, gdx, n);
+    /* shift */
+    k_shift_fwd_bf16(hout, x, -0.61f, n);
+    g_shift_fwd_bf16(dev, gout, gx, -0.61f, n);
+    expect_bits16("shift_fwd_bf16", hout, gout, n);
+    free(hdx), hdx = dup16(dx0, n), gdx = dcopy16(dx0, n);
+    k_shift_bwd_bf16(hdx, dout, n);
+    g_shift_bwd_bf16(dev, gdx, gdout, n);
+    expect_bits16("shift_bwd_bf16", hdx, gdx, n);
     /* one element past a 16-byte boundary (a slice's view): every thread's
      * eight elements take the element-by-element path of ld8/st8 */
     k_silu_fwd_bf16(hout + 1, x + 1, n - 1);
@@ -426,7 +434,7 @@ static void test_dropout(void) {
 
 /* Two chains of K_EW_MAX ops over n elements against k_ew_chain_bf16: a
  * full-size operand, silu, a broadcast operand on the left of sub, dropout;
- * and scale, tanh, a scalar operand, relu. Then the first in place. */
+ * and scale, tanh, a scalar operand, shift. Then the first in place. */
 static void test_chain(void) {
     dev_open(1 << 20);
     const uint64_t seed = 99;
@@ -444,7 +452,7 @@ static void test_chain(void) {
     k_ew_op h2[K_EW_MAX] = {{ACC_OP_SCALE, NULL, 0, 0, 1.37f, 0},
                             {ACC_OP_TANH, NULL, 0, 0, 0.0f, 0},
                             {ACC_OP_DIV, one, 1, 0, 0.0f, 0},
-                            {ACC_OP_RELU, NULL, 0, 0, 0.0f, 0}};
+                            {ACC_OP_SHIFT, NULL, 0, 0, -0.3f, 0}};
     k_ew_op g1[K_EW_MAX], g2[K_EW_MAX];
     memcpy(g1, h1, sizeof h1), memcpy(g2, h2, sizeof h2);
     g1[0].operand = gfull, g1[2].operand = gbias, g2[2].operand = gone;

@@ -480,7 +480,8 @@ static double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0)
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double ref_log(double x) { return log(x); }
 
-/* The unary ops under test: scale (its factor alpha in the case's f0), then
+/* The unary ops under test: scale (its factor alpha in the case's f0),
+ * shift (its term beta in f0), then
  * the table's plain unary ops, their kernels and the buffer their backward
  * reads (UN_SAVED_x: the input, UN_SAVED_out: the output). */
 enum { UN_SAVED_x, UN_SAVED_out };
@@ -492,6 +493,7 @@ typedef struct {
     double (*ref)(double);
 } UnaryOp;
 static const UnaryOp un_ops[] = {{"scale", NULL, NULL, 0, NULL},
+                                 {"shift", NULL, NULL, 0, NULL},
 #define UN_OP(code, name, saved) {#name, k_##name##_fwd, k_##name##_bwd, UN_SAVED_##saved, ref_##name},
                                  ACC_EW_UNARY_OPS(UN_OP)
 #undef UN_OP
@@ -501,12 +503,14 @@ static const UnaryOp un_ops[] = {{"scale", NULL, NULL, 0, NULL},
 static void un_fwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
     if (u->fwd) u->fwd(c->out, c->x[0], c->on);
+    else if (c->i0 == 1) k_shift_fwd(c->out, c->x[0], c->f0, c->on);
     else k_scale_fwd(c->out, c->x[0], c->f0, c->on);
 }
 
 static void un_bwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
     if (u->bwd) u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
+    else if (c->i0 == 1) k_shift_bwd(c->dx[0], c->dout, c->on);
     else k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
 }
 
@@ -532,7 +536,7 @@ static void test_unary(void) {
             c.fwd(&c);
             double err = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                double r = u->ref ? u->ref(c.x[0][i]) : c.f0 * (double)c.x[0][i];
+                double r = u->ref ? u->ref(c.x[0][i]) : op == 1 ? (double)c.x[0][i] + c.f0 : c.f0 * (double)c.x[0][i];
                 err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
             }
             if (!ASSERT_TRUE(err < 1e-5)) printf("  forward of %s: rel err %g\n", name, err);
@@ -1181,7 +1185,7 @@ static void test_determinism(void) {
 }
 
 /* An elementwise chain (k_ew_chain) gives the bits of its ops' own kernels
- * run one after another: every binary op, then scale, every plain unary op
+ * run one after another: every binary op, then scale, shift, every plain unary op
  * of the table (ACC_EW_UNARY_OPS), dropout or nothing; a broadcast operand on
  * either side whose period is 1, shorter than a tile, not a multiple of it,
  * and the whole tensor, and lengths that end inside a tile. */
@@ -1198,7 +1202,7 @@ static void test_ew_chain(void) {
         ACC_EW_BINARY_OPS(BIN_FN)
 #undef BIN_FN
     };
-    static const int un_code[N_UN_OPS] = {ACC_OP_SCALE,
+    static const int un_code[N_UN_OPS] = {ACC_OP_SCALE, ACC_OP_SHIFT,
 #define UN_CODE(code, name, saved) ACC_OP_##code,
                                           ACC_EW_UNARY_OPS(UN_CODE)
 #undef UN_CODE
@@ -1219,6 +1223,9 @@ static void test_ew_chain(void) {
                     int n_ops = 2;
                     if (u == 0) {
                         k_scale_fwd(want, want, 0.75f, n);
+                    } else if (u == 1) {
+                        ops[1].op = ACC_OP_SHIFT;
+                        k_shift_fwd(want, want, 0.75f, n);
                     } else if (u < N_UN_OPS) {
                         ops[1].op = un_code[u];
                         un_ops[u].fwd(want, want, n);

@@ -183,7 +183,7 @@ static void test_broadcast(void) {
 static void test_same(void) {
     Graph g;
     graph_init(&g, "t");
-    Attrs a = defaults(OP_GELU), sc = defaults(OP_SCALE), dp = defaults(OP_DROPOUT);
+    Attrs a = defaults(OP_GELU), sc = defaults(OP_SCALE), sh = defaults(OP_SHIFT), dp = defaults(OP_DROPOUT);
     int x = F32(2, 3, 4), s = leaf(&g, DT_F32, 0, NULL), i = I32(2, 3);
     /* every op of the table with gelu's rule and no attributes (the plain
      * unary ops and softmax) */
@@ -198,6 +198,10 @@ static void test_same(void) {
     EXPECT_OK(OP_SCALE, &sc, "[2,3,4]", DT_F32, 0, x);
     sc.alpha = 0;
     EXPECT_OK(OP_SCALE, &sc, "[]", DT_F32, 0, s);
+    sh.beta = -2.5;
+    EXPECT_OK(OP_SHIFT, &sh, "[2,3,4]", DT_F32, 0, x);
+    EXPECT_OK(OP_SHIFT, &sh, "[]", DT_F32, 0, s);
+    EXPECT_ERR(OP_SHIFT, &sh, "x must be f32, got i32[2,3]", i);
     dp.p = 0;
     EXPECT_OK(OP_DROPOUT, &dp, "[2,3,4]", DT_F32, 0, x);
     dp.p = 0.999;
