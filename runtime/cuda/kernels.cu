@@ -871,7 +871,8 @@ KERNEL ck_reduce_bwd(acc_kargs a) {
  * float; their element-type tensors (x, y, dx, dy, logits) are f32 or bf16
  * by the flag i2 (ldx, stx). */
 
-/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b; i0 N, i1 C, i2 bf16; f0 eps */
+/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b (NULL: no bias, as
+ * + 0); i0 N, i1 C, i2 bf16; f0 eps */
 KERNEL ck_layernorm_fwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
@@ -894,8 +895,8 @@ KERNEL ck_layernorm_fwd(acc_kargs a) {
         for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
             ld8(x, r + c, r + C, h, v);
             ld8(a.p[3], c, C, 0, w);
-            ld8(a.p[4], c, C, 0, b);
-            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = (v[j] - mean) * rstd * w[j] + b[j];
+            if (a.p[4]) ld8(a.p[4], c, C, 0, b);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = (v[j] - mean) * rstd * w[j] + (a.p[4] ? b[j] : 0.0f);
             st8(a.p[0], r + c, r + C, h, v);
         }
         if (threadIdx.x == 0) {

@@ -587,14 +587,16 @@ static void test_reduce(void) {
 
 /* layernorm and rmsnorm over rows narrower and wider than a block; the
  * backward from the CPU's statistics on both sides (so that it is checked
- * alone), dw and db through one and several chunks of the column reduction */
+ * alone), dw and db through one and several chunks of the column reduction;
+ * layernorm also without a bias (b and db NULL) */
 static void test_norms(void) {
     static const long long ws_sizes[] = {KA_SCALARS_BYTES + 256, 32 << 20};
     static const int64_t widths[] = {33, 1001};
     for (int w = 0; w < 2; w++) {
         dev_open(ws_sizes[w]);
         for (int wi = 0; wi < 2; wi++)
-            for (int rms = 0; rms < 2; rms++) {
+            for (int mode = 0; mode < 3; mode++) {
+                int rms = mode == 1, nob = mode == 2;
                 arena_used = 0;
                 const int64_t N = 301, C = widths[wi], n = N * C;
                 acc_bf16 *x = rand16(n, 61u, 4.0f), *dy = rand16(n, 62u, 2.0f), *dx = rand16(n, 63u, 1.0f);
@@ -605,15 +607,15 @@ static void test_norms(void) {
                 acc_bf16 *gx = dcopy16(x, n), *gdy = dcopy16(dy, n), *gdx = dcopy16(dx, n), *gy = dcopy16(y, n);
                 float *gw = dcopy32(wt, C), *gb = dcopy32(bs, C), *gdw = dcopy32(dw, C), *gdb = dcopy32(db, C);
                 float *gst = dcopy32(st, 2 * N);
-                const char *nm = rms ? "rmsnorm" : "layernorm";
+                const char *nm = rms ? "rmsnorm" : nob ? "layernorm (no bias)" : "layernorm";
                 int64_t nst = rms ? N : 2 * N;
                 char what[96];
                 if (rms) {
                     k_rmsnorm_fwd_bf16(y, st, x, wt, N, C, 1e-5f);
                     g_rmsnorm_fwd_bf16(dev, gy, gst, gx, gw, N, C, 1e-5f);
                 } else {
-                    k_layernorm_fwd_bf16(y, st, x, wt, bs, N, C, 1e-5f);
-                    g_layernorm_fwd_bf16(dev, gy, gst, gx, gw, gb, N, C, 1e-5f);
+                    k_layernorm_fwd_bf16(y, st, x, wt, nob ? NULL : bs, N, C, 1e-5f);
+                    g_layernorm_fwd_bf16(dev, gy, gst, gx, gw, nob ? NULL : gb, N, C, 1e-5f);
                 }
                 snprintf(what, sizeof what, "%s_fwd_bf16 y (C %lld)", nm, (long long)C);
                 expect_near16(what, y, gy, n);
@@ -624,8 +626,8 @@ static void test_norms(void) {
                     k_rmsnorm_bwd_bf16(dx, dw, dy, x, wt, st, N, C);
                     g_rmsnorm_bwd_bf16(dev, gdx, gdw, gdy, gx, gw, gst, N, C);
                 } else {
-                    k_layernorm_bwd_bf16(dx, dw, db, dy, x, wt, st, N, C);
-                    g_layernorm_bwd_bf16(dev, gdx, gdw, gdb, gdy, gx, gw, gst, N, C);
+                    k_layernorm_bwd_bf16(dx, dw, nob ? NULL : db, dy, x, wt, st, N, C);
+                    g_layernorm_bwd_bf16(dev, gdx, gdw, nob ? NULL : gdb, gdy, gx, gw, gst, N, C);
                 }
                 snprintf(what, sizeof what, "%s_bwd_bf16 dx (C %lld, workspace %lld)", nm, (long long)C, ws_sizes[w]);
                 expect_near16(what, dx, gdx, n);

@@ -576,28 +576,36 @@ static void test_norms(void) {
         int64_t N = sizes[s][0], C = sizes[s][1], n = N * C;
         int checks = s ? 8 : 200;
 
-        snprintf(names[3 * s], sizeof names[0], "layernorm [%lld,%lld]", (long long)N, (long long)C);
-        Case c = case_new(names[3 * s], ln_fwd, ln_bwd, n, 2 * N);
-        c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
-        case_in(&c, rnd_buf(n, -2, 2), n, 1);
-        case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
-        case_in(&c, rnd_buf(C, -1, 1), C, 1);
-        c.fwd(&c);
-        double err = 0.0;
-        for (int64_t r = 0; r < N; r++) {
-            const float *x = c.x[0] + r * C;
-            double mean = 0, var = 0;
-            for (int64_t j = 0; j < C; j++) mean += x[j];
-            mean /= (double)C;
-            for (int64_t j = 0; j < C; j++) var += (x[j] - mean) * (x[j] - mean);
-            double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
-            for (int64_t j = 0; j < C; j++)
-                err = fmax(err, fabs(c.out[r * C + j] - ((x[j] - mean) * rstd * c.x[1][j] + c.x[2][j])));
-            err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
+        /* with a bias, and without (b NULL: PyTorch's bias=False) */
+        static char ln_names[2][2][48];
+        Case c;
+        double err;
+        for (int nob = 0; nob < 2; nob++) {
+            snprintf(ln_names[s][nob], sizeof ln_names[0][0], "layernorm%s [%lld,%lld]", nob ? " (no bias)" : "",
+                     (long long)N, (long long)C);
+            c = case_new(ln_names[s][nob], ln_fwd, ln_bwd, n, 2 * N);
+            c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
+            case_in(&c, rnd_buf(n, -2, 2), n, 1);
+            case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
+            if (!nob) case_in(&c, rnd_buf(C, -1, 1), C, 1);
+            c.fwd(&c);
+            err = 0.0;
+            for (int64_t r = 0; r < N; r++) {
+                const float *x = c.x[0] + r * C;
+                double mean = 0, var = 0;
+                for (int64_t j = 0; j < C; j++) mean += x[j];
+                mean /= (double)C;
+                for (int64_t j = 0; j < C; j++) var += (x[j] - mean) * (x[j] - mean);
+                double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
+                for (int64_t j = 0; j < C; j++)
+                    err = fmax(err,
+                               fabs(c.out[r * C + j] - ((x[j] - mean) * rstd * c.x[1][j] + (nob ? 0.0 : c.x[2][j]))));
+                err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
+            }
+            ASSERT_TRUE(err < 1e-5);
+            gradcheck(&c, checks);
+            case_free(&c);
         }
-        ASSERT_TRUE(err < 1e-5);
-        gradcheck(&c, checks);
-        case_free(&c);
 
         snprintf(names[3 * s + 1], sizeof names[0], "rmsnorm [%lld,%lld]", (long long)N, (long long)C);
         c = case_new(names[3 * s + 1], rms_fwd, rms_bwd, n, N);

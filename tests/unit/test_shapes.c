@@ -224,6 +224,7 @@ static void test_norms(void) {
     int s = leaf(&g, DT_F32, 0, NULL), wi = I32(768);
     EXPECT_OK(OP_LAYERNORM, &ln, "[4,64,768]", DT_F32, 2 * 4 * 64, x, w, b);
     EXPECT_OK(OP_LAYERNORM, &ln, "[8]", DT_F32, 2, v, v, v);
+    EXPECT_OK(OP_LAYERNORM, &ln, "[4,64,768]", DT_F32, 2 * 4 * 64, x, w); /* no bias */
     EXPECT_OK(OP_RMSNORM, &rn, "[4,64,768]", DT_F32, 4 * 64, x, w);
     EXPECT_OK(OP_RMSNORM, &rn, "[8]", DT_F32, 1, v, v);
     EXPECT_ERR(OP_LAYERNORM, &ln, "b must be [768] to match x: [4,64,768] vs [767]", x, w, w2);
@@ -232,6 +233,7 @@ static void test_norms(void) {
     EXPECT_ERR(OP_RMSNORM, &rn, "x must have rank >= 1: []", s, w);
     EXPECT_ERR(OP_LAYERNORM, &ln, "w must be f32, got i32[768]", x, wi, b);
     EXPECT_ERR(OP_RMSNORM, &rn, "takes 2 inputs, got 3", x, w, b);
+    EXPECT_ERR(OP_LAYERNORM, &ln, "takes 2 to 3 inputs, got 1", x);
     ln.eps = 0;
     EXPECT_ERR(OP_LAYERNORM, &ln, "eps must be > 0, got 0", x, w, b);
     rn.eps = -1;
