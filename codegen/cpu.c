@@ -221,6 +221,30 @@ static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
                 ptr(e, st->grad_out, p0), n->attr.alpha, elems);
 }
 
+/* where(cond, a, b): k_where_fwd(out, cond, a, b, cond_i32, nd, so, sc,
+ * sa, sb) and k_where_bwd(da, db, dout, cond, ...); a float cond gets no
+ * gradient (its buffer, zeroed by the schedule, stays zero). */
+static void emit_where(Emit *e, const Step *st, const Node *n, bool fwd) {
+    int nd = n->shape.ndim > 0 ? n->shape.ndim : 1, ci = in_node(e, n, 0)->dtype == DT_I32;
+    char p0[48], p1[48], p2[48], p3[48];
+    fprintf(e->out, "    {\n        static const int64_t so[] = ");
+    emit_dims(e->out, &n->shape, nd);
+    const char *names[] = {"sc", "sa", "sb"};
+    for (int j = 0; j < 3; j++) {
+        fprintf(e->out, ", %s[] = ", names[j]);
+        emit_dims(e->out, &in_node(e, n, j)->shape, nd);
+    }
+    fprintf(e->out, ";\n        ");
+    const char *cond = ci ? iptr(e, st->in[0], p3) : ptr(e, st->in[0], p3);
+    if (fwd)
+        fprintf(e->out, "k_where_fwd%s(%s, %s, %s, %s, %d, %d, so, sc, sa, sb);\n", sfx(e, n), ptr(e, st->out, p0),
+                cond, ptr(e, st->in[1], p1), ptr(e, st->in[2], p2), ci, nd);
+    else
+        fprintf(e->out, "k_where_bwd%s(%s, %s, %s, %s, %d, %d, so, sc, sa, sb);\n", sfx(e, n),
+                ptr(e, st->grad_in[1], p0), ptr(e, st->grad_in[2], p1), ptr(e, st->grad_out, p2), cond, ci, nd);
+    fprintf(e->out, "    }\n");
+}
+
 static void emit_shift(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48];
     int64_t elems = shape_elems(&n->shape);

@@ -18,32 +18,33 @@ enum {
     ACC_OP_SUB = 5,
     ACC_OP_MUL = 6,
     ACC_OP_DIV = 7,
-    ACC_OP_SCALE = 8,
-    ACC_OP_SHIFT = 9,
-    ACC_OP_GELU = 10,
-    ACC_OP_RELU = 11,
-    ACC_OP_SILU = 12,
-    ACC_OP_TANH = 13,
-    ACC_OP_EXP = 14,
-    ACC_OP_GELU_ERF = 15,
-    ACC_OP_SIGMOID = 16,
-    ACC_OP_LOG = 17,
-    ACC_OP_LAYERNORM = 18,
-    ACC_OP_RMSNORM = 19,
-    ACC_OP_SOFTMAX = 20,
-    ACC_OP_ATTENTION = 21,
-    ACC_OP_ROPE = 22,
-    ACC_OP_EMBEDDING = 23,
-    ACC_OP_CROSS_ENTROPY = 24,
-    ACC_OP_DROPOUT = 25,
-    ACC_OP_RESHAPE = 26,
-    ACC_OP_TRANSPOSE = 27,
-    ACC_OP_SLICE = 28,
-    ACC_OP_CONCAT = 29,
-    ACC_OP_SUM = 30,
-    ACC_OP_MEAN = 31,
-    ACC_OP_CAST = 32,
-    ACC_OP_COUNT = 33
+    ACC_OP_WHERE = 8,
+    ACC_OP_SCALE = 9,
+    ACC_OP_SHIFT = 10,
+    ACC_OP_GELU = 11,
+    ACC_OP_RELU = 12,
+    ACC_OP_SILU = 13,
+    ACC_OP_TANH = 14,
+    ACC_OP_EXP = 15,
+    ACC_OP_GELU_ERF = 16,
+    ACC_OP_SIGMOID = 17,
+    ACC_OP_LOG = 18,
+    ACC_OP_LAYERNORM = 19,
+    ACC_OP_RMSNORM = 20,
+    ACC_OP_SOFTMAX = 21,
+    ACC_OP_ATTENTION = 22,
+    ACC_OP_ROPE = 23,
+    ACC_OP_EMBEDDING = 24,
+    ACC_OP_CROSS_ENTROPY = 25,
+    ACC_OP_DROPOUT = 26,
+    ACC_OP_RESHAPE = 27,
+    ACC_OP_TRANSPOSE = 28,
+    ACC_OP_SLICE = 29,
+    ACC_OP_CONCAT = 30,
+    ACC_OP_SUM = 31,
+    ACC_OP_MEAN = 32,
+    ACC_OP_CAST = 33,
+    ACC_OP_COUNT = 34
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -57,6 +58,7 @@ enum {
     X(SUB, sub, 2) \
     X(MUL, mul, 2) \
     X(DIV, div, 2) \
+    X(WHERE, where, 0) \
     X(SCALE, scale, 1) \
     X(SHIFT, shift, 1) \
     X(GELU, gelu, 1) \
@@ -140,6 +142,10 @@ enum {
 #define k_div_bwd(...) g_div_bwd(D, __VA_ARGS__)
 #define k_div_fwd_bf16(...) g_div_fwd_bf16(D, __VA_ARGS__)
 #define k_div_bwd_bf16(...) g_div_bwd_bf16(D, __VA_ARGS__)
+#define k_where_fwd(...) g_where_fwd(D, __VA_ARGS__)
+#define k_where_bwd(...) g_where_bwd(D, __VA_ARGS__)
+#define k_where_fwd_bf16(...) g_where_fwd_bf16(D, __VA_ARGS__)
+#define k_where_bwd_bf16(...) g_where_bwd_bf16(D, __VA_ARGS__)
 #define k_scale_fwd(...) g_scale_fwd(D, __VA_ARGS__)
 #define k_scale_bwd(...) g_scale_bwd(D, __VA_ARGS__)
 #define k_scale_fwd_bf16(...) g_scale_fwd_bf16(D, __VA_ARGS__)

@@ -182,6 +182,20 @@ void KDN(k_concat_fwd)(KDT *out, const KDT *const *xs, int n, int ndim, const in
 void KDN(k_concat_bwd)(KDT *const *dxs, const KDT *dout, int n, int ndim, const int64_t *out_shape, int axis,
                        const int64_t *sizes);
 
+/* ---- where -------------------------------------------------------------- */
+
+/* out = cond != 0 ? a : b elementwise; cond is int32 (cond_i32) or of the
+ * element type (nonzero, NaN too, picks a); cond, a and b broadcast to out
+ * (ndim dims each, right-aligned as a binary op's). bwd: da += dout where
+ * cond != 0, db += dout where cond == 0 (either NULL: skipped), summed over
+ * what each broadcasts over; reads: cond. */
+void KDN(k_where_fwd)(KDT *out, const void *cond, const KDT *a, const KDT *b, int cond_i32, int ndim,
+                      const int64_t *out_shape, const int64_t *cond_shape, const int64_t *a_shape,
+                      const int64_t *b_shape);
+void KDN(k_where_bwd)(KDT *da, KDT *db, const KDT *dout, const void *cond, int cond_i32, int ndim,
+                      const int64_t *out_shape, const int64_t *cond_shape, const int64_t *a_shape,
+                      const int64_t *b_shape);
+
 /* ---- reductions --------------------------------------------------------- */
 
 /* View x as (outer, n, inner) and reduce the middle axis: out (outer, inner).

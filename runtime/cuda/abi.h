@@ -72,6 +72,8 @@ typedef struct {
     X(ck_unary_bwd, 0)               \
     X(ck_binary_fwd, 0)              \
     X(ck_binary_bwd, 0)              \
+    X(ck_where_fwd, 0)               \
+    X(ck_where_bwd, 0)               \
     X(ck_dropout, 0)                 \
     X(ck_rope, 0)                    \
     X(ck_embedding_fwd, 0)           \

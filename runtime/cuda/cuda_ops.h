@@ -59,6 +59,15 @@ void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
 /* their f32 instance: copies, as the CPU's */
 void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n);
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
+/* where (cpu_kernels_t.h's k_where_*): cond int32 or float, broadcasting */
+void g_where_fwd(acc_dev *d, float *out, const void *cond, const float *a, const float *b, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_bwd(acc_dev *d, float *da, float *db, const float *dout, const void *cond, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_fwd_bf16(acc_dev *d, acc_bf16 *out, const void *cond, const acc_bf16 *a, const acc_bf16 *b, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const void *cond, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
 void g_shift_fwd(acc_dev *d, float *out, const float *x, float beta, int64_t n);

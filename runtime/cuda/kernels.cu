@@ -541,6 +541,64 @@ KERNEL ck_binary_bwd(acc_kargs a) {
     }
 }
 
+/* where's condition at element k: an int32 mask (ci) or a float one of the
+ * element type (h); nonzero (NaN too) picks a */
+DEVFN int where_cond(const float *c, long long k, int ci, int h) {
+    return ci ? ((const int *)c)[k] != 0 : ldx(c, k, h) != 0.0f;
+}
+
+/* p0 out, p1 cond, p2 a, p3 b; i0 n, i1 int32 cond, i2 bf16 (out, a, b and
+ * a float cond), i3..i8 out dims (six, padded), i9..i14 cond's strides,
+ * i15..i20 a's, i21..i26 b's over out's dims (0: broadcast).
+ * out = cond != 0 ? a : b. */
+KERNEL ck_where_fwd(acc_kargs a) {
+    int small = SMALL(a.i[0]), ci = (int)a.i[1], h = (int)a.i[2];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        long long ic = 0, ia = 0, ib = 0, unused = 0;
+        idx6(i, &a.i[3], &a.i[9], &a.i[15], small, &ic, &ia);
+        idx6(i, &a.i[3], &a.i[21], &a.i[21], small, &ib, &unused);
+        stx(a.p[0], i, where_cond(a.p[1], ic, ci, h) ? ldx(a.p[2], ia, h) : ldx(a.p[3], ib, h), h);
+    }
+}
+
+/* The gradient of x (a if pick, else b) of where: one thread per element of
+ * x sums, in out order and in float, dout over the out elements it reaches
+ * where the condition picks x, and adds it to dx (rounded once): the CPU's
+ * where_grad, the same order. p0 dx, p1 dout, p2 cond; i0 elements of x,
+ * i1 int32 cond, i2 bf16 (dx, dout, a float cond), i3 pick, i4..i9 out dims,
+ * i10..i15 x dims (padded; 1 where x broadcasts), i16..i21 cond's strides
+ * over out's dims. */
+KERNEL ck_where_bwd(acc_kargs a) {
+    int ci = (int)a.i[1], h = (int)a.i[2], pick = (int)a.i[3];
+    const long long *od = &a.i[4], *xd = &a.i[10], *cs = &a.i[16];
+    long long nred = 1;
+    for (int k = 0; k < 6; k++)
+        if (xd[k] != od[k]) nred *= od[k];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        long long xc[6], r = i;
+        for (int k = 5; k >= 0; k--) {
+            xc[k] = r % xd[k];
+            r /= xd[k];
+        }
+        float acc = 0.0f;
+        for (long long j = 0; j < nred; j++) {
+            long long q = j, o = 0, ic = 0, ostride = 1;
+            for (int k = 5; k >= 0; k--) {
+                long long c = xc[k];
+                if (xd[k] != od[k]) {
+                    c = q % od[k];
+                    q /= od[k];
+                }
+                o += c * ostride;
+                ostride *= od[k];
+                ic += c * cs[k];
+            }
+            if (where_cond(a.p[2], ic, ci, h) == pick) acc += ldx(a.p[1], o, h);
+        }
+        stx(a.p[0], i, ldx(a.p[0], i, h) + acc, h);
+    }
+}
+
 /* element i of dropout(x) with keep probability 1-p: x / (1-p) or 0 */
 DEVFN float dropout_at(float x, float p, long long seed, long long step, long long op_id, long long i) {
     float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;

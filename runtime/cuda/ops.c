@@ -461,6 +461,58 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
     binary_bwd_x(d, op, which, dx, dout, x, y, ndim, so, sa, sb, 0);
 }
 
+/* where: cond int32 (ci) or of the element type; h: out, a, b (and a
+ * float cond) bf16 */
+static void where_fwd_x(acc_dev *d, void *out, const void *cond, const void *x, const void *y, int ci, int ndim,
+                        const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb, int h) {
+    acc_kargs a = {{DP(out), DP(cond), DP(x), DP(y)}, {elems(ndim, so), ci, h}, {0}};
+    acc_kargs ca = {{0}, {0}, {0}}, bb = {{0}, {0}, {0}};
+    broadcast_args(&ca, 0, ndim, so, sc, sa);
+    broadcast_args(&bb, 0, ndim, so, sb, sb);
+    for (int k = 0; k < 6; k++) {
+        a.i[3 + k] = ca.i[k];
+        a.i[9 + k] = ca.i[6 + k];
+        a.i[15 + k] = ca.i[12 + k];
+        a.i[21 + k] = bb.i[6 + k];
+    }
+    dev_launch(d, KID_ck_where_fwd, a.i[0], KA_BLOCK, &a);
+}
+
+/* dx += dout where the condition picks x (pick 1: a, 0: b), x of shape sx */
+static void where_bwd_x(acc_dev *d, void *dx, const void *dout, const void *cond, int ci, int pick, int ndim,
+                        const int64_t *so, const int64_t *sc, const int64_t *sx, int h) {
+    if (!dx) return;
+    acc_kargs a = {{DP(dx), DP(dout), DP(cond)}, {elems(ndim, sx), ci, h, pick}, {0}};
+    acc_kargs tmp = {{0}, {0}, {0}};
+    broadcast_args(&tmp, 0, ndim, so, sc, sc);
+    for (int k = 0; k < 6; k++) {
+        int j = k - (6 - ndim);
+        a.i[4 + k] = tmp.i[k];
+        a.i[10 + k] = j >= 0 ? sx[j] : 1;
+        a.i[16 + k] = tmp.i[6 + k];
+    }
+    dev_launch(d, KID_ck_where_bwd, a.i[0], KA_BLOCK, &a);
+}
+
+void g_where_fwd(acc_dev *d, float *out, const void *cond, const float *a, const float *b, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_fwd_x(d, out, cond, a, b, cond_i32, ndim, so, sc, sa, sb, 0);
+}
+void g_where_bwd(acc_dev *d, float *da, float *db, const float *dout, const void *cond, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_bwd_x(d, da, dout, cond, cond_i32, 1, ndim, so, sc, sa, 0);
+    where_bwd_x(d, db, dout, cond, cond_i32, 0, ndim, so, sc, sb, 0);
+}
+void g_where_fwd_bf16(acc_dev *d, acc_bf16 *out, const void *cond, const acc_bf16 *a, const acc_bf16 *b, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_fwd_x(d, out, cond, a, b, cond_i32, ndim, so, sc, sa, sb, 1);
+}
+void g_where_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const void *cond, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_bwd_x(d, da, dout, cond, cond_i32, 1, ndim, so, sc, sa, 1);
+    where_bwd_x(d, db, dout, cond, cond_i32, 0, ndim, so, sc, sb, 1);
+}
+
 /* the binary elementwise ops of the op table (acc_ops.h) */
 #define BINARY(code, name, reads)                                                                            \
     void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so, \

@@ -5,7 +5,7 @@
  * Bit for bit where the device's float arithmetic is the CPU's, element for
  * element in the same order: the helpers (zero, fill), scale and the plain
  * unary ops, the binary ops' forward and their same-shape backward,
- * dropout, the elementwise chains (rounded after every op), RoPE, the
+ * dropout, where (fp32 too), the elementwise chains (rounded after every op), RoPE, the
  * copies (reshape, transpose, slice, concat: 2-byte elements moved as they
  * are, a signalling NaN included), the backward of sum and mean, the
  * embedding's forward and backward. Within a tolerance where the device
@@ -399,6 +399,73 @@ static void test_binary(void) {
     }
 }
 
+/* ---- where ------------------------------------------------------------------------ */
+
+/* where(cond, a, b) on both targets, fp32 and bf16, cond int32 and float (a
+ * third zeros, a NaN): the forward is a copy of the picked element and the
+ * backward sums in the same order on both (where_grad, ck_where_bwd), so
+ * both are bit for bit, broadcast or not. */
+static void check_where(int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    int64_t no = 1, nc = 1, na = 1, nb = 1;
+    for (int k = 0; k < ndim; k++) no *= so[k], nc *= sc[k], na *= sa[k], nb *= sb[k];
+    for (int ci = 0; ci < 2; ci++)
+        for (int h = 0; h < 2; h++) {
+            arena_used = 0;
+            int32_t *c32 = hmalloc((size_t)nc * sizeof *c32);
+            acc_bf16 *c16 = rand16(nc, 3u, 4.0f), *a16 = rand16(na, 5u, 4.0f), *b16 = rand16(nb, 7u, 4.0f);
+            acc_bf16 *d16 = rand16(no, 9u, 2.0f), *da16 = rand16(na, 11u, 1.0f), *db16 = rand16(nb, 13u, 1.0f);
+            float *cf = rand32(nc, 3u, 4.0f), *af = rand32(na, 5u, 4.0f), *bf = rand32(nb, 7u, 4.0f);
+            float *df = rand32(no, 9u, 2.0f), *daf = rand32(na, 11u, 1.0f), *dbf = rand32(nb, 13u, 1.0f);
+            for (int64_t k = 0; k < nc; k++) {
+                c32[k] = k % 3 == 0 ? 0 : (int32_t)k;
+                if (k % 3 == 0) cf[k] = 0.0f, c16[k] = acc_f32_bf16(0.0f);
+            }
+            cf[nc / 2] = NAN, c16[nc / 2] = BF16_QNAN;
+            const void *hc = ci ? (const void *)c32 : h ? (const void *)c16 : (const void *)cf;
+            const void *gc = ci ? (const void *)dcopy32((const float *)c32, nc)
+                             : h ? (const void *)dcopy16(c16, nc)
+                                 : (const void *)dcopy32(cf, nc);
+            char what[128];
+            snprintf(what, sizeof what, "where %s, %s cond, out %lld, cond %lld, a %lld, b %lld", h ? "bf16" : "fp32",
+                     ci ? "i32" : "float", (long long)no, (long long)nc, (long long)na, (long long)nb);
+            if (h) {
+                acc_bf16 *out = rand16(no, 15u, 1.0f), *gout = dcopy16(out, no), *ga = dcopy16(a16, na),
+                         *gb = dcopy16(b16, nb), *gd = dcopy16(d16, no), *gda = dcopy16(da16, na),
+                         *gdb = dcopy16(db16, nb);
+                k_where_fwd_bf16(out, hc, a16, b16, ci, ndim, so, sc, sa, sb);
+                g_where_fwd_bf16(dev, gout, gc, ga, gb, ci, ndim, so, sc, sa, sb);
+                expect_bits16(what, out, gout, no);
+                k_where_bwd_bf16(da16, db16, d16, hc, ci, ndim, so, sc, sa, sb);
+                g_where_bwd_bf16(dev, gda, gdb, gd, gc, ci, ndim, so, sc, sa, sb);
+                expect_bits16(what, da16, gda, na);
+                expect_bits16(what, db16, gdb, nb);
+                free(out);
+            } else {
+                float *out = rand32(no, 15u, 1.0f), *gout = dcopy32(out, no), *ga = dcopy32(af, na),
+                      *gb = dcopy32(bf, nb), *gd = dcopy32(df, no), *gda = dcopy32(daf, na), *gdb = dcopy32(dbf, nb);
+                k_where_fwd(out, hc, af, bf, ci, ndim, so, sc, sa, sb);
+                g_where_fwd(dev, gout, gc, ga, gb, ci, ndim, so, sc, sa, sb);
+                expect_bits32(what, out, gout, no);
+                k_where_bwd(daf, dbf, df, hc, ci, ndim, so, sc, sa, sb);
+                g_where_bwd(dev, gda, gdb, gd, gc, ci, ndim, so, sc, sa, sb);
+                expect_bits32(what, daf, gda, na);
+                expect_bits32(what, dbf, gdb, nb);
+                free(out);
+            }
+            free(c32), free(c16), free(a16), free(b16), free(d16), free(da16), free(db16);
+            free(cf), free(af), free(bf), free(df), free(daf), free(dbf);
+        }
+}
+
+static void test_where(void) {
+    dev_open(KA_SCALARS_BYTES + 256);
+    const int64_t o3[] = {3, 41, 17}, c3[] = {3, 1, 17}, a3[] = {1, 41, 17}, b3[] = {3, 41, 1}, s3[] = {1, 1, 1};
+    check_where(3, o3, o3, o3, o3); /* same shapes */
+    check_where(3, o3, c3, a3, b3); /* each broadcast along another axis */
+    check_where(3, o3, a3, s3, o3); /* a scalar a, a key-mask-like cond */
+    dev_close();
+}
+
 /* ---- dropout and the chains ----------------------------------------------------------- */
 
 static void set_scalars(uint64_t seed, uint32_t step) {
@@ -754,6 +821,7 @@ int main(void) {
     test_casts();
     test_unary();
     test_binary();
+    test_where();
     test_dropout();
     test_chain();
     test_copies();

@@ -1101,6 +1101,71 @@ static void test_reductions(void) {
         }
 }
 
+/* ---- where ---------------------------------------------------------------- */
+
+/* where's shapes (out, cond, a, b; rank 3) for the case adapters */
+static int64_t wh_so[3], wh_sc[3], wh_sa[3], wh_sb[3];
+
+/* x[0] a, x[1] b, and cond: idx (int32, i0 1) or x[2] (float, i0 0) */
+static const void *wh_cond(const Case *c) { return c->i0 ? (const void *)c->idx : (const void *)c->x[2]; }
+static void wh_fwd(Case *c) {
+    k_where_fwd(c->out, wh_cond(c), c->x[0], c->x[1], c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb);
+}
+static void wh_bwd(Case *c) {
+    k_where_bwd(c->dx[0], c->dx[1], c->dout, wh_cond(c), c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb);
+}
+
+static int64_t wh_at(const int64_t *s, int64_t i0, int64_t i1, int64_t i2) {
+    return ((s[0] > 1 ? i0 : 0) * s[1] + (s[1] > 1 ? i1 : 0)) * s[2] + (s[2] > 1 ? i2 : 0);
+}
+
+/* where(cond, a, b) against a direct loop and by finite differences, cond
+ * int32 and float (zeros, ones and other values, NaN picking a), each of
+ * cond, a and b broadcast along some axis; and without broadcasting. */
+static void test_where(void) {
+    static const int64_t shapes[2][4][3] = {
+        {{3, 4, 5}, {3, 1, 5}, {1, 4, 5}, {3, 4, 1}},
+        {{2, 3, 7}, {2, 3, 7}, {2, 3, 7}, {2, 3, 7}},
+    };
+    static char names[4][64];
+    for (int s = 0; s < 2; s++)
+        for (int ci = 0; ci < 2; ci++) {
+            memcpy(wh_so, shapes[s][0], sizeof wh_so), memcpy(wh_sc, shapes[s][1], sizeof wh_sc);
+            memcpy(wh_sa, shapes[s][2], sizeof wh_sa), memcpy(wh_sb, shapes[s][3], sizeof wh_sb);
+            int64_t no = wh_so[0] * wh_so[1] * wh_so[2], nc = wh_sc[0] * wh_sc[1] * wh_sc[2];
+            int64_t na = wh_sa[0] * wh_sa[1] * wh_sa[2], nb = wh_sb[0] * wh_sb[1] * wh_sb[2];
+            char *name = names[2 * s + ci];
+            snprintf(name, sizeof names[0], "where (%s cond%s)", ci ? "i32" : "f32", s ? "" : ", broadcast");
+            Case c = case_new(name, wh_fwd, wh_bwd, no, 0);
+            c.i0 = ci;
+            case_in(&c, rnd_buf(na, -1, 1), na, 1);
+            case_in(&c, rnd_buf(nb, -1, 1), nb, 1);
+            if (ci) {
+                c.idx = xmalloc((size_t)nc * sizeof *c.idx);
+                for (int64_t k = 0; k < nc; k++) c.idx[k] = k % 3 == 0 ? 0 : (int32_t)(rnd_u32() % 5) - 2 + 3;
+            } else {
+                float *cf = rnd_buf(nc, -2, 2);
+                for (int64_t k = 0; k < nc; k++)
+                    if (k % 3 == 0) cf[k] = 0.0f;
+                cf[1] = NAN;
+                case_in(&c, cf, nc, 0);
+            }
+            c.fwd(&c);
+            int bad = 0;
+            for (int64_t i0 = 0; i0 < wh_so[0]; i0++)
+                for (int64_t i1 = 0; i1 < wh_so[1]; i1++)
+                    for (int64_t i2 = 0; i2 < wh_so[2]; i2++) {
+                        int64_t kc = wh_at(wh_sc, i0, i1, i2);
+                        int pick = ci ? c.idx[kc] != 0 : c.x[2][kc] != 0.0f;
+                        float want = pick ? c.x[0][wh_at(wh_sa, i0, i1, i2)] : c.x[1][wh_at(wh_sb, i0, i1, i2)];
+                        bad += c.out[(i0 * wh_so[1] + i1) * wh_so[2] + i2] != want;
+                    }
+            ASSERT(0, bad);
+            gradcheck(&c, 200);
+            case_free(&c);
+        }
+}
+
 /* ---- adamw and helpers -------------------------------------------------- */
 
 static void test_adamw(void) {
@@ -1318,6 +1383,7 @@ int main(void) {
     test_ew_chain();
     test_movement();
     test_reductions();
+    test_where();
     test_adamw();
     test_determinism();
     test_fd_coverage();

@@ -180,6 +180,24 @@ static void test_broadcast(void) {
     graph_free(&g);
 }
 
+/* where(cond, a, b): the three shapes broadcast; cond i32 or float */
+static void test_where(void) {
+    Graph g;
+    graph_init(&g, "t");
+    Attrs a = defaults(OP_WHERE);
+    int x = F32(4, 64, 768), b = F32(768), m = I32(4, 1, 768), mf = F32(4, 64, 1), sc = leaf(&g, DT_F32, 0, NULL);
+    int bad = F32(4, 64, 767), i = I32(768), key = I32(4, 1, 1, 64), s4 = F32(4, 2, 64, 64);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, m, x, b);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, mf, b, x);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, m, sc, mf);
+    EXPECT_OK(OP_WHERE, &a, "[4,2,64,64]", DT_F32, 0, key, s4, sc);
+    EXPECT_OK(OP_WHERE, &a, "[]", DT_F32, 0, sc, sc, sc);
+    EXPECT_ERR(OP_WHERE, &a, "shapes do not broadcast: [4,1,768], [4,64,768] and [4,64,767]", m, x, bad);
+    EXPECT_ERR(OP_WHERE, &a, "a and b must be f32, got f32[4,64,768] and i32[768]", m, x, i);
+    EXPECT_ERR(OP_WHERE, &a, "takes 3 inputs, got 2", m, x);
+    graph_free(&g);
+}
+
 static void test_same(void) {
     Graph g;
     graph_init(&g, "t");
@@ -717,6 +735,7 @@ int main(void) {
     test_matmul();
     test_linear();
     test_broadcast();
+    test_where();
     test_same();
     test_norms();
     test_attention();
