@@ -422,7 +422,7 @@ static void check_where(int ndim, const int64_t *so, const int64_t *sc, const in
             }
             cf[nc / 2] = NAN, c16[nc / 2] = BF16_QNAN;
             const void *hc = ci ? (const void *)c32 : h ? (const void *)c16 : (const void *)cf;
-            const void *gc = ci ? (const void *)dcopy32((const float *)c32, nc)
+            const void *gc = ci  ? (const void *)dcopy32((const float *)c32, nc)
                              : h ? (const void *)dcopy16(c16, nc)
                                  : (const void *)dcopy32(cf, nc);
             char what[128];

@@ -1108,9 +1108,7 @@ static int64_t wh_so[3], wh_sc[3], wh_sa[3], wh_sb[3];
 
 /* x[0] a, x[1] b, and cond: idx (int32, i0 1) or x[2] (float, i0 0) */
 static const void *wh_cond(const Case *c) { return c->i0 ? (const void *)c->idx : (const void *)c->x[2]; }
-static void wh_fwd(Case *c) {
-    k_where_fwd(c->out, wh_cond(c), c->x[0], c->x[1], c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb);
-}
+static void wh_fwd(Case *c) { k_where_fwd(c->out, wh_cond(c), c->x[0], c->x[1], c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb); }
 static void wh_bwd(Case *c) {
     k_where_bwd(c->dx[0], c->dx[1], c->dout, wh_cond(c), c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb);
 }
