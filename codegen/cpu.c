@@ -431,6 +431,22 @@ static void emit_reduce(Emit *e, const Step *st, const Node *n, bool fwd) {
             fwd ? "fwd" : "bwd", sfx(e, n), dst, src, outer, mid, inner);
 }
 
+/* max, min: <kernel>_fwd(out, x, outer, n, inner) and
+ * <kernel>_bwd(dx, dout, x, outer, n, inner) (the backward finds the arg
+ * max again from x) */
+static void emit_argreduce(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48];
+    int64_t outer, mid, inner;
+    reduce_dims(e, n, &outer, &mid, &inner);
+    if (fwd)
+        fprintf(e->out, "    %s_fwd%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->in[0], p1), outer, mid, inner);
+    else
+        fprintf(e->out, "    %s_bwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+                op_table[n->op].cpu_kernel, sfx(e, n), ptr(e, st->grad_in[0], p0), ptr(e, st->grad_out, p1),
+                ptr(e, st->in[0], p2), outer, mid, inner);
+}
+
 /* The emission of every op, from its row. */
 typedef void (*EmitFn)(Emit *e, const Step *st, const Node *n, bool fwd);
 static const EmitFn emit_op[OP_COUNT] = {

@@ -43,8 +43,10 @@ enum {
     ACC_OP_CONCAT = 30,
     ACC_OP_SUM = 31,
     ACC_OP_MEAN = 32,
-    ACC_OP_CAST = 33,
-    ACC_OP_COUNT = 34
+    ACC_OP_MAX = 33,
+    ACC_OP_MIN = 34,
+    ACC_OP_CAST = 35,
+    ACC_OP_COUNT = 36
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -83,6 +85,8 @@ enum {
     X(CONCAT, concat, 0) \
     X(SUM, sum, 0) \
     X(MEAN, mean, 0) \
+    X(MAX, max, 0) \
+    X(MIN, min, 0) \
     X(CAST, cast, 0)
 
 /* The plain unary elementwise ops (one input, no attributes), whose
@@ -242,6 +246,14 @@ enum {
 #define k_mean_bwd(...) g_mean_bwd(D, __VA_ARGS__)
 #define k_mean_fwd_bf16(...) g_mean_fwd_bf16(D, __VA_ARGS__)
 #define k_mean_bwd_bf16(...) g_mean_bwd_bf16(D, __VA_ARGS__)
+#define k_max_fwd(...) g_max_fwd(D, __VA_ARGS__)
+#define k_max_bwd(...) g_max_bwd(D, __VA_ARGS__)
+#define k_max_fwd_bf16(...) g_max_fwd_bf16(D, __VA_ARGS__)
+#define k_max_bwd_bf16(...) g_max_bwd_bf16(D, __VA_ARGS__)
+#define k_min_fwd(...) g_min_fwd(D, __VA_ARGS__)
+#define k_min_bwd(...) g_min_bwd(D, __VA_ARGS__)
+#define k_min_fwd_bf16(...) g_min_fwd_bf16(D, __VA_ARGS__)
+#define k_min_bwd_bf16(...) g_min_bwd_bf16(D, __VA_ARGS__)
 #define k_cast_fwd(...) g_cast_fwd(D, __VA_ARGS__)
 #define k_cast_bwd(...) g_cast_bwd(D, __VA_ARGS__)
 #define k_cast_fwd_bf16(...) g_cast_fwd_bf16(D, __VA_ARGS__)

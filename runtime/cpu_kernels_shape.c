@@ -1,5 +1,5 @@
 /* cpu_kernels_shape.c - data movement (reshape, transpose, slice, concat),
- * where, and reductions (sum, mean).
+ * where, and reductions (sum, mean, max, min).
  *
  * Invariant (see cpu_kernels.h): every backward here is the exact adjoint of
  * its forward and accumulates; copies are strided loops over contiguous
@@ -272,6 +272,51 @@ void KN(k_mean_fwd)(float *out, const KT *x, int64_t outer, int64_t n, int64_t i
 
 void KN(k_mean_bwd)(KT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, n > 0 ? 1.0f / (float)n : 0.0f);
+}
+
+/* ---- max and min -------------------------------------------------------- */
+
+/* The index along the middle axis of the max (sign > 0) or min of a column
+ * of n elements inner apart: the first that holds it, or the first NaN
+ * (which then is the result, as PyTorch's max propagates NaN). The CUDA
+ * kernel ck_argreduce walks the same way. */
+static int64_t arg_extreme(const KT *x, int64_t n, int64_t inner, int sign) {
+    float best = KLD(x, 0);
+    int64_t arg = 0;
+    for (int64_t j = 1; j < n && best == best; j++) {
+        float v = KLD(x, j * inner);
+        if (v != v || (sign > 0 ? v > best : v < best)) best = v, arg = j;
+    }
+    return arg;
+}
+
+static void extreme_fwd(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner, int sign) {
+#pragma omp parallel for if (outer * n * inner >= K_PAR_MIN)
+    for (int64_t e = 0; e < outer * inner; e++) {
+        const KT *col = x + (e / inner) * n * inner + e % inner;
+        out[e] = col[arg_extreme(col, n, inner, sign) * inner];
+    }
+}
+
+static void extreme_bwd(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner, int sign) {
+#pragma omp parallel for if (outer * n * inner >= K_PAR_MIN)
+    for (int64_t e = 0; e < outer * inner; e++) {
+        int64_t base = (e / inner) * n * inner + e % inner, at = base + arg_extreme(x + base, n, inner, sign) * inner;
+        KST(dx, at, KLD(dx, at) + KLD(dout, e));
+    }
+}
+
+void KN(k_max_fwd)(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_fwd(out, x, outer, n, inner, 1);
+}
+void KN(k_max_bwd)(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_bwd(dx, dout, x, outer, n, inner, 1);
+}
+void KN(k_min_fwd)(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_fwd(out, x, outer, n, inner, -1);
+}
+void KN(k_min_bwd)(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_bwd(dx, dout, x, outer, n, inner, -1);
 }
 
 /* ---- where -------------------------------------------------------------- */

@@ -205,3 +205,11 @@ void KDN(k_sum_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t 
 void KDN(k_sum_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+/* max and min over the middle axis of x (outer, n, inner): out (outer,
+ * inner) the extreme element itself (a NaN, if the column has one); the arg
+ * is the first index that holds it (ties: the first). bwd: dx[arg] += dout,
+ * the arg found again from x; reads: x. */
+void KDN(k_max_fwd)(KDT *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_max_bwd)(KDT *dx, const KDT *dout, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_min_fwd)(KDT *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_min_bwd)(KDT *dx, const KDT *dout, const KDT *x, int64_t outer, int64_t n, int64_t inner);

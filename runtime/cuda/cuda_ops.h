@@ -123,6 +123,18 @@ void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndi
                   const int64_t *sizes);
 void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
                   const int64_t *sizes);
+/* max and min over the middle axis (cpu_kernels_t.h's k_max_*): the first
+ * arg; the backward reads x */
+#define G_ARGREDUCE_DECL(name)                                                                                       \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);            \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t outer, int64_t n,          \
+                        int64_t inner);                                                                              \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner); \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *x, int64_t outer,       \
+                             int64_t n, int64_t inner);
+G_ARGREDUCE_DECL(max)
+G_ARGREDUCE_DECL(min)
+#undef G_ARGREDUCE_DECL
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
 void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);

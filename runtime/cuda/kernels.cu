@@ -923,6 +923,28 @@ KERNEL ck_reduce_bwd(acc_kargs a) {
         stx(dx, e, ldx(dx, e, h) + dy[(e / (n * inner)) * inner + e % inner] * a.f[0], h);
 }
 
+/* max (i3 sign 1) and min (-1) over the middle axis of x (outer, n, inner),
+ * one thread per column: the first index holding the extreme, or the first
+ * NaN (cpu_kernels_shape.c's arg_extreme, the same walk). p0 out (forward)
+ * or dx (backward), p1 x, p2 dout (backward); i0 outer * inner, i1 n,
+ * i2 inner, i3 sign, i4 backward, i5 bf16 (every tensor). Forward: out =
+ * the element; backward: dx[arg] += dout. */
+KERNEL ck_argreduce(acc_kargs a) {
+    long long n = a.i[1], inner = a.i[2];
+    int h = (int)a.i[5];
+    for (long long e = GSTART; e < a.i[0]; e += GSTRIDE) {
+        long long base = (e / inner) * n * inner + e % inner, arg = 0;
+        float best = ldx(a.p[1], base, h);
+        for (long long j = 1; j < n && best == best; j++) {
+            float v = ldx(a.p[1], base + j * inner, h);
+            if (v != v || (a.i[3] > 0 ? v > best : v < best)) best = v, arg = j;
+        }
+        long long at = base + arg * inner;
+        if (a.i[4]) stx(a.p[0], at, ldx(a.p[0], at, h) + ldx(a.p[2], e, h), h);
+        else stx(a.p[0], e, best, h);
+    }
+}
+
 /* ---- normalisation and softmax (one block per row) ------------------------- */
 
 /* The norms, softmax and cross-entropy keep their statistics and sums in

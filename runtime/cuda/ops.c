@@ -1102,6 +1102,31 @@ static void reduce_bwd(acc_dev *d, void *dx, const float *dout, int64_t outer, i
     dev_launch(d, KID_ck_reduce_bwd, outer * n * inner, KA_BLOCK, &a);
 }
 
+/* max (sign 1) and min (-1): one thread per column (ck_argreduce) */
+static void argreduce(acc_dev *d, void *y, const void *x, const void *dout, int64_t outer, int64_t n, int64_t inner,
+                      int sign, int h) {
+    acc_kargs a = {{DP(y), DP(x), DP(dout)}, {outer * inner, n, inner, sign, dout != NULL, h}, {0}};
+    dev_launch(d, KID_ck_argreduce, outer * inner, KA_BLOCK, &a);
+}
+#define ARGREDUCE(name, sign)                                                                                         \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {            \
+        argreduce(d, out, x, NULL, outer, n, inner, sign, 0);                                                         \
+    }                                                                                                                 \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t outer, int64_t n,           \
+                        int64_t inner) {                                                                              \
+        argreduce(d, dx, x, dout, outer, n, inner, sign, 0);                                                          \
+    }                                                                                                                 \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner) { \
+        argreduce(d, out, x, NULL, outer, n, inner, sign, 1);                                                         \
+    }                                                                                                                 \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *x, int64_t outer,        \
+                             int64_t n, int64_t inner) {                                                              \
+        argreduce(d, dx, x, dout, outer, n, inner, sign, 1);                                                          \
+    }
+ARGREDUCE(max, 1)
+ARGREDUCE(min, -1)
+#undef ARGREDUCE
+
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(d, out, x, outer, n, inner, 1.0f, 0);
 }

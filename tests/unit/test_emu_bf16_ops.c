@@ -650,6 +650,44 @@ static void test_reduce(void) {
     }
 }
 
+/* max and min over a middle and the last axis, fp32 and bf16: the same walk
+ * on both targets, so bit for bit; ties (bf16 values repeat) and a NaN. */
+static void test_extremes(void) {
+    dev_open(KA_SCALARS_BYTES + 256);
+    for (int mn = 0; mn < 2; mn++)
+        for (int last = 0; last < 2; last++) {
+            arena_used = 0;
+            int64_t outer = last ? 121 : 3, rn = 201, inner = last ? 1 : 41, n = outer * rn * inner, no = outer * inner;
+            acc_bf16 *x = rand16(n, 51u, 4.0f), *dx = rand16(n, 52u, 1.0f), *out = rand16(no, 53u, 1.0f);
+            acc_bf16 *dout = rand16(no, 54u, 2.0f);
+            float *xf = rand32(n, 51u, 4.0f), *dxf = rand32(n, 52u, 1.0f), *outf = rand32(no, 53u, 1.0f);
+            float *doutf = rand32(no, 54u, 2.0f);
+            x[5 * inner] = BF16_QNAN, xf[5 * inner] = NAN;
+            acc_bf16 *gx = dcopy16(x, n), *gdx = dcopy16(dx, n), *gout = dcopy16(out, no), *gdout = dcopy16(dout, no);
+            float *gxf = dcopy32(xf, n), *gdxf = dcopy32(dxf, n), *goutf = dcopy32(outf, no);
+            float *gdoutf = dcopy32(doutf, no);
+            char what[96];
+            snprintf(what, sizeof what, "%s over %s axis", mn ? "min" : "max", last ? "the last" : "a middle");
+            if (mn) {
+                k_min_fwd_bf16(out, x, outer, rn, inner), g_min_fwd_bf16(dev, gout, gx, outer, rn, inner);
+                k_min_bwd_bf16(dx, dout, x, outer, rn, inner), g_min_bwd_bf16(dev, gdx, gdout, gx, outer, rn, inner);
+                k_min_fwd(outf, xf, outer, rn, inner), g_min_fwd(dev, goutf, gxf, outer, rn, inner);
+                k_min_bwd(dxf, doutf, xf, outer, rn, inner), g_min_bwd(dev, gdxf, gdoutf, gxf, outer, rn, inner);
+            } else {
+                k_max_fwd_bf16(out, x, outer, rn, inner), g_max_fwd_bf16(dev, gout, gx, outer, rn, inner);
+                k_max_bwd_bf16(dx, dout, x, outer, rn, inner), g_max_bwd_bf16(dev, gdx, gdout, gx, outer, rn, inner);
+                k_max_fwd(outf, xf, outer, rn, inner), g_max_fwd(dev, goutf, gxf, outer, rn, inner);
+                k_max_bwd(dxf, doutf, xf, outer, rn, inner), g_max_bwd(dev, gdxf, gdoutf, gxf, outer, rn, inner);
+            }
+            expect_bits16(what, out, gout, no);
+            expect_bits16(what, dx, gdx, n);
+            expect_bits32(what, outf, goutf, no);
+            expect_bits32(what, dxf, gdxf, n);
+            free(x), free(dx), free(out), free(dout), free(xf), free(dxf), free(outf), free(doutf);
+        }
+    dev_close();
+}
+
 /* ---- norms, softmax ----------------------------------------------------------------------- */
 
 /* layernorm and rmsnorm over rows narrower and wider than a block; the
@@ -826,6 +864,7 @@ int main(void) {
     test_chain();
     test_copies();
     test_reduce();
+    test_extremes();
     test_norms();
     test_softmax();
     test_rope();

@@ -1164,6 +1164,66 @@ static void test_where(void) {
         }
 }
 
+/* ---- max and min ---------------------------------------------------------- */
+
+static void ext_fwd(Case *c) {
+    if (c->i0) k_min_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else k_max_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+}
+
+static void ext_bwd(Case *c) {
+    if (c->i0) k_min_bwd(c->dx[0], c->dout, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else k_max_bwd(c->dx[0], c->dout, c->x[0], c->d[0], c->d[1], c->d[2]);
+}
+
+/* max and min over an axis against a direct loop and by finite
+ * differences (distinct values 0.01 apart, so that no step of 1e-3 changes
+ * the arg); then ties (the gradient goes to the first) and NaN (the result,
+ * its gradient to the first NaN). */
+static void test_extremes(void) {
+    static const int64_t shapes[][3] = {{1, 24, 1}, {3, 4, 5}, {6, 5, 1}, {1, 4, 7}, {2, 300, 3}};
+    static char names[2 * sizeof shapes / sizeof shapes[0]][64];
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < ns; s++)
+        for (int mn = 0; mn < 2; mn++) {
+            int64_t O = shapes[s][0], N = shapes[s][1], I = shapes[s][2], n = O * N * I;
+            char *name = names[2 * s + mn];
+            snprintf(name, sizeof names[0], "%s (%lld,%lld,%lld)", mn ? "min" : "max", (long long)O, (long long)N,
+                     (long long)I);
+            Case c = case_new(name, ext_fwd, ext_bwd, O * I, 0);
+            c.d[0] = O, c.d[1] = N, c.d[2] = I, c.i0 = mn;
+            float *x = case_in(&c, xmalloc((size_t)n * sizeof(float)), n, 1);
+            for (int64_t k = 0; k < n; k++) x[k] = 0.01f * (float)((k * 7919) % n) - 0.005f * (float)n;
+            c.fwd(&c);
+            int bad = 0;
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = 0; i < I; i++) {
+                    float e = x[o * N * I + i];
+                    for (int64_t j = 1; j < N; j++) {
+                        float v = x[(o * N + j) * I + i];
+                        e = mn ? fminf(e, v) : fmaxf(e, v);
+                    }
+                    bad += c.out[o * I + i] != e;
+                }
+            ASSERT(0, bad);
+            gradcheck(&c, 200);
+            case_free(&c);
+        }
+    /* ties and NaN: one column of 6 */
+    float x[6] = {1, 3, -2, 3, -2, 0}, out = 0, g = 1.5f, dx[6] = {0};
+    k_max_fwd(&out, x, 1, 6, 1);
+    k_max_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(out == 3 && dx[1] == 1.5f && dx[3] == 0);
+    k_min_fwd(&out, x, 1, 6, 1);
+    k_min_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(out == -2 && dx[2] == 1.5f && dx[4] == 0);
+    x[4] = NAN, x[5] = NAN;
+    memset(dx, 0, sizeof dx);
+    k_max_fwd(&out, x, 1, 6, 1);
+    k_max_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(isnan(out) && dx[4] == 1.5f && dx[5] == 0 && dx[1] == 0);
+}
+
 /* ---- adamw and helpers -------------------------------------------------- */
 
 static void test_adamw(void) {
@@ -1382,6 +1442,7 @@ int main(void) {
     test_movement();
     test_reductions();
     test_where();
+    test_extremes();
     test_adamw();
     test_determinism();
     test_fd_coverage();

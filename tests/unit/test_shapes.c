@@ -505,6 +505,12 @@ static void test_reduce(void) {
     EXPECT_OK(OP_MEAN, &a, "[2,3]", DT_F32, 0, x);
     a.axis = 0;
     EXPECT_OK(OP_SUM, &a, "[3,4]", DT_F32, 0, x);
+    EXPECT_OK(OP_MAX, &a, "[3,4]", DT_F32, 0, x);
+    a.axis = -1, a.keepdim = true;
+    EXPECT_OK(OP_MIN, &a, "[2,3,1]", DT_F32, 0, x);
+    a.keepdim = false;
+    EXPECT_ERR(OP_MAX, &a, "x must be f32, got i32[2,3]", i);
+    a.axis = 0;
     a.axis = 3;
     EXPECT_ERR(OP_SUM, &a, "axis=3 out of range for rank 3: [2,3,4]", x);
     a.axis = -4;
