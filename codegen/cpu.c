@@ -362,8 +362,8 @@ static void emit_dropout(Emit *e, const Step *st, const Node *n, bool fwd) {
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
     /* p = 0 (acc_forward: ctx->training 0) keeps every element as it is */
     fprintf(e->out,
-            "    k_dropout_%s%s(%s, %s, %" PRId64 ", ctx->training ? (float)%.9g : 0.0f, ctx->seed, ctx->step, %d);\n",
-            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, n->id);
+            "    k_dropout_%s%s(%s, %s, %" PRId64 ", ctx->training ? (float)%.9g : 0.0f, ctx->seed, ctx->step, %u);\n",
+            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, cg_dropout_stream(e->g, n));
 }
 
 static void emit_reshape(Emit *e, const Step *st, const Node *n, bool fwd) {
