@@ -87,6 +87,11 @@ typedef struct {
 void cg_fuse(const Graph *g, const Schedule *s, CgFusion *f);
 void cg_fusion_free(CgFusion *f);
 const char *cg_chain_op_name(OpKind op);
+/* The random stream of dropout node n: its ordinal among the graph's
+ * dropout nodes, which fusing a matmul into a linear (a pass that renumbers
+ * the nodes) does not change, so that a plan with and one without fusion
+ * draw the same masks. */
+uint32_t cg_dropout_stream(const Graph *g, const Node *n);
 
 /* ---- the copies of offloaded tensors (codegen/overlap.c) ---- */
 

@@ -222,6 +222,41 @@ static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
                 ptr(e, st->grad_out, p0), n->attr.alpha, elems);
 }
 
+/* where(cond, a, b): k_where_fwd(out, cond, a, b, cond_i32, nd, so, sc,
+ * sa, sb) and k_where_bwd(da, db, dout, cond, ...); a float cond gets no
+ * gradient (its buffer, zeroed by the schedule, stays zero). */
+static void emit_where(Emit *e, const Step *st, const Node *n, bool fwd) {
+    int nd = n->shape.ndim > 0 ? n->shape.ndim : 1, ci = in_node(e, n, 0)->dtype == DT_I32;
+    char p0[48], p1[48], p2[48], p3[48];
+    fprintf(e->out, "    {\n        static const int64_t so[] = ");
+    emit_dims(e->out, &n->shape, nd);
+    const char *names[] = {"sc", "sa", "sb"};
+    for (int j = 0; j < 3; j++) {
+        fprintf(e->out, ", %s[] = ", names[j]);
+        emit_dims(e->out, &in_node(e, n, j)->shape, nd);
+    }
+    fprintf(e->out, ";\n        ");
+    const char *cond = ci ? iptr(e, st->in[0], p3) : ptr(e, st->in[0], p3);
+    if (fwd)
+        fprintf(e->out, "k_where_fwd%s(%s, %s, %s, %s, %d, %d, so, sc, sa, sb);\n", sfx(e, n), ptr(e, st->out, p0),
+                cond, ptr(e, st->in[1], p1), ptr(e, st->in[2], p2), ci, nd);
+    else
+        fprintf(e->out, "k_where_bwd%s(%s, %s, %s, %s, %d, %d, so, sc, sa, sb);\n", sfx(e, n),
+                ptr(e, st->grad_in[1], p0), ptr(e, st->grad_in[2], p1), ptr(e, st->grad_out, p2), cond, ci, nd);
+    fprintf(e->out, "    }\n");
+}
+
+static void emit_shift(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    int64_t elems = shape_elems(&n->shape);
+    if (fwd)
+        fprintf(e->out, "    k_shift_fwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
+                ptr(e, st->in[0], p1), n->attr.beta, elems);
+    else
+        fprintf(e->out, "    k_shift_bwd%s(%s, %s, %" PRId64 ");\n", sfx(e, n), ptr(e, st->grad_in[0], p1),
+                ptr(e, st->grad_out, p0), elems);
+}
+
 static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], p2[48], p3[48], p4[48], p5[48], p6[48];
     int64_t C = n->shape.dim[n->shape.ndim - 1], rows = shape_elems(&n->shape) / C;
@@ -328,8 +363,8 @@ static void emit_dropout(Emit *e, const Step *st, const Node *n, bool fwd) {
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
     /* p = 0 (acc_forward: ctx->training 0) keeps every element as it is */
     fprintf(e->out,
-            "    k_dropout_%s%s(%s, %s, %" PRId64 ", ctx->training ? (float)%.9g : 0.0f, ctx->seed, ctx->step, %d);\n",
-            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, n->id);
+            "    k_dropout_%s%s(%s, %s, %" PRId64 ", ctx->training ? (float)%.9g : 0.0f, ctx->seed, ctx->step, %u);\n",
+            fwd ? "fwd" : "bwd", sfx(e, n), dst, src, shape_elems(&n->shape), n->attr.p, cg_dropout_stream(e->g, n));
 }
 
 static void emit_reshape(Emit *e, const Step *st, const Node *n, bool fwd) {
@@ -395,6 +430,22 @@ static void emit_reduce(Emit *e, const Step *st, const Node *n, bool fwd) {
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
     fprintf(e->out, "    %s_%s%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
             fwd ? "fwd" : "bwd", sfx(e, n), dst, src, outer, mid, inner);
+}
+
+/* max, min: <kernel>_fwd(out, x, outer, n, inner) and
+ * <kernel>_bwd(dx, dout, x, outer, n, inner) (the backward finds the arg
+ * max again from x) */
+static void emit_argreduce(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], p2[48];
+    int64_t outer, mid, inner;
+    reduce_dims(e, n, &outer, &mid, &inner);
+    if (fwd)
+        fprintf(e->out, "    %s_fwd%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n", op_table[n->op].cpu_kernel,
+                sfx(e, n), ptr(e, st->out, p0), ptr(e, st->in[0], p1), outer, mid, inner);
+    else
+        fprintf(e->out, "    %s_bwd%s(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+                op_table[n->op].cpu_kernel, sfx(e, n), ptr(e, st->grad_in[0], p0), ptr(e, st->grad_out, p1),
+                ptr(e, st->in[0], p2), outer, mid, inner);
 }
 
 /* The emission of every op, from its row. */

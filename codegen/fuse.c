@@ -66,8 +66,11 @@ static bool add_op(const Graph *g, const Schedule *s, int t, int from, const Sha
     op->step = t;
     op->op = n->op;
     op->operand_buf = -1;
-    op->param = n->op == OP_SCALE ? (float)n->attr.alpha : n->op == OP_DROPOUT ? (float)n->attr.p : 0.0f;
-    op->op_id = n->id;
+    op->param = n->op == OP_SCALE     ? (float)n->attr.alpha
+                : n->op == OP_SHIFT   ? (float)n->attr.beta
+                : n->op == OP_DROPOUT ? (float)n->attr.p
+                                      : 0.0f;
+    op->op_id = n->op == OP_DROPOUT ? cg_dropout_stream(g, n) : (uint32_t)n->id;
     if (n->n_in == 1) {
         op->value_buf = st->in[0];
         return from < 0 || st->in[0] == from;
@@ -146,4 +149,10 @@ void cg_fuse(const Graph *g, const Schedule *s, CgFusion *f) {
 void cg_fusion_free(CgFusion *f) {
     free(f->chain_of);
     VEC_FREE(f->chains);
+}
+
+uint32_t cg_dropout_stream(const Graph *g, const Node *n) {
+    uint32_t k = 0;
+    for (int i = 0; i < n->id; i++) k += graph_node(g, i)->op == OP_DROPOUT;
+    return k;
 }

@@ -416,6 +416,21 @@ static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
         int in[2] = {a.node, b.node};
         return make_node(E, f, op, 2, in, &at, e->loc, hint);
     }
+    /* tensor + number, number + tensor, tensor - number: a shift; number -
+     * tensor: a scale by -1, then a shift */
+    if ((e->op == '+' || e->op == '-') && ((a.k == V_TENSOR && is_num(&b)) || (is_num(&a) && b.k == V_TENSOR))) {
+        const Value *t = a.k == V_TENSOR ? &a : &b, *s = a.k == V_TENSOR ? &b : &a;
+        Value x = *t;
+        if (e->op == '-' && a.k != V_TENSOR) {
+            attrs_defaults(OP_SCALE, &at);
+            at.alpha = -1;
+            x = make_node(E, f, OP_SCALE, 1, &t->node, &at, e->loc, NULL);
+            if (x.k == V_ERR) return x;
+        }
+        attrs_defaults(OP_SHIFT, &at);
+        at.beta = e->op == '-' && a.k == V_TENSOR ? -num(s) : num(s);
+        return make_node(E, f, OP_SHIFT, 1, &x.node, &at, e->loc, hint);
+    }
     /* tensor * number, number * tensor, tensor / number: a scale */
     if ((e->op == '*' && ((a.k == V_TENSOR && is_num(&b)) || (is_num(&a) && b.k == V_TENSOR))) ||
         (e->op == '/' && a.k == V_TENSOR && is_num(&b))) {
@@ -430,6 +445,10 @@ static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
             at.alpha = 1.0 / at.alpha;
         }
         return make_node(E, f, OP_SCALE, 1, &t->node, &at, e->loc, hint);
+    }
+    if (e->op == '/' && is_num(&a) && b.k == V_TENSOR) {
+        diag_error(E->d, e->loc, "a number divided by a tensor has no op (acc has no reciprocal)");
+        return v_err();
     }
     diag_error(E->d, e->loc, "invalid operands to '%c': %s and %s", e->op, kind_name[a.k], kind_name[b.k]);
     return v_err();
@@ -497,7 +516,7 @@ static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *
     return false;
 }
 
-static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const char *hint) {
+static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const Arg *skip, const char *hint) {
     const OpInfo *oi = &op_table[op];
     int in[ACC_MAX_IN], n_in = 0, n_pos = 0;
     bool bad = false;
@@ -505,6 +524,7 @@ static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
     Attrs at;
     attrs_defaults(op, &at);
     for (const Arg *a = e->args; a; a = a->next) {
+        if (a == skip) continue;
         Value v = eval(E, f, a->value, NULL);
         if (a->kw) {
             bad |= !set_attr(E, op, &at, a, &v, &seen);
@@ -545,6 +565,29 @@ static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
         return v_err();
     }
     return make_node(E, f, op, n_in, in, &at, e->loc, hint);
+}
+
+/* gelu(x) is GPT-2's tanh form; gelu(x, exact=true) the erf form (op
+ * gelu_erf, PyTorch's gelu(approximate='none')). exact is not an attribute
+ * of either row: it picks the row, so both stay plain unary ops. */
+static Value eval_gelu(Elab *E, Frame *f, const Expr *e, const char *hint) {
+    const Arg *exact = NULL;
+    for (const Arg *a = e->args; a; a = a->next)
+        if (a->kw && !strcmp(a->kw, "exact")) {
+            if (exact) {
+                diag_error(E->d, a->kw_loc, "attribute 'exact' given twice");
+                return v_err();
+            }
+            exact = a;
+        }
+    if (!exact) return eval_op_call(E, f, e, OP_GELU, NULL, hint);
+    Value v = eval(E, f, exact->value, NULL);
+    if (v.k == V_ERR) return v;
+    if (v.k != V_BOOL) {
+        diag_error(E->d, exact->value->loc, "attribute 'exact' of gelu must be true or false, not %s", kind_name[v.k]);
+        return v_err();
+    }
+    return eval_op_call(E, f, e, v.i ? OP_GELU_ERF : OP_GELU, exact, hint);
 }
 
 /* split(x, n, axis=-1): n equal slices, bound to the assignment's targets. */
@@ -735,7 +778,8 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
         return v_float(sqrt(num(&v)));
     }
     OpKind op = op_lookup(e->name);
-    if (op != OP_COUNT) return eval_op_call(E, f, e, op, hint);
+    if (op == OP_GELU) return eval_gelu(E, f, e, hint);
+    if (op != OP_COUNT) return eval_op_call(E, f, e, op, NULL, hint);
     if (E->d->stopped) return v_err();
     const char *sugg = suggest_callee(E, e->name);
     if (sugg) diag_error(E->d, e->loc, "unknown op or block '%s'; did you mean '%s'?", e->name, sugg);

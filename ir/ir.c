@@ -162,7 +162,8 @@ static const AttrField attr_fields[] = {
     F(axis, ATTR_INT),         F(start, ATTR_INT),   F(len, ATTR_INT),      F(dim0, ATTR_INT),
     F(dim1, ATTR_INT),         F(heads, ATTR_INT),   F(kv_heads, ATTR_INT), F(transpose_a, ATTR_BOOL),
     F(transpose_b, ATTR_BOOL), F(causal, ATTR_BOOL), F(keepdim, ATTR_BOOL), F(eps, ATTR_FLOAT),
-    F(p, ATTR_FLOAT),          F(alpha, ATTR_FLOAT), F(theta, ATTR_FLOAT),  F(shape, ATTR_SHAPE),
+    F(p, ATTR_FLOAT),          F(alpha, ATTR_FLOAT), F(beta, ATTR_FLOAT),   F(theta, ATTR_FLOAT),
+    F(shape, ATTR_SHAPE),
 };
 #undef F
 

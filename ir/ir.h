@@ -161,7 +161,7 @@ typedef enum {
 typedef struct {
     int64_t axis, start, len, dim0, dim1, heads, kv_heads;
     bool transpose_a, transpose_b, causal, keepdim;
-    double eps, p, alpha, theta;
+    double eps, p, alpha, beta, theta;
     Shape shape; /* reshape target; a -1 entry is inferred */
 } Attrs;
 

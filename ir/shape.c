@@ -191,6 +191,35 @@ bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
     return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
+/* where(cond, a, b): a and b in the dtype the op computes in, cond that or
+ * i32; the three shapes broadcast together as a binary op's two do. */
+bool shape_where(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len)) return false;
+    const Node *c = IN(0), *x = IN(1), *y = IN(2);
+    DType want = prec_dtype(g, n, 1);
+    if (x->dtype != want || y->dtype != want)
+        return FAIL("a and b must be %s, got %s%s and %s%s", dtype_name(want), dtype_name(x->dtype), SHP(&x->shape),
+                    dtype_name(y->dtype), SHP(&y->shape));
+    if (c->dtype != DT_I32 && c->dtype != want)
+        return FAIL("cond must be i32 or %s, got %s%s", dtype_name(want), dtype_name(c->dtype), SHP(&c->shape));
+    int r = 0;
+    for (int j = 0; j < 3; j++)
+        if (IN(j)->shape.ndim > r) r = IN(j)->shape.ndim;
+    Shape out = {.ndim = r};
+    for (int i = 1; i <= r; i++) {
+        int64_t d = 1;
+        for (int j = 0; j < 3; j++) {
+            const Shape *s = &IN(j)->shape;
+            int64_t dj = i <= s->ndim ? s->dim[s->ndim - i] : 1;
+            if (dj != 1 && d != 1 && dj != d)
+                return FAIL("shapes do not broadcast: %s, %s and %s", SHP(&c->shape), SHP(&x->shape), SHP(&y->shape));
+            if (dj != 1) d = dj;
+        }
+        out.dim[r - i] = d;
+    }
+    return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
+}
+
 bool shape_same(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;

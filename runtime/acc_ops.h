@@ -18,28 +18,35 @@ enum {
     ACC_OP_SUB = 5,
     ACC_OP_MUL = 6,
     ACC_OP_DIV = 7,
-    ACC_OP_SCALE = 8,
-    ACC_OP_GELU = 9,
-    ACC_OP_RELU = 10,
-    ACC_OP_SILU = 11,
-    ACC_OP_TANH = 12,
-    ACC_OP_EXP = 13,
-    ACC_OP_LAYERNORM = 14,
-    ACC_OP_RMSNORM = 15,
-    ACC_OP_SOFTMAX = 16,
-    ACC_OP_ATTENTION = 17,
-    ACC_OP_ROPE = 18,
-    ACC_OP_EMBEDDING = 19,
-    ACC_OP_CROSS_ENTROPY = 20,
-    ACC_OP_DROPOUT = 21,
-    ACC_OP_RESHAPE = 22,
-    ACC_OP_TRANSPOSE = 23,
-    ACC_OP_SLICE = 24,
-    ACC_OP_CONCAT = 25,
-    ACC_OP_SUM = 26,
-    ACC_OP_MEAN = 27,
-    ACC_OP_CAST = 28,
-    ACC_OP_COUNT = 29
+    ACC_OP_WHERE = 8,
+    ACC_OP_SCALE = 9,
+    ACC_OP_SHIFT = 10,
+    ACC_OP_GELU = 11,
+    ACC_OP_RELU = 12,
+    ACC_OP_SILU = 13,
+    ACC_OP_TANH = 14,
+    ACC_OP_EXP = 15,
+    ACC_OP_GELU_ERF = 16,
+    ACC_OP_SIGMOID = 17,
+    ACC_OP_LOG = 18,
+    ACC_OP_LAYERNORM = 19,
+    ACC_OP_RMSNORM = 20,
+    ACC_OP_SOFTMAX = 21,
+    ACC_OP_ATTENTION = 22,
+    ACC_OP_ROPE = 23,
+    ACC_OP_EMBEDDING = 24,
+    ACC_OP_CROSS_ENTROPY = 25,
+    ACC_OP_DROPOUT = 26,
+    ACC_OP_RESHAPE = 27,
+    ACC_OP_TRANSPOSE = 28,
+    ACC_OP_SLICE = 29,
+    ACC_OP_CONCAT = 30,
+    ACC_OP_SUM = 31,
+    ACC_OP_MEAN = 32,
+    ACC_OP_MAX = 33,
+    ACC_OP_MIN = 34,
+    ACC_OP_CAST = 35,
+    ACC_OP_COUNT = 36
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -53,12 +60,17 @@ enum {
     X(SUB, sub, 2) \
     X(MUL, mul, 2) \
     X(DIV, div, 2) \
+    X(WHERE, where, 0) \
     X(SCALE, scale, 1) \
+    X(SHIFT, shift, 1) \
     X(GELU, gelu, 1) \
     X(RELU, relu, 1) \
     X(SILU, silu, 1) \
     X(TANH, tanh, 1) \
     X(EXP, exp, 1) \
+    X(GELU_ERF, gelu_erf, 1) \
+    X(SIGMOID, sigmoid, 1) \
+    X(LOG, log, 1) \
     X(LAYERNORM, layernorm, 0) \
     X(RMSNORM, rmsnorm, 0) \
     X(SOFTMAX, softmax, 0) \
@@ -73,6 +85,8 @@ enum {
     X(CONCAT, concat, 0) \
     X(SUM, sum, 0) \
     X(MEAN, mean, 0) \
+    X(MAX, max, 0) \
+    X(MIN, min, 0) \
     X(CAST, cast, 0)
 
 /* The plain unary elementwise ops (one input, no attributes), whose
@@ -84,7 +98,10 @@ enum {
     X(RELU, relu, out) \
     X(SILU, silu, x) \
     X(TANH, tanh, out) \
-    X(EXP, exp, out)
+    X(EXP, exp, out) \
+    X(GELU_ERF, gelu_erf, x) \
+    X(SIGMOID, sigmoid, out) \
+    X(LOG, log, x)
 
 /* The binary elementwise ops (two inputs, numpy broadcasting, no
  * attributes): X(CODE, name, reads), reads 1 if the backward reads the
@@ -129,10 +146,18 @@ enum {
 #define k_div_bwd(...) g_div_bwd(D, __VA_ARGS__)
 #define k_div_fwd_bf16(...) g_div_fwd_bf16(D, __VA_ARGS__)
 #define k_div_bwd_bf16(...) g_div_bwd_bf16(D, __VA_ARGS__)
+#define k_where_fwd(...) g_where_fwd(D, __VA_ARGS__)
+#define k_where_bwd(...) g_where_bwd(D, __VA_ARGS__)
+#define k_where_fwd_bf16(...) g_where_fwd_bf16(D, __VA_ARGS__)
+#define k_where_bwd_bf16(...) g_where_bwd_bf16(D, __VA_ARGS__)
 #define k_scale_fwd(...) g_scale_fwd(D, __VA_ARGS__)
 #define k_scale_bwd(...) g_scale_bwd(D, __VA_ARGS__)
 #define k_scale_fwd_bf16(...) g_scale_fwd_bf16(D, __VA_ARGS__)
 #define k_scale_bwd_bf16(...) g_scale_bwd_bf16(D, __VA_ARGS__)
+#define k_shift_fwd(...) g_shift_fwd(D, __VA_ARGS__)
+#define k_shift_bwd(...) g_shift_bwd(D, __VA_ARGS__)
+#define k_shift_fwd_bf16(...) g_shift_fwd_bf16(D, __VA_ARGS__)
+#define k_shift_bwd_bf16(...) g_shift_bwd_bf16(D, __VA_ARGS__)
 #define k_gelu_fwd(...) g_gelu_fwd(D, __VA_ARGS__)
 #define k_gelu_bwd(...) g_gelu_bwd(D, __VA_ARGS__)
 #define k_gelu_fwd_bf16(...) g_gelu_fwd_bf16(D, __VA_ARGS__)
@@ -153,6 +178,18 @@ enum {
 #define k_exp_bwd(...) g_exp_bwd(D, __VA_ARGS__)
 #define k_exp_fwd_bf16(...) g_exp_fwd_bf16(D, __VA_ARGS__)
 #define k_exp_bwd_bf16(...) g_exp_bwd_bf16(D, __VA_ARGS__)
+#define k_gelu_erf_fwd(...) g_gelu_erf_fwd(D, __VA_ARGS__)
+#define k_gelu_erf_bwd(...) g_gelu_erf_bwd(D, __VA_ARGS__)
+#define k_gelu_erf_fwd_bf16(...) g_gelu_erf_fwd_bf16(D, __VA_ARGS__)
+#define k_gelu_erf_bwd_bf16(...) g_gelu_erf_bwd_bf16(D, __VA_ARGS__)
+#define k_sigmoid_fwd(...) g_sigmoid_fwd(D, __VA_ARGS__)
+#define k_sigmoid_bwd(...) g_sigmoid_bwd(D, __VA_ARGS__)
+#define k_sigmoid_fwd_bf16(...) g_sigmoid_fwd_bf16(D, __VA_ARGS__)
+#define k_sigmoid_bwd_bf16(...) g_sigmoid_bwd_bf16(D, __VA_ARGS__)
+#define k_log_fwd(...) g_log_fwd(D, __VA_ARGS__)
+#define k_log_bwd(...) g_log_bwd(D, __VA_ARGS__)
+#define k_log_fwd_bf16(...) g_log_fwd_bf16(D, __VA_ARGS__)
+#define k_log_bwd_bf16(...) g_log_bwd_bf16(D, __VA_ARGS__)
 #define k_layernorm_fwd(...) g_layernorm_fwd(D, __VA_ARGS__)
 #define k_layernorm_bwd(...) g_layernorm_bwd(D, __VA_ARGS__)
 #define k_layernorm_fwd_bf16(...) g_layernorm_fwd_bf16(D, __VA_ARGS__)
@@ -209,6 +246,14 @@ enum {
 #define k_mean_bwd(...) g_mean_bwd(D, __VA_ARGS__)
 #define k_mean_fwd_bf16(...) g_mean_fwd_bf16(D, __VA_ARGS__)
 #define k_mean_bwd_bf16(...) g_mean_bwd_bf16(D, __VA_ARGS__)
+#define k_max_fwd(...) g_max_fwd(D, __VA_ARGS__)
+#define k_max_bwd(...) g_max_bwd(D, __VA_ARGS__)
+#define k_max_fwd_bf16(...) g_max_fwd_bf16(D, __VA_ARGS__)
+#define k_max_bwd_bf16(...) g_max_bwd_bf16(D, __VA_ARGS__)
+#define k_min_fwd(...) g_min_fwd(D, __VA_ARGS__)
+#define k_min_bwd(...) g_min_bwd(D, __VA_ARGS__)
+#define k_min_fwd_bf16(...) g_min_fwd_bf16(D, __VA_ARGS__)
+#define k_min_bwd_bf16(...) g_min_bwd_bf16(D, __VA_ARGS__)
 #define k_cast_fwd(...) g_cast_fwd(D, __VA_ARGS__)
 #define k_cast_bwd(...) g_cast_bwd(D, __VA_ARGS__)
 #define k_cast_fwd_bf16(...) g_cast_fwd_bf16(D, __VA_ARGS__)

@@ -616,6 +616,7 @@ void KN(k_linear_bwd)(KT *dx, KT *dw, KT *db, const KT *dout, const KT *x, const
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
 static inline float ew_scale(float v, float alpha) { return alpha * v; }
+static inline float ew_shift(float v, float beta) { return v + beta; }
 
 /* GPT-2's tanh approximation; gelu'(v) with sech^2 = 1 - tanh^2 */
 static inline float ew_gelu(float v) { return 0.5f * v * (1.0f + k_tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
@@ -640,6 +641,22 @@ static inline float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * o
 static inline float ew_exp(float v) { return expf(v); }
 static inline float ew_exp_bwd(float g, float out) { return g * out; }
 
+/* PyTorch's default gelu, x * Phi(x) with the exact normal CDF Phi (erf);
+ * gelu'(x) = Phi(x) + x * phi(x), phi the normal density */
+static inline float ew_gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+static inline float ew_gelu_erf_bwd(float g, float x) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return g * (cdf + x * 0.39894228040143268f * expf(-0.5f * x * x));
+}
+
+/* 1 / (1 + e^-v); its derivative from the output: s (1 - s) */
+static inline float ew_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+static inline float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f - out); }
+
+/* the natural log (NaN below 0, -inf at 0, as logf); 1/x */
+static inline float ew_log(float v) { return logf(v); }
+static inline float ew_log_bwd(float g, float x) { return g / x; }
+
 void KN(k_scale_fwd)(KT *out, const KT *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) KST(out, i, ew_scale(KLD(x, i), alpha));
@@ -649,6 +666,13 @@ void KN(k_scale_bwd)(KT *dx, const KT *dout, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) KST(dx, i, KLD(dx, i) + alpha * KLD(dout, i));
 }
+
+void KN(k_shift_fwd)(KT *out, const KT *x, float beta, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) KST(out, i, ew_shift(KLD(x, i), beta));
+}
+
+void KN(k_shift_bwd)(KT *dx, const KT *dout, int64_t n) { KN(k_add_into)(dx, dout, n); }
 
 /* The K_CLONES helpers carry the instance's name (KN): clang gives the
  * resolver of a static target_clones function an external symbol, so the
@@ -741,13 +765,17 @@ K_CLONES static void KN(ew_binary)(int op, int right, float *restrict v, const f
     }
 }
 
-/* v[j] = op(v[j]) for j < len, op scale or a plain unary op: its math
+/* v[j] = op(v[j]) for j < len, op scale, shift or a plain unary op: its math
  * (ew_* above) in a simd loop, as its own kernel runs it. */
 K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_t len) {
     switch (op) {
     case ACC_OP_SCALE:
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) v[j] = ew_scale(v[j], param);
+        break;
+    case ACC_OP_SHIFT:
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) v[j] = ew_shift(v[j], param);
         break;
 #define EW_UNARY_CASE(code, name, saved) \
     case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); break;
@@ -835,7 +863,7 @@ static void ew_tile(const k_ew_op *op, float *v, int64_t i0, int64_t len, uint64
         }
         break;
     }
-    default: /* scale and the plain unary ops */ KN(ew_unary)(op->op, op->param, v, len); break;
+    default: /* scale, shift and the plain unary ops */ KN(ew_unary)(op->op, op->param, v, len); break;
     }
 }
 

@@ -37,7 +37,7 @@ static inline const float *nn_widen(float *restrict buf, const KT *restrict src,
 
 /* ---- layernorm ---------------------------------------------------------- */
 
-// y = (x - mean) * rstd * w + b per row; stats = (mean, rstd) per row
+// y = (x - mean) * rstd * w + b per row (b NULL: no bias, as + 0); stats = (mean, rstd) per row
 void KN(k_layernorm_fwd)(KT *y, float *stats, const KT *x, const float *w, const float *b, int64_t N, int64_t C,
                          float eps) {
 #pragma omp parallel for if (N * C >= K_PAR_MIN)
@@ -72,7 +72,7 @@ void KN(k_layernorm_fwd)(KT *y, float *stats, const KT *x, const float *w, const
         for (int64_t c = 0; c < C; c++) var += (xr[c] - mean) * (xr[c] - mean);
 #endif
         float rstd = 1.0f / sqrtf(var / (float)C + eps);
-        for (int64_t c = 0; c < C; c++) KST(yr, c, (KLD(xr, c) - mean) * rstd * w[c] + b[c]);
+        for (int64_t c = 0; c < C; c++) KST(yr, c, (KLD(xr, c) - mean) * rstd * w[c] + (b ? b[c] : 0.0f));
         stats[2 * n] = mean;
         stats[2 * n + 1] = rstd;
     }

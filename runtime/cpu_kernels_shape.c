@@ -1,5 +1,5 @@
-/* cpu_kernels_shape.c - data movement (reshape, transpose, slice, concat) and
- * reductions (sum, mean).
+/* cpu_kernels_shape.c - data movement (reshape, transpose, slice, concat),
+ * where, and reductions (sum, mean, max, min).
  *
  * Invariant (see cpu_kernels.h): every backward here is the exact adjoint of
  * its forward and accumulates; copies are strided loops over contiguous
@@ -272,4 +272,138 @@ void KN(k_mean_fwd)(float *out, const KT *x, int64_t outer, int64_t n, int64_t i
 
 void KN(k_mean_bwd)(KT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner) {
     reduce_bwd(dx, dout, outer, n, inner, n > 0 ? 1.0f / (float)n : 0.0f);
+}
+
+/* ---- max and min -------------------------------------------------------- */
+
+/* The index along the middle axis of the max (sign > 0) or min of a column
+ * of n elements inner apart: the first that holds it, or the first NaN
+ * (which then is the result, as PyTorch's max propagates NaN). The CUDA
+ * kernel ck_argreduce walks the same way. */
+static int64_t arg_extreme(const KT *x, int64_t n, int64_t inner, int sign) {
+    float best = KLD(x, 0);
+    int64_t arg = 0;
+    for (int64_t j = 1; j < n && best == best; j++) {
+        float v = KLD(x, j * inner);
+        if (v != v || (sign > 0 ? v > best : v < best)) best = v, arg = j;
+    }
+    return arg;
+}
+
+static void extreme_fwd(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner, int sign) {
+#pragma omp parallel for if (outer * n * inner >= K_PAR_MIN)
+    for (int64_t e = 0; e < outer * inner; e++) {
+        const KT *col = x + (e / inner) * n * inner + e % inner;
+        out[e] = col[arg_extreme(col, n, inner, sign) * inner];
+    }
+}
+
+static void extreme_bwd(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner, int sign) {
+#pragma omp parallel for if (outer * n * inner >= K_PAR_MIN)
+    for (int64_t e = 0; e < outer * inner; e++) {
+        int64_t base = (e / inner) * n * inner + e % inner, at = base + arg_extreme(x + base, n, inner, sign) * inner;
+        KST(dx, at, KLD(dx, at) + KLD(dout, e));
+    }
+}
+
+void KN(k_max_fwd)(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_fwd(out, x, outer, n, inner, 1);
+}
+void KN(k_max_bwd)(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_bwd(dx, dout, x, outer, n, inner, 1);
+}
+void KN(k_min_fwd)(KT *out, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_fwd(out, x, outer, n, inner, -1);
+}
+void KN(k_min_bwd)(KT *dx, const KT *dout, const KT *x, int64_t outer, int64_t n, int64_t inner) {
+    extreme_bwd(dx, dout, x, outer, n, inner, -1);
+}
+
+/* ---- where -------------------------------------------------------------- */
+
+/* The six padded dims of out (od) and the strides over them (0 where it
+ * broadcasts) of an operand of shape s (ndim dims, right-aligned) in st. */
+static void where_dims(int ndim, const int64_t *so, const int64_t *s, int64_t *od, int64_t *st) {
+    int64_t stride = 1;
+    for (int k = 5; k >= 0; k--) {
+        int j = k - (6 - ndim);
+        int64_t o = j >= 0 ? so[j] : 1, x = j >= 0 ? s[j] : 1;
+        od[k] = o;
+        st[k] = x == 1 && o != 1 ? 0 : stride;
+        stride *= x;
+    }
+}
+
+/* where's condition at element k: an int32 mask or a float one of the
+ * element type; nonzero (NaN too) picks a */
+static int where_cond(const void *cond, int cond_i32, int64_t k) {
+    return cond_i32 ? ((const int32_t *)cond)[k] != 0 : KLD((const KT *)cond, k) != 0.0f;
+}
+
+// out = cond != 0 ? a : b elementwise, the three broadcast to out (a copy of the picked element)
+void KN(k_where_fwd)(KT *out, const void *cond, const KT *a, const KT *b, int cond_i32, int ndim, const int64_t *so,
+                     const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    int64_t od[6], stc[6], sta[6], stb[6], n = 1;
+    where_dims(ndim, so, sc, od, stc);
+    where_dims(ndim, so, sa, od, sta);
+    where_dims(ndim, so, sb, od, stb);
+    for (int k = 0; k < 6; k++) n *= od[k];
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = i, ic = 0, ia = 0, ib = 0;
+        for (int k = 5; k >= 0; k--) {
+            int64_t c = r % od[k];
+            r /= od[k];
+            ic += c * stc[k], ia += c * sta[k], ib += c * stb[k];
+        }
+        out[i] = where_cond(cond, cond_i32, ic) ? a[ia] : b[ib];
+    }
+}
+
+/* dx (shape sx) += the sum over the out elements that element reaches of
+ * dout where the condition picks x (pick 1: cond != 0, a; 0: b), in out
+ * order, in float, rounded once: one pass per element of dx, as the CUDA
+ * kernel ck_where_bwd sums, so both targets give the same bits. */
+static void where_grad(KT *dx, const KT *dout, const void *cond, int cond_i32, int pick, int ndim, const int64_t *so,
+                       const int64_t *sc, const int64_t *sx) {
+    int64_t od[6], xd[6], stc[6], stx[6], nred = 1, nx = 1;
+    where_dims(ndim, so, sc, od, stc);
+    where_dims(ndim, so, sx, od, stx);
+    for (int k = 0; k < 6; k++) {
+        int j = k - (6 - ndim);
+        xd[k] = j >= 0 ? sx[j] : 1;
+        if (xd[k] != od[k]) nred *= od[k];
+        nx *= xd[k];
+    }
+#pragma omp parallel for if (nx * nred >= K_PAR_MIN)
+    for (int64_t i = 0; i < nx; i++) {
+        int64_t xc[6], r = i;
+        for (int k = 5; k >= 0; k--) {
+            xc[k] = r % xd[k];
+            r /= xd[k];
+        }
+        float acc = 0.0f;
+        for (int64_t q0 = 0; q0 < nred; q0++) {
+            int64_t q = q0, o = 0, ic = 0, ostride = 1;
+            for (int k = 5; k >= 0; k--) {
+                int64_t c = xc[k];
+                if (xd[k] != od[k]) {
+                    c = q % od[k];
+                    q /= od[k];
+                }
+                o += c * ostride;
+                ostride *= od[k];
+                ic += c * stc[k];
+            }
+            if (where_cond(cond, cond_i32, ic) == pick) acc += KLD(dout, o);
+        }
+        KST(dx, i, KLD(dx, i) + acc);
+    }
+}
+
+// da += dout where cond != 0, db += dout where cond == 0, each summed over what it broadcasts over
+void KN(k_where_bwd)(KT *da, KT *db, const KT *dout, const void *cond, int cond_i32, int ndim, const int64_t *so,
+                     const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    if (da) where_grad(da, dout, cond, cond_i32, 1, ndim, so, sc, sa);
+    if (db) where_grad(db, dout, cond, cond_i32, 0, ndim, so, sc, sb);
 }

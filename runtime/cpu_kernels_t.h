@@ -63,6 +63,10 @@ ACC_EW_BINARY_OPS(K_BINARY_DECL)
 void KDN(k_scale_fwd)(KDT *out, const KDT *x, float alpha, int64_t n);
 /* dx += alpha*dout. reads: nothing. */
 void KDN(k_scale_bwd)(KDT *dx, const KDT *dout, float alpha, int64_t n);
+/* out = x + beta (a scalar operand: x + 1.0, 1.0 - x) */
+void KDN(k_shift_fwd)(KDT *out, const KDT *x, float beta, int64_t n);
+/* dx += dout. reads: nothing. */
+void KDN(k_shift_bwd)(KDT *dx, const KDT *dout, int64_t n);
 /* The plain unary elementwise ops of the op table (ACC_EW_UNARY_OPS in
  * acc_ops.h: gelu, relu, ...; their math is ew_<op> in cpu_kernels.c).
  * k_<op>_fwd: out = f(x); k_<op>_bwd: dx += dout * f'(x), reading x or out
@@ -178,6 +182,20 @@ void KDN(k_concat_fwd)(KDT *out, const KDT *const *xs, int n, int ndim, const in
 void KDN(k_concat_bwd)(KDT *const *dxs, const KDT *dout, int n, int ndim, const int64_t *out_shape, int axis,
                        const int64_t *sizes);
 
+/* ---- where -------------------------------------------------------------- */
+
+/* out = cond != 0 ? a : b elementwise; cond is int32 (cond_i32) or of the
+ * element type (nonzero, NaN too, picks a); cond, a and b broadcast to out
+ * (ndim dims each, right-aligned as a binary op's). bwd: da += dout where
+ * cond != 0, db += dout where cond == 0 (either NULL: skipped), summed over
+ * what each broadcasts over; reads: cond. */
+void KDN(k_where_fwd)(KDT *out, const void *cond, const KDT *a, const KDT *b, int cond_i32, int ndim,
+                      const int64_t *out_shape, const int64_t *cond_shape, const int64_t *a_shape,
+                      const int64_t *b_shape);
+void KDN(k_where_bwd)(KDT *da, KDT *db, const KDT *dout, const void *cond, int cond_i32, int ndim,
+                      const int64_t *out_shape, const int64_t *cond_shape, const int64_t *a_shape,
+                      const int64_t *b_shape);
+
 /* ---- reductions --------------------------------------------------------- */
 
 /* View x as (outer, n, inner) and reduce the middle axis: out (outer, inner).
@@ -187,3 +205,11 @@ void KDN(k_sum_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t 
 void KDN(k_sum_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_fwd)(float *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
 void KDN(k_mean_bwd)(KDT *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
+/* max and min over the middle axis of x (outer, n, inner): out (outer,
+ * inner) the extreme element itself (a NaN, if the column has one); the arg
+ * is the first index that holds it (ties: the first). bwd: dx[arg] += dout,
+ * the arg found again from x; reads: x. */
+void KDN(k_max_fwd)(KDT *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_max_bwd)(KDT *dx, const KDT *dout, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_min_fwd)(KDT *out, const KDT *x, int64_t outer, int64_t n, int64_t inner);
+void KDN(k_min_bwd)(KDT *dx, const KDT *dout, const KDT *x, int64_t outer, int64_t n, int64_t inner);

@@ -46,7 +46,8 @@
 
 /* One op of a chain, on the host: v = op(v) for unary ops,
  * v OP operand[i % modulus] (operand OP v if operand_right) for binary ones;
- * param is scale's alpha or dropout's p, op_id dropout's stream. */
+ * param is scale's alpha, shift's beta or dropout's p, op_id dropout's
+ * stream. */
 typedef struct {
     int op;              /* ACC_OP_* */
     const void *operand; /* of the chain's element type (float or acc_bf16) */

@@ -72,6 +72,8 @@ typedef struct {
     X(ck_unary_bwd, 0)               \
     X(ck_binary_fwd, 0)              \
     X(ck_binary_bwd, 0)              \
+    X(ck_where_fwd, 0)               \
+    X(ck_where_bwd, 0)               \
     X(ck_dropout, 0)                 \
     X(ck_rope, 0)                    \
     X(ck_embedding_fwd, 0)           \
@@ -81,6 +83,7 @@ typedef struct {
     X(ck_col_final, 0)               \
     X(ck_reduce_fwd, 1)              \
     X(ck_reduce_bwd, 0)              \
+    X(ck_argreduce, 0)               \
     X(ck_layernorm_fwd, 1)           \
     X(ck_layernorm_bwd_dx, 1)        \
     X(ck_rmsnorm_fwd, 1)             \

@@ -59,8 +59,19 @@ void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
 /* their f32 instance: copies, as the CPU's */
 void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n);
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
+/* where (cpu_kernels_t.h's k_where_*): cond int32 or float, broadcasting */
+void g_where_fwd(acc_dev *d, float *out, const void *cond, const float *a, const float *b, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_bwd(acc_dev *d, float *da, float *db, const float *dout, const void *cond, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_fwd_bf16(acc_dev *d, acc_bf16 *out, const void *cond, const acc_bf16 *a, const acc_bf16 *b, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
+void g_where_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const void *cond, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb);
 void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n);
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n);
+void g_shift_fwd(acc_dev *d, float *out, const float *x, float beta, int64_t n);
+void g_shift_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
 /* the plain unary elementwise ops of the op table (acc_ops.h) */
 #define G_UNARY_DECL(code, name, saved)                                     \
     void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t n); \
@@ -112,6 +123,18 @@ void g_concat_fwd(acc_dev *d, float *out, const float *const *xs, int n, int ndi
                   const int64_t *sizes);
 void g_concat_bwd(acc_dev *d, float *const *dxs, const float *dout, int n, int ndim, const int64_t *out_shape, int axis,
                   const int64_t *sizes);
+/* max and min over the middle axis (cpu_kernels_t.h's k_max_*): the first
+ * arg; the backward reads x */
+#define G_ARGREDUCE_DECL(name)                                                                                       \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);            \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t outer, int64_t n,          \
+                        int64_t inner);                                                                              \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner); \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *x, int64_t outer,       \
+                             int64_t n, int64_t inner);
+G_ARGREDUCE_DECL(max)
+G_ARGREDUCE_DECL(min)
+#undef G_ARGREDUCE_DECL
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
 void g_sum_bwd(acc_dev *d, float *dx, const float *dout, int64_t outer, int64_t n, int64_t inner);
 void g_mean_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner);
@@ -137,6 +160,8 @@ ACC_EW_BINARY_OPS(G_BINARY_DECL_BF16)
 #undef G_BINARY_DECL_BF16
 void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n);
 void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n);
+void g_shift_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float beta, int64_t n);
+void g_shift_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n);
 #define G_UNARY_DECL_BF16(code, name, saved)                                           \
     void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n); \
     void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *saved, int64_t n);

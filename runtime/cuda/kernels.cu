@@ -307,6 +307,7 @@ KERNEL KFULL ck_strided(acc_kargs a) {
  * the op's row says its backward reads (its input x or its output). The
  * plain kernels (ck_unary_*) and the chains (ck_ew_chain) call these. */
 DEVFN float ew_scale(float v, float alpha) { return alpha * v; }
+DEVFN float ew_shift(float v, float beta) { return v + beta; }
 
 /* GPT-2's tanh approximation; gelu'(x) with sech^2 = 1 - tanh^2 */
 DEVFN float ew_gelu(float v) { return 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v))); }
@@ -330,6 +331,22 @@ DEVFN float ew_tanh_bwd(float g, float out) { return g * (1.0f - out * out); }
 
 DEVFN float ew_exp(float v) { return expf(v); }
 DEVFN float ew_exp_bwd(float g, float out) { return g * out; }
+
+/* PyTorch's default gelu, x * Phi(x) with the exact normal CDF Phi (erf);
+ * gelu'(x) = Phi(x) + x * phi(x), phi the normal density */
+DEVFN float ew_gelu_erf(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
+DEVFN float ew_gelu_erf_bwd(float g, float x) {
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    return g * (cdf + x * 0.39894228040143268f * expf(-0.5f * x * x));
+}
+
+/* 1 / (1 + e^-v); its derivative from the output: s (1 - s) */
+DEVFN float ew_sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+DEVFN float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f - out); }
+
+/* the natural log (NaN below 0, -inf at 0, as logf); 1/x */
+DEVFN float ew_log(float v) { return logf(v); }
+DEVFN float ew_log_bwd(float g, float x) { return g / x; }
 
 /* The casts of the precision pass, both ways and both directions. p0 out,
  * p1 x; i0 n, i1 x bf16, i2 out bf16, i3 accumulate: out = x, or out += x,
@@ -366,12 +383,14 @@ KERNEL ck_bias_bf16(acc_kargs a) {
     }
 }
 
-/* op (scale or a plain unary op, ACC_OP_*) of v; alpha: scale's factor.
+/* op (scale, shift or a plain unary op, ACC_OP_*) of v; alpha: scale's
+ * factor or shift's term.
  * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
  * op table's (acc_ops.h). */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
     case ACC_OP_SCALE: return ew_scale(v, alpha);
+    case ACC_OP_SHIFT: return ew_shift(v, alpha);
 #define UNARY_FWD(code, name, saved) \
     case ACC_OP_##code: return ew_##name(v);
         ACC_EW_UNARY_OPS(UNARY_FWD)
@@ -394,7 +413,8 @@ KERNEL ck_unary_fwd(acc_kargs a) {
 }
 
 /* p0 dx, p1 dout, p2 saved (the op's row says which: x or out; unused for
- * scale); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha. dx += dout * f'(.) */
+ * scale and shift); i0 n, i1 op, i2 bf16 (every tensor); f0 alpha.
+ * dx += dout * f'(.) */
 KERNEL ck_unary_bwd(acc_kargs a) {
     float *dx = a.p[0];
     const float *dy = a.p[1], *s = a.p[2];
@@ -404,11 +424,12 @@ KERNEL ck_unary_bwd(acc_kargs a) {
     for (long long i = VSTART; i < n; i += VSTRIDE) {
         ld8(dy, i, n, h, g);
         ld8(dx, i, n, h, v);
-        if (op != ACC_OP_SCALE) ld8(s, i, n, h, sv);
+        if (op != ACC_OP_SCALE && op != ACC_OP_SHIFT) ld8(s, i, n, h, sv);
         UNROLL for (int j = 0; j < KA_VEC; j++) {
             float d = 0.0f;
             switch (op) {
             case ACC_OP_SCALE: d = g[j] * a.f[0]; break;
+            case ACC_OP_SHIFT: d = g[j]; break;
 #define UNARY_BWD(code, name, saved) \
     case ACC_OP_##code: d = ew_##name##_bwd(g[j], sv[j]); break;
                 ACC_EW_UNARY_OPS(UNARY_BWD)
@@ -517,6 +538,64 @@ KERNEL ck_binary_bwd(acc_kargs a) {
             acc += binary_grad(op, which, ldx(dy, o, h), A, B, ia, ib, h);
         }
         stx(dx, i, ldx(dx, i, h) + acc, h);
+    }
+}
+
+/* where's condition at element k: an int32 mask (ci) or a float one of the
+ * element type (h); nonzero (NaN too) picks a */
+DEVFN int where_cond(const float *c, long long k, int ci, int h) {
+    return ci ? ((const int *)c)[k] != 0 : ldx(c, k, h) != 0.0f;
+}
+
+/* p0 out, p1 cond, p2 a, p3 b; i0 n, i1 int32 cond, i2 bf16 (out, a, b and
+ * a float cond), i3..i8 out dims (six, padded), i9..i14 cond's strides,
+ * i15..i20 a's, i21..i26 b's over out's dims (0: broadcast).
+ * out = cond != 0 ? a : b. */
+KERNEL ck_where_fwd(acc_kargs a) {
+    int small = SMALL(a.i[0]), ci = (int)a.i[1], h = (int)a.i[2];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        long long ic = 0, ia = 0, ib = 0, unused = 0;
+        idx6(i, &a.i[3], &a.i[9], &a.i[15], small, &ic, &ia);
+        idx6(i, &a.i[3], &a.i[21], &a.i[21], small, &ib, &unused);
+        stx(a.p[0], i, where_cond(a.p[1], ic, ci, h) ? ldx(a.p[2], ia, h) : ldx(a.p[3], ib, h), h);
+    }
+}
+
+/* The gradient of x (a if pick, else b) of where: one thread per element of
+ * x sums, in out order and in float, dout over the out elements it reaches
+ * where the condition picks x, and adds it to dx (rounded once): the CPU's
+ * where_grad, the same order. p0 dx, p1 dout, p2 cond; i0 elements of x,
+ * i1 int32 cond, i2 bf16 (dx, dout, a float cond), i3 pick, i4..i9 out dims,
+ * i10..i15 x dims (padded; 1 where x broadcasts), i16..i21 cond's strides
+ * over out's dims. */
+KERNEL ck_where_bwd(acc_kargs a) {
+    int ci = (int)a.i[1], h = (int)a.i[2], pick = (int)a.i[3];
+    const long long *od = &a.i[4], *xd = &a.i[10], *cs = &a.i[16];
+    long long nred = 1;
+    for (int k = 0; k < 6; k++)
+        if (xd[k] != od[k]) nred *= od[k];
+    for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
+        long long xc[6], r = i;
+        for (int k = 5; k >= 0; k--) {
+            xc[k] = r % xd[k];
+            r /= xd[k];
+        }
+        float acc = 0.0f;
+        for (long long j = 0; j < nred; j++) {
+            long long q = j, o = 0, ic = 0, ostride = 1;
+            for (int k = 5; k >= 0; k--) {
+                long long c = xc[k];
+                if (xd[k] != od[k]) {
+                    c = q % od[k];
+                    q /= od[k];
+                }
+                o += c * ostride;
+                ostride *= od[k];
+                ic += c * cs[k];
+            }
+            if (where_cond(a.p[2], ic, ci, h) == pick) acc += ldx(a.p[1], o, h);
+        }
+        stx(a.p[0], i, ldx(a.p[0], i, h) + acc, h);
     }
 }
 
@@ -844,13 +923,36 @@ KERNEL ck_reduce_bwd(acc_kargs a) {
         stx(dx, e, ldx(dx, e, h) + dy[(e / (n * inner)) * inner + e % inner] * a.f[0], h);
 }
 
+/* max (i3 sign 1) and min (-1) over the middle axis of x (outer, n, inner),
+ * one thread per column: the first index holding the extreme, or the first
+ * NaN (cpu_kernels_shape.c's arg_extreme, the same walk). p0 out (forward)
+ * or dx (backward), p1 x, p2 dout (backward); i0 outer * inner, i1 n,
+ * i2 inner, i3 sign, i4 backward, i5 bf16 (every tensor). Forward: out =
+ * the element; backward: dx[arg] += dout. */
+KERNEL ck_argreduce(acc_kargs a) {
+    long long n = a.i[1], inner = a.i[2];
+    int h = (int)a.i[5];
+    for (long long e = GSTART; e < a.i[0]; e += GSTRIDE) {
+        long long base = (e / inner) * n * inner + e % inner, arg = 0;
+        float best = ldx(a.p[1], base, h);
+        for (long long j = 1; j < n && best == best; j++) {
+            float v = ldx(a.p[1], base + j * inner, h);
+            if (v != v || (a.i[3] > 0 ? v > best : v < best)) best = v, arg = j;
+        }
+        long long at = base + arg * inner;
+        if (a.i[4]) stx(a.p[0], at, ldx(a.p[0], at, h) + ldx(a.p[2], e, h), h);
+        else stx(a.p[0], e, best, h);
+    }
+}
+
 /* ---- normalisation and softmax (one block per row) ------------------------- */
 
 /* The norms, softmax and cross-entropy keep their statistics and sums in
  * float; their element-type tensors (x, y, dx, dy, logits) are f32 or bf16
  * by the flag i2 (ldx, stx). */
 
-/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b; i0 N, i1 C, i2 bf16; f0 eps */
+/* p0 y, p1 stats (N, 2) = (mean, rstd), p2 x, p3 w, p4 b (NULL: no bias, as
+ * + 0); i0 N, i1 C, i2 bf16; f0 eps */
 KERNEL ck_layernorm_fwd(acc_kargs a) {
     __shared__ float sh[32];
     long long C = a.i[1];
@@ -873,8 +975,8 @@ KERNEL ck_layernorm_fwd(acc_kargs a) {
         for (long long c = ROW_START; c < C; c += ROW_STRIDE) {
             ld8(x, r + c, r + C, h, v);
             ld8(a.p[3], c, C, 0, w);
-            ld8(a.p[4], c, C, 0, b);
-            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = (v[j] - mean) * rstd * w[j] + b[j];
+            if (a.p[4]) ld8(a.p[4], c, C, 0, b);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = (v[j] - mean) * rstd * w[j] + (a.p[4] ? b[j] : 0.0f);
             st8(a.p[0], r + c, r + C, h, v);
         }
         if (threadIdx.x == 0) {

@@ -461,6 +461,58 @@ static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float
     binary_bwd_x(d, op, which, dx, dout, x, y, ndim, so, sa, sb, 0);
 }
 
+/* where: cond int32 (ci) or of the element type; h: out, a, b (and a
+ * float cond) bf16 */
+static void where_fwd_x(acc_dev *d, void *out, const void *cond, const void *x, const void *y, int ci, int ndim,
+                        const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb, int h) {
+    acc_kargs a = {{DP(out), DP(cond), DP(x), DP(y)}, {elems(ndim, so), ci, h}, {0}};
+    acc_kargs ca = {{0}, {0}, {0}}, bb = {{0}, {0}, {0}};
+    broadcast_args(&ca, 0, ndim, so, sc, sa);
+    broadcast_args(&bb, 0, ndim, so, sb, sb);
+    for (int k = 0; k < 6; k++) {
+        a.i[3 + k] = ca.i[k];
+        a.i[9 + k] = ca.i[6 + k];
+        a.i[15 + k] = ca.i[12 + k];
+        a.i[21 + k] = bb.i[6 + k];
+    }
+    dev_launch(d, KID_ck_where_fwd, a.i[0], KA_BLOCK, &a);
+}
+
+/* dx += dout where the condition picks x (pick 1: a, 0: b), x of shape sx */
+static void where_bwd_x(acc_dev *d, void *dx, const void *dout, const void *cond, int ci, int pick, int ndim,
+                        const int64_t *so, const int64_t *sc, const int64_t *sx, int h) {
+    if (!dx) return;
+    acc_kargs a = {{DP(dx), DP(dout), DP(cond)}, {elems(ndim, sx), ci, h, pick}, {0}};
+    acc_kargs tmp = {{0}, {0}, {0}};
+    broadcast_args(&tmp, 0, ndim, so, sc, sc);
+    for (int k = 0; k < 6; k++) {
+        int j = k - (6 - ndim);
+        a.i[4 + k] = tmp.i[k];
+        a.i[10 + k] = j >= 0 ? sx[j] : 1;
+        a.i[16 + k] = tmp.i[6 + k];
+    }
+    dev_launch(d, KID_ck_where_bwd, a.i[0], KA_BLOCK, &a);
+}
+
+void g_where_fwd(acc_dev *d, float *out, const void *cond, const float *a, const float *b, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_fwd_x(d, out, cond, a, b, cond_i32, ndim, so, sc, sa, sb, 0);
+}
+void g_where_bwd(acc_dev *d, float *da, float *db, const float *dout, const void *cond, int cond_i32, int ndim,
+                 const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_bwd_x(d, da, dout, cond, cond_i32, 1, ndim, so, sc, sa, 0);
+    where_bwd_x(d, db, dout, cond, cond_i32, 0, ndim, so, sc, sb, 0);
+}
+void g_where_fwd_bf16(acc_dev *d, acc_bf16 *out, const void *cond, const acc_bf16 *a, const acc_bf16 *b, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_fwd_x(d, out, cond, a, b, cond_i32, ndim, so, sc, sa, sb, 1);
+}
+void g_where_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *dout, const void *cond, int cond_i32,
+                      int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    where_bwd_x(d, da, dout, cond, cond_i32, 1, ndim, so, sc, sa, 1);
+    where_bwd_x(d, db, dout, cond, cond_i32, 0, ndim, so, sc, sb, 1);
+}
+
 /* the binary elementwise ops of the op table (acc_ops.h) */
 #define BINARY(code, name, reads)                                                                            \
     void g_##name##_fwd(acc_dev *d, float *out, const float *a, const float *b, int ndim, const int64_t *so, \
@@ -508,6 +560,12 @@ void g_scale_fwd(acc_dev *d, float *out, const float *x, float alpha, int64_t n)
 void g_scale_bwd(acc_dev *d, float *dx, const float *dout, float alpha, int64_t n) {
     unary(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n);
 }
+void g_shift_fwd(acc_dev *d, float *out, const float *x, float beta, int64_t n) {
+    unary(d, KID_ck_unary_fwd, ACC_OP_SHIFT, out, x, NULL, beta, n);
+}
+void g_shift_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) {
+    unary(d, KID_ck_unary_bwd, ACC_OP_SHIFT, dx, dout, NULL, 0.0f, n);
+}
 
 /* the precision pass's casts: bf16 pointers travel as the kargs' float ones;
  * hx, ho: x, out bf16; acc: out += x */
@@ -534,12 +592,18 @@ void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat
 ACC_EW_UNARY_OPS(UNARY)
 #undef UNARY
 
-/* scale and the plain unary ops over bf16 */
+/* scale, shift and the plain unary ops over bf16 */
 void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n) {
     unary_x(d, KID_ck_unary_fwd, ACC_OP_SCALE, out, x, NULL, alpha, n, 1);
 }
 void g_scale_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, float alpha, int64_t n) {
     unary_x(d, KID_ck_unary_bwd, ACC_OP_SCALE, dx, dout, NULL, alpha, n, 1);
+}
+void g_shift_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float beta, int64_t n) {
+    unary_x(d, KID_ck_unary_fwd, ACC_OP_SHIFT, out, x, NULL, beta, n, 1);
+}
+void g_shift_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n) {
+    unary_x(d, KID_ck_unary_bwd, ACC_OP_SHIFT, dx, dout, NULL, 0.0f, n, 1);
 }
 #define UNARY_BF16(code, name, saved)                                                                            \
     void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t n) {                          \
@@ -1037,6 +1101,31 @@ static void reduce_bwd(acc_dev *d, void *dx, const float *dout, int64_t outer, i
     acc_kargs a = {{DP(dx), DP(dout)}, {outer, n, inner, h}, {scale}};
     dev_launch(d, KID_ck_reduce_bwd, outer * n * inner, KA_BLOCK, &a);
 }
+
+/* max (sign 1) and min (-1): one thread per column (ck_argreduce) */
+static void argreduce(acc_dev *d, void *y, const void *x, const void *dout, int64_t outer, int64_t n, int64_t inner,
+                      int sign, int h) {
+    acc_kargs a = {{DP(y), DP(x), DP(dout)}, {outer * inner, n, inner, sign, dout != NULL, h}, {0}};
+    dev_launch(d, KID_ck_argreduce, outer * inner, KA_BLOCK, &a);
+}
+#define ARGREDUCE(name, sign)                                                                                         \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {            \
+        argreduce(d, out, x, NULL, outer, n, inner, sign, 0);                                                         \
+    }                                                                                                                 \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *x, int64_t outer, int64_t n,           \
+                        int64_t inner) {                                                                              \
+        argreduce(d, dx, x, dout, outer, n, inner, sign, 0);                                                          \
+    }                                                                                                                 \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, int64_t outer, int64_t n, int64_t inner) { \
+        argreduce(d, out, x, NULL, outer, n, inner, sign, 1);                                                         \
+    }                                                                                                                 \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, const acc_bf16 *x, int64_t outer,        \
+                             int64_t n, int64_t inner) {                                                              \
+        argreduce(d, dx, x, dout, outer, n, inner, sign, 1);                                                          \
+    }
+ARGREDUCE(max, 1)
+ARGREDUCE(min, -1)
+#undef ARGREDUCE
 
 void g_sum_fwd(acc_dev *d, float *out, const float *x, int64_t outer, int64_t n, int64_t inner) {
     reduce_fwd(d, out, x, outer, n, inner, 1.0f, 0);

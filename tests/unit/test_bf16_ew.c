@@ -202,6 +202,13 @@ static void test_unary(void) {
         k_scale_bwd(dx.f, x.f, -0.7f, n);
         k_scale_bwd_bf16(dx.h, x.h, -0.7f, n);
         ASSERT_SAME("scale bwd", dx);
+        k_shift_fwd(out.f, x.f, -1.3f, n);
+        k_shift_fwd_bf16(out.h, x.h, -1.3f, n);
+        ASSERT_SAME("shift fwd", out);
+        buf_sync(&dx); /* accumulate from the same bf16 values */
+        k_shift_bwd(dx.f, x.f, n);
+        k_shift_bwd_bf16(dx.h, x.h, n);
+        ASSERT_SAME("shift bwd", dx);
         buf_free(&x), buf_free(&out), buf_free(&dx);
     }
 }
@@ -285,6 +292,37 @@ static void test_binary(void) {
 }
 
 /* ---- dropout ------------------------------------------------------------------ */
+
+/* where, max and min move elements (the forward copies one, the backward
+ * adds dout once per element or sums a broadcast in float): the bf16
+ * instances give acc_f32_bf16 of the fp32 ones on the same inputs. */
+static void test_select(void) {
+    const int64_t so[] = {5, 7, 33}, sc[] = {5, 1, 33}, sa[] = {1, 7, 33}, sb[] = {5, 7, 1};
+    int64_t no = 5 * 7 * 33, nc = 5 * 33, na = 7 * 33, nb = 5 * 7;
+    Buf c = buf_rnd(nc, 0.5f, 2.0f, 1), a = buf_rnd(na, 0.1f, 3.0f, 1), b = buf_rnd(nb, 0.1f, 3.0f, 1);
+    Buf out = buf_new(no), g = buf_rnd(no, 0.1f, 2.0f, 1), da = buf_rnd(na, 0.1f, 1.0f, 1);
+    Buf db = buf_rnd(nb, 0.1f, 1.0f, 1);
+    for (int64_t i = 0; i < nc; i += 3) buf_set(&c, i, 0.0f);
+    k_where_fwd(out.f, c.f, a.f, b.f, 0, 3, so, sc, sa, sb);
+    k_where_fwd_bf16(out.h, c.h, a.h, b.h, 0, 3, so, sc, sa, sb);
+    ASSERT_SAME("where fwd", out);
+    k_where_bwd(da.f, db.f, g.f, c.f, 0, 3, so, sc, sa, sb);
+    k_where_bwd_bf16(da.h, db.h, g.h, c.h, 0, 3, so, sc, sa, sb);
+    ASSERT_SAME("where bwd da", da);
+    ASSERT_SAME("where bwd db", db);
+    for (int mn = 0; mn < 2; mn++) {
+        Buf x = buf_rnd(no, 0.01f, 4.0f, 1), e = buf_new(5 * 33), dx = buf_rnd(no, 0.1f, 1.0f, 1);
+        Buf ge = buf_rnd(5 * 33, 0.1f, 2.0f, 1);
+        (mn ? k_min_fwd : k_max_fwd)(e.f, x.f, 5, 7, 33);
+        (mn ? k_min_fwd_bf16 : k_max_fwd_bf16)(e.h, x.h, 5, 7, 33);
+        ASSERT_SAME(mn ? "min fwd" : "max fwd", e);
+        (mn ? k_min_bwd : k_max_bwd)(dx.f, ge.f, x.f, 5, 7, 33);
+        (mn ? k_min_bwd_bf16 : k_max_bwd_bf16)(dx.h, ge.h, x.h, 5, 7, 33);
+        ASSERT_SAME(mn ? "min bwd" : "max bwd", dx);
+        buf_free(&x), buf_free(&e), buf_free(&dx), buf_free(&ge);
+    }
+    buf_free(&c), buf_free(&a), buf_free(&b), buf_free(&out), buf_free(&g), buf_free(&da), buf_free(&db);
+}
 
 static void test_dropout(void) {
     static const float ps[] = {0.0f, 0.25f, 1.0f};
@@ -609,6 +647,7 @@ int main(void) {
     test_casts();
     test_unary();
     test_binary();
+    test_select();
     test_dropout();
     test_chain();
     test_matmul();

@@ -5,7 +5,7 @@
  * Bit for bit where the device's float arithmetic is the CPU's, element for
  * element in the same order: the helpers (zero, fill), scale and the plain
  * unary ops, the binary ops' forward and their same-shape backward,
- * dropout, the elementwise chains (rounded after every op), RoPE, the
+ * dropout, where (fp32 too), the elementwise chains (rounded after every op), RoPE, the
  * copies (reshape, transpose, slice, concat: 2-byte elements moved as they
  * are, a signalling NaN included), the backward of sum and mean, the
  * embedding's forward and backward. Within a tolerance where the device
@@ -291,6 +291,14 @@ static void test_unary(void) {
     k_scale_bwd_bf16(hdx, dout, -1.7f, n);
     g_scale_bwd_bf16(dev, gdx, gdout, -1.7f, n);
     expect_bits16("scale_bwd_bf16", hdx, gdx, n);
+    /* shift */
+    k_shift_fwd_bf16(hout, x, -0.61f, n);
+    g_shift_fwd_bf16(dev, gout, gx, -0.61f, n);
+    expect_bits16("shift_fwd_bf16", hout, gout, n);
+    free(hdx), hdx = dup16(dx0, n), gdx = dcopy16(dx0, n);
+    k_shift_bwd_bf16(hdx, dout, n);
+    g_shift_bwd_bf16(dev, gdx, gdout, n);
+    expect_bits16("shift_bwd_bf16", hdx, gdx, n);
     /* one element past a 16-byte boundary (a slice's view): every thread's
      * eight elements take the element-by-element path of ld8/st8 */
     k_silu_fwd_bf16(hout + 1, x + 1, n - 1);
@@ -391,6 +399,73 @@ static void test_binary(void) {
     }
 }
 
+/* ---- where ------------------------------------------------------------------------ */
+
+/* where(cond, a, b) on both targets, fp32 and bf16, cond int32 and float (a
+ * third zeros, a NaN): the forward is a copy of the picked element and the
+ * backward sums in the same order on both (where_grad, ck_where_bwd), so
+ * both are bit for bit, broadcast or not. */
+static void check_where(int ndim, const int64_t *so, const int64_t *sc, const int64_t *sa, const int64_t *sb) {
+    int64_t no = 1, nc = 1, na = 1, nb = 1;
+    for (int k = 0; k < ndim; k++) no *= so[k], nc *= sc[k], na *= sa[k], nb *= sb[k];
+    for (int ci = 0; ci < 2; ci++)
+        for (int h = 0; h < 2; h++) {
+            arena_used = 0;
+            int32_t *c32 = hmalloc((size_t)nc * sizeof *c32);
+            acc_bf16 *c16 = rand16(nc, 3u, 4.0f), *a16 = rand16(na, 5u, 4.0f), *b16 = rand16(nb, 7u, 4.0f);
+            acc_bf16 *d16 = rand16(no, 9u, 2.0f), *da16 = rand16(na, 11u, 1.0f), *db16 = rand16(nb, 13u, 1.0f);
+            float *cf = rand32(nc, 3u, 4.0f), *af = rand32(na, 5u, 4.0f), *bf = rand32(nb, 7u, 4.0f);
+            float *df = rand32(no, 9u, 2.0f), *daf = rand32(na, 11u, 1.0f), *dbf = rand32(nb, 13u, 1.0f);
+            for (int64_t k = 0; k < nc; k++) {
+                c32[k] = k % 3 == 0 ? 0 : (int32_t)k;
+                if (k % 3 == 0) cf[k] = 0.0f, c16[k] = acc_f32_bf16(0.0f);
+            }
+            cf[nc / 2] = NAN, c16[nc / 2] = BF16_QNAN;
+            const void *hc = ci ? (const void *)c32 : h ? (const void *)c16 : (const void *)cf;
+            const void *gc = ci  ? (const void *)dcopy32((const float *)c32, nc)
+                             : h ? (const void *)dcopy16(c16, nc)
+                                 : (const void *)dcopy32(cf, nc);
+            char what[128];
+            snprintf(what, sizeof what, "where %s, %s cond, out %lld, cond %lld, a %lld, b %lld", h ? "bf16" : "fp32",
+                     ci ? "i32" : "float", (long long)no, (long long)nc, (long long)na, (long long)nb);
+            if (h) {
+                acc_bf16 *out = rand16(no, 15u, 1.0f), *gout = dcopy16(out, no), *ga = dcopy16(a16, na),
+                         *gb = dcopy16(b16, nb), *gd = dcopy16(d16, no), *gda = dcopy16(da16, na),
+                         *gdb = dcopy16(db16, nb);
+                k_where_fwd_bf16(out, hc, a16, b16, ci, ndim, so, sc, sa, sb);
+                g_where_fwd_bf16(dev, gout, gc, ga, gb, ci, ndim, so, sc, sa, sb);
+                expect_bits16(what, out, gout, no);
+                k_where_bwd_bf16(da16, db16, d16, hc, ci, ndim, so, sc, sa, sb);
+                g_where_bwd_bf16(dev, gda, gdb, gd, gc, ci, ndim, so, sc, sa, sb);
+                expect_bits16(what, da16, gda, na);
+                expect_bits16(what, db16, gdb, nb);
+                free(out);
+            } else {
+                float *out = rand32(no, 15u, 1.0f), *gout = dcopy32(out, no), *ga = dcopy32(af, na),
+                      *gb = dcopy32(bf, nb), *gd = dcopy32(df, no), *gda = dcopy32(daf, na), *gdb = dcopy32(dbf, nb);
+                k_where_fwd(out, hc, af, bf, ci, ndim, so, sc, sa, sb);
+                g_where_fwd(dev, gout, gc, ga, gb, ci, ndim, so, sc, sa, sb);
+                expect_bits32(what, out, gout, no);
+                k_where_bwd(daf, dbf, df, hc, ci, ndim, so, sc, sa, sb);
+                g_where_bwd(dev, gda, gdb, gd, gc, ci, ndim, so, sc, sa, sb);
+                expect_bits32(what, daf, gda, na);
+                expect_bits32(what, dbf, gdb, nb);
+                free(out);
+            }
+            free(c32), free(c16), free(a16), free(b16), free(d16), free(da16), free(db16);
+            free(cf), free(af), free(bf), free(df), free(daf), free(dbf);
+        }
+}
+
+static void test_where(void) {
+    dev_open(KA_SCALARS_BYTES + 256);
+    const int64_t o3[] = {3, 41, 17}, c3[] = {3, 1, 17}, a3[] = {1, 41, 17}, b3[] = {3, 41, 1}, s3[] = {1, 1, 1};
+    check_where(3, o3, o3, o3, o3); /* same shapes */
+    check_where(3, o3, c3, a3, b3); /* each broadcast along another axis */
+    check_where(3, o3, a3, s3, o3); /* a scalar a, a key-mask-like cond */
+    dev_close();
+}
+
 /* ---- dropout and the chains ----------------------------------------------------------- */
 
 static void set_scalars(uint64_t seed, uint32_t step) {
@@ -426,7 +501,7 @@ static void test_dropout(void) {
 
 /* Two chains of K_EW_MAX ops over n elements against k_ew_chain_bf16: a
  * full-size operand, silu, a broadcast operand on the left of sub, dropout;
- * and scale, tanh, a scalar operand, relu. Then the first in place. */
+ * and scale, tanh, a scalar operand, shift. Then the first in place. */
 static void test_chain(void) {
     dev_open(1 << 20);
     const uint64_t seed = 99;
@@ -444,7 +519,7 @@ static void test_chain(void) {
     k_ew_op h2[K_EW_MAX] = {{ACC_OP_SCALE, NULL, 0, 0, 1.37f, 0},
                             {ACC_OP_TANH, NULL, 0, 0, 0.0f, 0},
                             {ACC_OP_DIV, one, 1, 0, 0.0f, 0},
-                            {ACC_OP_RELU, NULL, 0, 0, 0.0f, 0}};
+                            {ACC_OP_SHIFT, NULL, 0, 0, -0.3f, 0}};
     k_ew_op g1[K_EW_MAX], g2[K_EW_MAX];
     memcpy(g1, h1, sizeof h1), memcpy(g2, h2, sizeof h2);
     g1[0].operand = gfull, g1[2].operand = gbias, g2[2].operand = gone;
@@ -575,18 +650,58 @@ static void test_reduce(void) {
     }
 }
 
+/* max and min over a middle and the last axis, fp32 and bf16: the same walk
+ * on both targets, so bit for bit; ties (bf16 values repeat) and a NaN. */
+static void test_extremes(void) {
+    dev_open(KA_SCALARS_BYTES + 256);
+    for (int mn = 0; mn < 2; mn++)
+        for (int last = 0; last < 2; last++) {
+            arena_used = 0;
+            int64_t outer = last ? 121 : 3, rn = 201, inner = last ? 1 : 41, n = outer * rn * inner, no = outer * inner;
+            acc_bf16 *x = rand16(n, 51u, 4.0f), *dx = rand16(n, 52u, 1.0f), *out = rand16(no, 53u, 1.0f);
+            acc_bf16 *dout = rand16(no, 54u, 2.0f);
+            float *xf = rand32(n, 51u, 4.0f), *dxf = rand32(n, 52u, 1.0f), *outf = rand32(no, 53u, 1.0f);
+            float *doutf = rand32(no, 54u, 2.0f);
+            x[5 * inner] = BF16_QNAN, xf[5 * inner] = NAN;
+            acc_bf16 *gx = dcopy16(x, n), *gdx = dcopy16(dx, n), *gout = dcopy16(out, no), *gdout = dcopy16(dout, no);
+            float *gxf = dcopy32(xf, n), *gdxf = dcopy32(dxf, n), *goutf = dcopy32(outf, no);
+            float *gdoutf = dcopy32(doutf, no);
+            char what[96];
+            snprintf(what, sizeof what, "%s over %s axis", mn ? "min" : "max", last ? "the last" : "a middle");
+            if (mn) {
+                k_min_fwd_bf16(out, x, outer, rn, inner), g_min_fwd_bf16(dev, gout, gx, outer, rn, inner);
+                k_min_bwd_bf16(dx, dout, x, outer, rn, inner), g_min_bwd_bf16(dev, gdx, gdout, gx, outer, rn, inner);
+                k_min_fwd(outf, xf, outer, rn, inner), g_min_fwd(dev, goutf, gxf, outer, rn, inner);
+                k_min_bwd(dxf, doutf, xf, outer, rn, inner), g_min_bwd(dev, gdxf, gdoutf, gxf, outer, rn, inner);
+            } else {
+                k_max_fwd_bf16(out, x, outer, rn, inner), g_max_fwd_bf16(dev, gout, gx, outer, rn, inner);
+                k_max_bwd_bf16(dx, dout, x, outer, rn, inner), g_max_bwd_bf16(dev, gdx, gdout, gx, outer, rn, inner);
+                k_max_fwd(outf, xf, outer, rn, inner), g_max_fwd(dev, goutf, gxf, outer, rn, inner);
+                k_max_bwd(dxf, doutf, xf, outer, rn, inner), g_max_bwd(dev, gdxf, gdoutf, gxf, outer, rn, inner);
+            }
+            expect_bits16(what, out, gout, no);
+            expect_bits16(what, dx, gdx, n);
+            expect_bits32(what, outf, goutf, no);
+            expect_bits32(what, dxf, gdxf, n);
+            free(x), free(dx), free(out), free(dout), free(xf), free(dxf), free(outf), free(doutf);
+        }
+    dev_close();
+}
+
 /* ---- norms, softmax ----------------------------------------------------------------------- */
 
 /* layernorm and rmsnorm over rows narrower and wider than a block; the
  * backward from the CPU's statistics on both sides (so that it is checked
- * alone), dw and db through one and several chunks of the column reduction */
+ * alone), dw and db through one and several chunks of the column reduction;
+ * layernorm also without a bias (b and db NULL) */
 static void test_norms(void) {
     static const long long ws_sizes[] = {KA_SCALARS_BYTES + 256, 32 << 20};
     static const int64_t widths[] = {33, 1001};
     for (int w = 0; w < 2; w++) {
         dev_open(ws_sizes[w]);
         for (int wi = 0; wi < 2; wi++)
-            for (int rms = 0; rms < 2; rms++) {
+            for (int mode = 0; mode < 3; mode++) {
+                int rms = mode == 1, nob = mode == 2;
                 arena_used = 0;
                 const int64_t N = 301, C = widths[wi], n = N * C;
                 acc_bf16 *x = rand16(n, 61u, 4.0f), *dy = rand16(n, 62u, 2.0f), *dx = rand16(n, 63u, 1.0f);
@@ -597,15 +712,15 @@ static void test_norms(void) {
                 acc_bf16 *gx = dcopy16(x, n), *gdy = dcopy16(dy, n), *gdx = dcopy16(dx, n), *gy = dcopy16(y, n);
                 float *gw = dcopy32(wt, C), *gb = dcopy32(bs, C), *gdw = dcopy32(dw, C), *gdb = dcopy32(db, C);
                 float *gst = dcopy32(st, 2 * N);
-                const char *nm = rms ? "rmsnorm" : "layernorm";
+                const char *nm = rms ? "rmsnorm" : nob ? "layernorm (no bias)" : "layernorm";
                 int64_t nst = rms ? N : 2 * N;
                 char what[96];
                 if (rms) {
                     k_rmsnorm_fwd_bf16(y, st, x, wt, N, C, 1e-5f);
                     g_rmsnorm_fwd_bf16(dev, gy, gst, gx, gw, N, C, 1e-5f);
                 } else {
-                    k_layernorm_fwd_bf16(y, st, x, wt, bs, N, C, 1e-5f);
-                    g_layernorm_fwd_bf16(dev, gy, gst, gx, gw, gb, N, C, 1e-5f);
+                    k_layernorm_fwd_bf16(y, st, x, wt, nob ? NULL : bs, N, C, 1e-5f);
+                    g_layernorm_fwd_bf16(dev, gy, gst, gx, gw, nob ? NULL : gb, N, C, 1e-5f);
                 }
                 snprintf(what, sizeof what, "%s_fwd_bf16 y (C %lld)", nm, (long long)C);
                 expect_near16(what, y, gy, n);
@@ -616,8 +731,8 @@ static void test_norms(void) {
                     k_rmsnorm_bwd_bf16(dx, dw, dy, x, wt, st, N, C);
                     g_rmsnorm_bwd_bf16(dev, gdx, gdw, gdy, gx, gw, gst, N, C);
                 } else {
-                    k_layernorm_bwd_bf16(dx, dw, db, dy, x, wt, st, N, C);
-                    g_layernorm_bwd_bf16(dev, gdx, gdw, gdb, gdy, gx, gw, gst, N, C);
+                    k_layernorm_bwd_bf16(dx, dw, nob ? NULL : db, dy, x, wt, st, N, C);
+                    g_layernorm_bwd_bf16(dev, gdx, gdw, nob ? NULL : gdb, gdy, gx, gw, gst, N, C);
                 }
                 snprintf(what, sizeof what, "%s_bwd_bf16 dx (C %lld, workspace %lld)", nm, (long long)C, ws_sizes[w]);
                 expect_near16(what, dx, gdx, n);
@@ -744,10 +859,12 @@ int main(void) {
     test_casts();
     test_unary();
     test_binary();
+    test_where();
     test_dropout();
     test_chain();
     test_copies();
     test_reduce();
+    test_extremes();
     test_norms();
     test_softmax();
     test_rope();

@@ -37,6 +37,7 @@ static size_t below(size_t n) { return n ? (size_t)(rng() % n) : 0; }
 static const char *const tokens[] = {
     "model", "hparam", "input", "param", "block", "repeat", "as", "return", "loss", "save", "recompute",
     "true", "false", "@save", "@recompute", "@nope", "matmul", "add", "gelu", "relu", "silu", "tanh", "exp",
+    "sigmoid", "log", "gelu_erf", "shift", "where", "max", "min", "exact=", "beta=",
     "layernorm", "rmsnorm", "softmax", "attention", "rope", "embedding", "cross_entropy", "dropout", "reshape",
     "transpose", "slice", "concat", "sum", "mean", "split", "sqrt", "scale", "zeros", "ones", "normal", "uniform",
     "f32", "i32", "bf16", "f16", "heads=", "axis=", "shape=", "p=", "eps=", "causal=", "transpose_b=",

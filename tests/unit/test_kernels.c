@@ -476,8 +476,12 @@ static double ref_relu(double x) { return x > 0 ? x : 0; }
 static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
 static double ref_tanh(double x) { return tanh(x); }
 static double ref_exp(double x) { return exp(x); }
+static double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_log(double x) { return log(x); }
 
-/* The unary ops under test: scale (its factor alpha in the case's f0), then
+/* The unary ops under test: scale (its factor alpha in the case's f0),
+ * shift (its term beta in f0), then
  * the table's plain unary ops, their kernels and the buffer their backward
  * reads (UN_SAVED_x: the input, UN_SAVED_out: the output). */
 enum { UN_SAVED_x, UN_SAVED_out };
@@ -489,6 +493,7 @@ typedef struct {
     double (*ref)(double);
 } UnaryOp;
 static const UnaryOp un_ops[] = {{"scale", NULL, NULL, 0, NULL},
+                                 {"shift", NULL, NULL, 0, NULL},
 #define UN_OP(code, name, saved) {#name, k_##name##_fwd, k_##name##_bwd, UN_SAVED_##saved, ref_##name},
                                  ACC_EW_UNARY_OPS(UN_OP)
 #undef UN_OP
@@ -498,17 +503,20 @@ static const UnaryOp un_ops[] = {{"scale", NULL, NULL, 0, NULL},
 static void un_fwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
     if (u->fwd) u->fwd(c->out, c->x[0], c->on);
+    else if (c->i0 == 1) k_shift_fwd(c->out, c->x[0], c->f0, c->on);
     else k_scale_fwd(c->out, c->x[0], c->f0, c->on);
 }
 
 static void un_bwd(Case *c) {
     const UnaryOp *u = &un_ops[c->i0];
     if (u->bwd) u->bwd(c->dx[0], c->dout, u->saved_out ? c->out : c->x[0], c->on);
+    else if (c->i0 == 1) k_shift_bwd(c->dx[0], c->dout, c->on);
     else k_scale_bwd(c->dx[0], c->dout, c->f0, c->on);
 }
 
 /* Each unary op against its reference, in place, and by finite differences;
- * inputs away from 0 for relu, whose derivative jumps there. */
+ * inputs away from 0 for relu, whose derivative jumps there, and positive
+ * for log. */
 static void test_unary(void) {
     static char names[2 * N_UN_OPS][48];
     for (int big = 0; big < 2; big++)
@@ -520,11 +528,15 @@ static void test_unary(void) {
             Case c = case_new(name, un_fwd, un_bwd, n, 0);
             c.i0 = op;
             c.f0 = -1.7f;
-            case_in(&c, !strcmp(u->name, "relu") ? rnd_signed_buf(n, 0.05f, 2.0f) : rnd_buf(n, -2.5f, 2.5f), n, 1);
+            case_in(&c,
+                    !strcmp(u->name, "relu")  ? rnd_signed_buf(n, 0.05f, 2.0f)
+                    : !strcmp(u->name, "log") ? rnd_buf(n, 0.2f, 3.0f)
+                                              : rnd_buf(n, -2.5f, 2.5f),
+                    n, 1);
             c.fwd(&c);
             double err = 0.0;
             for (int64_t i = 0; i < n; i++) {
-                double r = u->ref ? u->ref(c.x[0][i]) : c.f0 * (double)c.x[0][i];
+                double r = u->ref ? u->ref(c.x[0][i]) : op == 1 ? (double)c.x[0][i] + c.f0 : c.f0 * (double)c.x[0][i];
                 err = fmax(err, fabs(c.out[i] - r) / fmax(1.0, fabs(r)));
             }
             if (!ASSERT_TRUE(err < 1e-5)) printf("  forward of %s: rel err %g\n", name, err);
@@ -564,28 +576,36 @@ static void test_norms(void) {
         int64_t N = sizes[s][0], C = sizes[s][1], n = N * C;
         int checks = s ? 8 : 200;
 
-        snprintf(names[3 * s], sizeof names[0], "layernorm [%lld,%lld]", (long long)N, (long long)C);
-        Case c = case_new(names[3 * s], ln_fwd, ln_bwd, n, 2 * N);
-        c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
-        case_in(&c, rnd_buf(n, -2, 2), n, 1);
-        case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
-        case_in(&c, rnd_buf(C, -1, 1), C, 1);
-        c.fwd(&c);
-        double err = 0.0;
-        for (int64_t r = 0; r < N; r++) {
-            const float *x = c.x[0] + r * C;
-            double mean = 0, var = 0;
-            for (int64_t j = 0; j < C; j++) mean += x[j];
-            mean /= (double)C;
-            for (int64_t j = 0; j < C; j++) var += (x[j] - mean) * (x[j] - mean);
-            double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
-            for (int64_t j = 0; j < C; j++)
-                err = fmax(err, fabs(c.out[r * C + j] - ((x[j] - mean) * rstd * c.x[1][j] + c.x[2][j])));
-            err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
+        /* with a bias, and without (b NULL: PyTorch's bias=False) */
+        static char ln_names[2][2][48];
+        Case c;
+        double err;
+        for (int nob = 0; nob < 2; nob++) {
+            snprintf(ln_names[s][nob], sizeof ln_names[0][0], "layernorm%s [%lld,%lld]", nob ? " (no bias)" : "",
+                     (long long)N, (long long)C);
+            c = case_new(ln_names[s][nob], ln_fwd, ln_bwd, n, 2 * N);
+            c.d[0] = N, c.d[1] = C, c.f0 = 1e-5f;
+            case_in(&c, rnd_buf(n, -2, 2), n, 1);
+            case_in(&c, rnd_buf(C, 0.5f, 1.5f), C, 1);
+            if (!nob) case_in(&c, rnd_buf(C, -1, 1), C, 1);
+            c.fwd(&c);
+            err = 0.0;
+            for (int64_t r = 0; r < N; r++) {
+                const float *x = c.x[0] + r * C;
+                double mean = 0, var = 0;
+                for (int64_t j = 0; j < C; j++) mean += x[j];
+                mean /= (double)C;
+                for (int64_t j = 0; j < C; j++) var += (x[j] - mean) * (x[j] - mean);
+                double rstd = 1.0 / sqrt(var / (double)C + 1e-5);
+                for (int64_t j = 0; j < C; j++)
+                    err = fmax(err,
+                               fabs(c.out[r * C + j] - ((x[j] - mean) * rstd * c.x[1][j] + (nob ? 0.0 : c.x[2][j]))));
+                err = fmax(err, fabs(c.aux[2 * r] - mean) + fabs(c.aux[2 * r + 1] - rstd) / rstd);
+            }
+            ASSERT_TRUE(err < 1e-5);
+            gradcheck(&c, checks);
+            case_free(&c);
         }
-        ASSERT_TRUE(err < 1e-5);
-        gradcheck(&c, checks);
-        case_free(&c);
 
         snprintf(names[3 * s + 1], sizeof names[0], "rmsnorm [%lld,%lld]", (long long)N, (long long)C);
         c = case_new(names[3 * s + 1], rms_fwd, rms_bwd, n, N);
@@ -1081,6 +1101,129 @@ static void test_reductions(void) {
         }
 }
 
+/* ---- where ---------------------------------------------------------------- */
+
+/* where's shapes (out, cond, a, b; rank 3) for the case adapters */
+static int64_t wh_so[3], wh_sc[3], wh_sa[3], wh_sb[3];
+
+/* x[0] a, x[1] b, and cond: idx (int32, i0 1) or x[2] (float, i0 0) */
+static const void *wh_cond(const Case *c) { return c->i0 ? (const void *)c->idx : (const void *)c->x[2]; }
+static void wh_fwd(Case *c) { k_where_fwd(c->out, wh_cond(c), c->x[0], c->x[1], c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb); }
+static void wh_bwd(Case *c) {
+    k_where_bwd(c->dx[0], c->dx[1], c->dout, wh_cond(c), c->i0, 3, wh_so, wh_sc, wh_sa, wh_sb);
+}
+
+static int64_t wh_at(const int64_t *s, int64_t i0, int64_t i1, int64_t i2) {
+    return ((s[0] > 1 ? i0 : 0) * s[1] + (s[1] > 1 ? i1 : 0)) * s[2] + (s[2] > 1 ? i2 : 0);
+}
+
+/* where(cond, a, b) against a direct loop and by finite differences, cond
+ * int32 and float (zeros, ones and other values, NaN picking a), each of
+ * cond, a and b broadcast along some axis; and without broadcasting. */
+static void test_where(void) {
+    static const int64_t shapes[2][4][3] = {
+        {{3, 4, 5}, {3, 1, 5}, {1, 4, 5}, {3, 4, 1}},
+        {{2, 3, 7}, {2, 3, 7}, {2, 3, 7}, {2, 3, 7}},
+    };
+    static char names[4][64];
+    for (int s = 0; s < 2; s++)
+        for (int ci = 0; ci < 2; ci++) {
+            memcpy(wh_so, shapes[s][0], sizeof wh_so), memcpy(wh_sc, shapes[s][1], sizeof wh_sc);
+            memcpy(wh_sa, shapes[s][2], sizeof wh_sa), memcpy(wh_sb, shapes[s][3], sizeof wh_sb);
+            int64_t no = wh_so[0] * wh_so[1] * wh_so[2], nc = wh_sc[0] * wh_sc[1] * wh_sc[2];
+            int64_t na = wh_sa[0] * wh_sa[1] * wh_sa[2], nb = wh_sb[0] * wh_sb[1] * wh_sb[2];
+            char *name = names[2 * s + ci];
+            snprintf(name, sizeof names[0], "where (%s cond%s)", ci ? "i32" : "f32", s ? "" : ", broadcast");
+            Case c = case_new(name, wh_fwd, wh_bwd, no, 0);
+            c.i0 = ci;
+            case_in(&c, rnd_buf(na, -1, 1), na, 1);
+            case_in(&c, rnd_buf(nb, -1, 1), nb, 1);
+            if (ci) {
+                c.idx = xmalloc((size_t)nc * sizeof *c.idx);
+                for (int64_t k = 0; k < nc; k++) c.idx[k] = k % 3 == 0 ? 0 : (int32_t)(rnd_u32() % 5) - 2 + 3;
+            } else {
+                float *cf = rnd_buf(nc, -2, 2);
+                for (int64_t k = 0; k < nc; k++)
+                    if (k % 3 == 0) cf[k] = 0.0f;
+                cf[1] = NAN;
+                case_in(&c, cf, nc, 0);
+            }
+            c.fwd(&c);
+            int bad = 0;
+            for (int64_t i0 = 0; i0 < wh_so[0]; i0++)
+                for (int64_t i1 = 0; i1 < wh_so[1]; i1++)
+                    for (int64_t i2 = 0; i2 < wh_so[2]; i2++) {
+                        int64_t kc = wh_at(wh_sc, i0, i1, i2);
+                        int pick = ci ? c.idx[kc] != 0 : c.x[2][kc] != 0.0f;
+                        float want = pick ? c.x[0][wh_at(wh_sa, i0, i1, i2)] : c.x[1][wh_at(wh_sb, i0, i1, i2)];
+                        bad += c.out[(i0 * wh_so[1] + i1) * wh_so[2] + i2] != want;
+                    }
+            ASSERT(0, bad);
+            gradcheck(&c, 200);
+            case_free(&c);
+        }
+}
+
+/* ---- max and min ---------------------------------------------------------- */
+
+static void ext_fwd(Case *c) {
+    if (c->i0) k_min_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else k_max_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2]);
+}
+
+static void ext_bwd(Case *c) {
+    if (c->i0) k_min_bwd(c->dx[0], c->dout, c->x[0], c->d[0], c->d[1], c->d[2]);
+    else k_max_bwd(c->dx[0], c->dout, c->x[0], c->d[0], c->d[1], c->d[2]);
+}
+
+/* max and min over an axis against a direct loop and by finite
+ * differences (distinct values 0.01 apart, so that no step of 1e-3 changes
+ * the arg); then ties (the gradient goes to the first) and NaN (the result,
+ * its gradient to the first NaN). */
+static void test_extremes(void) {
+    static const int64_t shapes[][3] = {{1, 24, 1}, {3, 4, 5}, {6, 5, 1}, {1, 4, 7}, {2, 300, 3}};
+    static char names[2 * sizeof shapes / sizeof shapes[0]][64];
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int s = 0; s < ns; s++)
+        for (int mn = 0; mn < 2; mn++) {
+            int64_t O = shapes[s][0], N = shapes[s][1], I = shapes[s][2], n = O * N * I;
+            char *name = names[2 * s + mn];
+            snprintf(name, sizeof names[0], "%s (%lld,%lld,%lld)", mn ? "min" : "max", (long long)O, (long long)N,
+                     (long long)I);
+            Case c = case_new(name, ext_fwd, ext_bwd, O * I, 0);
+            c.d[0] = O, c.d[1] = N, c.d[2] = I, c.i0 = mn;
+            float *x = case_in(&c, xmalloc((size_t)n * sizeof(float)), n, 1);
+            for (int64_t k = 0; k < n; k++) x[k] = 0.01f * (float)((k * 7919) % n) - 0.005f * (float)n;
+            c.fwd(&c);
+            int bad = 0;
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = 0; i < I; i++) {
+                    float e = x[o * N * I + i];
+                    for (int64_t j = 1; j < N; j++) {
+                        float v = x[(o * N + j) * I + i];
+                        e = mn ? fminf(e, v) : fmaxf(e, v);
+                    }
+                    bad += c.out[o * I + i] != e;
+                }
+            ASSERT(0, bad);
+            gradcheck(&c, 200);
+            case_free(&c);
+        }
+    /* ties and NaN: one column of 6 */
+    float x[6] = {1, 3, -2, 3, -2, 0}, out = 0, g = 1.5f, dx[6] = {0};
+    k_max_fwd(&out, x, 1, 6, 1);
+    k_max_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(out == 3 && dx[1] == 1.5f && dx[3] == 0);
+    k_min_fwd(&out, x, 1, 6, 1);
+    k_min_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(out == -2 && dx[2] == 1.5f && dx[4] == 0);
+    x[4] = NAN, x[5] = NAN;
+    memset(dx, 0, sizeof dx);
+    k_max_fwd(&out, x, 1, 6, 1);
+    k_max_bwd(dx, &g, x, 1, 6, 1);
+    ASSERT_TRUE(isnan(out) && dx[4] == 1.5f && dx[5] == 0 && dx[1] == 0);
+}
+
 /* ---- adamw and helpers -------------------------------------------------- */
 
 static void test_adamw(void) {
@@ -1173,7 +1316,7 @@ static void test_determinism(void) {
 }
 
 /* An elementwise chain (k_ew_chain) gives the bits of its ops' own kernels
- * run one after another: every binary op, then scale, every plain unary op
+ * run one after another: every binary op, then scale, shift, every plain unary op
  * of the table (ACC_EW_UNARY_OPS), dropout or nothing; a broadcast operand on
  * either side whose period is 1, shorter than a tile, not a multiple of it,
  * and the whole tensor, and lengths that end inside a tile. */
@@ -1190,7 +1333,7 @@ static void test_ew_chain(void) {
         ACC_EW_BINARY_OPS(BIN_FN)
 #undef BIN_FN
     };
-    static const int un_code[N_UN_OPS] = {ACC_OP_SCALE,
+    static const int un_code[N_UN_OPS] = {ACC_OP_SCALE, ACC_OP_SHIFT,
 #define UN_CODE(code, name, saved) ACC_OP_##code,
                                           ACC_EW_UNARY_OPS(UN_CODE)
 #undef UN_CODE
@@ -1211,6 +1354,9 @@ static void test_ew_chain(void) {
                     int n_ops = 2;
                     if (u == 0) {
                         k_scale_fwd(want, want, 0.75f, n);
+                    } else if (u == 1) {
+                        ops[1].op = ACC_OP_SHIFT;
+                        k_shift_fwd(want, want, 0.75f, n);
                     } else if (u < N_UN_OPS) {
                         ops[1].op = un_code[u];
                         un_ops[u].fwd(want, want, n);
@@ -1295,6 +1441,8 @@ int main(void) {
     test_ew_chain();
     test_movement();
     test_reductions();
+    test_where();
+    test_extremes();
     test_adamw();
     test_determinism();
     test_fd_coverage();

@@ -180,10 +180,28 @@ static void test_broadcast(void) {
     graph_free(&g);
 }
 
+/* where(cond, a, b): the three shapes broadcast; cond i32 or float */
+static void test_where(void) {
+    Graph g;
+    graph_init(&g, "t");
+    Attrs a = defaults(OP_WHERE);
+    int x = F32(4, 64, 768), b = F32(768), m = I32(4, 1, 768), mf = F32(4, 64, 1), sc = leaf(&g, DT_F32, 0, NULL);
+    int bad = F32(4, 64, 767), i = I32(768), key = I32(4, 1, 1, 64), s4 = F32(4, 2, 64, 64);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, m, x, b);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, mf, b, x);
+    EXPECT_OK(OP_WHERE, &a, "[4,64,768]", DT_F32, 0, m, sc, mf);
+    EXPECT_OK(OP_WHERE, &a, "[4,2,64,64]", DT_F32, 0, key, s4, sc);
+    EXPECT_OK(OP_WHERE, &a, "[]", DT_F32, 0, sc, sc, sc);
+    EXPECT_ERR(OP_WHERE, &a, "shapes do not broadcast: [4,1,768], [4,64,768] and [4,64,767]", m, x, bad);
+    EXPECT_ERR(OP_WHERE, &a, "a and b must be f32, got f32[4,64,768] and i32[768]", m, x, i);
+    EXPECT_ERR(OP_WHERE, &a, "takes 3 inputs, got 2", m, x);
+    graph_free(&g);
+}
+
 static void test_same(void) {
     Graph g;
     graph_init(&g, "t");
-    Attrs a = defaults(OP_GELU), sc = defaults(OP_SCALE), dp = defaults(OP_DROPOUT);
+    Attrs a = defaults(OP_GELU), sc = defaults(OP_SCALE), sh = defaults(OP_SHIFT), dp = defaults(OP_DROPOUT);
     int x = F32(2, 3, 4), s = leaf(&g, DT_F32, 0, NULL), i = I32(2, 3);
     /* every op of the table with gelu's rule and no attributes (the plain
      * unary ops and softmax) */
@@ -198,6 +216,10 @@ static void test_same(void) {
     EXPECT_OK(OP_SCALE, &sc, "[2,3,4]", DT_F32, 0, x);
     sc.alpha = 0;
     EXPECT_OK(OP_SCALE, &sc, "[]", DT_F32, 0, s);
+    sh.beta = -2.5;
+    EXPECT_OK(OP_SHIFT, &sh, "[2,3,4]", DT_F32, 0, x);
+    EXPECT_OK(OP_SHIFT, &sh, "[]", DT_F32, 0, s);
+    EXPECT_ERR(OP_SHIFT, &sh, "x must be f32, got i32[2,3]", i);
     dp.p = 0;
     EXPECT_OK(OP_DROPOUT, &dp, "[2,3,4]", DT_F32, 0, x);
     dp.p = 0.999;
@@ -220,6 +242,7 @@ static void test_norms(void) {
     int s = leaf(&g, DT_F32, 0, NULL), wi = I32(768);
     EXPECT_OK(OP_LAYERNORM, &ln, "[4,64,768]", DT_F32, 2 * 4 * 64, x, w, b);
     EXPECT_OK(OP_LAYERNORM, &ln, "[8]", DT_F32, 2, v, v, v);
+    EXPECT_OK(OP_LAYERNORM, &ln, "[4,64,768]", DT_F32, 2 * 4 * 64, x, w); /* no bias */
     EXPECT_OK(OP_RMSNORM, &rn, "[4,64,768]", DT_F32, 4 * 64, x, w);
     EXPECT_OK(OP_RMSNORM, &rn, "[8]", DT_F32, 1, v, v);
     EXPECT_ERR(OP_LAYERNORM, &ln, "b must be [768] to match x: [4,64,768] vs [767]", x, w, w2);
@@ -228,6 +251,7 @@ static void test_norms(void) {
     EXPECT_ERR(OP_RMSNORM, &rn, "x must have rank >= 1: []", s, w);
     EXPECT_ERR(OP_LAYERNORM, &ln, "w must be f32, got i32[768]", x, wi, b);
     EXPECT_ERR(OP_RMSNORM, &rn, "takes 2 inputs, got 3", x, w, b);
+    EXPECT_ERR(OP_LAYERNORM, &ln, "takes 2 to 3 inputs, got 1", x);
     ln.eps = 0;
     EXPECT_ERR(OP_LAYERNORM, &ln, "eps must be > 0, got 0", x, w, b);
     rn.eps = -1;
@@ -481,6 +505,12 @@ static void test_reduce(void) {
     EXPECT_OK(OP_MEAN, &a, "[2,3]", DT_F32, 0, x);
     a.axis = 0;
     EXPECT_OK(OP_SUM, &a, "[3,4]", DT_F32, 0, x);
+    EXPECT_OK(OP_MAX, &a, "[3,4]", DT_F32, 0, x);
+    a.axis = -1, a.keepdim = true;
+    EXPECT_OK(OP_MIN, &a, "[2,3,1]", DT_F32, 0, x);
+    a.keepdim = false;
+    EXPECT_ERR(OP_MAX, &a, "x must be f32, got i32[2,3]", i);
+    a.axis = 0;
     a.axis = 3;
     EXPECT_ERR(OP_SUM, &a, "axis=3 out of range for rank 3: [2,3,4]", x);
     a.axis = -4;
@@ -711,6 +741,7 @@ int main(void) {
     test_matmul();
     test_linear();
     test_broadcast();
+    test_where();
     test_same();
     test_norms();
     test_attention();
