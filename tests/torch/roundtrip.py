@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""roundtrip.py - `acc import` round trip: one training step of an imported
+PyTorch module in acc equals the module's own step in PyTorch.
+
+    python3 tests/torch/roundtrip.py ACC MODEL.py [--rtol R] [--atol A]
+
+Runs `ACC import --module MODEL.py:build -o TMP` (the C driver, which runs
+python3 -m acc import), then `ACC run TMP/NAME.acdsl --steps 1 --params
+TMP/NAME.params.bin --inputs TMP/NAME.inputs.bin --dump-grads TMP/grads.bin`
+(acc's CPU target in float32), and compares the loss and every parameter
+gradient with the module's loss.backward() in PyTorch, computed in float64
+from the same float32 weights and inputs (so the reference's own rounding is
+negligible): |acc - torch| <= atol + rtol |torch| for every element
+(default rtol 1e-4, atol 1e-6; the loss rtol 1e-5, atol 2e-6 as acc prints
+six decimals). Parameters are matched through TMP/NAME.names, and every
+module parameter must be there exactly once (a tied weight once). Exit 0 on
+success, 1 on a mismatch or a failed step.
+"""
+import copy
+import importlib.util
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import warnings
+
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+import torch  # noqa: E402
+
+
+def read_tensors(path):
+    with open(path, "rb") as f:
+        b = f.read()
+    assert b[:8] == b"ACCPARAM", path
+    _, count = struct.unpack_from("<II", b, 8)
+    at, out = 16, {}
+    for _ in range(count):
+        (ln,) = struct.unpack_from("<I", b, at)
+        name = b[at + 4:at + 4 + ln].decode()
+        at += 4 + ln
+        (nd,) = struct.unpack_from("<I", b, at)
+        dims = struct.unpack_from("<%dq" % nd, b, at + 4)
+        at += 4 + 8 * nd
+        n = 1
+        for d in dims:
+            n *= d
+        out[name] = torch.tensor(struct.unpack_from("<%df" % n, b, at), dtype=torch.float64).reshape(dims)
+        at += 4 * n
+    return out
+
+
+def main():
+    acc, model_py = sys.argv[1], sys.argv[2]
+    rtol, atol = 1e-4, 1e-6
+    args = sys.argv[3:]
+    while args:
+        if args[0] == "--rtol":
+            rtol = float(args[1])
+        elif args[0] == "--atol":
+            atol = float(args[1])
+        else:
+            sys.exit("roundtrip.py: unknown option %s" % args[0])
+        args = args[2:]
+    spec = importlib.util.spec_from_file_location("m", model_py)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    module, inputs = mod.build()
+
+    # the reference: float64 forward and backward from the same float32 values
+    ref = copy.deepcopy(module).double()
+    loss = ref(*[t.double() if t.is_floating_point() else t for t in inputs])
+    loss.backward()
+    ref_loss = float(loss.detach())
+    ref_grads = {n: p.grad for n, p in ref.named_parameters(remove_duplicate=False)}
+
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    with tempfile.TemporaryDirectory(prefix="acc-import-") as tmp:
+        r = subprocess.run([acc, "import", "--module", model_py + ":build", "-o", tmp], env=env,
+                           capture_output=True, text=True)
+        print(r.stdout + r.stderr, end="")
+        if r.returncode != 0:
+            print("roundtrip: acc import failed (exit %d)" % r.returncode)
+            return 1
+        name = [f for f in os.listdir(tmp) if f.endswith(".acdsl")][0][:-6]
+        base = os.path.join(tmp, name)
+        print(open(base + ".acdsl").read())
+        cmd = [acc, "run", base + ".acdsl", "--steps", "1", "--params", base + ".params.bin", "--inputs",
+               base + ".inputs.bin", "--dump-grads", os.path.join(tmp, "grads.bin")]
+        print("+ " + " ".join(cmd))
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        print(r.stdout + r.stderr, end="")
+        if r.returncode != 0:
+            print("roundtrip: acc run failed (exit %d)" % r.returncode)
+            return 1
+        got_loss = json.loads(r.stdout.splitlines()[0])["loss"]
+        grads = read_tensors(os.path.join(tmp, "grads.bin"))
+        names = dict(line.split() for line in open(base + ".names"))
+
+    ok = True
+    if abs(got_loss - ref_loss) > 2e-6 + 1e-5 * abs(ref_loss):
+        print("roundtrip: loss %.9g, PyTorch %.9g" % (got_loss, ref_loss))
+        ok = False
+    else:
+        print("roundtrip: loss %.6f, PyTorch %.9g: equal" % (got_loss, ref_loss))
+    seen = set()
+    for acc_name, g in grads.items():
+        tname = names[acc_name]
+        seen.add(tname)
+        want = ref_grads[tname]
+        if tuple(g.shape) != tuple(want.shape):
+            print("roundtrip: %s (%s): shape %s, PyTorch %s" % (acc_name, tname, list(g.shape), list(want.shape)))
+            ok = False
+            continue
+        err = (g - want).abs()
+        bad = err > atol + rtol * want.abs()
+        worst = float((err / (atol + rtol * want.abs())).max())
+        print("  %-36s %-36s max|err| %.2e  of tolerance %.3f%s" % (acc_name, tname, float(err.max()), worst,
+                                                                   "  FAIL" if bad.any() else ""))
+        ok = ok and not bool(bad.any())
+    ids = {}
+    for n, p in module.named_parameters(remove_duplicate=False):
+        ids.setdefault(id(p), []).append(n)
+    for group in ids.values():
+        if sum(n in seen for n in group) != 1:
+            print("roundtrip: parameter %s is in acc %d times" % ("/".join(group), sum(n in seen for n in group)))
+            ok = False
+    print("roundtrip: %s: %s" % (name, "PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
