@@ -573,8 +573,9 @@ static int cmd_import(int argc, char **argv) {
     char pkg[4300];
     snprintf(pkg, sizeof pkg, "%s/acc/torch_import.py", dir);
     if (!file_exists(pkg)) {
-        fprintf(stderr, "acc: error: acc import: the Python package is missing (%s; set ACC_PYTHON_DIR to the "
-                        "directory holding acc/)\n",
+        fprintf(stderr,
+                "acc: error: acc import: the Python package is missing (%s; set ACC_PYTHON_DIR to the "
+                "directory holding acc/)\n",
                 pkg);
         return EXIT_INPUT;
     }
@@ -598,8 +599,9 @@ static int cmd_import(int argc, char **argv) {
     }
     if (pid == 0) {
         execvp(args[0], (char *const *)(uintptr_t)args); /* execvp does not modify argv */
-        fprintf(stderr, "acc: error: acc import needs python3 (%s); install Python 3 and PyTorch "
-                        "(python3 -m pip install torch)\n",
+        fprintf(stderr,
+                "acc: error: acc import needs python3 (%s); install Python 3 and PyTorch "
+                "(python3 -m pip install torch)\n",
                 strerror(errno));
         _exit(EXIT_INPUT);
     }
