@@ -28,6 +28,17 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# PyTorch (CPU) for `acc import` and its tests (ctest -L torch; skipped without it):
+# the CPU wheel index, else PyPI; Debian's python3 needs --break-system-packages.
+install_python() {
+    python3 -c 'import torch' 2>/dev/null && return 0
+    echo "run.sh: installing PyTorch (CPU) for acc import"
+    local pip=(python3 -m pip install -q torch)
+    "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu || "${pip[@]}" ||
+        "${pip[@]}" --break-system-packages --index-url https://download.pytorch.org/whl/cpu ||
+        "${pip[@]}" --break-system-packages || echo "run.sh: PyTorch not installed: acc import's tests are skipped"
+}
+
 build() { # build DIR [cmake args...] [--target T]
     local dir=$1 target=()
     shift
@@ -40,6 +51,7 @@ build() { # build DIR [cmake args...] [--target T]
 }
 
 install_missing
+install_python
 case "$mode" in
 main)
     build build

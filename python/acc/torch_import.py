@@ -545,8 +545,9 @@ class Importer:
         res = list(res) if isinstance(res, (list, tuple)) else [res]
         if len(res) != 1 or not isinstance(res[0], torch.fx.Node) or shape_of(res[0]) != () or \
                 dtype_of(res[0]) != "f32":
-            raise ImportFailure("the module must return the training loss, one float32 scalar (it returns %d "
-                                "value(s))" % len(res), outn)
+            got = "%d values" % len(res) if len(res) != 1 else "a tensor of shape %s" % (
+                list(shape_of(res[0])) if isinstance(res[0], torch.fx.Node) else "?")
+            raise ImportFailure("forward must return the training loss, one float32 scalar; it returns %s" % got)
         lv = self.value(res[0])
         loss = self.name_in(root_scope, lv)
         self.ignore_index_used = False
@@ -621,7 +622,14 @@ def report(e, supported):
     if w:
         msg += "\n  from %s" % w
     if supported:
-        msg += "\n  acc maps these ATen ops: %s" % ", ".join(supported_ops())
+        msg += "\n  acc maps these ATen ops:"
+        line = "   "
+        for op in supported_ops():
+            if len(line) + len(op) > 100:
+                msg += "\n" + line.rstrip(",")
+                line = "   "
+            line += " " + op + ","
+        msg += "\n" + line.rstrip(",")
     print(msg, file=sys.stderr)
 
 
