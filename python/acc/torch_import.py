@@ -135,6 +135,9 @@ def where(node):
     if not frames:
         return None
     f, line, fn, code = frames[-1]
+    r = os.path.relpath(f)
+    if not r.startswith(".."):
+        f = r  # as compilers print paths: relative to the working directory when under it
     return "%s:%s, in %s:\n      %s" % (f, line, fn, code.strip())
 
 
@@ -626,7 +629,7 @@ def report(e, supported):
         line = "   "
         for op in supported_ops():
             if len(line) + len(op) > 100:
-                msg += "\n" + line.rstrip(",")
+                msg += "\n" + line
                 line = "   "
             line += " " + op + ","
         msg += "\n" + line.rstrip(",")

@@ -78,8 +78,8 @@ def main():
         checks = [(rc == 1, "exit status 1"), (want in err, "the message %r" % want),
                   (not wrote, "no files written (%s)" % wrote)]
         if marker:
-            checks.append(("%s:%d, in forward" % (SRC, line_of(marker)) in err, "the source line %s:%d" % (
-                SRC, line_of(marker))))
+            at = "%s:%d, in forward" % (os.path.relpath(SRC), line_of(marker))
+            checks.append((at in err, "the source line %s" % at))
             checks.append((marker in err, "the quoted code"))
         checks.append((("acc maps these ATen ops:" in err and "aten.linear.default" in err) == lists,
                        "the supported ops listed" if lists else "no list of ops"))
