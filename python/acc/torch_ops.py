@@ -182,7 +182,17 @@ def h_identity(c, n, a, k):
 
 
 def h_reshape(c, n, a, k):
-    return c.reshape(a[0], shape_of(n), n)
+    v, out = a[0], shape_of(n)
+    if v.kind == "pending" and v.info.get("pat") == "kvexpand":
+        b, h, s, d = v.info["x"].shape
+        if out == (b, h * v.info["rep"], s, d):  # grouped-query attention's repeat_kv: kv head j // rep
+            return c.pending(v.what, n, out, pat="gqa", x=v.info["x"])
+    return c.reshape(v, out, n)
+
+
+def h_numpy_t(c, n, a, k):
+    v = a[0]
+    return h_permute(c, n, [v, list(range(len(v.shape)))[::-1]], {})
 
 
 def h_transpose(c, n, a, k):
@@ -209,8 +219,14 @@ def h_permute(c, n, a, k):
 
 def h_expand(c, n, a, k):
     v = a[0]
-    if v.shape == shape_of(n):
+    out = shape_of(n)
+    if v.shape == out:
         return v
+    if v.kind == "op" and v.op == "reshape" and v.name is None and len(out) == 5 and len(v.ins[0].shape) == 4:
+        b, h, s, d = v.ins[0].shape
+        if v.shape == (b, h, 1, s, d) and out[:2] == (b, h) and out[3:] == (s, d):
+            return c.pending("repeat_kv (x[:, :, None].expand(...).reshape(...)) is known only as the key or "
+                             "value of scaled_dot_product_attention", n, out, pat="kvexpand", x=v.ins[0], rep=out[2])
     # broadcasting ops take the unexpanded tensor (same values)
     return c.pending("aten.expand (acc has no broadcast op; only an elementwise op may take it)", n, shape_of(n),
                      v.dtype, src=v)
@@ -405,10 +421,12 @@ def h_gelu(c, n, a, k):
 
 
 def h_pow(c, n, a, k):
-    if a[1] == 2:
-        return c.pending("aten.pow.Tensor_Scalar (acc has no pow; x.pow(2) is known inside "
-                         "x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w)", n, shape_of(n), pat="sq", x=a[0])
-    return c.pending("aten.pow.Tensor_Scalar with exponent %r" % a[1], n, shape_of(n))
+    if a[1] == 2:  # x * x: what PyTorch computes for pow(x, 2), to the bit
+        return c.op("mul", [a[0], a[0]], [], shape_of(n), "f32", n)
+    if a[1] == 1:
+        return a[0]
+    return c.pending("aten.pow.Tensor_Scalar with exponent %r (acc has x * x for exponent 2)" % a[1], n,
+                     shape_of(n))
 
 
 def reduce_dims(n, a, k, rank):
@@ -428,8 +446,6 @@ def h_reduce(op):
     def h(c, n, a, k):
         v = a[0]
         d, keep = reduce_dims(n, a, k, len(v.shape))
-        if op == "mean" and v.kind == "pending" and v.info.get("pat") == "sq" and d == len(v.shape) - 1 and keep:
-            return c.pending("mean of x^2 (known inside RMSNorm)", n, shape_of(n), pat="meansq", x=v.info["x"])
         if op == "mean" and v.kind == "op" and v.op == "mul" and v.name is None and v.ins[0] is v.ins[1] and \
                 d == len(v.shape) - 1 and keep:
             return c.pending("mean of x*x (known inside RMSNorm)", n, shape_of(n), pat="meansq", x=v.ins[0])
@@ -563,6 +579,13 @@ def h_dropout(c, n, a, k):
 def h_sdpa(c, n, a, k):
     q, kk, v = a[0], a[1], a[2]
     g = lambda i, key, d: a[i] if len(a) > i else k.get(key, d)  # noqa: E731
+    if kk.kind == "pending" and kk.info.get("pat") == "gqa" and v.kind == "pending" and v.info.get("pat") == "gqa":
+        kk, v = kk.info["x"], v.info["x"]  # repeat_kv written out: acc's attention takes the kv heads as they are
+        need(kk.shape == v.shape, "scaled_dot_product_attention: k and v repeated differently", n)
+        need(q.shape[1] % kk.shape[1] == 0, "scaled_dot_product_attention: repeat_kv to a head count other than "
+             "q's", n)
+        k = dict(k, enable_gqa=True)
+        a = list(a[:7])
     need(g(3, "attn_mask", None) is None, "scaled_dot_product_attention with attn_mask: acc's attention takes no "
          "mask (causal=true or none)", n)
     need(g(4, "dropout_p", 0.0) == 0.0, "scaled_dot_product_attention with dropout_p: acc's attention has no "
@@ -656,6 +679,7 @@ OPS = {
     "aten.bmm.default": h_matmul,
     "aten.addmm.default": h_addmm,
     "aten.t.default": h_t,
+    "aten.numpy_T.default": h_numpy_t,
     "aten.transpose.int": h_transpose,
     "aten.permute.default": h_permute,
     "aten.add.Tensor": h_binary("add"),

@@ -2,9 +2,10 @@
 """roundtrip.py - `acc import` round trip: one training step of an imported
 PyTorch module in acc equals the module's own step in PyTorch.
 
-    python3 tests/torch/roundtrip.py ACC MODEL.py [--rtol R] [--atol A]
+    python3 tests/torch/roundtrip.py ACC MODEL.py[:FUNC]... [--rtol R] [--atol A]
 
-Runs acc import (`python3 -m acc import --module MODEL.py:build -o TMP`, here
+Runs acc import (`python3 -m acc import --module MODEL.py:FUNC -o TMP`, FUNC
+`build` by default; here
 in-process, so that torch loads once), then `ACC run TMP/NAME.acdsl --steps 1 --params
 TMP/NAME.params.bin --inputs TMP/NAME.inputs.bin --dump-grads TMP/grads.bin`
 (acc's CPU target in float32), and compares the loss and every parameter
@@ -60,21 +61,29 @@ def read_tensors(path):
 
 
 def main():
-    acc, model_py = sys.argv[1], sys.argv[2]
+    acc = sys.argv[1]
     rtol, atol = 1e-4, 1e-6
-    args = sys.argv[3:]
+    models = []
+    args = sys.argv[2:]
     while args:
-        if args[0] == "--rtol":
-            rtol = float(args[1])
-        elif args[0] == "--atol":
-            atol = float(args[1])
+        if args[0] in ("--rtol", "--atol") and len(args) > 1:
+            rtol, atol = (float(args[1]), atol) if args[0] == "--rtol" else (rtol, float(args[1]))
+            args = args[2:]
         else:
-            sys.exit("roundtrip.py: unknown option %s" % args[0])
-        args = args[2:]
+            models.append(args[0])
+            args = args[1:]
+    status = 0
+    for m in models:
+        status |= roundtrip(acc, m, rtol, atol)
+    return status
+
+
+def roundtrip(acc, model_py, rtol, atol):
+    model_py, func = (model_py, "build") if model_py.endswith(".py") else model_py.rsplit(":", 1)
     spec = importlib.util.spec_from_file_location("m", model_py)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    module, inputs = mod.build()
+    module, inputs = getattr(mod, func)()
 
     # the reference: float64 forward and backward from the same float32 values
     ref = copy.deepcopy(module).double()
@@ -87,7 +96,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="acc-import-") as tmp:
         # in this process, which has torch loaded already (`acc import` runs the
         # same main(); tests/torch/errors.py runs it through the driver)
-        rc = torch_import.main(["--module", model_py + ":build", "-o", tmp])
+        rc = torch_import.main(["--module", model_py + ":" + func, "-o", tmp])
         if rc != 0:
             print("roundtrip: acc import failed (exit %d)" % rc)
             return 1
