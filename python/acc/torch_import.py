@@ -45,7 +45,7 @@ except ImportError:  # reported by main()
     torch = None
 
 if torch is not None:
-    from acc.torch_ops import IGNORED, OPS, Converter, ImportFailure, Val, dtype_of, fmt, shape_of, supported_ops
+    from acc.torch_ops import ALIASES, IGNORED, OPS, Converter, ImportFailure, Val, dtype_of, fmt, shape_of, supported_ops
 
 KEYWORDS = {"model", "hparam", "input", "param", "block", "repeat", "as", "return", "loss", "save", "recompute",
             "precision", "optimizer_state", "true", "false"}
@@ -233,9 +233,18 @@ class Importer:
                     if a in self.param_node and all(u in ins_set for u in a.users):
                         continue  # declared inside
                     inputs.append(a)
-            if any(u not in ins_set for u in n.users):
+            if any(u not in ins_set for u in n.users) and self.source(n) in ins_set:
                 outputs.append(n)
         return inputs, outputs
+
+    def source(self, n):
+        """The node n aliases: x.float() on a float32 x, contiguous(), ...
+        give their input itself, so reading them outside a module is reading
+        what the module was given, not one more result of it."""
+        while str(n.target) in ALIASES and n.args and isinstance(n.args[0], torch.fx.Node) and \
+                getattr(n.meta.get("val"), "dtype", None) == getattr(n.args[0].meta.get("val"), "dtype", 0):
+            n = n.args[0]
+        return n
 
     def decide(self, g, scope_path):
         """Choose how each child group is written: a block, a repeat of
@@ -456,9 +465,17 @@ class Importer:
             saved[a] = v
             self.env[a] = Val("leaf", v.shape, v.dtype, name=f, scope=sub, node=a)
         self.emit(g, sub)
-        ret = self.name_in(sub, self.value(outs[0]))
+        rv = self.value(outs[0])
+        back = {id(self.env[a]): v for a, v in saved.items()}
         for a, v in saved.items():
             self.env[a] = v
+        for n in g.nodes():  # aliases of a formal read outside: the outer value
+            if isinstance(self.env.get(n), Val) and id(self.env[n]) in back:
+                self.env[n] = back[id(self.env[n])]
+        if not sub.lines and not sub.params and id(rv) in back:  # the module computes nothing (eval dropout)
+            self.env[outs[0]] = back[id(rv)]
+            return
+        ret = self.name_in(sub, rv)
         body = sub.params + sub.lines + ["return %s;" % ret]
         bname = self.block_name(g.cls, formals, body)
         out = scope.fresh(inst)

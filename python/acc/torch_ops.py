@@ -737,6 +737,9 @@ OPS = {
     "<built-in function getitem>": h_getitem,
 }
 
+# ops whose result is their input (when the dtype does not change)
+ALIASES = {k for k, h in OPS.items() if h is h_identity}
+
 # asserts and shape bookkeeping torch.export inserts: no value
 IGNORED = ("aten._assert_tensor_metadata.default", "aten._assert_scalar.default", "aten.sym_constrain_range_for_size")
 
