@@ -186,7 +186,7 @@ class Importer:
             elif n.name in buffers or n.name in consts:
                 key = buffers.get(n.name) or consts.get(n.name)
                 t = self.ep.state_dict.get(key) if key in self.ep.state_dict else self.ep.constants.get(key)
-                self.env[n] = Val("const", t.shape, "f32", node=n, const=t)
+                self.env[n] = Val("const", t.shape, "f32" if t.is_floating_point() else "i32", node=n, const=t)
             else:
                 self.user_inputs.append(n)
         if len(self.user_inputs) != len(self.inputs):
@@ -267,7 +267,7 @@ class Importer:
                 continue
             r = rel(it.path, scope_path)
             _, outs = self.io(it)
-            if not it.split and r is not None and IDENT.match(r) and len(outs) == 1:
+            if not it.split and r is not None and IDENT.match(r) and r not in KEYWORDS and len(outs) == 1:
                 it.mode = "block"
                 self.decide(it, it.path)
             else:
@@ -283,7 +283,7 @@ class Importer:
             return None
         base = m.group(1)
         r = rel(base, scope_path)
-        if r is None or not IDENT.match(r):
+        if r is None or not IDENT.match(r) or r in KEYWORDS:
             return None
         run = []
         for k in range(i, len(items)):
@@ -413,7 +413,8 @@ class Importer:
             except Exception as e:  # noqa: BLE001 - reported as an import error
                 raise ImportFailure("%s on constants failed while folding it: %s" % (key, e), n)
             self.env[n] = torch.utils._pytree.tree_map(
-                lambda t: Val("const", t.shape, "f32", node=n, const=t) if isinstance(t, torch.Tensor) else t, out)
+                lambda t: Val("const", t.shape, "f32" if t.is_floating_point() else "i32", node=n, const=t)
+                if isinstance(t, torch.Tensor) else t, out)
             return
         h = OPS.get(key)
         if h is None:
