@@ -45,7 +45,7 @@ except ImportError:  # reported by main()
     torch = None
 
 if torch is not None:
-    from acc.torch_ops import ALIASES, IGNORED, OPS, Converter, ImportFailure, Val, dtype_of, fmt, shape_of, supported_ops
+    from acc.torch_ops import ALIASES, IGNORED, OPS, Converter, ImportFailure, Val, dtype_of, shape_of, supported_ops
 
 KEYWORDS = {"model", "hparam", "input", "param", "block", "repeat", "as", "return", "loss", "save", "recompute",
             "precision", "optimizer_state", "true", "false"}
@@ -571,7 +571,6 @@ class Importer:
             raise ImportFailure("forward must return the training loss, one float32 scalar; it returns %s" % got)
         lv = self.value(res[0])
         loss = self.name_in(root_scope, lv)
-        self.ignore_index_used = False
         lines = ["# %s: imported from PyTorch by `acc import` (torch %s)." % (self.model, torch.__version__),
                  "# Parameters named as in the module (hierarchy from blocks and repeats); their values are",
                  "# in %s.params.bin (the initializers below are placeholders)." % self.model,

@@ -168,11 +168,6 @@ def is_val(x):
     return isinstance(x, Val)
 
 
-def tensor_arg(x, node, what):
-    need(is_val(x), "%s: expected a tensor for %s" % (node.target, what), node)
-    return x
-
-
 def h_identity(c, n, a, k):
     v = a[0]
     out_dt = dtype_of(n)
@@ -432,7 +427,8 @@ def h_pow(c, n, a, k):
 def reduce_dims(n, a, k, rank):
     dims = a[1] if len(a) > 1 else k.get("dim")
     keep = a[2] if len(a) > 2 else k.get("keepdim", False)
-    need(a[3] if len(a) > 3 else k.get("dtype") is None, "%s with a dtype" % n.target, n)
+    dt = a[3] if len(a) > 3 else k.get("dtype")
+    need(dt is None or dt == torch.float32, "%s with dtype %s" % (n.target, dt), n)
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return None, keep
     if isinstance(dims, int):
@@ -666,10 +662,6 @@ def h_getitem(c, n, a, k):
     seq, i = a[0], a[1]
     need(isinstance(seq, (list, tuple)), "getitem on something other than a list of tensors", n)
     return seq[i]
-
-
-def h_ignore(c, n, a, k):
-    return None
 
 
 OPS = {
