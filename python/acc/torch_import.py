@@ -525,6 +525,23 @@ class Importer:
         _, last = self.io(groups[-1])
         self.env[last[0]] = Val("leaf", c.shape, c.dtype, name=var, scope=scope, node=last[0])
 
+    def check_ignore_index(self):
+        """F.cross_entropy skips targets equal to ignore_index (-100 by
+        default); acc's cross_entropy has no such targets. Refuse example
+        targets that hold it rather than compute another loss."""
+        example = dict(zip(self.user_inputs, self.inputs))
+        for n in self.nodes:
+            if str(n.target) not in ("aten.cross_entropy_loss.default", "aten.nll_loss.default",
+                                     "aten.nll_loss_forward.default"):
+                continue
+            ig = n.args[4] if len(n.args) > 4 else n.kwargs.get("ignore_index", -100)
+            t = n.args[1]
+            while isinstance(t, torch.fx.Node) and t not in example and t.args and isinstance(t.args[0], torch.fx.Node):
+                t = t.args[0]  # through view/reshape
+            if t in example and bool((example[t] == ig).any()):
+                raise ImportFailure("the example targets hold ignore_index (%d), which %s skips; acc's "
+                                    "cross_entropy averages over every target" % (ig, n.target), n)
+
     def param_order(self, scope, prefix, subst):
         """(acc name, torch name) of every parameter in the order acc
         elaborates them: the order of libaccrt's parameter files."""
@@ -569,6 +586,7 @@ class Importer:
             got = "%d values" % len(res) if len(res) != 1 else "a tensor of shape %s" % (
                 list(shape_of(res[0])) if isinstance(res[0], torch.fx.Node) else "?")
             raise ImportFailure("forward must return the training loss, one float32 scalar; it returns %s" % got)
+        self.check_ignore_index()
         lv = self.value(res[0])
         loss = self.name_in(root_scope, lv)
         lines = ["# %s: imported from PyTorch by `acc import` (torch %s)." % (self.model, torch.__version__),

@@ -51,6 +51,19 @@ class NotALoss(nn.Module):
         return self.fc(x)
 
 
+class Padded(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc(x), y)  # refused: ignore_index
+
+
+def padded():
+    return Padded(), (torch.randn(4, 8), torch.tensor([0, 2, -100, 1]))
+
+
 def cumsum():
     return Cumsum(), (torch.randn(4, 8),)
 

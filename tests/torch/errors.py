@@ -34,6 +34,8 @@ CASES = [
     ("sort", "unsupported ATen op aten.sort.default", "# unsupported: sort", True),
     ("erf_gelu", "aten.gelu with approximate='none'", "# refused: erf gelu", False),
     ("plus_one", "aten.add.Tensor with a number operand", "# refused: tensor + number", True),
+    ("padded", "the example targets hold ignore_index (-100), which aten.cross_entropy_loss.default skips",
+     "# refused: ignore_index", False),
     ("not_a_loss", "forward must return the training loss, one float32 scalar; it returns a tensor of shape [4, 8]",
      None, False),
 ]
