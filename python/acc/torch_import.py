@@ -10,9 +10,10 @@ current mode (train() by default, so dropout is kept) and its ATen graph is
 mapped onto acc's ops (acc/torch_ops.py). Written into DIR:
 
     NAME.acdsl        the model: inputs, parameters named after the module's
-                      parameters, repeated layers as a `repeat`, submodules
-                      as blocks, so `layers.7.attn.wq.weight` in PyTorch is
-                      `layers.7.attn.wq.weight` in acc's plans and reports
+                      parameters, repeated layers as a `repeat` (hparam L),
+                      submodules as blocks, so `layers.7.attn.wq.weight` in
+                      PyTorch is `layers.7.attn.wq.weight` in acc's plans and
+                      reports; batch and sequence length as hparams B and T
     NAME.params.bin   the module's parameter values in libaccrt's tensor
                       format, in the model's parameter order (acc run
                       --params, acc_load_params)
@@ -465,6 +466,7 @@ class Importer:
             formals.append(f)
             saved[a] = v
             self.env[a] = Val("leaf", v.shape, v.dtype, name=f, scope=sub, node=a)
+            self.env[a].sym = v.sym
         self.emit(g, sub)
         rv = self.value(outs[0])
         back = {id(self.env[a]): v for a, v in saved.items()}
@@ -483,6 +485,7 @@ class Importer:
         scope.lines.append("%s = %s(%s) as %s;" % (out, bname, ", ".join(args), inst))
         scope.order.append(("call", inst, sub))
         self.env[outs[0]] = Val("leaf", shape_of(outs[0]), dtype_of(outs[0]), name=out, scope=scope, node=outs[0])
+        self.env[outs[0]].sym = rv.sym
 
     def block_name(self, cls, formals, body):
         text = "(%s) {\n%s\n}" % (", ".join(formals), "\n".join("    " + x for x in body))
@@ -512,6 +515,7 @@ class Importer:
         scope.lines.append("%s = %s;" % (var, cname))
         body = Scope("repeat", groups[0].path, scope, scope.names, self.names, self.var_names)
         self.env[carry] = Val("leaf", c.shape, c.dtype, name=var, scope=body, node=carry)
+        self.env[carry].sym = c.sym
         self.declare_params(body, ("r", rep["id"], 0))
         self.emit(groups[0], body)
         _, outs = self.io(groups[0])
@@ -524,6 +528,28 @@ class Importer:
         scope.order.append(("repeat", rep["name"], n, body, [g.path for g in groups]))
         _, last = self.io(groups[-1])
         self.env[last[0]] = Val("leaf", c.shape, c.dtype, name=var, scope=scope, node=last[0])
+        self.env[last[0]].sym = c.sym
+
+    def recover_hparams(self):
+        """B: the first dimension every input shares; T: the second dimension
+        every integer input of rank 2 or more shares (token ids and targets).
+        They become hparams, and the dimensions that follow them in the graph
+        (torch_ops.infer_sym) are written as B and T, so -D B=64 compiles
+        the same model at another batch size."""
+        ts = list(self.inputs)
+        if ts and all(t.dim() >= 1 for t in ts) and len({t.shape[0] for t in ts}) == 1:
+            self.conv.hparams["B"] = int(ts[0].shape[0])
+        ints = [t for t in ts if not t.is_floating_point() and t.dim() >= 2]
+        if ints and len({t.shape[1] for t in ints}) == 1:
+            self.conv.hparams["T"] = int(ints[0].shape[1])
+        self.names.update(self.conv.hparams)
+
+    def input_sym(self, t, i):
+        if i == 0 and "B" in self.conv.hparams:
+            return "B"
+        if i == 1 and "T" in self.conv.hparams and not t.is_floating_point():
+            return "T"
+        return None
 
     def check_ignore_index(self):
         """F.cross_entropy skips targets equal to ignore_index (-100 by
@@ -565,14 +591,17 @@ class Importer:
         self.placeholders()
         root_scope = Scope("top", "", None, set(), self.names, self.var_names)
         self.names.add(self.model)
+        self.recover_hparams()
         inputs = []
         for n, t in zip(self.user_inputs, self.inputs):
             dt = dtype_of(n, t)
             if dt == "bool":
                 raise ImportFailure("input %s is a bool tensor: acc's inputs are f32 or i32" % n.name, n)
             name = root_scope.fresh(n.name)
-            inputs.append((name, t, dt))
-            self.env[n] = Val("leaf", t.shape, dt, name=name, scope=root_scope, node=n)
+            v = Val("leaf", t.shape, dt, name=name, scope=root_scope, node=n)
+            v.sym = tuple(self.input_sym(t, i) for i in range(t.dim()))
+            inputs.append((name, t, dt, v.sym))
+            self.env[n] = v
         tree = self.tree()
         self.decide(tree, "")
         self.chains(tree)
@@ -593,9 +622,13 @@ class Importer:
                  "# Parameters named as in the module (hierarchy from blocks and repeats); their values are",
                  "# in %s.params.bin (the initializers below are placeholders)." % self.model,
                  "model %s;" % self.model, ""]
-        lines += self.hparams + ([""] if self.hparams else [])
-        for name, t, dt in inputs:
-            lines.append("input %s: %s[%s];" % (name, dt, ", ".join(str(d) for d in t.shape)))
+        hp = ["hparam B = %d;    # batch" % self.conv.hparams["B"]] if "B" in self.conv.hparams else []
+        if "T" in self.conv.hparams:
+            hp.append("hparam T = %d;    # sequence length" % self.conv.hparams["T"])
+        hp += self.hparams
+        lines += hp + ([""] if hp else [])
+        for name, t, dt, sym in inputs:
+            lines.append("input %s: %s[%s];" % (name, dt, ", ".join(y or str(d) for d, y in zip(t.shape, sym))))
         lines.append("")
         for b in self.block_defs:
             lines += b.split("\n") + [""]
@@ -699,7 +732,7 @@ def main(argv):
         os.makedirs(args.out, exist_ok=True)
         params = [(acc_name, imp.param_tensor(tname)) for acc_name, tname in imp.order]
         write_tensors(os.path.join(args.out, name + ".params.bin"), params)
-        write_tensors(os.path.join(args.out, name + ".inputs.bin"), [(n, t) for n, t, _ in imp.input_list])
+        write_tensors(os.path.join(args.out, name + ".inputs.bin"), [(n, t) for n, t, _, _ in imp.input_list])
         with open(os.path.join(args.out, name + ".names"), "w") as f:
             f.writelines("%s %s\n" % (acc_name, tname) for acc_name, tname in imp.order)
     except ImportFailure as e:

@@ -46,6 +46,51 @@ class Val:
         self.op, self.ins, self.attrs = op, list(ins), attrs or []
         self.node, self.scope, self.name = node, scope, name
         self.const, self.what, self.info = const, what, info or {}
+        # per dimension: the hyperparameter it is ("B", "T", "B * T") or None (a literal)
+        self.sym = (None,) * len(self.shape)
+
+
+class Sym(str):
+    """An attribute value written as an expression of hyperparameters."""
+
+
+def infer_sym(shape, ins):
+    """A dimension is a hyperparameter where an input has that
+    hyperparameter at the same position with the same size (left-aligned:
+    batch and sequence dimensions lead; ops that move dimensions say their
+    own)."""
+    out = []
+    for i, d in enumerate(shape):
+        s = None
+        for x in ins:
+            xs = getattr(x, "sym", None)
+            if xs and i < len(x.shape) and x.shape[i] == d and xs[i]:
+                s = xs[i]
+                break
+        out.append(s)
+    return tuple(out)
+
+
+def reshape_sym(src, shape):
+    """The leading dimensions a reshape keeps keep their hyperparameters; an
+    output dimension that merges leading input dimensions is their product."""
+    out, i = [], 0
+    for j, d in enumerate(shape):
+        if i < len(src.shape) and src.shape[i] == d:
+            out.append(src.sym[i])
+            i += 1
+            continue
+        prod, k = 1, i
+        while k < len(src.shape) and prod < d:
+            prod *= src.shape[k]
+            k += 1
+        if prod == d and k - i > 1 and any(src.sym[i:k]):
+            out.append(" * ".join(src.sym[m] or str(src.shape[m]) for m in range(i, k)))
+            i = k
+            continue
+        out.extend([None] * (len(shape) - j))
+        break
+    return tuple(out)
 
 
 def dtype_of(node, t=None):
@@ -79,10 +124,13 @@ class Converter:
 
     def __init__(self):
         self.scope = None  # the scope new Vals belong to
+        self.hparams = {}  # recovered hyperparameters: name -> value
 
     # ---- making Vals ----
-    def op(self, op, ins, attrs, shape, dtype="f32", node=None):
-        return Val("op", shape, dtype, op=op, ins=ins, attrs=attrs, node=node, scope=self.scope)
+    def op(self, op, ins, attrs, shape, dtype="f32", node=None, sym=None):
+        v = Val("op", shape, dtype, op=op, ins=ins, attrs=attrs, node=node, scope=self.scope)
+        v.sym = tuple(sym) if sym is not None else infer_sym(v.shape, ins)
+        return v
 
     def pending(self, what, node, shape, dtype="f32", **info):
         return Val("pending", shape, dtype, node=node, what=what, info=info, scope=self.scope)
@@ -93,7 +141,9 @@ class Converter:
             return v
         if v.kind == "op" and v.op == "reshape" and v.name is None:
             return self.reshape(v.ins[0], shape, node)
-        return self.op("reshape", [v], [("shape", list(shape))], shape, v.dtype, node)
+        sym = reshape_sym(v, shape)
+        dims = [Sym(y) if y else d for d, y in zip(shape, sym)]
+        return self.op("reshape", [v], [("shape", dims)], shape, v.dtype, node, sym)
 
     def transpose(self, v, d0, d1, node=None):
         r = len(v.shape)
@@ -102,9 +152,14 @@ class Converter:
             return v
         if v.kind == "op" and v.op == "transpose" and v.name is None and v.info.get("dims") == (d0, d1):
             return v.ins[0]
-        s = list(v.shape)
+        if d1 == d0 + 1 and 1 in (v.shape[d0], v.shape[d1]):  # moves a size-1 axis: the same order in memory
+            s = list(v.shape)
+            s[d0], s[d1] = s[d1], s[d0]
+            return self.reshape(v, s, node)
+        s, y = list(v.shape), list(v.sym)
         s[d0], s[d1] = s[d1], s[d0]
-        t = self.op("transpose", [v], [("dim0", d0), ("dim1", d1)], s, v.dtype, node)
+        y[d0], y[d1] = y[d1], y[d0]
+        t = self.op("transpose", [v], [("dim0", d0), ("dim1", d1)], s, v.dtype, node, y)
         t.info["dims"] = (d0, d1)
         return t
 
@@ -143,6 +198,8 @@ class Converter:
 
 def fmt(a):
     """A DSL literal."""
+    if isinstance(a, Sym):
+        return str(a)
     if isinstance(a, bool):
         return "true" if a else "false"
     if isinstance(a, int):
@@ -448,7 +505,15 @@ def h_reduce(op):
         attrs = [] if d is None else [("axis", d)]
         if keep:
             attrs.append(("keepdim", True))
-        return c.op(op, [v], attrs, shape_of(n), "f32", n)
+        sym = [] if d is None else list(v.sym)
+        if d is not None:
+            if keep:
+                sym[d] = None
+            else:
+                del sym[d]
+        if d is None and keep:
+            sym = [None] * len(v.shape)
+        return c.op(op, [v], attrs, shape_of(n), "f32", n, sym)
 
     return h
 
@@ -559,7 +624,11 @@ def h_embedding(c, n, a, k):
              "aten.embedding with constant indices other than arange(0, T)", n)
         if len(ids) == w.shape[0]:
             return w
-        return h_slice(c, n, [w, 0, 0, len(ids)], {})
+        out = h_slice(c, n, [w, 0, 0, len(ids)], {})
+        if c.hparams.get("T") == len(ids):  # positions 0 .. T-1 of the sequence
+            out.attrs = [("axis", 0), ("start", 0), ("len", Sym("T"))]
+            out.sym = ("T",) + out.sym[1:]
+        return out
     need(idx.dtype == "i32", "aten.embedding: indices of dtype %s" % idx.dtype, n)
     return c.op("embedding", [idx, w], [], shape_of(n), "f32", n)
 

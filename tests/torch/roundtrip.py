@@ -15,7 +15,8 @@ negligible): |acc - torch| <= atol + rtol |torch| for every element
 (default rtol 1e-4, atol 1e-6; the loss rtol 1e-5, atol 2e-6 as acc prints
 six decimals). Each --also "ARGS" runs and checks the step once more with
 ARGS added to acc run (a policy or a budget: recomputation must not change
-the result). Parameters are matched through TMP/NAME.names, and every
+the result). The imported model must also elaborate at another batch size
+(acc check -D B=3). Parameters are matched through TMP/NAME.names, and every
 module parameter must be there exactly once (a tied weight once). Exit 0 on
 success, 1 on a mismatch or a failed step, 77 (skipped) without PyTorch.
 """
@@ -153,6 +154,11 @@ def roundtrip(acc, model_py, rtol, atol, alsos):
         base = os.path.join(tmp, name)
         print(open(base + ".acdsl").read())
         ok = True
+        if "\nhparam B = " in open(base + ".acdsl").read():  # the recovered batch size is a real hparam
+            r = subprocess.run([acc, "check", base + ".acdsl", "-D", "B=3"], capture_output=True, text=True)
+            if r.returncode != 0 or "inputs: " not in r.stdout or "[3," not in r.stdout.split("inputs: ")[1]:
+                print(r.stdout + r.stderr + "roundtrip: acc check -D B=3 failed")
+                ok = False
         for extra in [[]] + alsos:
             ok = compare(acc, base, tmp, extra, env, ref_loss, ref_grads, module, rtol, atol) and ok
     print("roundtrip: %s: %s" % (name, "PASS" if ok else "FAIL"))
