@@ -31,6 +31,7 @@ Exit status: 0 written, 1 the module cannot be imported (the message names
 the ATen op and the line of the module's source that produced it), 2 usage.
 """
 import argparse
+import ctypes
 import importlib.util
 import os
 import re
@@ -644,25 +645,24 @@ def write_tensors(path, tensors):
     """libaccrt's tensor file: "ACCPARAM", u32 version 1, u32 count, then per
     tensor u32 name length, name, u32 ndim, i64 dims, 4-byte little-endian
     elements (float32, or int32 for i32 inputs)."""
-    out = bytearray(b"ACCPARAM")
-    out += struct.pack("<II", 1, len(tensors))
-    for name, t in tensors:
-        nb = name.encode()
-        out += struct.pack("<I", len(nb)) + nb
-        out += struct.pack("<I", t.dim()) + struct.pack("<%dq" % t.dim(), *t.shape)
-        t = t.detach().contiguous().cpu()
-        if t.dtype.is_floating_point:
-            t = t.to(torch.float32)
-            fmt_ = "<%df" % t.numel()
-        else:
-            lo, hi = (int(t.min()), int(t.max())) if t.numel() else (0, 0)
-            if lo < -2 ** 31 or hi >= 2 ** 31:
-                raise ImportFailure("input %s holds values outside int32 (acc's i32)" % name)
-            t = t.to(torch.int32)
-            fmt_ = "<%di" % t.numel()
-        out += struct.pack(fmt_, *t.reshape(-1).tolist())
+    if sys.byteorder != "little":
+        raise ImportFailure("acc's tensor files are little-endian; this machine is not")
     with open(path, "wb") as f:
-        f.write(out)
+        f.write(b"ACCPARAM" + struct.pack("<II", 1, len(tensors)))
+        for name, t in tensors:
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb)
+            f.write(struct.pack("<I", t.dim()) + struct.pack("<%dq" % t.dim(), *t.shape))
+            t = t.detach().cpu()
+            if t.dtype.is_floating_point:
+                t = t.to(torch.float32)
+            else:
+                lo, hi = (int(t.min()), int(t.max())) if t.numel() else (0, 0)
+                if lo < -2 ** 31 or hi >= 2 ** 31:
+                    raise ImportFailure("input %s holds values outside int32 (acc's i32)" % name)
+                t = t.to(torch.int32)
+            t = t.contiguous()
+            f.write(ctypes.string_at(t.data_ptr(), t.numel() * 4))  # the bytes as they are (no NumPy needed)
 
 
 def load_builder(spec):
