@@ -5,7 +5,7 @@
 #   ./run.sh test     install what is missing, build, run the whole test suite
 #
 # Missing Debian packages are installed with apt-get (as root, or through sudo),
-# missing Python packages (NumPy) with pip (install_python).
+# missing Python packages (NumPy, PyTorch CPU) with pip (install_python).
 # Build directories: build/ (the normal build), build-asan/ (AddressSanitizer
 # + UndefinedBehaviorSanitizer) and build-fuzz/ (libFuzzer), the last two used
 # by the test command.
@@ -29,9 +29,10 @@ install_missing() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
-# Python packages the tests and examples/train.py need; each installed with
-# pip when `import NAME` fails (PEP 668 systems: --break-system-packages,
-# else the Debian package python3-NAME).
+# Python packages: NumPy (the acc package, examples/train.py and their tests)
+# with pip when `import numpy` fails (PEP 668 systems: --break-system-packages,
+# else the Debian package python3-numpy); PyTorch CPU (acc import and its
+# tests), from the CPU wheel index, else PyPI.
 python_packages=(numpy)
 
 install_python() {
@@ -46,6 +47,13 @@ install_python() {
                 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "python3-$p"; }
         python3 -c "import $p" || { echo "run.sh: cannot install the Python package $p" >&2; exit 1; }
     done
+    python3 -c 'import torch' 2>/dev/null && return 0
+    echo "run.sh: installing PyTorch (CPU) for acc import"
+    local pip=(python3 -m pip install -q torch)
+    "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu || "${pip[@]}" ||
+        "${pip[@]}" --break-system-packages --index-url https://download.pytorch.org/whl/cpu ||
+        "${pip[@]}" --break-system-packages
+    python3 -c 'import torch' || { echo "run.sh: cannot install PyTorch (acc import and its tests need it)" >&2; exit 1; }
 }
 
 build() { # build DIR [cmake args...] [--target T]

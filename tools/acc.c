@@ -13,7 +13,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "calibrate.h"
@@ -44,6 +46,7 @@
 #endif
 
 static char tools_dir[4200] = ACC_TOOLS_DIR;
+static char python_dir[4200] = ACC_PYTHON_DIR; /* holds the package acc/ (python/ in the source tree) */
 
 static bool file_exists(const char *path) {
     struct stat st;
@@ -73,6 +76,7 @@ static void locate_install(void) {
     snprintf(path, sizeof path, "%s/libaccrt_cuda.a", lib);
     if (file_exists(path)) setenv("ACC_RUNTIME_CUDA_LIB", path, 0);
     snprintf(tools_dir, sizeof tools_dir, "%s", data);
+    snprintf(python_dir, sizeof python_dir, "%s/python", data);
 }
 
 /* The summary of `acc check`: counts, bytes and activation bytes per block. */
@@ -567,6 +571,56 @@ static int cmd_calibrate(int argc, char **argv) {
     return rc ? EXIT_INPUT : 0;
 }
 
+/* acc import ARGS...: python3 -m acc import ARGS... with the acc package
+ * (python_dir, or ACC_PYTHON_DIR) first on PYTHONPATH; the Python side parses
+ * the arguments, says when PyTorch is missing, and its exit status is ours. */
+static int cmd_import(int argc, char **argv) {
+    const char *env = getenv("ACC_PYTHON_DIR");
+    const char *dir = env && *env ? env : python_dir;
+    char pkg[4300];
+    snprintf(pkg, sizeof pkg, "%s/acc/torch_import.py", dir);
+    if (!file_exists(pkg)) {
+        fprintf(stderr,
+                "acc: error: acc import: the Python package is missing (%s; set ACC_PYTHON_DIR to the "
+                "directory holding acc/)\n",
+                pkg);
+        return EXIT_INPUT;
+    }
+    const char *old = getenv("PYTHONPATH");
+    size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
+    char *path = malloc(n);
+    if (!path) return EXIT_INPUT;
+    snprintf(path, n, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", path, 1);
+    free(path);
+    const char **args = calloc((size_t)argc + 5, sizeof *args);
+    if (!args) return EXIT_INPUT;
+    args[0] = "python3", args[1] = "-m", args[2] = "acc", args[3] = "import";
+    for (int i = 0; i < argc; i++) args[4 + i] = argv[i];
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "acc: error: cannot start python3: %s\n", strerror(errno));
+        free(args);
+        return EXIT_INPUT;
+    }
+    if (pid == 0) {
+        execvp(args[0], (char *const *)(uintptr_t)args); /* execvp does not modify argv */
+        fprintf(stderr,
+                "acc: error: acc import needs python3 (%s); install Python 3 and PyTorch "
+                "(python3 -m pip install torch)\n",
+                strerror(errno));
+        _exit(EXIT_INPUT);
+    }
+    free(args);
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return EXIT_INPUT;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    fprintf(stderr, "acc: error: python3 was killed by signal %d\n", WTERMSIG(status));
+    return EXIT_INPUT;
+}
+
 static bool wants_help(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
@@ -574,6 +628,7 @@ static bool wants_help(int argc, char **argv) {
 }
 
 static int run_command(const char *cmd, int argc, char **argv) {
+    if (!strcmp(cmd, "import")) return cmd_import(argc, argv); /* its options are Python's */
     if (strcmp(cmd, "plan") && wants_help(argc, argv)) {
         opt_print_command_help(cmd, stdout);
         return 0;
@@ -618,9 +673,9 @@ int main(int argc, char **argv) {
         rc = 0;
     } else if (!opt_is_command(cmd)) {
         return usage_error(cmd[0] == '-' ? "'%s' is an option; a command comes first (check, compile, explain, pareto, "
-                                           "run, calibrate, diff, alloc, plan)"
+                                           "run, calibrate, diff, alloc, plan, import)"
                                          : "unknown command '%s' (commands: check, compile, explain, pareto, run, "
-                                           "calibrate, diff, alloc, plan)",
+                                           "calibrate, diff, alloc, plan, import)",
                            cmd);
     } else {
         rc = run_command(cmd, argc - 2, argv + 2);

@@ -39,6 +39,9 @@ static const Command commands[] = {
      "(exit 1: over capacity)"},
     {"plan", "--graph FILE.json (--budget SIZE | --budget-frac F) [options]",
      "plan a published graph (Checkmate's and MOCCASIN's node-link JSON); acc plan --help"},
+    {"import", "--module FILE.py:FUNC -o DIR [--name NAME]",
+     "import a PyTorch module (FUNC() returns (module, example_inputs)) into DIR/<name>.acdsl with its "
+     "parameters; runs python3 -m acc import (needs PyTorch); acc import --help"},
 };
 
 typedef struct {

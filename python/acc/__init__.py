@@ -16,6 +16,10 @@ arrays on the cpu target, DLPack tensors (``Tensor``; torch.from_dlpack and
 numpy.from_dlpack read them in place) on the cuda and cuda-emu targets. Every
 failure of the library raises AccError with acc's status and message. No
 compiled extension: plain ctypes over the library's C API (accrt.h).
+
+``python3 -m acc import --module FILE.py:FUNC -o DIR`` (or ``acc import``)
+imports a PyTorch module into acc's DSL (acc/torch_import.py); importing this
+package does not import torch.
 """
 import json
 import os

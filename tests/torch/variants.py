@@ -1,0 +1,100 @@
+"""Other ways PyTorch users write the same things (tests/torch/roundtrip.py
+imports each builder and checks one step against PyTorch):
+
+  llm():  Hugging Face style grouped-query attention (repeat_kv: expand then
+          reshape of the key/value heads), a Meta-style RMSNorm
+          (x.float() ... .type_as(x), eps 1e-6), nn.RMSNorm (F.rms_norm),
+          nn.Dropout in eval mode, an output head with a bias;
+  attn(): x @ W.T + b, attention written out with softmax, a non-causal
+          F.scaled_dot_product_attention on unsqueezed heads, a
+          mean-squared-error loss with ** 2.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MetaRMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        return self._norm(x.float()).type_as(x) * self.weight
+
+
+def repeat_kv(x, n_rep):
+    b, h, s, d = x.shape
+    if n_rep == 1:
+        return x
+    return x[:, :, None, :, :].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)
+
+
+class GQAttention(nn.Module):
+    def __init__(self, dim=32, heads=4, kv_heads=2):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.q_proj = nn.Linear(dim, dim, bias=False)
+        self.k_proj = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.v_proj = nn.Linear(dim, kv_heads * self.hd, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.q_proj(x).view(B, T, self.heads, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, self.hd).transpose(1, 2)
+        k = repeat_kv(k, self.heads // self.kv_heads)
+        v = repeat_kv(v, self.heads // self.kv_heads)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class SmallLM(nn.Module):
+    def __init__(self, vocab=50, dim=32):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.input_layernorm = MetaRMSNorm(dim)
+        self.self_attn = GQAttention(dim)
+        self.norm = nn.RMSNorm(dim, eps=1e-5)
+        self.dropout = nn.Dropout(0.1)
+        self.lm_head = nn.Linear(dim, vocab)
+
+    def forward(self, idx, targets):
+        h = self.embed_tokens(idx)
+        h = h + self.self_attn(self.input_layernorm(h))
+        h = self.dropout(self.norm(h))
+        logits = self.lm_head(h)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class WrittenOut(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(dim, dim) * 0.3)
+        self.b = nn.Parameter(torch.randn(dim) * 0.1)
+
+    def forward(self, x, y):
+        h = x @ self.W.T + self.b
+        a = torch.softmax(h @ h.transpose(-2, -1) / 4.0, dim=-1) @ h
+        o = F.scaled_dot_product_attention(a.unsqueeze(1), a.unsqueeze(1), a.unsqueeze(1)).squeeze(1)
+        return ((o - y) ** 2).mean()
+
+
+def llm():
+    torch.manual_seed(3)
+    model = SmallLM()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    model.eval()  # dropout off: PyTorch's dropout masks are not acc's
+    return model, (torch.randint(0, 50, (2, 8)), torch.randint(0, 50, (2, 8)))
+
+
+def attn():
+    torch.manual_seed(4)
+    return WrittenOut(), (torch.randn(2, 8, 16), torch.randn(2, 8, 16))
