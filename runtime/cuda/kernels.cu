@@ -495,6 +495,28 @@ DEVFN float binary_grad(int op, int which, float g, const float *A, const float 
     }
 }
 
+/* Step j of the reduction an element of x makes over the out elements it
+ * reaches (x's coordinates xc; x broadcasts along the dims where xd differs
+ * from out's od, which j enumerates in out order): the out element's index,
+ * and its offsets by the strides s1 and s2 into *o1 and *o2. */
+DEVFN long long bcast_reach(const long long *xc, const long long *xd, const long long *od, long long j,
+                            const long long *s1, long long *o1, const long long *s2, long long *o2) {
+    long long q = j, o = 0, ostride = 1, a = 0, b = 0;
+    for (int k = 5; k >= 0; k--) {
+        long long c = xc[k];
+        if (xd[k] != od[k]) {
+            c = q % od[k];
+            q /= od[k];
+        }
+        o += c * ostride;
+        ostride *= od[k];
+        a += c * s1[k];
+        b += c * s2[k];
+    }
+    *o1 = a, *o2 = b;
+    return o;
+}
+
 /* The gradient of x = (a if which == 0 else b) of a broadcasting binary op
  * where x is not a suffix of out's shape (ops.c sends those to
  * ck_col_reduce): one thread per element of x sums the out elements it
@@ -523,18 +545,7 @@ KERNEL ck_binary_bwd(acc_kargs a) {
         }
         float acc = 0.0f;
         for (long long j = 0; j < nred; j++) {
-            long long q = j, o = 0, ia = 0, ib = 0, ostride = 1;
-            for (int k = 5; k >= 0; k--) {
-                long long c = xc[k];
-                if (xd[k] != od[k]) {
-                    c = q % od[k];
-                    q /= od[k];
-                }
-                o += c * ostride;
-                ostride *= od[k];
-                ia += c * as[k];
-                ib += c * bs[k];
-            }
+            long long ia, ib, o = bcast_reach(xc, xd, od, j, as, &ia, bs, &ib);
             acc += binary_grad(op, which, ldx(dy, o, h), A, B, ia, ib, h);
         }
         stx(dx, i, ldx(dx, i, h) + acc, h);
@@ -582,17 +593,7 @@ KERNEL ck_where_bwd(acc_kargs a) {
         }
         float acc = 0.0f;
         for (long long j = 0; j < nred; j++) {
-            long long q = j, o = 0, ic = 0, ostride = 1;
-            for (int k = 5; k >= 0; k--) {
-                long long c = xc[k];
-                if (xd[k] != od[k]) {
-                    c = q % od[k];
-                    q /= od[k];
-                }
-                o += c * ostride;
-                ostride *= od[k];
-                ic += c * cs[k];
-            }
+            long long ic, o = bcast_reach(xc, xd, od, j, cs, &ic, cs, &ic);
             if (where_cond(a.p[2], ic, ci, h) == pick) acc += ldx(a.p[1], o, h);
         }
         stx(a.p[0], i, ldx(a.p[0], i, h) + acc, h);
