@@ -105,7 +105,7 @@ class NewOps(nn.Module):
         h = self.norm(x)
         u = self.act(self.up(h)) * torch.sigmoid(self.gate(h))  # erf GELU, sigmoid gating
         u = u * 0.5 + 1.0
-        u = torch.log(torch.exp(u) + 1.0) - (1.0 - u) / 4.0  # log of a positive value
+        u = torch.log(torch.exp(u - 0.25) + 1.0) - (1.0 - u) / 4.0  # log of a positive value
         u = u - torch.amax(u, dim=-1, keepdim=True)
         u = u / ((u * u).mean(-1, keepdim=True) + 1.0)  # RMSNorm's start, used as itself
         s = self.down(u)
