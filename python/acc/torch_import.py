@@ -55,7 +55,8 @@ KEYWORDS = {"model", "hparam", "input", "param", "block", "repeat", "as", "retur
 RESERVED = KEYWORDS | {"matmul", "linear", "add", "sub", "mul", "div", "scale", "gelu", "relu", "silu", "tanh", "exp",
                        "layernorm", "rmsnorm", "softmax", "attention", "rope", "embedding", "cross_entropy",
                        "dropout", "reshape", "transpose", "slice", "concat", "sum", "mean", "split", "sqrt", "shift",
-                       "gelu_erf", "sigmoid", "log", "where", "max", "min", "f32", "i32", "bf16", "f16", "zeros", "ones", "normal", "uniform", "input", "param"}
+                       "gelu_erf", "sigmoid", "log", "where", "max", "min", "f32", "i32", "bf16", "f16", "zeros",
+                       "ones", "normal", "uniform", "input", "param"}
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -13,7 +13,9 @@ rotate_half(q) * sin with cos/sin tables is rope). They become "pending"
 Vals: harmless while only the pattern uses them, an error naming the ATen op
 and the user's source line if anything else needs their value. Nothing is
 approximated: every mapping is exact up to float32 rounding, and what is not
-exact is refused.
+exact is refused, but for two documented cases (docs/from-pytorch.md): the
+gradient of amax/amin at ties, and a number filled in by where/masked_fill
+(t * 0.0 + s) where t is not finite.
 
 What this is not: a general ATen compiler. The table OPS below is the list of
 supported ops (printed by the unsupported-op error).
@@ -569,8 +571,8 @@ def h_compare_zero(neg):
         v, s = a[0], a[1]
         if is_val(v) and v.kind in ("leaf", "op") and not is_val(s) and s == 0:
             return cond_val(c, n, v, neg)
-        return c.pending("%s other than against 0 (acc knows mask != 0 and mask == 0 as a where condition)"
-                         % n.target, n, shape_of(n), "bool")
+        return c.pending("%s (acc knows mask != 0 and mask == 0 of an i32 or f32 tensor, against the number 0, "
+                         "as a where condition only)" % n.target, n, shape_of(n), "bool")
 
     return h
 

@@ -10,10 +10,10 @@ imports each builder and checks one step against PyTorch):
           mean-squared-error loss with ** 2;
   newops(): an MLP with nn.GELU() (the erf form), sigmoid gating, numbers
           added, subtracted, multiplied and divided (x * 0.5 + 1.0, 1.0 - x,
-          x / 4.0), log of a positive value, amax / max(dim).values /
-          amin, torch.where and masked_fill on an integer mask input,
-          nn.LayerNorm(bias=False), mean(u * u) + 1.0 (how RMSNorm starts)
-          used as a value of its own.
+          x / 4.0), log of a positive value, amax / max(dim).values / amin,
+          torch.where (of two tensors, or of a number and a tensor) and
+          masked_fill on an integer mask input, nn.LayerNorm(bias=False),
+          mean(u * u) + 1.0 (how RMSNorm starts) used as a value of its own.
 """
 import torch
 import torch.nn as nn
@@ -109,7 +109,7 @@ class NewOps(nn.Module):
         u = u - torch.amax(u, dim=-1, keepdim=True)
         u = u / ((u * u).mean(-1, keepdim=True) + 1.0)  # RMSNorm's start, used as itself
         s = self.down(u)
-        s = torch.where(mask.bool(), s, s * 2.0) + s.masked_fill(mask == 0, -3.0)
+        s = torch.where(mask.bool(), s, s * 2.0) + s.masked_fill(mask == 0, -3.0) * torch.where(mask != 0, 0.5, s)
         s = s + s.max(dim=1, keepdim=True).values - torch.amin(s, dim=-1, keepdim=True)
         logits = self.head(s)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
