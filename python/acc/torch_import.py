@@ -54,8 +54,9 @@ KEYWORDS = {"model", "hparam", "input", "param", "block", "repeat", "as", "retur
 # names the importer never gives a variable: acc's op names, builtins, dtypes, initializers
 RESERVED = KEYWORDS | {"matmul", "linear", "add", "sub", "mul", "div", "scale", "gelu", "relu", "silu", "tanh", "exp",
                        "layernorm", "rmsnorm", "softmax", "attention", "rope", "embedding", "cross_entropy",
-                       "dropout", "reshape", "transpose", "slice", "concat", "sum", "mean", "split", "sqrt", "f32",
-                       "i32", "bf16", "f16", "zeros", "ones", "normal", "uniform", "input", "param"}
+                       "dropout", "reshape", "transpose", "slice", "concat", "sum", "mean", "split", "sqrt", "shift",
+                       "gelu_erf", "sigmoid", "log", "where", "max", "min", "f32", "i32", "bf16", "f16", "zeros",
+                       "ones", "normal", "uniform", "input", "param"}
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -13,7 +13,9 @@ rotate_half(q) * sin with cos/sin tables is rope). They become "pending"
 Vals: harmless while only the pattern uses them, an error naming the ATen op
 and the user's source line if anything else needs their value. Nothing is
 approximated: every mapping is exact up to float32 rounding, and what is not
-exact is refused.
+exact is refused, but for two documented cases (docs/from-pytorch.md): the
+gradient of amax/amin at ties, and a number filled in by where/masked_fill
+(t * 0.0 + s) where t is not finite.
 
 What this is not: a general ATen compiler. The table OPS below is the list of
 supported ops (printed by the unsupported-op error).
@@ -38,7 +40,8 @@ class Val:
     block formal, a repeat variable), 'op' (an acc op call, written when
     needed), 'const' (a tensor known at import time: buffers, aranges, rope
     tables; acc has no constant tensors, so only patterns may use it),
-    'pending' (part of a pattern; `what` names the ATen op for the error)."""
+    'pending' (part of a pattern; `what` names the ATen op for the error, or
+    info['plain'] is the Val written when something else needs the value)."""
 
     def __init__(self, kind, shape, dtype, op=None, ins=(), attrs=None, node=None, scope=None, name=None,
                  const=None, what=None, info=None):
@@ -182,6 +185,9 @@ class Converter:
             raise ImportFailure("a constant tensor (%s, computed from buffers or literals) is used by an op acc "
                                 "cannot take it in: acc models have no constant tensors; make it a parameter "
                                 "or an input" % (v.node.name if v.node is not None else "?"), v.node)
+        if v.kind == "pending" and v.info.get("plain") is not None:  # a pattern's start, needed as itself
+            v.name = self.name_of(v.info["plain"])
+            return v.name
         if v.kind == "pending":
             raise ImportFailure("unsupported: %s" % v.what, v.node)
         args = [self.name_of(i) for i in v.ins]
@@ -228,6 +234,8 @@ def is_val(x):
 def h_identity(c, n, a, k):
     v = a[0]
     out_dt = dtype_of(n)
+    if out_dt == "bool" and v.dtype in ("i32", "f32") and v.kind in ("leaf", "op"):  # mask.bool(): mask != 0
+        return cond_val(c, n, v, False)
     need(out_dt == v.dtype, "%s: a conversion from %s to %s; acc computes in float32 and cannot change a "
          "tensor's dtype" % (n.target, v.dtype, out_dt), n)
     return v
@@ -405,14 +413,20 @@ def binary(c, n, op, x, y):
     if not is_val(y) or not is_val(x):  # a tensor and a number
         t, s = (x, y) if is_val(x) else (y, x)
         s = float(s)
+        need(math.isfinite(s), "%s with the number %r: acc's DSL has no infinite or NaN literal" % (n.target, s), n)
         if op == "mul" or (op == "div" and is_val(x)):
             alpha = s if op == "mul" else 1.0 / s
             return c.op("scale", [t], [("alpha", alpha)], shape_of(n), "f32", n)
         if op == "add" and t.kind == "pending" and t.info.get("pat") == "meansq":
-            return c.pending("aten.add.Tensor with a number (acc's DSL has no tensor + number)", n, shape_of(n),
-                             pat="meansq_eps", x=t.info["x"], eps=s)
-        return c.pending("%s with a number operand (acc's DSL has no tensor %s number)" % (
-            n.target, {"add": "+", "sub": "-", "div": "/"}[op]), n, shape_of(n))
+            return c.pending("mean(x*x) + eps outside RMSNorm", n, shape_of(n), pat="meansq_eps", x=t.info["x"],
+                             eps=s, plain=c.op("shift", [t], [("beta", s)], shape_of(n), "f32", n))
+        if op == "div":
+            return c.pending("%s of a number by a tensor (acc's DSL has no number / tensor)" % n.target, n,
+                             shape_of(n))
+        if op == "sub" and is_val(y):  # s - t: -t + s
+            t = c.op("scale", [t], [("alpha", -1.0)], shape_of(n), "f32", n)
+            return c.op("shift", [t], [("beta", s)], shape_of(n), "f32", n)
+        return c.op("shift", [t], [("beta", s if op == "add" else -s)], shape_of(n), "f32", n)
     x, y = unexpand(x), unexpand(y)
     if op == "mul":
         for p, q in ((x, y), (y, x)):
@@ -451,6 +465,7 @@ def h_binary(op):
 
 
 def h_rsub(c, n, a, k):
+    need(k.get("alpha", 1) == 1, "%s with alpha" % n.target, n)
     return binary(c, n, "sub", a[1], a[0])
 
 
@@ -466,10 +481,11 @@ def h_unary(op):
 
 
 def h_gelu(c, n, a, k):
+    """approximate='tanh' is acc's gelu; 'none' (erf) is gelu_erf, what the
+    DSL writes gelu(x, exact=true)."""
     approx = k.get("approximate", a[1] if len(a) > 1 else "none")
-    need(approx == "tanh", "aten.gelu with approximate='%s': acc's gelu is the tanh approximation "
-         "(GELU(approximate='tanh')); the exact erf form is not supported" % approx, n)
-    return c.op("gelu", [a[0]], [], shape_of(n), "f32", n)
+    need(approx in ("tanh", "none"), "aten.gelu with approximate='%s'" % approx, n)
+    return c.op("gelu" if approx == "tanh" else "gelu_erf", [a[0]], [], shape_of(n), "f32", n)
 
 
 def h_pow(c, n, a, k):
@@ -490,18 +506,19 @@ def reduce_dims(n, a, k, rank):
         return None, keep
     if isinstance(dims, int):
         dims = [dims]
-    need(len(dims) == 1, "%s over several dimensions %s: acc's sum/mean take one axis (or all)" % (
+    need(len(dims) == 1, "%s over several dimensions %s: acc's reductions take one axis (or all)" % (
         n.target, list(dims)), n)
     return axis(dims[0], rank), keep
 
 
 def h_reduce(op):
-    def h(c, n, a, k):
+    """sum, mean, max, min over one axis or all; out: the result's shape
+    (the node's own by default)."""
+
+    def h(c, n, a, k, out=None):
         v = a[0]
+        out = shape_of(n) if out is None else out
         d, keep = reduce_dims(n, a, k, len(v.shape))
-        if op == "mean" and v.kind == "op" and v.op == "mul" and v.name is None and v.ins[0] is v.ins[1] and \
-                d == len(v.shape) - 1 and keep:
-            return c.pending("mean of x*x (known inside RMSNorm)", n, shape_of(n), pat="meansq", x=v.ins[0])
         attrs = [] if d is None else [("axis", d)]
         if keep:
             attrs.append(("keepdim", True))
@@ -513,9 +530,89 @@ def h_reduce(op):
                 del sym[d]
         if d is None and keep:
             sym = [None] * len(v.shape)
-        return c.op(op, [v], attrs, shape_of(n), "f32", n, sym)
+        r = c.op(op, [v], attrs, out, "f32", n, sym)
+        if op == "mean" and v.kind == "op" and v.op == "mul" and v.name is None and v.ins[0] is v.ins[1] and \
+                d == len(v.shape) - 1 and keep:  # perhaps RMSNorm's mean(x^2)
+            return c.pending("mean of x*x", n, out, pat="meansq", x=v.ins[0], plain=r)
+        return r
 
     return h
+
+
+def h_max_dim(op):
+    """max.dim/min.dim: (values, indices). The values are acc's max/min;
+    the indices (argmax) are refused where something reads them."""
+
+    def h(c, n, a, k):
+        v = a[0]
+        vals = h_reduce(op)(c, n, [v, a[1], a[2] if len(a) > 2 else k.get("keepdim", False)], {},
+                            shape_of_item(n, 0))
+        idx = c.pending("the indices of %s (acc's %s gives the values only; there is no argmax)" % (n.target, op),
+                        n, shape_of_item(n, 1), "i32")
+        return [vals, idx]
+
+    return h
+
+
+def shape_of_item(n, i):
+    return tuple(int(d) for d in n.meta.get("val")[i].shape)
+
+
+def cond_val(c, n, v, neg):
+    """A bool mask known as `v != 0` (neg False) or `v == 0` (neg True):
+    only where (and masked_fill) take it, as their cond."""
+    return c.pending("a bool tensor (acc has no bool tensors; where and masked_fill take mask != 0, mask == 0 "
+                     "and mask.bool() of an i32 or f32 mask as their condition)", n, shape_of(n), "bool",
+                     pat="cond", x=v, neg=neg)
+
+
+def h_compare_zero(neg):
+    def h(c, n, a, k):
+        v, s = a[0], a[1]
+        if is_val(v) and v.kind in ("leaf", "op") and not is_val(s) and s == 0:
+            return cond_val(c, n, v, neg)
+        return c.pending("%s (acc knows mask != 0 and mask == 0 of an i32 or f32 tensor, against the number 0, "
+                         "as a where condition only)" % n.target, n, shape_of(n), "bool")
+
+    return h
+
+
+def fill_like(c, n, t, s):
+    """A tensor of t's shape filled with the number s: t * 0.0 + s (acc has no
+    constant tensors; exact where t is finite)."""
+    s = float(s)
+    need(math.isfinite(s), "%s with the fill value %r: acc's DSL has no infinite or NaN literal (a large finite "
+         "value such as -1e4 works)" % (n.target, s), n)
+    z = c.op("scale", [t], [("alpha", 0.0)], t.shape, "f32", n)
+    return z if s == 0 else c.op("shift", [z], [("beta", s)], t.shape, "f32", n)
+
+
+def where(c, n, cond, x, y):
+    """acc's where(cond, x, y); x or y may be a number (filled from the other)."""
+    need(is_val(cond) and cond.kind == "pending" and cond.info.get("pat") == "cond",
+         "%s with a condition acc cannot take: it takes mask != 0, mask == 0 or mask.bool() of an i32 or f32 "
+         "mask (an input or a computed tensor)" % n.target, n)
+    if not is_val(x) and not is_val(y):
+        raise ImportFailure("%s of two numbers" % n.target, n)
+    x = unexpand(x) if is_val(x) else fill_like(c, n, unexpand(y), x)
+    y = unexpand(y) if is_val(y) else fill_like(c, n, x, y)
+    for t in (x, y):
+        need(t.kind != "const", "%s with a constant tensor: acc models have no constant tensors" % n.target, n)
+    if cond.info["neg"]:
+        x, y = y, x
+    return c.op("where", [cond.info["x"], x, y], [], shape_of(n), "f32", n)
+
+
+def h_where(c, n, a, k):
+    return where(c, n, a[0], a[1], a[2])
+
+
+def h_masked_fill(c, n, a, k):
+    v, mask, s = a[0], a[1], a[2]
+    if is_val(s):
+        need(s.kind == "const" and s.const.dim() == 0, "%s with a tensor fill value" % n.target, n)
+        s = float(s.const)
+    return where(c, n, mask, s, v)
 
 
 def h_rsqrt(c, n, a, k):
@@ -552,9 +649,9 @@ def h_layer_norm(c, n, a, k):
     eps = a[4] if len(a) > 4 else 1e-5
     need(len(shape) == 1, "aten.layer_norm over %d dimensions: acc's layernorm normalizes the last one"
          % len(shape), n)
-    need(w is not None and b is not None, "aten.layer_norm without %s: acc's layernorm has a weight and a bias "
-         "(nn.LayerNorm(elementwise_affine=True, bias=True))" % ("a weight" if w is None else "a bias"), n)
-    return c.op("layernorm", [x, w, b], [("eps", float(eps))], shape_of(n), "f32", n)
+    need(w is not None, "aten.layer_norm without a weight: acc's layernorm has one (nn.LayerNorm("
+         "elementwise_affine=True))", n)
+    return c.op("layernorm", [x, w] + ([b] if b is not None else []), [("eps", float(eps))], shape_of(n), "f32", n)
 
 
 def h_softmax(c, n, a, k):
@@ -754,6 +851,15 @@ OPS = {
     "aten.silu.default": h_unary("silu"),
     "aten.tanh.default": h_unary("tanh"),
     "aten.exp.default": h_unary("exp"),
+    "aten.sigmoid.default": h_unary("sigmoid"),
+    "aten.log.default": h_unary("log"),
+    "aten.where.self": h_where,
+    "aten.where.ScalarSelf": h_where,
+    "aten.where.ScalarOther": h_where,
+    "aten.masked_fill.Scalar": h_masked_fill,
+    "aten.masked_fill.Tensor": h_masked_fill,
+    "aten.ne.Scalar": h_compare_zero(False),
+    "aten.eq.Scalar": h_compare_zero(True),
     "aten.layer_norm.default": h_layer_norm,
     "aten.rms_norm.default": h_rms_norm,
     "aten.pow.Tensor_Scalar": h_pow,
@@ -787,6 +893,12 @@ OPS = {
     "aten.sum.default": h_reduce("sum"),
     "aten.mean.dim": h_reduce("mean"),
     "aten.mean.default": h_reduce("mean"),
+    "aten.amax.default": h_reduce("max"),
+    "aten.amin.default": h_reduce("min"),
+    "aten.max.default": h_reduce("max"),
+    "aten.min.default": h_reduce("min"),
+    "aten.max.dim": h_max_dim("max"),
+    "aten.min.dim": h_max_dim("min"),
     "aten.contiguous.default": h_identity,
     "aten.clone.default": h_identity,
     "aten.alias.default": h_identity,

@@ -24,22 +24,34 @@ class Sort(nn.Module):
         return torch.sort(self.fc(x), dim=-1).values.mean()  # unsupported: sort
 
 
-class ErfGelu(nn.Module):
+class Reciprocal(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
     def forward(self, x):
-        return F.gelu(self.fc(x)).mean()  # refused: erf gelu
+        return (2.0 / self.fc(x)).mean()  # unsupported: number / tensor
 
 
-class PlusOne(nn.Module):
+class MaxIndices(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.emb = nn.Embedding(8, 4)
+
+    def forward(self, x):
+        i = self.fc(x).max(dim=-1).indices  # refused: argmax
+        return self.emb(i).mean()
+
+
+class FillInf(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
-    def forward(self, x):
-        return (self.fc(x) + 1.0).mean()  # refused: tensor + number
+    def forward(self, x, m):
+        h = self.fc(x).masked_fill(m == 0, float("-inf"))  # refused: -inf fill
+        return torch.softmax(h, dim=-1).mean()
 
 
 class NotALoss(nn.Module):
@@ -72,12 +84,16 @@ def sort():
     return Sort(), (torch.randn(4, 8),)
 
 
-def erf_gelu():
-    return ErfGelu(), (torch.randn(4, 8),)
+def reciprocal():
+    return Reciprocal(), (torch.randn(4, 8),)
 
 
-def plus_one():
-    return PlusOne(), (torch.randn(4, 8),)
+def max_indices():
+    return MaxIndices(), (torch.randn(4, 8),)
+
+
+def fill_inf():
+    return FillInf(), (torch.randn(4, 8), torch.randint(0, 2, (4, 8)))
 
 
 def not_a_loss():

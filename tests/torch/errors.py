@@ -32,8 +32,10 @@ SRC = os.path.join(HERE, "bad_modules.py")
 CASES = [
     ("cumsum", "unsupported ATen op aten.cumsum.default", "# unsupported: cumsum", True),
     ("sort", "unsupported ATen op aten.sort.default", "# unsupported: sort", True),
-    ("erf_gelu", "aten.gelu with approximate='none'", "# refused: erf gelu", False),
-    ("plus_one", "aten.add.Tensor with a number operand", "# refused: tensor + number", True),
+    ("reciprocal", "unsupported ATen op aten.reciprocal.default", "# unsupported: number / tensor", True),
+    ("max_indices", "the indices of aten.max.dim (acc's max gives the values only", "# refused: argmax", True),
+    ("fill_inf", "aten.masked_fill.Scalar with the fill value -inf: acc's DSL has no infinite", "# refused: -inf fill",
+     False),
     ("padded", "the example targets hold ignore_index (-100), which aten.cross_entropy_loss.default skips",
      "# refused: ignore_index", False),
     ("not_a_loss", "forward must return the training loss, one float32 scalar; it returns a tensor of shape [4, 8]",

@@ -7,7 +7,13 @@ imports each builder and checks one step against PyTorch):
           nn.Dropout in eval mode, an output head with a bias;
   attn(): x @ W.T + b, attention written out with softmax, a non-causal
           F.scaled_dot_product_attention on unsqueezed heads, a
-          mean-squared-error loss with ** 2.
+          mean-squared-error loss with ** 2;
+  newops(): an MLP with nn.GELU() (the erf form), sigmoid gating, numbers
+          added, subtracted, multiplied and divided (x * 0.5 + 1.0, 1.0 - x,
+          x / 4.0), log of a positive value, amax / max(dim).values / amin,
+          torch.where (of two tensors, or of a number and a tensor) and
+          masked_fill on an integer mask input, nn.LayerNorm(bias=False),
+          mean(u * u) + 1.0 (how RMSNorm starts) used as a value of its own.
 """
 import torch
 import torch.nn as nn
@@ -85,6 +91,30 @@ class WrittenOut(nn.Module):
         return ((o - y) ** 2).mean()
 
 
+class NewOps(nn.Module):
+    def __init__(self, dim=16, hidden=32, classes=5):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim, bias=False)
+        self.up = nn.Linear(dim, hidden)
+        self.gate = nn.Linear(dim, hidden)
+        self.act = nn.GELU()
+        self.down = nn.Linear(hidden, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x, mask, targets):
+        h = self.norm(x)
+        u = self.act(self.up(h)) * torch.sigmoid(self.gate(h))  # erf GELU, sigmoid gating
+        u = u * 0.5 + 1.0
+        u = torch.log(torch.exp(u - 0.25) + 1.0) - (1.0 - u) / 4.0  # log of a positive value
+        u = u - torch.amax(u, dim=-1, keepdim=True)
+        u = u / ((u * u).mean(-1, keepdim=True) + 1.0)  # RMSNorm's start, used as itself
+        s = self.down(u)
+        s = torch.where(mask.bool(), s, s * 2.0) + s.masked_fill(mask == 0, -3.0) * torch.where(mask != 0, 0.5, s)
+        s = s + s.max(dim=1, keepdim=True).values - torch.amin(s, dim=-1, keepdim=True)
+        logits = self.head(s)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 def llm():
     torch.manual_seed(3)
     model = SmallLM()
@@ -98,3 +128,9 @@ def llm():
 def attn():
     torch.manual_seed(4)
     return WrittenOut(), (torch.randn(2, 8, 16), torch.randn(2, 8, 16))
+
+
+def newops():
+    torch.manual_seed(5)
+    mask = torch.randint(0, 2, (2, 8, 1))  # per position, broadcast over the features
+    return NewOps(), (torch.randn(2, 8, 16), mask, torch.randint(0, 5, (2, 8)))
