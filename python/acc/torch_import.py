@@ -745,6 +745,12 @@ def main(argv):
     n_el = sum(p.numel() for _, p in params)
     print("acc import: wrote %s (%d parameters, %d elements), %s.params.bin, %s.inputs.bin, %s.names" % (
         path, len(params), n_el, name, name, name))
+    seen = set()
+    for msg, node in imp.conv.caveats:
+        at = where(node)
+        if (msg, at) not in seen:
+            seen.add((msg, at))
+            print("acc import: warning: %s%s" % (msg, "\n  at " + at if at else ""), file=sys.stderr)
     for u in imp.unused:
         if u not in imp.param_aliases:
             print("acc import: note: parameter %s does not reach the loss; it is not in the model" % u)

@@ -128,6 +128,12 @@ class Converter:
     def __init__(self):
         self.scope = None  # the scope new Vals belong to
         self.hparams = {}  # recovered hyperparameters: name -> value
+        self.caveats = []  # (message, node): mappings exact only on some data, printed as warnings
+
+    def caveat(self, msg, node):
+        """Say (once per message and source line) where the import is exact
+        only on some data: nothing differs silently."""
+        self.caveats.append((msg, node))
 
     # ---- making Vals ----
     def op(self, op, ins, attrs, shape, dtype="f32", node=None, sym=None):
@@ -531,6 +537,9 @@ def h_reduce(op):
         if d is None and keep:
             sym = [None] * len(v.shape)
         r = c.op(op, [v], attrs, out, "f32", n, sym)
+        if op in ("max", "min"):
+            c.caveat("%s: where several elements tie for the %s, acc gives the gradient to the first of them "
+                     "and PyTorch splits it evenly" % (n.target, op), n)
         if op == "mean" and v.kind == "op" and v.op == "mul" and v.name is None and v.ins[0] is v.ins[1] and \
                 d == len(v.shape) - 1 and keep:  # perhaps RMSNorm's mean(x^2)
             return c.pending("mean of x*x", n, out, pat="meansq", x=v.ins[0], plain=r)
@@ -583,6 +592,8 @@ def fill_like(c, n, t, s):
     s = float(s)
     need(math.isfinite(s), "%s with the fill value %r: acc's DSL has no infinite or NaN literal (a large finite "
          "value such as -1e4 works)" % (n.target, s), n)
+    c.caveat("%s: the number %r is filled in as t * 0.0 + %r, which is NaN where t is infinite or NaN (PyTorch "
+             "gives %r there)" % (n.target, s, s, s), n)
     z = c.op("scale", [t], [("alpha", 0.0)], t.shape, "f32", n)
     return z if s == 0 else c.op("shift", [z], [("beta", s)], t.shape, "f32", n)
 
