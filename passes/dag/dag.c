@@ -1,7 +1,8 @@
-/* dag.c - planning a published graph: an exhaustive search for tests, acc's
- * heuristic incumbent and the driver of the three methods (the integer
- * programs are in dag_milp.c, the simulator every plan is scored by and the
- * baseline in dag_sim.c).
+/* dag.c - planning a published graph: acc's heuristic incumbents and the
+ * driver of the methods (the integer programs are in dag_milp.c, the exact
+ * search over every schedule in dag_search.c, the reference of the tests in
+ * dag_exhaustive.c, the simulator every plan is scored by and the baseline in
+ * dag_sim.c).
  *
  * requires: a Dag (dag_json.c), a budget. provides: a schedule (node
  * executions in order), its exact peak and total compute from dag_simulate.
@@ -22,91 +23,6 @@
 #include "dag_impl.h"
 #include "lp.h"
 
-
-/* ---- exhaustive search (tests) ------------------------------------------------- */
-
-typedef struct {
-    double dist;
-    int state;
-} HeapItem;
-
-typedef VEC(HeapItem) HeapVec;
-
-static void heap_push(HeapVec *h, HeapItem x) {
-    VEC_PUSH(*h, x);
-    for (int k = h->n - 1; k > 0 && h->v[(k - 1) / 2].dist > h->v[k].dist; k = (k - 1) / 2) {
-        HeapItem t = h->v[k];
-        h->v[k] = h->v[(k - 1) / 2];
-        h->v[(k - 1) / 2] = t;
-    }
-}
-
-static HeapItem heap_pop(HeapVec *h) {
-    HeapItem top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    for (int k = 0;;) {
-        int l = 2 * k + 1, r = l + 1, s = k;
-        if (l < h->n && h->v[l].dist < h->v[s].dist) s = l;
-        if (r < h->n && h->v[r].dist < h->v[s].dist) s = r;
-        if (s == k) break;
-        HeapItem t = h->v[k];
-        h->v[k] = h->v[s];
-        h->v[s] = t;
-        k = s;
-    }
-    return top;
-}
-
-/* Dijkstra over (next first execution t, set of held outputs P[, the last
- * node recomputed in this stage]): execute t, or an earlier node not held
- * whose inputs are held (memory: P plus the output), or free a held output.
- * staged: recomputations within a stage ascending, as Checkmate's model. */
-double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
-    int n = d->n;
-    ACC_ASSERT(n <= (staged ? 12 : 16));
-    uint32_t full = 1u << n;
-    int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
-    size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
-    Pool mem = {0};
-    double *dist = pool_alloc(&mem, n_states * sizeof(double));
-    uint32_t *inmask = pool_alloc(&mem, (size_t)n * sizeof(uint32_t));
-    for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
-    for (int v = 0; v < n; v++)
-        for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
-#define STATE(t, l, P) ((int)((((size_t)(t) * (size_t)lasts + (size_t)(l)) * full) + (P)))
-    HeapVec h = {0};
-    dist[0] = 0;
-    heap_push(&h, (HeapItem){0, 0});
-    double best = -1;
-    while (h.n) {
-        HeapItem it = heap_pop(&h);
-        if (it.dist > dist[it.state]) continue;
-        uint32_t P = (uint32_t)((size_t)it.state % full);
-        int tl = (int)((size_t)it.state / full), t = tl / lasts, l = tl % lasts;
-        if (t == n) {
-            best = it.dist;
-            break;
-        }
-        int64_t held = 0;
-        for (int i = 0; i < n; i++)
-            if (P >> i & 1) held += d->mem[i];
-        for (int v = staged ? (l > 0 ? l : 0) : 0; v <= t; v++) {
-            if ((P >> v & 1) || (inmask[v] & ~P) || held + d->mem[v] > budget) continue;
-            int ns = v == t ? STATE(t + 1, 0, P | 1u << v) : STATE(t, staged ? v + 1 : 0, P | 1u << v);
-            double nd = it.dist + d->cost[v];
-            if (nd < dist[ns]) dist[ns] = nd, heap_push(&h, (HeapItem){nd, ns});
-        }
-        for (int u = 0; u < n; u++) {
-            if (!(P >> u & 1)) continue;
-            int ns = STATE(t, l, P & ~(1u << u));
-            if (it.dist < dist[ns]) dist[ns] = it.dist, heap_push(&h, (HeapItem){it.dist, ns});
-        }
-    }
-#undef STATE
-    VEC_FREE(h);
-    pool_free(&mem);
-    return best;
-}
 
 /* ---- acc's greedy incumbent ---------------------------------------------------- */
 
@@ -283,7 +199,7 @@ static bool greedy_cut(Heur *h) {
         int best = -1;
         double best_ratio = INFINITY;
         Score best_sc = cur;
-        for (int k = 0; k < m; k++) {
+        for (int k = 0; k < m && ((k & 15) || acc_now_s() < h->deadline); k++) {
             apply_cut(h, cand[k], +1);
             derive(h, &trial);
             Score sc = score(h, &trial);
@@ -476,7 +392,7 @@ static bool materialize(Evict *v, int x) {
 }
 
 /* Run the nodes in order, evicting under the budget, recomputing on demand. */
-static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
+static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out, double deadline) {
     int n = d->n;
     Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
     Pool mem = {0};
@@ -490,7 +406,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
     bool ok = true;
     for (int t = 0; t < n && ok; t++) {
         v.t = t;
-        ok = materialize(&v, t);
+        ok = materialize(&v, t) && ((t & 63) || acc_now_s() < deadline);
     }
     pool_free(&mem);
     return ok;
@@ -509,7 +425,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, k, &ev);
+            ok = evict_schedule(d, budget, k, &ev, deadline);
             if (ok) {
                 DagSim s;
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
@@ -586,11 +502,99 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
     p->fits = p->sim.valid && p->sim.peak <= budget;
 }
 
+/* The least peak of the eviction schedules over budgets between the least
+ * any schedule needs and the baseline's (a bisection), for the report when no
+ * plan fits; -1 if none was found before the deadline. */
+static int64_t least_peak_found(const Dag *d, double deadline) {
+    int64_t lo = dag_min_peak(d), hi = dag_baseline_peak(d), best = hi;
+    Staged s = {0};
+    while (lo < hi && acc_now_s() < deadline) {
+        int64_t mid = lo + (hi - lo) / 2;
+        bool ok = false;
+        for (int k = 0; k < 3 && !ok && acc_now_s() < deadline; k++) ok = evict_schedule(d, mid, k, &s, deadline);
+        if (ok) {
+            DagSim sim;
+            dag_simulate(d, s.ev.v, s.ev.n, &sim, NULL);
+            if (sim.valid && sim.peak < best) best = sim.peak;
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    staged_free(&s);
+    return best;
+}
+
+/* The reference (dag_exhaustive.c) as a method, for benchmarks. */
+static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *topo, DagPlan *p) {
+    bool staged = o->method == DAG_EXHAUSTIVE_STAGED;
+    int max = staged ? DAG_EXHAUSTIVE_MAX_STAGED : DAG_EXHAUSTIVE_MAX;
+    p->bound_scope = staged ? "checkmate" : "all schedules";
+    if (d->n > max) {
+        set_plan_events(p, topo, d->n);
+        snprintf(p->status, sizeof p->status, "too_large");
+        snprintf(p->note, sizeof p->note, "the exhaustive search takes graphs of at most %d nodes", max);
+        return;
+    }
+    int *ev = NULL, n_ev = 0;
+    double c = dag_exhaustive(d, o->budget, staged, &ev, &n_ev);
+    if (c >= 0) {
+        set_plan_events(p, ev, n_ev);
+        p->objective = p->bound = c;
+    } else {
+        set_plan_events(p, topo, d->n);
+    }
+    snprintf(p->status, sizeof p->status, "%s", c >= 0 ? "optimal" : "infeasible");
+    free(ev);
+}
+
+/* acc's exact search over every schedule, for graphs of at most 64 nodes,
+ * from the incumbent inc (if any) until deadline. Returns true when it
+ * settled the question (p holds the optimum, or the proof that nothing
+ * fits); else *bound is a lower bound on every schedule (or NAN). */
+static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const Staged *inc, double deadline,
+                                  DagPlan *p, double *bound) {
+    *bound = NAN;
+    if (d->n > DAG_SEARCH_MAX_NODES) return false;
+    double upper = INFINITY;
+    if (inc) {
+        DagSim sim;
+        dag_simulate(d, inc->ev.v, inc->ev.n, &sim, NULL);
+        upper = sim.compute;
+    }
+    double t0 = acc_now_s();
+    DagSearch s;
+    dag_search_exact(d, o->budget, upper, deadline, DAG_SEARCH_STATES, &s);
+    if (o->verbose)
+        fprintf(stderr, "acc plan: search over every schedule: %s, %d states, bound %.8g, %.3f s\n",
+                s.status == DAG_SEARCH_FOUND  ? "optimum found"
+                : s.status == DAG_SEARCH_NONE ? (inc ? "the incumbent is optimal" : "nothing fits")
+                                              : "stopped",
+                s.states, s.bound, acc_now_s() - t0);
+    bool settled = s.status != DAG_SEARCH_STOPPED;
+    p->bound_scope = "all schedules";
+    if (s.status == DAG_SEARCH_FOUND) {
+        set_plan_events(p, s.ev, s.n_ev);
+        p->objective = p->bound = s.cost;
+    } else if (s.status == DAG_SEARCH_NONE && inc) {
+        set_plan_events(p, inc->ev.v, inc->ev.n);
+        p->objective = p->bound = upper;
+    } else if (s.status == DAG_SEARCH_STOPPED && isfinite(s.bound)) {
+        *bound = s.bound;
+    }
+    if (settled) snprintf(p->status, sizeof p->status, "%s", s.status == DAG_SEARCH_NONE && !inc ? "infeasible" : "optimal");
+    if (settled && !inc && s.status == DAG_SEARCH_NONE)
+        snprintf(p->note, sizeof p->note, "no schedule fits: the exact search over every schedule found none");
+    dag_search_free(&s);
+    return settled;
+}
+
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     double t0 = acc_now_s();
     memset(p, 0, sizeof *p);
     p->objective = p->bound = p->gap = NAN;
     p->bound_scope = "";
+    p->least_peak = -1;
     double limit = o->time_limit_s > 0 ? o->time_limit_s : o->method == DAG_ACC ? 20 : 60;
     double deadline = t0 + limit;
     int n = d->n;
@@ -599,12 +603,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     double base_compute = dag_baseline_compute(d);
     bool ok = true;
     bool fits_as_is = dag_baseline_peak(d) <= o->budget;
+    int64_t least = -1; /* the least peak found, when no heuristic fits */
     if (n > DAG_DENSE_MAX_NODES && !fits_as_is) {
         /* the searches keep node x stage tables (n^2 bytes and time): past
          * this size they could not finish, nor respect the time limit; the
          * plan is the topological order, which does not fit */
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "too_large");
+    } else if (o->method == DAG_EXHAUSTIVE || o->method == DAG_EXHAUSTIVE_STAGED) {
+        plan_exhaustive(d, o, topo, p);
     } else if (o->method != DAG_ACC) {
         ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline, o->emit_lp, o->verbose, p,
                                  err, err_len);
@@ -620,14 +627,25 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "infeasible");
         p->bound_scope = "all schedules";
+        snprintf(p->note, sizeof p->note, "no schedule fits: a node with its inputs needs %lld",
+                 (long long)dag_min_peak(d));
     } else {
-        /* the heuristics, the relaxation's bound and its rounding, then the search */
+        /* the heuristics; on small graphs the exact search over every
+         * schedule; else the relaxation's bound and its rounding, then the
+         * search over staged plans */
         Staged inc = {0}, rounded = {0};
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
+        double any_bound = NAN;
+        if (!have) least = least_peak_found(d, acc_now_s() + 0.05 * limit);
+        if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
+            staged_free(&inc);
+            goto scored;
+        }
         double bound = NAN, *keep = NULL;
         bool infeasible = false;
-        ok = dag_acc_bound(d, o->budget, t0 + 0.35 * limit, o->verbose, &bound, &infeasible, &keep, err, err_len);
-        if (ok && keep && round_keep(d, o->budget, keep, t0 + 0.45 * limit, &rounded, o->verbose)) {
+        double now = acc_now_s(), left = deadline - now;
+        ok = dag_acc_bound(d, o->budget, now + 0.25 * left, o->verbose, &bound, &infeasible, &keep, err, err_len);
+        if (ok && keep && round_keep(d, o->budget, keep, acc_now_s() + 0.1 * left, &rounded, o->verbose)) {
             DagSim a, b;
             dag_simulate(d, rounded.ev.v, rounded.ev.n, &b, NULL);
             if (have) dag_simulate(d, inc.ev.v, inc.ev.n, &a, NULL);
@@ -640,13 +658,21 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         free(keep);
         staged_free(&rounded);
         if (ok && infeasible) {
-            set_plan_events(p, topo, n);
-            snprintf(p->status, sizeof p->status, "infeasible");
-            p->bound_scope = "checkmate";
+            /* proven for staged plans only: not a proof for every schedule */
+            snprintf(p->status, sizeof p->status, "no_solution");
+            snprintf(p->note, sizeof p->note,
+                     "no staged plan fits (the relaxation proves it); schedules with other recomputation orders "
+                     "were not searched to the end");
         } else if (ok) {
             ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->verbose, bound, p, err, err_len);
+            if (ok && !strcmp(p->status, "infeasible")) {
+                snprintf(p->status, sizeof p->status, "no_solution");
+                snprintf(p->note, sizeof p->note,
+                         "no staged plan fits (the complete program proves it); schedules with other recomputation "
+                         "orders were not searched to the end");
+                p->bound = NAN;
+            }
         }
-        if (ok && !strcmp(p->status, "infeasible") && !p->ev) set_plan_events(p, topo, n);
         if (ok) {
             /* the best plan that fits, by the simulator */
             DagPlan h = {0};
@@ -661,9 +687,11 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             }
             free(h.ev);
             if (!p->ev) set_plan_events(p, topo, n);
+            if (!isfinite(p->bound) && isfinite(any_bound)) p->bound = any_bound, p->bound_scope = "all schedules";
         }
         staged_free(&inc);
     }
+scored:
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
@@ -676,6 +704,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         p->bound = b;
         p->gap = p->sim.compute > 0 ? (p->sim.compute - b) / p->sim.compute : 0;
         if (p->gap < 0) p->gap = 0;
+    }
+    if (!p->fits && o->method == DAG_ACC && strcmp(p->status, "infeasible") && strcmp(p->status, "too_large")) {
+        p->least_peak = least;
+        if (!p->note[0] && least < 0)
+            snprintf(p->note, sizeof p->note, "no plan found within the time limit, and none proven impossible");
+        else if (!p->note[0])
+            snprintf(p->note, sizeof p->note,
+                     "no plan found within the time limit, and none proven impossible; the least peak found: %lld",
+                     (long long)p->least_peak);
     }
     p->solve_s = acc_now_s() - t0;
     return true;
