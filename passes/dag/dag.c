@@ -502,27 +502,50 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
     p->fits = p->sim.valid && p->sim.peak <= budget;
 }
 
-/* The least peak of the eviction schedules over budgets between the least
- * any schedule needs and the baseline's (a bisection), for the report when no
- * plan fits; -1 if none was found before the deadline. */
-static int64_t least_peak_found(const Dag *d, double deadline) {
-    int64_t lo = dag_min_peak(d), hi = dag_baseline_peak(d), best = hi;
+/* The eviction schedules over budgets between the least any schedule needs
+ * and the baseline's peak (a bisection): the least peak among them (-1 if
+ * none was found before the deadline), for the report when no plan fits, and
+ * in fit the cheapest of them that fits under budget, relieved of the drops
+ * it can afford (the eviction at the budget itself can fail where one at a
+ * smaller budget fits). Returns whether fit holds a plan. */
+static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t *least, Staged *fit) {
+    int64_t lo = dag_min_peak(d), hi = dag_baseline_peak(d);
     Staged s = {0};
+    double fit_cost = INFINITY;
+    *least = -1;
     while (lo < hi && acc_now_s() < deadline) {
         int64_t mid = lo + (hi - lo) / 2;
         bool ok = false;
         for (int k = 0; k < 3 && !ok && acc_now_s() < deadline; k++) ok = evict_schedule(d, mid, k, &s, deadline);
-        if (ok) {
-            DagSim sim;
-            dag_simulate(d, s.ev.v, s.ev.n, &sim, NULL);
-            if (sim.valid && sim.peak < best) best = sim.peak;
+        DagSim sim;
+        if (ok) dag_simulate(d, s.ev.v, s.ev.n, &sim, NULL);
+        if (ok && sim.valid) {
+            if (*least < 0 || sim.peak < *least) *least = sim.peak;
+            if (sim.peak <= budget && sim.compute < fit_cost) {
+                fit_cost = sim.compute;
+                staged_clear(fit);
+                for (int e = 0; e < s.ev.n; e++) staged_push(fit, s.stage.v[e], s.ev.v[e]);
+            }
             hi = mid;
         } else {
             lo = mid + 1;
         }
     }
     staged_free(&s);
-    return best;
+    if (!isfinite(fit_cost)) return false;
+    Heur *h = heur_new(d, budget, deadline);
+    cuts_from_schedule(h, fit);
+    derive(h, &h->cur);
+    if (score(h, &h->cur).peak <= budget) {
+        restore_cuts(h);
+        Score sc = score(h, &h->cur);
+        if (sc.peak <= budget && sc.cost < fit_cost) {
+            staged_clear(fit);
+            for (int e = 0; e < h->cur.ev.n; e++) staged_push(fit, h->cur.stage.v[e], h->cur.ev.v[e]);
+        }
+    }
+    heur_free(h);
+    return true;
 }
 
 /* The reference (dag_exhaustive.c) as a method, for benchmarks. */
@@ -636,7 +659,12 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         Staged inc = {0}, rounded = {0};
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
-        if (!have) least = least_peak_found(d, acc_now_s() + 0.05 * limit);
+        if (!have) {
+            have = evict_bisect(d, o->budget, acc_now_s() + 0.05 * limit, &least, &inc);
+            if (o->verbose)
+                fprintf(stderr, "acc plan: eviction over budgets: least peak %lld, %s\n", (long long)least,
+                        have ? "a plan fits" : "none fits");
+        }
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);
             goto scored;
@@ -692,10 +720,12 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         staged_free(&inc);
     }
 scored:
+    if (ok && !p->ev) set_plan_events(p, topo, n); /* no plan: report the topological order, which does not fit */
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
+    else if (!isfinite(p->bound)) p->bound_scope = ""; /* no bound, no scope */
     /* a solver's claim stands only if the simulator agrees */
     if (!strcmp(p->status, "optimal") && (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
         snprintf(p->status, sizeof p->status, "%s", p->fits ? "feasible" : "no_solution");
