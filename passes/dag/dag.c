@@ -413,42 +413,44 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
 }
 
 /* The best of: the greedy descent from keeping everything, and eviction
- * schedules under three scores; each then relieved of drops it can afford. */
+ * schedules under three scores; each then relieved of drops it can afford
+ * (an eviction schedule whose retention plan does not fit as a staged plan is
+ * taken as it is). */
 static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *best_out, bool verbose) {
+    static const char *names[] = {"greedy", "evict/next-use", "evict/staleness", "evict/cost"};
     Heur *h = heur_new(d, budget, deadline);
     Staged ev = {0};
     double best = INFINITY;
     for (int k = -1; k < 3 && acc_now_s() < deadline; k++) {
-        bool ok;
+        bool ok, as_is = false;
         double t0 = acc_now_s();
+        DagSim s = {0};
         if (k < 0) {
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
             ok = evict_schedule(d, budget, k, &ev, deadline);
             if (ok) {
-                DagSim s;
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
                 derive(h, &h->cur);
                 Score sc = score(h, &h->cur);
-                ok = s.valid && sc.peak <= budget;
+                as_is = sc.peak > budget && s.valid && s.peak <= budget;
+                ok = as_is || (s.valid && sc.peak <= budget);
             }
         }
-        double c0 = ok ? score(h, &h->cur).cost : NAN;
-        if (ok) restore_cuts(h);
-        Score sc = score(h, &h->cur);
+        double c0 = as_is ? s.compute : ok ? score(h, &h->cur).cost : NAN;
+        if (ok && !as_is) restore_cuts(h);
+        Score sc = as_is ? (Score){s.peak, s.compute, 0} : score(h, &h->cur);
         if (verbose)
-            fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
-                    k < 0    ? "greedy"
-                    : k == 0 ? "evict/next-use"
-                    : k == 1 ? "evict/staleness"
-                             : "evict/cost",
-                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, acc_now_s() - t0);
+            fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n", names[k + 1],
+                    ok ? (as_is ? "fits (as it is)" : "fits") : "found nothing", c0, ok ? sc.cost : NAN,
+                    acc_now_s() - t0);
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
+            const Staged *from = as_is ? &ev : &h->cur;
             staged_clear(best_out);
-            for (int e = 0; e < h->cur.ev.n; e++) staged_push(best_out, h->cur.stage.v[e], h->cur.ev.v[e]);
+            for (int e = 0; e < from->ev.n; e++) staged_push(best_out, from->stage.v[e], from->ev.v[e]);
         }
     }
     staged_free(&ev);
