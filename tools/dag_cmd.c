@@ -112,11 +112,11 @@ int acc_plan_main(int argc, char **argv) {
     /* --time-limit bounds the whole command: what reading the graph took
      * comes out of the planner's share */
     if (limit > 0) limit = fmax(limit - (acc_now_s() - t0), 0.05 * limit);
-    DagPlanOptions o = {!strcmp(method, "acc")                ? DAG_ACC
-                        : !strcmp(method, "checkmate-milp")   ? DAG_CHECKMATE_MILP
-                        : !strcmp(method, "checkmate-lp")     ? DAG_CHECKMATE_LP
+    DagPlanOptions o = {!strcmp(method, "acc")                 ? DAG_ACC
+                        : !strcmp(method, "checkmate-milp")    ? DAG_CHECKMATE_MILP
+                        : !strcmp(method, "checkmate-lp")      ? DAG_CHECKMATE_LP
                         : !strcmp(method, "exhaustive-staged") ? DAG_EXHAUSTIVE_STAGED
-                                                              : DAG_EXHAUSTIVE,
+                                                               : DAG_EXHAUSTIVE,
                         budget, limit, emit_lp, verbose};
     DagPlan p;
     if (!dag_plan(&d, &o, &p, err, sizeof err)) {

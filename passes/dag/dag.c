@@ -577,8 +577,8 @@ static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *to
  * from the incumbent inc (if any) until deadline. Returns true when it
  * settled the question (p holds the optimum, or the proof that nothing
  * fits); else *bound is a lower bound on every schedule (or NAN). */
-static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const Staged *inc, double deadline,
-                                  DagPlan *p, double *bound) {
+static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const Staged *inc, double deadline, DagPlan *p,
+                                  double *bound) {
     *bound = NAN;
     if (d->n > DAG_SEARCH_MAX_NODES) return false;
     double upper = INFINITY;
@@ -607,7 +607,8 @@ static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const S
     } else if (s.status == DAG_SEARCH_STOPPED && isfinite(s.bound)) {
         *bound = s.bound;
     }
-    if (settled) snprintf(p->status, sizeof p->status, "%s", s.status == DAG_SEARCH_NONE && !inc ? "infeasible" : "optimal");
+    if (settled)
+        snprintf(p->status, sizeof p->status, "%s", s.status == DAG_SEARCH_NONE && !inc ? "infeasible" : "optimal");
     if (settled && !inc && s.status == DAG_SEARCH_NONE)
         snprintf(p->note, sizeof p->note, "no schedule fits: the exact search over every schedule found none");
     dag_search_free(&s);
@@ -727,6 +728,8 @@ scored:
     if (!ok) return false;
     score_plan(d, o->budget, p);
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
+    else if (!isfinite(p->bound) && p->fits && o->method == DAG_ACC) /* every node runs at least once */
+        p->bound = base_compute, p->bound_scope = "all schedules";
     else if (!isfinite(p->bound)) p->bound_scope = ""; /* no bound, no scope */
     /* a solver's claim stands only if the simulator agrees */
     if (!strcmp(p->status, "optimal") && (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))

@@ -69,7 +69,7 @@ double dag_exhaustive(const Dag *d, int64_t budget, bool staged, int **ev, int *
     uint32_t inmask[DAG_EXHAUSTIVE_MAX] = {0};
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
-#define STATE(t, l, P) ((((uint32_t)(t) * lasts + (uint32_t)(l)) * full) + (P))
+#define STATE(t, l, P) ((((uint32_t)(t)*lasts + (uint32_t)(l)) * full) + (P))
     HeapVec h = {0};
     dist[0] = 1;
     heap_push(&h, (HeapItem){0, 0});

@@ -340,7 +340,8 @@ static void test_vs_exhaustive(void) {
         int64_t lo = dag_min_peak(&d), hi = dag_baseline_peak(&d);
         for (int k = 0; k < 3; k++) {
             int64_t budget = lo + (hi - lo) * k / 3;
-            double best = dag_exhaustive(&d, budget, true, NULL, NULL), any = dag_exhaustive(&d, budget, false, NULL, NULL);
+            double best = dag_exhaustive(&d, budget, true, NULL, NULL),
+                   any = dag_exhaustive(&d, budget, false, NULL, NULL);
             bool fits;
             char status[32];
             double c = plan_cost(&d, DAG_ACC, budget, &fits, status);

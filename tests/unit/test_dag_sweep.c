@@ -68,7 +68,8 @@ static void gen(Dag *d, int n, int shape) {
             for (int v = start[l]; v < start[l + 1]; v++) {
                 int w = start[l] - start[l - 1], k = 1 + (int)(rnd() % 2);
                 for (int j = 0; j < k; j++) edge(&e, start[l - 1] + (int)(rnd() % (unsigned)w), v);
-                if (l >= 2 && rnd() % 3 == 0) edge(&e, start[l - 2] + (int)(rnd() % (unsigned)(start[l - 1] - start[l - 2])), v);
+                if (l >= 2 && rnd() % 3 == 0)
+                    edge(&e, start[l - 2] + (int)(rnd() % (unsigned)(start[l - 1] - start[l - 2])), v);
             }
         break;
     }
@@ -162,7 +163,8 @@ static Result run_acc(const Dag *d, int64_t budget, double limit, const char *ac
     }
     r.time_s = acc_now_s() - t0;
     remove(path);
-    const char *c = strstr(out, "\"compute\": "), *s = strstr(out, "\"status\": \""), *b = strstr(out, "\"bound_scope\": \"");
+    const char *c = strstr(out, "\"compute\": "), *s = strstr(out, "\"status\": \""),
+               *b = strstr(out, "\"bound_scope\": \"");
     r.fits = strstr(out, "\"fits\": true") != NULL;
     if (c) r.compute = atof(c + 11);
     if (s) sscanf(s + 11, "%31[^\"]", r.status);
