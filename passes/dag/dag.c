@@ -412,6 +412,53 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
     return ok;
 }
 
+/* Drop the recomputations a schedule can do without: each, most expensive
+ * first, is removed if the schedule stays valid and under the budget (its
+ * readers then read the earlier copy, held longer); passes until none goes
+ * or the deadline. For schedules whose retention plan does not fit as a
+ * staged plan (restore_cuts cannot relieve them). */
+static void prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
+    Staged trial = {0};
+    bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
+    for (bool again = true; again && acc_now_s() < deadline;) {
+        again = false;
+        /* the recomputation events, most expensive first */
+        VEC(int) rec = {0};
+        memset(seen, 0, (size_t)d->n * sizeof(bool));
+        for (int e = 0; e < s->ev.n; e++) {
+            if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
+            seen[s->ev.v[e]] = true;
+        }
+        for (int a = 1; a < rec.n; a++)
+            for (int b = a; b > 0 && d->cost[s->ev.v[rec.v[b - 1]]] < d->cost[s->ev.v[rec.v[b]]]; b--) {
+                int x = rec.v[b];
+                rec.v[b] = rec.v[b - 1], rec.v[b - 1] = x;
+            }
+        uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
+        for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
+            drop[rec.v[k]] = 1;
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            DagSim sim;
+            dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+            if (sim.valid && sim.peak <= budget) again = true;
+            else drop[rec.v[k]] = 0;
+        }
+        if (again) {
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            staged_clear(s);
+            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+        }
+        free(drop);
+        VEC_FREE(rec);
+    }
+    free(seen);
+    staged_free(&trial);
+}
+
 /* The best of: the greedy descent from keeping everything, and eviction
  * schedules under three scores; each then relieved of drops it can afford
  * (an eviction schedule whose retention plan does not fit as a staged plan is
@@ -441,6 +488,10 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         }
         double c0 = as_is ? s.compute : ok ? score(h, &h->cur).cost : NAN;
         if (ok && !as_is) restore_cuts(h);
+        if (as_is) {
+            prune_recomputations(d, budget, deadline, &ev);
+            dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
+        }
         Score sc = as_is ? (Score){s.peak, s.compute, 0} : score(h, &h->cur);
         if (verbose)
             fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n", names[k + 1],
@@ -547,6 +598,7 @@ static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t 
         }
     }
     heur_free(h);
+    prune_recomputations(d, budget, deadline, fit);
     return true;
 }
 
@@ -663,7 +715,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
         if (!have) {
-            have = evict_bisect(d, o->budget, acc_now_s() + 0.05 * limit, &least, &inc);
+            have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
             if (o->verbose)
                 fprintf(stderr, "acc plan: eviction over budgets: least peak %lld, %s\n", (long long)least,
                         have ? "a plan fits" : "none fits");
@@ -695,7 +747,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                      "no staged plan fits (the relaxation proves it); schedules with other recomputation orders "
                      "were not searched to the end");
         } else if (ok) {
-            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->verbose, bound, p, err, err_len);
+            /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
+            double milp_end = deadline - fmin(0.05 * limit, 0.75);
+            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, milp_end, o->verbose, bound, p, err, err_len);
             if (ok && !strcmp(p->status, "infeasible")) {
                 snprintf(p->status, sizeof p->status, "no_solution");
                 snprintf(p->note, sizeof p->note,

@@ -46,7 +46,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
 bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row);
 /* The exact search over every schedule (dag_search.c). */
 #define DAG_SEARCH_MAX_NODES 64
-#define DAG_SEARCH_STATES 2000000 /* about 50 bytes each, the queue included */
+#define DAG_SEARCH_STATES 1500000 /* at most about 80 bytes each, the queue included */
 enum { DAG_SEARCH_FOUND = 1, DAG_SEARCH_NONE, DAG_SEARCH_STOPPED };
 typedef struct {
     int status;   /* FOUND: ev is the cheapest schedule (below upper); NONE: no schedule costs less than

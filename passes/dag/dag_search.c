@@ -43,7 +43,7 @@ typedef struct {
     int *parent, *table;
     int8_t *t, *node; /* node: executed into this state, -1: a free */
     uint8_t *closed;
-    int n_states, cap, table_mask;
+    int n_states, alloc, cap, table_mask; /* alloc: room in the arrays (doubles up to cap) */
     VEC(Open) open;
 } Search;
 
@@ -97,6 +97,30 @@ static uint64_t hash_state(int t, uint64_t P) {
     return x ^ (x >> 29);
 }
 
+/* Room for twice as many states (arrays doubled, the table rebuilt). */
+static void grow(Search *s) {
+    int a = s->alloc ? 2 * s->alloc : 1024;
+    if (a > s->cap) a = s->cap;
+    s->held = acc_xrealloc(s->held, (size_t)a * sizeof(uint64_t));
+    s->g = acc_xrealloc(s->g, (size_t)a * sizeof(double));
+    s->parent = acc_xrealloc(s->parent, (size_t)a * sizeof(int));
+    s->t = acc_xrealloc(s->t, (size_t)a);
+    s->node = acc_xrealloc(s->node, (size_t)a);
+    s->closed = acc_xrealloc(s->closed, (size_t)a);
+    s->alloc = a;
+    int tsize = 1;
+    while (tsize < 2 * a) tsize <<= 1;
+    free(s->table);
+    s->table = acc_xcalloc((size_t)tsize, sizeof(int));
+    memset(s->table, 0xff, (size_t)tsize * sizeof(int));
+    s->table_mask = tsize - 1;
+    for (int x = 0; x < s->n_states; x++) {
+        uint64_t k = hash_state(s->t[x], s->held[x]) & (uint64_t)s->table_mask;
+        while (s->table[k] >= 0) k = (k + 1) & (uint64_t)s->table_mask;
+        s->table[k] = x;
+    }
+}
+
 /* The state (t, P): its index, a new one (-1 when the cap is reached). */
 static int state_get(Search *s, int t, uint64_t P, bool *fresh) {
     uint64_t k = hash_state(t, P) & (uint64_t)s->table_mask;
@@ -109,6 +133,10 @@ static int state_get(Search *s, int t, uint64_t P, bool *fresh) {
         }
     }
     if (s->n_states >= s->cap) return -1;
+    if (s->n_states >= s->alloc) {
+        grow(s);
+        return state_get(s, t, P, fresh);
+    }
     int x = s->n_states++;
     s->table[k] = x;
     s->t[x] = (int8_t)t, s->held[x] = P, s->g[x] = INFINITY, s->closed[x] = 0;
@@ -125,6 +153,7 @@ static bool relax(Search *s, int from, int node, int t, uint64_t P, double g, do
     int x = state_get(s, t, P, &fresh);
     if (x < 0) return false;
     if (!(g < s->g[x])) return true;
+    if (s->open.n >= 2 * s->cap) return false; /* the queue is bounded too */
     s->g[x] = g, s->parent[x] = from, s->node[x] = (int8_t)node;
     open_push(s, (Open){f, g, x});
     return true;
@@ -155,18 +184,7 @@ bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadlin
         s.rest[t] = t < n ? s.rest[t + 1] + d->cost[t] : 0;
     }
     s.cap = max_states > 16 ? max_states : 16;
-    int tsize = 1;
-    while (tsize < 2 * s.cap) tsize <<= 1;
-    s.table_mask = tsize - 1;
-    Pool mem = {0};
-    s.table = pool_alloc(&mem, (size_t)tsize * sizeof(int));
-    memset(s.table, 0xff, (size_t)tsize * sizeof(int));
-    s.held = pool_alloc(&mem, (size_t)s.cap * sizeof(uint64_t));
-    s.g = pool_alloc(&mem, (size_t)s.cap * sizeof(double));
-    s.parent = pool_alloc(&mem, (size_t)s.cap * sizeof(int));
-    s.t = pool_alloc(&mem, (size_t)s.cap);
-    s.node = pool_alloc(&mem, (size_t)s.cap);
-    s.closed = pool_alloc(&mem, (size_t)s.cap);
+    grow(&s);
     bool fresh;
     int start = state_get(&s, 0, 0, &fresh);
     s.g[start] = 0, s.parent[start] = -1, s.node[start] = -1;
@@ -231,6 +249,6 @@ bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadlin
         r->bound = lo;
     }
     VEC_FREE(s.open);
-    pool_free(&mem);
+    free(s.held), free(s.g), free(s.parent), free(s.t), free(s.node), free(s.closed), free(s.table);
     return true;
 }
