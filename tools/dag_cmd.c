@@ -124,7 +124,8 @@ int acc_plan_main(int argc, char **argv) {
         dag_free(&d);
         return 1;
     }
-    if (!strcmp(p.status, "too_large"))
+    if (!strcmp(p.status, "too_large") && p.note[0]) fprintf(stderr, "acc: error: %d nodes: %s\n", d.n, p.note);
+    else if (!strcmp(p.status, "too_large"))
         fprintf(stderr,
                 "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
                 "tables grow with the square of the size); the JSON reports the topological order\n",
