@@ -772,7 +772,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             }
             free(h.ev);
             if (!p->ev) set_plan_events(p, topo, n);
-            if (!isfinite(p->bound) && isfinite(any_bound)) p->bound = any_bound, p->bound_scope = "all schedules";
+            /* the search's bound holds for every schedule, the staged plans included: the larger one stands */
+            if (isfinite(any_bound) && (!isfinite(p->bound) || any_bound > p->bound))
+                p->bound = any_bound, p->bound_scope = "all schedules";
         }
         staged_free(&inc);
     }
