@@ -784,6 +784,12 @@ scored:
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
+    if (p->fits) p->note[0] = 0; /* notes are for statuses without a plan */
+    if (p->fits && isfinite(p->bound) && p->sim.compute < p->bound - 1e-9 * (1 + fabs(p->bound))) {
+        /* a staged bound, and a plan outside the staged space (an eviction schedule) below it */
+        p->bound = base_compute, p->bound_scope = "all schedules";
+        if (!strcmp(p->status, "optimal")) snprintf(p->status, sizeof p->status, "feasible");
+    }
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
     else if (!isfinite(p->bound) && p->fits && o->method == DAG_ACC) /* every node runs at least once */
         p->bound = base_compute, p->bound_scope = "all schedules";
