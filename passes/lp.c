@@ -361,7 +361,7 @@ bool lp_run_watched(const LpJob *j, LpResult *r, char *err, size_t err_len) {
     VEC(char) buf = {0};
     bool done = false;
     for (;;) {
-        double left = j->deadline + WATCHDOG_GRACE_S - acc_now_s();
+        double left = j->deadline + (j->grace_s > 0 ? j->grace_s : WATCHDOG_GRACE_S) - acc_now_s();
         if (left <= 0) break;
         struct pollfd pf = {fds[0], POLLIN, 0};
         int pr = poll(&pf, 1, (int)(left * 1000) + 1);

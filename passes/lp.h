@@ -100,6 +100,7 @@ typedef struct {
     const double *heur; /* [n_cols + 1] an incumbent, or NULL */
     double deadline;
     bool lp_only, verbose;
+    double grace_s; /* the child is killed this long after the deadline (0: 1.5 s) */
 } LpJob;
 
 typedef struct {

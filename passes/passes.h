@@ -473,7 +473,9 @@ double dag_baseline_compute(const Dag *d);
 /* No schedule runs in less: the largest node with all its inputs. */
 int64_t dag_min_peak(const Dag *d);
 
-typedef enum { DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP } DagMethod;
+/* DAG_EXHAUSTIVE[_STAGED]: the reference of the tests (dag_exhaustive), for
+ * benchmarks; graphs of at most DAG_EXHAUSTIVE_MAX[_STAGED] nodes. */
+typedef enum { DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP, DAG_EXHAUSTIVE, DAG_EXHAUSTIVE_STAGED } DagMethod;
 
 typedef struct {
     DagMethod method;
@@ -491,13 +493,16 @@ typedef struct {
     int *ev, n_ev;    /* the schedule */
     DagSim sim;       /* scored by dag_simulate */
     bool fits;        /* sim.valid && sim.peak <= budget */
-    char status[24];  /* optimal, feasible, time_limit, infeasible, no_solution, too_large */
+    char status[24];  /* optimal, feasible, time_limit, infeasible, no_solution, too_large; acc says
+                       * infeasible only with a proof for every schedule (bound_scope "all schedules") */
     double objective; /* the solver's objective (total compute); NAN if none */
     double bound;     /* proven lower bound on total compute; NAN if none */
     double gap;       /* (compute - bound) / compute; NAN if no bound */
     double solve_s;
     int n_binaries, n_rows;  /* size of the integer program solved (0: none) */
     const char *bound_scope; /* what the bound holds for: "all schedules", "checkmate", "acc model" */
+    int64_t least_peak;      /* no plan fits: the least peak of a schedule acc found (-1: none looked for) */
+    char note[200];          /* what a status without a plan rests on, or "" */
 } DagPlan;
 
 /* Plan d under o->budget with o->method. Returns false with err set on a
@@ -505,12 +510,15 @@ typedef struct {
  * does not fit (p->fits is false then). */
 bool dag_plan(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len);
 void dag_plan_free(DagPlan *p);
-/* The cheapest total compute of any schedule whose first executions follow
- * the topological order (recomputations anywhere), by a shortest-path search
+/* The reference of the tests (dag_exhaustive.c): the cheapest total compute
+ * of any schedule whose first executions follow the topological order
+ * (recomputations anywhere, in any order), by a plain shortest-path search
  * over (next node, set of outputs held); staged: recomputations between two
- * first executions in ascending order, Checkmate's plan space. For tests:
- * n <= 16 (staged: 12). -1: none fits. */
-double dag_exhaustive(const Dag *d, int64_t budget, bool staged);
+ * first executions in ascending order, Checkmate's plan space. -1: none fits.
+ * ev (may be NULL): the witness schedule, malloc'ed, n_ev events. */
+#define DAG_EXHAUSTIVE_MAX 18
+#define DAG_EXHAUSTIVE_MAX_STAGED 14
+double dag_exhaustive(const Dag *d, int64_t budget, bool staged, int **ev, int *n_ev);
 /* ==== end of published graphs ============================================== */
 
 #endif

@@ -75,7 +75,9 @@ int acc_plan_main(int argc, char **argv) {
                 return plan_usage_error("--budget-frac needs a number F, 0 < F <= 1e6, got", v ? v : "nothing");
             i++;
         } else if (!strcmp(a, "--method")) {
-            if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp")))
+            /* exhaustive, exhaustive-staged: the tests' reference, for benchmarks (not in the usage) */
+            if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp") &&
+                       strcmp(v, "exhaustive") && strcmp(v, "exhaustive-staged")))
                 return plan_usage_error("--method is acc, checkmate-milp or checkmate-lp, got", v ? v : "nothing");
             method = v, i++;
         } else if (!strcmp(a, "--time-limit")) {
@@ -110,9 +112,11 @@ int acc_plan_main(int argc, char **argv) {
     /* --time-limit bounds the whole command: what reading the graph took
      * comes out of the planner's share */
     if (limit > 0) limit = fmax(limit - (acc_now_s() - t0), 0.05 * limit);
-    DagPlanOptions o = {!strcmp(method, "acc")              ? DAG_ACC
-                        : !strcmp(method, "checkmate-milp") ? DAG_CHECKMATE_MILP
-                                                            : DAG_CHECKMATE_LP,
+    DagPlanOptions o = {!strcmp(method, "acc")                 ? DAG_ACC
+                        : !strcmp(method, "checkmate-milp")    ? DAG_CHECKMATE_MILP
+                        : !strcmp(method, "checkmate-lp")      ? DAG_CHECKMATE_LP
+                        : !strcmp(method, "exhaustive-staged") ? DAG_EXHAUSTIVE_STAGED
+                                                               : DAG_EXHAUSTIVE,
                         budget, limit, emit_lp, verbose};
     DagPlan p;
     if (!dag_plan(&d, &o, &p, err, sizeof err)) {
@@ -120,7 +124,8 @@ int acc_plan_main(int argc, char **argv) {
         dag_free(&d);
         return 1;
     }
-    if (!strcmp(p.status, "too_large"))
+    if (!strcmp(p.status, "too_large") && p.note[0]) fprintf(stderr, "acc: error: %d nodes: %s\n", d.n, p.note);
+    else if (!strcmp(p.status, "too_large"))
         fprintf(stderr,
                 "acc: error: %d nodes over the budget: the planner searches graphs of up to %d nodes (its "
                 "tables grow with the square of the size); the JSON reports the topological order\n",
@@ -144,6 +149,12 @@ int acc_plan_main(int argc, char **argv) {
     json_num(f, "bound", p.bound, true);
     fprintf(f, "\"bound_scope\": \"%s\", ", p.bound_scope);
     json_num(f, "gap", p.gap, true);
+    if (p.least_peak >= 0) fprintf(f, "\"least_peak_found\": %" PRId64 ", ", p.least_peak);
+    if (p.note[0]) {
+        fprintf(f, "\"note\": ");
+        json_str(f, p.note);
+        fprintf(f, ", ");
+    }
     fprintf(f, "\"binaries\": %d, \"rows\": %d, ", p.n_binaries, p.n_rows);
     json_num(f, "time_s", p.solve_s, schedule);
     if (schedule) {

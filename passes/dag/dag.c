@@ -1,7 +1,8 @@
-/* dag.c - planning a published graph: an exhaustive search for tests, acc's
- * heuristic incumbent and the driver of the three methods (the integer
- * programs are in dag_milp.c, the simulator every plan is scored by and the
- * baseline in dag_sim.c).
+/* dag.c - planning a published graph: acc's heuristic incumbents and the
+ * driver of the methods (the integer programs are in dag_milp.c, the exact
+ * search over every schedule in dag_search.c, the reference of the tests in
+ * dag_exhaustive.c, the simulator every plan is scored by and the baseline in
+ * dag_sim.c).
  *
  * requires: a Dag (dag_json.c), a budget. provides: a schedule (node
  * executions in order), its exact peak and total compute from dag_simulate.
@@ -22,91 +23,6 @@
 #include "dag_impl.h"
 #include "lp.h"
 
-
-/* ---- exhaustive search (tests) ------------------------------------------------- */
-
-typedef struct {
-    double dist;
-    int state;
-} HeapItem;
-
-typedef VEC(HeapItem) HeapVec;
-
-static void heap_push(HeapVec *h, HeapItem x) {
-    VEC_PUSH(*h, x);
-    for (int k = h->n - 1; k > 0 && h->v[(k - 1) / 2].dist > h->v[k].dist; k = (k - 1) / 2) {
-        HeapItem t = h->v[k];
-        h->v[k] = h->v[(k - 1) / 2];
-        h->v[(k - 1) / 2] = t;
-    }
-}
-
-static HeapItem heap_pop(HeapVec *h) {
-    HeapItem top = h->v[0];
-    h->v[0] = h->v[--h->n];
-    for (int k = 0;;) {
-        int l = 2 * k + 1, r = l + 1, s = k;
-        if (l < h->n && h->v[l].dist < h->v[s].dist) s = l;
-        if (r < h->n && h->v[r].dist < h->v[s].dist) s = r;
-        if (s == k) break;
-        HeapItem t = h->v[k];
-        h->v[k] = h->v[s];
-        h->v[s] = t;
-        k = s;
-    }
-    return top;
-}
-
-/* Dijkstra over (next first execution t, set of held outputs P[, the last
- * node recomputed in this stage]): execute t, or an earlier node not held
- * whose inputs are held (memory: P plus the output), or free a held output.
- * staged: recomputations within a stage ascending, as Checkmate's model. */
-double dag_exhaustive(const Dag *d, int64_t budget, bool staged) {
-    int n = d->n;
-    ACC_ASSERT(n <= (staged ? 12 : 16));
-    uint32_t full = 1u << n;
-    int lasts = staged ? n + 1 : 1; /* last recomputed + 1 (0: none yet) */
-    size_t n_states = (size_t)(n + 1) * (size_t)lasts * full;
-    Pool mem = {0};
-    double *dist = pool_alloc(&mem, n_states * sizeof(double));
-    uint32_t *inmask = pool_alloc(&mem, (size_t)n * sizeof(uint32_t));
-    for (size_t s = 0; s < n_states; s++) dist[s] = INFINITY;
-    for (int v = 0; v < n; v++)
-        for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) inmask[v] |= 1u << d->in[k];
-#define STATE(t, l, P) ((int)((((size_t)(t) * (size_t)lasts + (size_t)(l)) * full) + (P)))
-    HeapVec h = {0};
-    dist[0] = 0;
-    heap_push(&h, (HeapItem){0, 0});
-    double best = -1;
-    while (h.n) {
-        HeapItem it = heap_pop(&h);
-        if (it.dist > dist[it.state]) continue;
-        uint32_t P = (uint32_t)((size_t)it.state % full);
-        int tl = (int)((size_t)it.state / full), t = tl / lasts, l = tl % lasts;
-        if (t == n) {
-            best = it.dist;
-            break;
-        }
-        int64_t held = 0;
-        for (int i = 0; i < n; i++)
-            if (P >> i & 1) held += d->mem[i];
-        for (int v = staged ? (l > 0 ? l : 0) : 0; v <= t; v++) {
-            if ((P >> v & 1) || (inmask[v] & ~P) || held + d->mem[v] > budget) continue;
-            int ns = v == t ? STATE(t + 1, 0, P | 1u << v) : STATE(t, staged ? v + 1 : 0, P | 1u << v);
-            double nd = it.dist + d->cost[v];
-            if (nd < dist[ns]) dist[ns] = nd, heap_push(&h, (HeapItem){nd, ns});
-        }
-        for (int u = 0; u < n; u++) {
-            if (!(P >> u & 1)) continue;
-            int ns = STATE(t, l, P & ~(1u << u));
-            if (it.dist < dist[ns]) dist[ns] = it.dist, heap_push(&h, (HeapItem){it.dist, ns});
-        }
-    }
-#undef STATE
-    VEC_FREE(h);
-    pool_free(&mem);
-    return best;
-}
 
 /* ---- acc's greedy incumbent ---------------------------------------------------- */
 
@@ -283,7 +199,7 @@ static bool greedy_cut(Heur *h) {
         int best = -1;
         double best_ratio = INFINITY;
         Score best_sc = cur;
-        for (int k = 0; k < m; k++) {
+        for (int k = 0; k < m && ((k & 15) || acc_now_s() < h->deadline); k++) {
             apply_cut(h, cand[k], +1);
             derive(h, &trial);
             Score sc = score(h, &trial);
@@ -377,6 +293,7 @@ typedef struct {
     const Dag *d;
     int64_t budget, used;
     int variant, t, depth;
+    uint64_t noise; /* 0, or the state of a generator that perturbs the scores */
     int *present, *lock, *ptr, *touched, *stamp;
     int clock, n_stamp;
     Staged *out;
@@ -413,6 +330,10 @@ static double evict_score(Evict *v, int i) {
     for (int q = d->in_off[i]; q < d->in_off[i + 1]; q++)
         if (!v->present[d->in[q]]) rc += d->cost[d->in[q]];
     double m = (double)(d->mem[i] > 0 ? d->mem[i] : 1);
+    if (v->noise) { /* a factor in [0.25, 4) */
+        v->noise ^= v->noise << 13, v->noise ^= v->noise >> 7, v->noise ^= v->noise << 17;
+        rc *= pow(2.0, (double)(v->noise >> 11) / 9007199254740992.0 * 4 - 2);
+    }
     switch (v->variant) {
     case 0: return rc / (m * (double)(d->out[v->ptr[i]] - v->t + 1));
     case 1: return rc / (m * (double)(v->clock - v->touched[i] + 1));
@@ -476,9 +397,9 @@ static bool materialize(Evict *v, int x) {
 }
 
 /* Run the nodes in order, evicting under the budget, recomputing on demand. */
-static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out) {
+static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *out, double deadline) {
     int n = d->n;
-    Evict v = {d, budget, 0, variant, 0, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, out};
+    Evict v = {d, budget, 0, variant & 3, 0, 0, (uint64_t)(variant >> 2), NULL, NULL, NULL, NULL, NULL, 0, 0, out};
     Pool mem = {0};
     v.stamp = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.present = pool_alloc(&mem, (size_t)n * sizeof(int));
@@ -490,49 +411,102 @@ static bool evict_schedule(const Dag *d, int64_t budget, int variant, Staged *ou
     bool ok = true;
     for (int t = 0; t < n && ok; t++) {
         v.t = t;
-        ok = materialize(&v, t);
+        ok = materialize(&v, t) && ((t & 63) || acc_now_s() < deadline);
     }
     pool_free(&mem);
     return ok;
 }
 
+/* Drop the recomputations a schedule can do without: each, most expensive
+ * first, is removed if the schedule stays valid and under the budget (its
+ * readers then read the earlier copy, held longer); passes until none goes
+ * or the deadline. For schedules whose retention plan does not fit as a
+ * staged plan (restore_cuts cannot relieve them). */
+static void prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
+    Staged trial = {0};
+    bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
+    for (bool again = true; again && acc_now_s() < deadline;) {
+        again = false;
+        /* the recomputation events, most expensive first */
+        VEC(int) rec = {0};
+        memset(seen, 0, (size_t)d->n * sizeof(bool));
+        for (int e = 0; e < s->ev.n; e++) {
+            if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
+            seen[s->ev.v[e]] = true;
+        }
+        for (int a = 1; a < rec.n; a++)
+            for (int b = a; b > 0 && d->cost[s->ev.v[rec.v[b - 1]]] < d->cost[s->ev.v[rec.v[b]]]; b--) {
+                int x = rec.v[b];
+                rec.v[b] = rec.v[b - 1], rec.v[b - 1] = x;
+            }
+        uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
+        for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
+            drop[rec.v[k]] = 1;
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            DagSim sim;
+            dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+            if (sim.valid && sim.peak <= budget) again = true;
+            else drop[rec.v[k]] = 0;
+        }
+        if (again) {
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            staged_clear(s);
+            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+        }
+        free(drop);
+        VEC_FREE(rec);
+    }
+    free(seen);
+    staged_free(&trial);
+}
+
 /* The best of: the greedy descent from keeping everything, and eviction
- * schedules under three scores; each then relieved of drops it can afford. */
+ * schedules under three scores; each then relieved of drops it can afford
+ * (an eviction schedule whose retention plan does not fit as a staged plan is
+ * taken as it is). */
 static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *best_out, bool verbose) {
+    static const char *names[] = {"greedy", "evict/next-use", "evict/staleness", "evict/cost"};
     Heur *h = heur_new(d, budget, deadline);
     Staged ev = {0};
     double best = INFINITY;
     for (int k = -1; k < 3 && acc_now_s() < deadline; k++) {
-        bool ok;
+        bool ok, as_is = false;
         double t0 = acc_now_s();
+        DagSim s = {0};
         if (k < 0) {
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, k, &ev);
+            ok = evict_schedule(d, budget, k, &ev, deadline);
             if (ok) {
-                DagSim s;
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
                 derive(h, &h->cur);
                 Score sc = score(h, &h->cur);
-                ok = s.valid && sc.peak <= budget;
+                as_is = sc.peak > budget && s.valid && s.peak <= budget;
+                ok = as_is || (s.valid && sc.peak <= budget);
             }
         }
-        double c0 = ok ? score(h, &h->cur).cost : NAN;
-        if (ok) restore_cuts(h);
-        Score sc = score(h, &h->cur);
+        double c0 = as_is ? s.compute : ok ? score(h, &h->cur).cost : NAN;
+        if (ok && !as_is) restore_cuts(h);
+        if (as_is) {
+            prune_recomputations(d, budget, deadline, &ev);
+            dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
+        }
+        Score sc = as_is ? (Score){s.peak, s.compute, 0} : score(h, &h->cur);
         if (verbose)
-            fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n",
-                    k < 0    ? "greedy"
-                    : k == 0 ? "evict/next-use"
-                    : k == 1 ? "evict/staleness"
-                             : "evict/cost",
-                    ok ? "fits" : "found nothing", c0, ok ? sc.cost : NAN, acc_now_s() - t0);
+            fprintf(stderr, "acc plan: heuristic %s: %s, compute %.6g -> %.6g, %.3f s\n", names[k + 1],
+                    ok ? (as_is ? "fits (as it is)" : "fits") : "found nothing", c0, ok ? sc.cost : NAN,
+                    acc_now_s() - t0);
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
+            const Staged *from = as_is ? &ev : &h->cur;
             staged_clear(best_out);
-            for (int e = 0; e < h->cur.ev.n; e++) staged_push(best_out, h->cur.stage.v[e], h->cur.ev.v[e]);
+            for (int e = 0; e < from->ev.n; e++) staged_push(best_out, from->stage.v[e], from->ev.v[e]);
         }
     }
     staged_free(&ev);
@@ -586,11 +560,124 @@ static void score_plan(const Dag *d, int64_t budget, DagPlan *p) {
     p->fits = p->sim.valid && p->sim.peak <= budget;
 }
 
+/* The eviction schedules over budgets between the least any schedule needs
+ * and the baseline's peak (a bisection): the least peak among them (-1 if
+ * none was found before the deadline), for the report when no plan fits, and
+ * in fit the cheapest of them that fits under budget, relieved of the drops
+ * it can afford (the eviction at the budget itself can fail where one at a
+ * smaller budget fits). Returns whether fit holds a plan. */
+static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t *least, Staged *fit) {
+    int64_t lo = dag_min_peak(d), hi = dag_baseline_peak(d);
+    Staged s = {0};
+    double fit_cost = INFINITY;
+    *least = -1;
+    while (lo < hi && acc_now_s() < deadline) {
+        int64_t mid = lo + (hi - lo) / 2;
+        bool ok = false;
+        for (int k = 0; k < 3 && !ok && acc_now_s() < deadline; k++) ok = evict_schedule(d, mid, k, &s, deadline);
+        DagSim sim;
+        if (ok) dag_simulate(d, s.ev.v, s.ev.n, &sim, NULL);
+        if (ok && sim.valid) {
+            if (*least < 0 || sim.peak < *least) *least = sim.peak;
+            if (sim.peak <= budget && sim.compute < fit_cost) {
+                fit_cost = sim.compute;
+                staged_clear(fit);
+                for (int e = 0; e < s.ev.n; e++) staged_push(fit, s.stage.v[e], s.ev.v[e]);
+            }
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    staged_free(&s);
+    if (!isfinite(fit_cost)) return false;
+    Heur *h = heur_new(d, budget, deadline);
+    cuts_from_schedule(h, fit);
+    derive(h, &h->cur);
+    if (score(h, &h->cur).peak <= budget) {
+        restore_cuts(h);
+        Score sc = score(h, &h->cur);
+        if (sc.peak <= budget && sc.cost < fit_cost) {
+            staged_clear(fit);
+            for (int e = 0; e < h->cur.ev.n; e++) staged_push(fit, h->cur.stage.v[e], h->cur.ev.v[e]);
+        }
+    }
+    heur_free(h);
+    prune_recomputations(d, budget, deadline, fit);
+    return true;
+}
+
+/* The reference (dag_exhaustive.c) as a method, for benchmarks. */
+static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *topo, DagPlan *p) {
+    bool staged = o->method == DAG_EXHAUSTIVE_STAGED;
+    int max = staged ? DAG_EXHAUSTIVE_MAX_STAGED : DAG_EXHAUSTIVE_MAX;
+    p->bound_scope = staged ? "checkmate" : "all schedules";
+    if (d->n > max) {
+        set_plan_events(p, topo, d->n);
+        snprintf(p->status, sizeof p->status, "too_large");
+        snprintf(p->note, sizeof p->note, "the exhaustive search takes graphs of at most %d nodes", max);
+        return;
+    }
+    int *ev = NULL, n_ev = 0;
+    double c = dag_exhaustive(d, o->budget, staged, &ev, &n_ev);
+    if (c >= 0) {
+        set_plan_events(p, ev, n_ev);
+        p->objective = p->bound = c;
+    } else {
+        set_plan_events(p, topo, d->n);
+    }
+    snprintf(p->status, sizeof p->status, "%s", c >= 0 ? "optimal" : "infeasible");
+    free(ev);
+}
+
+/* acc's exact search over every schedule, for graphs of at most 64 nodes,
+ * from the incumbent inc (if any) until deadline. Returns true when it
+ * settled the question (p holds the optimum, or the proof that nothing
+ * fits); else *bound is a lower bound on every schedule (or NAN). */
+static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const Staged *inc, double deadline, DagPlan *p,
+                                  double *bound) {
+    *bound = NAN;
+    if (d->n > DAG_SEARCH_MAX_NODES) return false;
+    double upper = INFINITY;
+    if (inc) {
+        DagSim sim;
+        dag_simulate(d, inc->ev.v, inc->ev.n, &sim, NULL);
+        upper = sim.compute;
+    }
+    double t0 = acc_now_s();
+    DagSearch s;
+    dag_search_exact(d, o->budget, upper, deadline, DAG_SEARCH_STATES, &s);
+    if (o->verbose)
+        fprintf(stderr, "acc plan: search over every schedule: %s, %d states, bound %.8g, %.3f s\n",
+                s.status == DAG_SEARCH_FOUND  ? "optimum found"
+                : s.status == DAG_SEARCH_NONE ? (inc ? "the incumbent is optimal" : "nothing fits")
+                                              : "stopped",
+                s.states, s.bound, acc_now_s() - t0);
+    bool settled = s.status != DAG_SEARCH_STOPPED;
+    p->bound_scope = "all schedules";
+    if (s.status == DAG_SEARCH_FOUND) {
+        set_plan_events(p, s.ev, s.n_ev);
+        p->objective = p->bound = s.cost;
+    } else if (s.status == DAG_SEARCH_NONE && inc) {
+        set_plan_events(p, inc->ev.v, inc->ev.n);
+        p->objective = p->bound = upper;
+    } else if (s.status == DAG_SEARCH_STOPPED && isfinite(s.bound)) {
+        *bound = s.bound;
+    }
+    if (settled)
+        snprintf(p->status, sizeof p->status, "%s", s.status == DAG_SEARCH_NONE && !inc ? "infeasible" : "optimal");
+    if (settled && !inc && s.status == DAG_SEARCH_NONE)
+        snprintf(p->note, sizeof p->note, "no schedule fits: the exact search over every schedule found none");
+    dag_search_free(&s);
+    return settled;
+}
+
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     double t0 = acc_now_s();
     memset(p, 0, sizeof *p);
     p->objective = p->bound = p->gap = NAN;
     p->bound_scope = "";
+    p->least_peak = -1;
     double limit = o->time_limit_s > 0 ? o->time_limit_s : o->method == DAG_ACC ? 20 : 60;
     double deadline = t0 + limit;
     int n = d->n;
@@ -599,15 +686,19 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     double base_compute = dag_baseline_compute(d);
     bool ok = true;
     bool fits_as_is = dag_baseline_peak(d) <= o->budget;
+    int64_t least = -1; /* the least peak found, when no heuristic fits */
     if (n > DAG_DENSE_MAX_NODES && !fits_as_is) {
         /* the searches keep node x stage tables (n^2 bytes and time): past
          * this size they could not finish, nor respect the time limit; the
          * plan is the topological order, which does not fit */
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "too_large");
+    } else if (o->method == DAG_EXHAUSTIVE || o->method == DAG_EXHAUSTIVE_STAGED) {
+        plan_exhaustive(d, o, topo, p);
     } else if (o->method != DAG_ACC) {
-        ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline, o->emit_lp, o->verbose, p,
-                                 err, err_len);
+        /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
+        ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline - fmin(0.05 * limit, 0.75),
+                                 o->emit_lp, o->verbose, p, err, err_len);
         if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: report the baseline, which does not fit */
     } else if (o->emit_lp && !dag_emit_acc_program(d, o->budget, o->emit_lp, err, err_len)) {
         ok = false;
@@ -620,14 +711,52 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         set_plan_events(p, topo, n);
         snprintf(p->status, sizeof p->status, "infeasible");
         p->bound_scope = "all schedules";
+        snprintf(p->note, sizeof p->note, "no schedule fits: a node with its inputs needs %lld",
+                 (long long)dag_min_peak(d));
     } else {
-        /* the heuristics, the relaxation's bound and its rounding, then the search */
+        /* the heuristics; on small graphs the exact search over every
+         * schedule; else the relaxation's bound and its rounding, then the
+         * search over staged plans */
         Staged inc = {0}, rounded = {0};
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
+        double any_bound = NAN;
+        if (!have) {
+            have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
+            /* evictions with perturbed scores at the budget, the cheapest that fits (pruned) */
+            double best = INFINITY;
+            Staged trial = {0};
+            if (have) {
+                DagSim sim;
+                dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
+                best = sim.compute;
+            }
+            int n_fit = 0;
+            for (int k = 1; acc_now_s() < t0 + 0.3 * limit; k++) {
+                if (!evict_schedule(d, o->budget, (k % 3) | (k << 2), &trial, t0 + 0.3 * limit)) continue;
+                DagSim sim;
+                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+                if (!sim.valid || sim.peak > o->budget) continue;
+                n_fit++;
+                prune_recomputations(d, o->budget, t0 + 0.35 * limit, &trial);
+                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+                if (sim.compute < best) {
+                    best = sim.compute, have = true;
+                    staged_clear(&inc);
+                    for (int e = 0; e < trial.ev.n; e++) staged_push(&inc, trial.stage.v[e], trial.ev.v[e]);
+                }
+            }
+            staged_free(&trial);
+            if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
+        }
+        if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
+            staged_free(&inc);
+            goto scored;
+        }
         double bound = NAN, *keep = NULL;
         bool infeasible = false;
-        ok = dag_acc_bound(d, o->budget, t0 + 0.35 * limit, o->verbose, &bound, &infeasible, &keep, err, err_len);
-        if (ok && keep && round_keep(d, o->budget, keep, t0 + 0.45 * limit, &rounded, o->verbose)) {
+        double now = acc_now_s(), left = deadline - now;
+        ok = dag_acc_bound(d, o->budget, now + 0.25 * left, o->verbose, &bound, &infeasible, &keep, err, err_len);
+        if (ok && keep && round_keep(d, o->budget, keep, acc_now_s() + 0.1 * left, &rounded, o->verbose)) {
             DagSim a, b;
             dag_simulate(d, rounded.ev.v, rounded.ev.n, &b, NULL);
             if (have) dag_simulate(d, inc.ev.v, inc.ev.n, &a, NULL);
@@ -640,13 +769,23 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         free(keep);
         staged_free(&rounded);
         if (ok && infeasible) {
-            set_plan_events(p, topo, n);
-            snprintf(p->status, sizeof p->status, "infeasible");
-            p->bound_scope = "checkmate";
+            /* proven for staged plans only: not a proof for every schedule */
+            snprintf(p->status, sizeof p->status, "no_solution");
+            snprintf(p->note, sizeof p->note,
+                     "no staged plan fits (the relaxation proves it); schedules with other recomputation orders "
+                     "were not searched to the end");
         } else if (ok) {
-            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, deadline, o->verbose, bound, p, err, err_len);
+            /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
+            double milp_end = deadline - fmin(0.05 * limit, 0.75);
+            ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, milp_end, o->verbose, bound, p, err, err_len);
+            if (ok && !strcmp(p->status, "infeasible")) {
+                snprintf(p->status, sizeof p->status, "no_solution");
+                snprintf(p->note, sizeof p->note,
+                         "no staged plan fits (the complete program proves it); schedules with other recomputation "
+                         "orders were not searched to the end");
+                p->bound = NAN;
+            }
         }
-        if (ok && !strcmp(p->status, "infeasible") && !p->ev) set_plan_events(p, topo, n);
         if (ok) {
             /* the best plan that fits, by the simulator */
             DagPlan h = {0};
@@ -661,13 +800,27 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             }
             free(h.ev);
             if (!p->ev) set_plan_events(p, topo, n);
+            /* the search's bound holds for every schedule, the staged plans included: the larger one stands */
+            if (isfinite(any_bound) && (!isfinite(p->bound) || any_bound > p->bound))
+                p->bound = any_bound, p->bound_scope = "all schedules";
         }
         staged_free(&inc);
     }
+scored:
+    if (ok && !p->ev) set_plan_events(p, topo, n); /* no plan: report the topological order, which does not fit */
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
+    if (p->fits) p->note[0] = 0; /* notes are for statuses without a plan */
+    if (p->fits && isfinite(p->bound) && p->sim.compute < p->bound - 1e-9 * (1 + fabs(p->bound))) {
+        /* a staged bound, and a plan outside the staged space (an eviction schedule) below it */
+        p->bound = base_compute, p->bound_scope = "all schedules";
+        if (!strcmp(p->status, "optimal")) snprintf(p->status, sizeof p->status, "feasible");
+    }
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
+    else if (!isfinite(p->bound) && p->fits && o->method == DAG_ACC) /* every node runs at least once */
+        p->bound = base_compute, p->bound_scope = "all schedules";
+    else if (!isfinite(p->bound)) p->bound_scope = ""; /* no bound, no scope */
     /* a solver's claim stands only if the simulator agrees */
     if (!strcmp(p->status, "optimal") && (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
         snprintf(p->status, sizeof p->status, "%s", p->fits ? "feasible" : "no_solution");
@@ -676,6 +829,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         p->bound = b;
         p->gap = p->sim.compute > 0 ? (p->sim.compute - b) / p->sim.compute : 0;
         if (p->gap < 0) p->gap = 0;
+    }
+    if (!p->fits && o->method == DAG_ACC && strcmp(p->status, "infeasible") && strcmp(p->status, "too_large")) {
+        p->least_peak = least;
+        if (!p->note[0] && least < 0)
+            snprintf(p->note, sizeof p->note, "no plan found within the time limit, and none proven impossible");
+        else if (!p->note[0])
+            snprintf(p->note, sizeof p->note,
+                     "no plan found within the time limit, and none proven impossible; the least peak found: %lld",
+                     (long long)p->least_peak);
     }
     p->solve_s = acc_now_s() - t0;
     return true;

@@ -44,6 +44,21 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
  * least S, the FREE the hazards imply, U)? For tests of the formulations;
  * bad_row: the first violated row, or -1. */
 bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row);
+/* The exact search over every schedule (dag_search.c). */
+#define DAG_SEARCH_MAX_NODES 64
+#define DAG_SEARCH_STATES 1500000 /* at most about 80 bytes each, the queue included */
+enum { DAG_SEARCH_FOUND = 1, DAG_SEARCH_NONE, DAG_SEARCH_STOPPED };
+typedef struct {
+    int status;   /* FOUND: ev is the cheapest schedule (below upper); NONE: no schedule costs less than
+                   * upper (none fits, when upper is INFINITY); STOPPED: the time or the states ran out */
+    double cost;  /* ev's compute */
+    double bound; /* no schedule costs less (NONE: upper; STOPPED: the least estimate left) */
+    int *ev, n_ev;
+    int states;
+} DagSearch;
+/* false: the graph is too large for it (n > DAG_SEARCH_MAX_NODES). */
+bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
+void dag_search_free(DagSearch *r);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 

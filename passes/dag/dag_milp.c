@@ -77,6 +77,14 @@ static double memory_ub(const Dag *d, int64_t budget, bool relaxation) {
     return half >= 1e-5 ? (bf + 0.5 * (double)g) / (double)budget : bf / (double)budget * (1 - 2e-6);
 }
 
+/* How long GLPK's child may overrun the deadline before it is killed: a
+ * twentieth of the time it was given, 0.2 .. 1.5 s, so that a command keeps
+ * within a tenth of its --time-limit. */
+static double grace_for(double deadline) {
+    double g = 0.05 * (deadline - acc_now_s());
+    return g < 0.2 ? 0.2 : g > 1.5 ? 1.5 : g;
+}
+
 static void set_status(DagPlan *p, const LpResult *r) {
     const char *s = r->optimal && r->have_sol           ? "optimal"
                     : r->infeasible || r->lp_infeasible ? "infeasible"
@@ -302,7 +310,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
         int nr = n * (n + 1) / 2;
         int *report = acc_xcalloc((size_t)nr, sizeof(int));
         for (int k = 0; k < nr; k++) report[k] = x.r0 + k;
-        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose};
+        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose, grace_for(deadline)};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
         if (ok) {
@@ -333,7 +341,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
                 b = (LpBuild){0};
                 build_checkmate(d, (int64_t)(shrink[a] * (double)budget), false, false, &b, &x);
             }
-            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose};
+            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose, grace_for(deadline)};
             LpResult r;
             ok = lp_run_watched(&j, &r, err, err_len);
             if (ok && a == 0) {
@@ -767,7 +775,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     else
         for (int t = 0; t < n; t++)
             for (int a = 0; a < x.sup[t].n; a++) report[nr++] = x.rcol[t][a];
-    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose};
+    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose, grace_for(deadline)};
     LpResult r;
     bool ok = lp_run_watched(&j, &r, err, err_len);
     if (ok) {
@@ -849,13 +857,12 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
         dag_simulate(d, cur.ev.v, cur.ev.n, &sim, NULL);
         cur_obj = sim.compute;
     }
-    static const long caps[] = {400, 1200, 3000};
+    static const long caps[] = {400, 1200, 3000, 8000, 20000};
     size_t ci = 0;
     bool proven = false, any = false;
     snprintf(p->status, sizeof p->status, "%s", inc ? "feasible" : "no_solution");
     while (ci < sizeof caps / sizeof *caps && acc_now_s() < deadline - 0.05) {
-        double left = deadline - acc_now_s();
-        double slice = ci + 1 < sizeof caps / sizeof *caps ? left / 2 : left;
+        double slice = deadline - acc_now_s(); /* a neighbourhood not solved in it ends the search */
         AccRun r;
         if (!acc_run(d, budget, caps[ci], cur.ev.n ? &cur : NULL, acc_now_s() + slice, false, verbose, &r, err, err_len,
                      NULL))

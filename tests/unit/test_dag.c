@@ -1,8 +1,11 @@
 /* test_dag.c - planning published graphs (passes/dag/): the JSON reader on
  * good and malformed input (clear errors with byte offsets, no crash, also
  * on thousands of random mutations), the simulator against the independent
- * baseline formula, a hand-made graph whose optimum is known, and acc's plans
- * against an exhaustive search on random graphs of at most 10 nodes.
+ * baseline formula, a hand-made graph whose optimum is known, acc's plans
+ * against an exhaustive search on random graphs of at most 10 nodes, and the
+ * exact search over every schedule (dag_search.c) on its own: optimum, proof
+ * of none below an upper bound, and its bound when stopped early. The sweep
+ * over random DAGs of 11-16 nodes is test_dag_sweep.c.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -238,9 +241,9 @@ static void test_tiny_optimum(void) {
     ASSERT(40, dag_baseline_peak(&d));
     ASSERT(32, dag_min_peak(&d));
     for (int staged = 0; staged < 2; staged++) {
-        ASSERT(12, (int)dag_exhaustive(&d, 32, staged));
-        ASSERT(11, (int)dag_exhaustive(&d, 40, staged));
-        ASSERT(-1, (int)dag_exhaustive(&d, 31, staged));
+        ASSERT(12, (int)dag_exhaustive(&d, 32, staged, NULL, NULL));
+        ASSERT(11, (int)dag_exhaustive(&d, 40, staged, NULL, NULL));
+        ASSERT(-1, (int)dag_exhaustive(&d, 31, staged, NULL, NULL));
     }
     static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP};
     for (int k = 0; k < 3; k++) {
@@ -327,11 +330,11 @@ static void dump_json(const Dag *d, const char *path) {
     fclose(f);
 }
 
-/* acc's cost equals the exhaustive optimum over Checkmate's plan space
- * (first executions in order, recomputations between them ascending); the
- * optimum over every schedule is never above it; the heuristic alone always
- * fits when it claims to; its plans are feasible points of Checkmate's
- * program. */
+/* acc's cost equals the exhaustive optimum over every schedule (first
+ * executions in order, recomputations anywhere), which is never above the
+ * optimum over Checkmate's plan space (recomputations between first
+ * executions ascending); the heuristic alone always fits when it claims to;
+ * its plans are feasible points of Checkmate's program. */
 static void test_vs_exhaustive(void) {
     int n_cases = 0, n_tight = 0, n_order = 0;
     for (int it = 0; it < 60; it++) {
@@ -340,26 +343,28 @@ static void test_vs_exhaustive(void) {
         int64_t lo = dag_min_peak(&d), hi = dag_baseline_peak(&d);
         for (int k = 0; k < 3; k++) {
             int64_t budget = lo + (hi - lo) * k / 3;
-            double best = dag_exhaustive(&d, budget, true), any = dag_exhaustive(&d, budget, false);
+            double best = dag_exhaustive(&d, budget, true, NULL, NULL),
+                   any = dag_exhaustive(&d, budget, false, NULL, NULL);
             bool fits;
             char status[32];
             double c = plan_cost(&d, DAG_ACC, budget, &fits, status);
             n_cases++;
             ASSERT_TRUE(any <= best || best < 0);
             n_order += any >= 0 && (best < 0 || any < best);
-            if (best < 0) {
+            if (any < 0) {
                 ASSERT(false, fits);
+                ASSERT_STR("infeasible", status);
                 continue;
             }
-            n_tight += best > dag_baseline_compute(&d);
+            n_tight += any > dag_baseline_compute(&d);
             ASSERT(true, fits);
             ASSERT_STR("optimal", status);
-            if (!ASSERT_TRUE(fabs(c - best) < 1e-6)) {
+            if (!ASSERT_TRUE(fabs(c - any) < 1e-6)) {
                 char path[64];
                 snprintf(path, sizeof path, "/tmp/dag_case_%d_%d.json", it, k);
                 dump_json(&d, path);
-                printf("  case %d/%d: n=%d budget %lld: acc %g (%s), exhaustive %g (%s)\n", it, k, d.n,
-                       (long long)budget, c, status, best, path);
+                printf("  case %d/%d: n=%d budget %lld: acc %g (%s), exhaustive %g, staged %g (%s)\n", it, k, d.n,
+                       (long long)budget, c, status, any, best, path);
             }
             Staged h = {0};
             if (dag_heuristic(&d, budget, acc_now_s() + 5, &h)) {
@@ -378,6 +383,45 @@ static void test_vs_exhaustive(void) {
     ASSERT_TRUE(n_tight > 20);
 }
 
+/* The exact search over every schedule (dag_search.c) on its own: the
+ * optimum (witness checked by the simulator) equals the reference's; with the
+ * optimum as the upper bound nothing cheaper exists (NONE); with no plan it
+ * proves nothing fits exactly when the reference finds none; stopped early
+ * (a cap of a few states) its bound never exceeds the optimum. */
+static void test_search_exact(void) {
+    int n_stopped = 0;
+    for (int it = 0; it < 80; it++) {
+        Dag d;
+        random_dag(&d, 5 + (int)(rnd() % 8));
+        int64_t lo = dag_min_peak(&d), hi = dag_baseline_peak(&d);
+        for (int k = 0; k < 3; k++) {
+            int64_t budget = lo + (hi - lo) * k / 3;
+            double opt = dag_exhaustive(&d, budget, false, NULL, NULL);
+            DagSearch r;
+            ASSERT_TRUE(dag_search_exact(&d, budget, INFINITY, acc_now_s() + 10, 1 << 20, &r));
+            if (opt < 0) {
+                ASSERT(DAG_SEARCH_NONE, r.status);
+            } else if (ASSERT(DAG_SEARCH_FOUND, r.status)) {
+                ASSERT_TRUE(fabs(r.cost - opt) < 1e-6);
+                DagSim s;
+                dag_simulate(&d, r.ev, r.n_ev, &s, NULL);
+                ASSERT_TRUE(s.valid && s.peak <= budget && fabs(s.compute - opt) < 1e-6);
+            }
+            dag_search_free(&r);
+            if (opt < 0) continue;
+            dag_search_exact(&d, budget, opt, acc_now_s() + 10, 1 << 20, &r);
+            ASSERT(DAG_SEARCH_NONE, r.status);
+            dag_search_free(&r);
+            dag_search_exact(&d, budget, INFINITY, acc_now_s() + 10, 20, &r);
+            if (r.status == DAG_SEARCH_STOPPED) n_stopped++, ASSERT_TRUE(r.bound <= opt + 1e-9);
+            else ASSERT_TRUE(r.status == DAG_SEARCH_FOUND && fabs(r.cost - opt) < 1e-6);
+            dag_search_free(&r);
+        }
+        dag_free(&d);
+    }
+    ASSERT_TRUE(n_stopped > 20);
+}
+
 int main(void) {
     test_json_good();
     test_json_bad();
@@ -385,5 +429,6 @@ int main(void) {
     test_simulator_baseline();
     test_tiny_optimum();
     test_vs_exhaustive();
+    test_search_exact();
     TEST_DONE();
 }
