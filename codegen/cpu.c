@@ -211,15 +211,19 @@ static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
                 n->attr.transpose_b);
 }
 
-static void emit_scale(Emit *e, const Step *st, const Node *n, bool fwd) {
-    char p0[48], p1[48];
+/* scale (x * alpha) and shift (x + beta): one number beside the tensor;
+ * scale's backward takes it too, shift's does not. */
+static void emit_scalar(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48], num[48] = "";
+    bool scale = n->op == OP_SCALE;
     int64_t elems = shape_elems(&n->shape);
+    if (fwd || scale) snprintf(num, sizeof num, "(float)%.9g, ", scale ? n->attr.alpha : n->attr.beta);
     if (fwd)
-        fprintf(e->out, "    k_scale_fwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
-                ptr(e, st->in[0], p1), n->attr.alpha, elems);
+        fprintf(e->out, "    %s_fwd%s(%s, %s, %s%" PRId64 ");\n", op_table[n->op].cpu_kernel, sfx(e, n),
+                ptr(e, st->out, p0), ptr(e, st->in[0], p1), num, elems);
     else
-        fprintf(e->out, "    k_scale_bwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->grad_in[0], p1),
-                ptr(e, st->grad_out, p0), n->attr.alpha, elems);
+        fprintf(e->out, "    %s_bwd%s(%s, %s, %s%" PRId64 ");\n", op_table[n->op].cpu_kernel, sfx(e, n),
+                ptr(e, st->grad_in[0], p1), ptr(e, st->grad_out, p0), num, elems);
 }
 
 /* where(cond, a, b): k_where_fwd(out, cond, a, b, cond_i32, nd, so, sc,
@@ -244,17 +248,6 @@ static void emit_where(Emit *e, const Step *st, const Node *n, bool fwd) {
         fprintf(e->out, "k_where_bwd%s(%s, %s, %s, %s, %d, %d, so, sc, sa, sb);\n", sfx(e, n),
                 ptr(e, st->grad_in[1], p0), ptr(e, st->grad_in[2], p1), ptr(e, st->grad_out, p2), cond, ci, nd);
     fprintf(e->out, "    }\n");
-}
-
-static void emit_shift(Emit *e, const Step *st, const Node *n, bool fwd) {
-    char p0[48], p1[48];
-    int64_t elems = shape_elems(&n->shape);
-    if (fwd)
-        fprintf(e->out, "    k_shift_fwd%s(%s, %s, (float)%.9g, %" PRId64 ");\n", sfx(e, n), ptr(e, st->out, p0),
-                ptr(e, st->in[0], p1), n->attr.beta, elems);
-    else
-        fprintf(e->out, "    k_shift_bwd%s(%s, %s, %" PRId64 ");\n", sfx(e, n), ptr(e, st->grad_in[0], p1),
-                ptr(e, st->grad_out, p0), elems);
 }
 
 static void emit_layernorm(Emit *e, const Step *st, const Node *n, bool fwd) {

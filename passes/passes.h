@@ -449,6 +449,9 @@ typedef struct {
 /* Parse node-link JSON (text[0..len)). Bad input: false and a message with
  * the byte offset in err; never aborts. */
 bool dag_parse_json(const char *text, size_t len, Dag *d, char *err, size_t err_len);
+/* Write d in the node-link JSON dag_parse_json reads (a graph named name):
+ * a case to reproduce with acc plan --graph. */
+void dag_write_json(const Dag *d, const char *name, FILE *f);
 bool dag_load(const char *path, Dag *d, char *err, size_t err_len);
 /* Build a Dag from arrays (tests): edges src[k] -> dst[k] must go forward. */
 void dag_from_arrays(Dag *d, int n, const double *cost, const int64_t *mem, int n_edges, const int *src,

@@ -678,3 +678,16 @@ void dag_free(Dag *d) {
     free(d->in_off), free(d->in), free(d->out_off), free(d->out), free(d->title);
     memset(d, 0, sizeof *d);
 }
+
+void dag_write_json(const Dag *d, const char *name, FILE *f) {
+    fprintf(f, "{\"directed\": true, \"graph\": {\"name\": \"%s\"}, \"nodes\": [", name);
+    for (int i = 0; i < d->n; i++)
+        fprintf(f, "%s{\"id\": %d, \"cost_cpu\": %.17g, \"cost_ram\": %lld}", i ? ", " : "", i, d->cost[i],
+                (long long)d->mem[i]);
+    fprintf(f, "], \"links\": [");
+    int k = 0;
+    for (int v = 0; v < d->n; v++)
+        for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++)
+            fprintf(f, "%s{\"source\": %d, \"target\": %d}", k++ ? ", " : "", d->in[q], v);
+    fprintf(f, "]}\n");
+}

@@ -317,16 +317,7 @@ static void test_simulator_baseline(void) {
 static void dump_json(const Dag *d, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return;
-    fprintf(f, "{\"directed\": true, \"graph\": {\"name\": \"case\"}, \"nodes\": [");
-    for (int i = 0; i < d->n; i++)
-        fprintf(f, "%s{\"id\": %d, \"cost_cpu\": %g, \"cost_ram\": %lld}", i ? ", " : "", i, d->cost[i],
-                (long long)d->mem[i]);
-    fprintf(f, "], \"links\": [");
-    int k = 0;
-    for (int v = 0; v < d->n; v++)
-        for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++)
-            fprintf(f, "%s{\"source\": %d, \"target\": %d}", k++ ? ", " : "", d->in[q], v);
-    fprintf(f, "]}\n");
+    dag_write_json(d, "case", f);
     fclose(f);
 }
 
