@@ -330,6 +330,20 @@ static void compilation_move(Compilation *dst, const Compilation *src) {
     dst->info.hw = dst->hw.name;
 }
 
+/* The least memory of an infeasible compilation: the planner's smallest
+ * peak (searched here when the plan did not search it, as the refusal
+ * does), with the staging and the workspace. */
+static int64_t least_memory(const Compilation *c) {
+    int64_t min = c->plan.min_peak_bytes;
+    if (!min) {
+        Plan mp;
+        plan_min_peak(&c->g, &c->ad, &c->po, &mp);
+        min = mp.min_peak_bytes;
+        plan_free(&mp);
+    }
+    return plan_step_memory(&c->po, min).total_bytes;
+}
+
 /* The estimated time of the whole step: n runs of the plan's forward,
  * backward and recomputations. */
 static double step_time(const Compilation *c) {
@@ -387,7 +401,7 @@ static int plan_micro_batches(const Options *o, AccUntil until, Compilation *c) 
             break;
         }
         bool fits = t.plan.status != PLAN_INFEASIBLE, last = fits && t.plan.recompute_time == 0;
-        int64_t peak = fits ? t.mem.total_bytes : plan_step_memory(&t.po, t.plan.min_peak_bytes).total_bytes;
+        int64_t peak = fits ? t.mem.total_bytes : least_memory(&t);
         mr.cand[mr.n_cand++] = (MicroCandidate){(int)n, fits, peak, step_time(&t), t.plan.recompute_time};
         if (fits && (!have || step_time(&t) < step_time(c))) {
             if (have) acc_compilation_free(c);

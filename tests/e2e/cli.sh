@@ -99,6 +99,8 @@ expect 2 "does not take --micro-batch" check $m --micro-batch 2
 expect 1 "--micro-batch 3 does not divide the batch B = 128" explain $m --micro-batch 3
 expect 2 "--micro-batch auto is a choice of the planner" compile $m --micro-batch auto --budget 1G --emit=ir -o "$dir/ir"
 expect 0 "micro-batches: 2 of 64 rows" explain $m --target cpu --batch 128 --micro-batch 2
+# every count's least memory is a search's, not 0 (a small graph's plan does not search it)
+expect 1 "least memory by count of micro-batches: 1: [1-9][0-9.]* MiB, 2: [1-9]" explain $m --target cpu --budget 1 --micro-batch auto
 cat >"$dir/nob.acdsl" <<'EOF2'
 model nob;
 input x: f32[4, 8];
