@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define ACC_API_VERSION 2
+#define ACC_API_VERSION 3
 
 typedef enum {
     ACC_OK = 0,
@@ -38,6 +38,7 @@ typedef enum {
     ACC_ERR_ARG = 11,       /* an argument out of range */
     ACC_ERR_FAILED = 12,    /* the instance is unusable after an earlier failure */
     ACC_ERR_DEVICE = 13,    /* a device call (driver, kernel launch, cuBLAS) failed */
+    ACC_ERR_COMM = 14,      /* a collective failed, or the ranks disagree (plan, rank count) */
 } acc_status;
 
 /* Human-readable text of a status. */
@@ -104,8 +105,11 @@ typedef struct {
     /* The parameter gradients are accumulators: the schedule zeroes each
      * before its first contribution unless `accumulate` is set (the
      * gradients of activations are always zeroed). `training` 0 (acc_forward)
-     * turns dropout off. */
-    int accumulate, training;
+     * turns dropout off. `reduce` (data parallel): the schedule hands each
+     * bucket of parameter gradients to the communicator as soon as its last
+     * gradient is written (acc_grad_ready) and waits for them all at its end
+     * (acc_grad_sync); 0: the gradients stay this rank's own. */
+    int accumulate, training, reduce;
 } acc_ctx;
 
 /* The values of one step or optimizer update that a device's kernels read
@@ -123,7 +127,63 @@ typedef struct {
  * them (acc_forward_backward's accumulate) and the forward alone
  * (acc_forward). Each is its own recording: the flags that tell them apart
  * are part of what is recorded, so no recording serves another. */
-enum { ACC_GRAPH_STEP = 0, ACC_GRAPH_OPT = 1, ACC_GRAPH_STEP_ACCUM = 2, ACC_GRAPH_FORWARD = 3, ACC_GRAPH_COUNT = 4 };
+enum {
+    ACC_GRAPH_STEP = 0,
+    ACC_GRAPH_OPT = 1,
+    ACC_GRAPH_STEP_ACCUM = 2,
+    ACC_GRAPH_FORWARD = 3,
+    ACC_GRAPH_STEP_REDUCE = 4,       /* data parallel: ACC_GRAPH_STEP reducing the gradients */
+    ACC_GRAPH_STEP_ACCUM_REDUCE = 5, /* ... and ACC_GRAPH_STEP_ACCUM */
+    ACC_GRAPH_COUNT = 6
+};
+
+/* ---- data parallel: the communicator ----
+ *
+ * A rank's view of a group of ranks that train one model together, each on
+ * its shard of the batch. The trainer creates it from the engine it already
+ * runs (libaccrt_mpi: acc_comm_mpi over an MPI communicator, in accrt_mpi.h;
+ * libaccrt_nccl: acc_comm_nccl over an NCCL communicator, in accrt_nccl.h)
+ * and hands it to acc_set_comm; it is not the model's: the trainer destroys
+ * it after the model. This header needs neither engine's headers. */
+typedef enum {
+    /* count floats at buf summed over the ranks, in place */
+    ACC_COLL_ALLREDUCE = 0,
+    /* buf holds size * count floats; rank r's piece (floats r * count to
+     * (r + 1) * count - 1) receives the sum over the ranks of that piece; the
+     * other pieces are left undefined */
+    ACC_COLL_REDUCE_SCATTER = 1,
+    /* buf holds size * count floats; every rank's piece r receives rank r's
+     * piece r */
+    ACC_COLL_ALLGATHER = 2,
+} acc_coll_kind;
+
+typedef enum { ACC_RED_SUM = 0, ACC_RED_MAX = 1, ACC_RED_MIN = 2 } acc_red_op;
+
+typedef struct acc_comm acc_comm;
+struct acc_comm {
+    const char *name; /* "mpi", "nccl" */
+    int rank, size;
+    /* Memory the collectives reach: 0 host memory (the cpu target, the
+     * emulator's arena), 1 device memory (the cuda target). */
+    int device_memory;
+    /* Start collective `id` (acc_coll_kind) on buf. stream: the device
+     * stream it is ordered on (a CUstream; NULL on the host). Collectives
+     * are issued in the same order on every rank. An id is free again once
+     * waited for. */
+    int (*issue)(acc_comm *c, int id, int kind, float *buf, int64_t count, void *stream);
+    /* The host waits for collective `id` (a collective ordered on a stream
+     * completes on it: nothing to wait for here). */
+    int (*wait)(acc_comm *c, int id);
+    /* Blocking, in host memory: x[0..n) reduced over the ranks with op
+     * (acc_red_op), the same result on every rank. */
+    int (*allreduce_host)(acc_comm *c, double *x, int n, int op);
+    /* Detail of the last failure ("" if none). */
+    const char *(*error)(const acc_comm *c);
+    void (*destroy)(acc_comm *c);
+    void *impl;
+};
+/* Free a communicator made by acc_comm_mpi or acc_comm_nccl (NULL: nothing). */
+void acc_comm_destroy(acc_comm *c);
 
 /* A device layer (libaccrt_cuda: the GPU through the driver API and cuBLAS;
  * libaccrt_emu: the same kernels and schedule emulated on the CPU). The
@@ -177,6 +237,14 @@ typedef struct acc_device {
     int (*copy_issue)(acc_dev *dev, int id, void *dst, const void *src, size_t n, int to_host);
     int (*copy_wait)(acc_dev *dev, int id);
     int (*copy_sync)(acc_dev *dev);
+    /* Data parallel: collective id through comm (comm->issue's kind, buf,
+     * count) beside the step, recordable in a run: coll_issue starts it
+     * after the launches issued so far (on a stream of the collectives' own
+     * where the device has streams); coll_wait makes the launches issued
+     * after it wait for it. A device whose memory comm cannot reach returns
+     * ACC_ERR_COMM. */
+    int (*coll_issue)(acc_dev *dev, acc_comm *comm, int id, int kind, float *buf, int64_t count);
+    int (*coll_wait)(acc_dev *dev, acc_comm *comm, int id);
 } acc_device;
 
 /* A kernel image embedded in a device library: CUBIN for one architecture
@@ -187,6 +255,16 @@ typedef struct {
     const unsigned char *data;
     size_t size;
 } acc_image;
+
+/* Data parallel: one bucket of parameter gradients, reduced as one
+ * collective as soon as the backward has written its last gradient. Its
+ * gradients are grad_offset .. grad_offset + bytes in the arena, and their
+ * parameters lie at param_offset, in the same layout; with --zero 1, bytes
+ * is a multiple of ranks * 4, and rank r owns piece r of ranks equal pieces
+ * (its AdamW state at shard_offset floats into the shard's moments). */
+typedef struct {
+    int64_t grad_offset, param_offset, bytes, shard_offset;
+} acc_bucket;
 
 typedef struct acc_model_desc {
     uint32_t api_version;
@@ -230,6 +308,24 @@ typedef struct acc_model_desc {
     int64_t optimizer_host_bytes;
     /* Offload: the ids of the copies the schedule issues (0 to copy_ids - 1). */
     int copy_ids;
+    /* Data parallel (acc compile --ranks): the ranks the plan is for (0 or
+     * 1: one; acc_set_comm checks the communicator's size), each running this
+     * plan on its shard of the batch. The gradients are reduced in buckets,
+     * in the order the schedule issues them (ACC_COLL_ALLREDUCE, or with
+     * zero = 1 ACC_COLL_REDUCE_SCATTER: each rank's optimizer updates its
+     * pieces and ACC_COLL_ALLGATHER shares them). rank_scale: 1 / ranks for
+     * a loss that is a mean (the seed of the loss's gradient includes it),
+     * 1 for a sum; the step's loss is the sum over the ranks times it. */
+    int ranks, zero;
+    float rank_scale;
+    int n_buckets;
+    const acc_bucket *buckets;
+    /* zero = 1: this rank's AdamW moments (optimizer_dtype), shard_elems
+     * elements each at shard_m_offset and shard_v_offset (the params' m/v
+     * offsets -1) */
+    int64_t shard_m_offset, shard_v_offset, shard_elems;
+    /* a hash of the plan: every rank must run the same (acc_set_comm) */
+    uint64_t plan_hash;
 } acc_model_desc;
 
 typedef struct {
@@ -328,6 +424,24 @@ int acc_grad(acc_model *m, const char *name, float **data, int64_t *elems);
 int acc_read(acc_model *m, const char *name, int grad, float *dst, size_t size_bytes);
 int acc_write(acc_model *m, const char *name, const float *src, size_t size_bytes);
 int acc_get_counters(const acc_model *m, acc_counters *out);
+
+/* Data parallel (a library compiled with --ranks R): the communicator of
+ * the R ranks, before the first step. Checks that its size is R and that
+ * every rank runs the same plan (ACC_ERR_ARG, ACC_ERR_COMM; collective: every
+ * rank calls it). Each rank then sets its own shard of the batch as its
+ * inputs (the inputs' shapes are one rank's) and calls acc_step and
+ * acc_adamw as one rank would; every rank must start from the same
+ * parameters (acc_init_params with one seed, or one file). The gradients
+ * after a step are the whole batch's: reduced over the ranks (with zero = 1
+ * only this rank's pieces of each bucket are; acc_adamw then updates them
+ * and gathers every rank's parameters, and acc_clip_grad_norm sums the
+ * norm over the ranks). */
+int acc_set_comm(acc_model *m, acc_comm *comm);
+/* Whether acc_step and acc_forward_backward reduce the gradients over the
+ * ranks (1, the default). Accumulating over calls, turn it off for every
+ * call but the last (each call adds to this rank's own gradients; the last
+ * one reduces the sum), as DDP's no_sync. ACC_ERR_ARG unless 0 or 1. */
+int acc_set_grad_sync(acc_model *m, int sync);
 const acc_model_desc *acc_describe(const acc_model *m);
 
 /* For generated schedules: report a failure with detail and time phases. */
@@ -340,6 +454,11 @@ void acc_phase(acc_ctx *ctx, int phase);
 int acc_copy_issue(acc_ctx *ctx, int id, int64_t host_off, void *p, size_t n, int to_host);
 int acc_copy_wait(acc_ctx *ctx, int id);
 int acc_copy_sync(acc_ctx *ctx);
+/* For generated schedules (data parallel): bucket k's gradients are final
+ * (its collective starts when ctx->reduce); every bucket's collective
+ * waited for. */
+int acc_grad_ready(acc_ctx *ctx, int k);
+int acc_grad_sync(acc_ctx *ctx);
 
 #ifdef __cplusplus
 }
