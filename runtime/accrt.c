@@ -673,7 +673,7 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
         int g = kind == RUN_FORWARD ? RUN_FORWARD : accumulate ? RUN_STEP_ACCUM : RUN_STEP;
         acc_ctx ctx = {
             m->arena,           m->seed, m->step * (uint32_t)n + (uint32_t)mb, m, m->dev, m->host, accumulate,
-            kind != RUN_FORWARD};
+            kind != RUN_FORWARD, 0};
         double ms[ACC_PHASE_COUNT] = {0};
         float part = 0.0f;
         if (n > 1) rc = stage_micro_batch(m, mb);
