@@ -338,7 +338,7 @@ static void compilation_move(Compilation *dst, const Compilation *src) {
     *dst = *src;
     dst->ad.g = dst->sched.g = &dst->g;
     dst->po.hw = &dst->hw;
-    dst->po.dp = &dst->dp;
+    dst->po.dp = dst->info.dp = &dst->dp;
     dst->info.hw = dst->hw.name;
 }
 
@@ -563,7 +563,9 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                            c->mem,
                            NULL,
                            NULL,
-                           o->host_budget_bytes};
+                           o->host_budget_bytes,
+                           &c->dp,
+                           o->bucket_bytes ? o->bucket_bytes : OPT_BUCKET_DEFAULT};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
