@@ -62,9 +62,7 @@ static int mpi_issue(acc_comm *c, int id, int kind, float *buf, int64_t count, v
     int n = (int)count, rc;
     p->buf = NULL, p->count = 0;
     switch (kind) {
-    case ACC_COLL_ALLREDUCE:
-        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, x->comm, &p->req);
-        break;
+    case ACC_COLL_ALLREDUCE: rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, x->comm, &p->req); break;
     case ACC_COLL_REDUCE_SCATTER:
         rc = MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, x->comm, &p->req);
         p->buf = buf, p->count = count;

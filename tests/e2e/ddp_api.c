@@ -25,14 +25,14 @@ const acc_model_desc *OTHER_DESC(void);
 
 static int rank;
 
-#define CHECK(cond, ...)                                                                                               \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "ddp_api: rank %d: ", rank);                                                               \
-            fprintf(stderr, __VA_ARGS__);                                                                              \
-            fprintf(stderr, "\n");                                                                                     \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                                              \
-        }                                                                                                              \
+#define CHECK(cond, ...)                                 \
+    do {                                                 \
+        if (!(cond)) {                                   \
+            fprintf(stderr, "ddp_api: rank %d: ", rank); \
+            fprintf(stderr, __VA_ARGS__);                \
+            fprintf(stderr, "\n");                       \
+            MPI_Abort(MPI_COMM_WORLD, 1);                \
+        }                                                \
     } while (0)
 
 static acc_model *make(const acc_model_desc *d) {
