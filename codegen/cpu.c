@@ -864,6 +864,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
         "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
         "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
         m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+    fprintf(o,
+            "/* Data parallel (compiled with --ranks; the plan is for %d rank%s): the ranks' communicator\n"
+            " * (acc_comm_mpi in accrt_mpi.h), and whether steps reduce the gradients. */\n"
+            "static inline int %s_set_comm(%s_model *m, acc_comm *comm) { return acc_set_comm(m, comm); }\n"
+            "static inline int %s_set_grad_sync(%s_model *m, int sync) { return acc_set_grad_sync(m, sync); }\n\n",
+            e->dp ? e->dp->ranks : 1, e->dp ? "s" : "", m, m, m, m);
     fprintf(o, "/* Inputs, with their exact sizes. */\n");
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);
