@@ -19,6 +19,13 @@
  * after its gradient), and the shard's moments hold the pieces of every
  * bucket back to back: (the padded bytes of all parameters) / ranks / 4
  * elements.
+ *
+ * With ZeRO-2 the gradients are not kept: each parameter's gradient is a
+ * buffer of the plan that lives until its bucket is final, and is
+ * reduce-scattered on its own (the unit of the collective is a parameter,
+ * padded to a multiple of ranks * ACC_ALIGN), its piece moving to the
+ * rank's shard of the gradients; the buckets still say when (all of a
+ * bucket's parameters at once, when its last gradient is written).
  */
 #include <stdlib.h>
 
@@ -56,9 +63,17 @@ void dp_layout(const Graph *g, int ranks, int zero, int64_t cap_bytes, DpLayout 
     }
     if (first >= 0) out->n_buckets++;
     if (!out->zero) return;
+    int64_t unit = (int64_t)out->ranks * ACC_ALIGN;
+    if (out->zero == 2) { /* every parameter its own pieces */
+        for (int i = 0; i < n; i++)
+            if (out->bucket_of[i] >= 0) {
+                int64_t b = param_bytes(graph_node(g, i));
+                out->pad[i] = round_up(b, unit) - b;
+            }
+        return;
+    }
     /* the pad after each bucket's last parameter in the arena (the highest
      * node of the bucket: buckets are runs of consecutive parameters) */
-    int64_t unit = (int64_t)out->ranks * ACC_ALIGN;
     for (int k = 0; k < out->n_buckets; k++) {
         int64_t bytes = 0;
         int last = -1;
@@ -79,6 +94,8 @@ int64_t dp_param_bytes(const DpLayout *d, const Graph *g, int node) {
     return param_bytes(graph_node(g, node)) + (d ? d->pad[node] : 0);
 }
 
+/* ZeRO-1 and ZeRO-2: the elements of this rank's pieces (of the moments,
+ * and with ZeRO-2 of the gradients). */
 int64_t dp_shard_elems(const DpLayout *d, const Graph *g) {
     if (!d || !d->zero) return 0;
     int64_t bytes = 0;

@@ -90,7 +90,9 @@ const char *opt_state_name(OptState st);
 
 /* How the parameter gradients are reduced over the ranks: buckets of
  * consecutive parameters, numbered in the order the backward completes
- * them; with ZeRO-1 (zero = 1) each bucket padded to ranks equal pieces. */
+ * them; with ZeRO-1 (zero = 1) each bucket padded to ranks equal pieces;
+ * with ZeRO-2 (zero = 2) each parameter, its gradient a buffer of the plan
+ * that lives until its bucket is final. */
 typedef struct {
     int ranks, zero; /* 1, 0: one rank (no buckets) */
     int n_buckets;
@@ -104,7 +106,8 @@ void dp_layout(const Graph *g, int ranks, int zero, int64_t cap_bytes, DpLayout 
 void dp_free(DpLayout *d);
 /* Parameter node's bytes in the arena, and its gradient's (d NULL: one rank). */
 int64_t dp_param_bytes(const DpLayout *d, const Graph *g, int node);
-/* ZeRO-1: the elements of each of this rank's moments (0 without ZeRO). */
+/* ZeRO-1 and -2: the elements of each of this rank's moments, and of its
+ * gradients with ZeRO-2 (0 without ZeRO). */
 int64_t dp_shard_elems(const DpLayout *d, const Graph *g);
 
 /* What every schedule of a plan shares besides the decisions. */
@@ -170,7 +173,8 @@ typedef struct {
     int n_offload;                                                    /* OFFLOAD steps */
     OptState optimizer;                                               /* AdamW state in the arena, its dtype */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
-    int shard_m_buf, shard_v_buf; /* ZeRO-1: this rank's moments (adam_m/v_buf all -1); else -1 */
+    int shard_m_buf, shard_v_buf; /* ZeRO: this rank's moments (adam_m/v_buf all -1); else -1 */
+    int shard_g_buf;              /* ZeRO-2: this rank's pieces of the gradients; else -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
     int64_t host_bytes;      /* the host arena of offloaded copies (alloc_assign) */
