@@ -837,7 +837,9 @@ static int run_once(acc_model *m, acc_ctx *ctx, int graph, double ms[ACC_PHASE_C
     m->phase = -1;
     if (m->dev) {
         acc_scalars s = {.seed = ctx->seed, .step = ctx->step};
-        rc = dev_status(m, d->device->run(m->dev, graph, run_schedule, ctx, &s));
+        m->err[0] = 0; /* a failure the schedule reported (acc_fail, a collective) keeps its detail */
+        rc = d->device->run(m->dev, graph, run_schedule, ctx, &s);
+        if (rc != ACC_OK && !m->err[0]) rc = dev_status(m, rc);
     } else {
         rc = run_schedule(ctx);
     }
