@@ -117,3 +117,46 @@ void dp_ready_steps(const DpLayout *d, const Schedule *s, int *ready) {
         }
     }
 }
+
+DpTiming dp_timing(const DpLayout *d, const Schedule *s, const HwProfile *hw) {
+    DpTiming t = {0, 0, 0, 0};
+    int n = s->steps.n, r = d->ranks;
+    double *end = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(double)), now = 0;
+    for (int k = 0; k < n; k++) { /* the compute stream */
+        const Step *st = &s->steps.v[k];
+        double f = st->kind == ST_FWD || st->kind == ST_RECOMPUTE || st->kind == ST_BWD
+                       ? cost_fwd_time(s->g, graph_node(s->g, st->node), hw)
+                       : 0;
+        now += st->kind == ST_BWD ? 2 * f : f;
+        end[k] = now;
+    }
+    t.backward_time = now - (s->first_bwd_step > 0 ? end[s->first_bwd_step - 1] : 0);
+    int *ready = acc_xrealloc(NULL, (size_t)(d->n_buckets > 0 ? d->n_buckets : 1) * sizeof(int));
+    dp_ready_steps(d, s, ready);
+    /* the buckets' bytes, then their collectives in the order they start */
+    double share = (double)(r - 1) / r, reduce = d->zero ? share : 2 * share, busy = 0, first = -1;
+    for (int done = 0; done < d->n_buckets; done++) {
+        int k = -1;
+        for (int j = 0; j < d->n_buckets; j++) /* the next to start: the earliest final, then the lowest */
+            if (ready[j] >= -1 && (k < 0 || ready[j] < ready[k])) k = j;
+        double at = ready[k] >= 0 ? end[ready[k]] : now, bytes = 0;
+        for (int i = 0; i < s->g->nodes.n; i++)
+            if (d->bucket_of[i] == k) bytes += (double)s->bufs.v[s->pgrad_buf[i]].size_bytes;
+        ready[k] = -2; /* started */
+        double start = at > busy ? at : busy;
+        if (first < 0) first = start;
+        /* ZeRO-2 reduce-scatters each parameter on its own: a latency each */
+        int units = 1;
+        if (d->zero == 2) {
+            units = 0;
+            for (int i = 0; i < s->g->nodes.n; i++) units += d->bucket_of[i] == k;
+        }
+        busy = start + units * hw->coll_latency + reduce * bytes / hw->coll_bw;
+        t.gather_time += d->zero ? units * hw->coll_latency + share * bytes / hw->coll_bw : 0;
+        t.comm_time += busy - start;
+    }
+    t.exposed_time = busy > now ? busy - now : 0;
+    free(ready);
+    free(end);
+    return t;
+}

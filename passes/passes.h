@@ -199,6 +199,7 @@ int64_t sched_live_bytes(const Schedule *s, int64_t *live);
  * (ready[k], -1 if the backward writes none of them). */
 void dp_ready_steps(const DpLayout *d, const Schedule *s, int *ready);
 
+
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
  * peak_live_bytes. Persistent buffers back to back first, then the rest placed
  * by alloc_intervals_ex with alloc_pipeline_options (deterministic). */
@@ -326,6 +327,10 @@ typedef struct {
     double host_bw;           /* bytes/s of a copy between the arena and host memory, each way (0 in the
                                  file: mem_bw / 2, a copy within one memory reads and writes) */
     double host_latency;      /* seconds per such copy (0 in the file: launch_latency) */
+    double coll_bw;           /* data parallel: bytes/s of a collective's bus bandwidth (as nccl-tests'
+                                 busbw: an all-reduce of B bytes on R ranks takes 2 (R-1)/R B / coll_bw; 0 in
+                                 the file: host_bw, a copy through shared memory) */
+    double coll_latency;      /* seconds per collective (0 in the file: host_latency) */
 } HwProfile;
 
 /* Load profile NAME from the hw/ directory (or a path ending in .hw). */
@@ -338,6 +343,19 @@ double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
 /* The time of an offloaded tensor's two copies (to host memory and back):
  * its bytes, tail included, each way at host_bw, plus two host_latency. */
 double cost_transfer_time(const Node *n, const HwProfile *hw);
+
+/* Data parallel: the collectives' time under the cost model. The step's
+ * steps take their roofline time (a backward twice its forward), the
+ * collectives run one after another beside them, each from the end of the
+ * step that makes its bucket final; what ends after the backward is
+ * exposed. The optimizer's all-gathers (ZeRO) follow the step. */
+typedef struct {
+    double comm_time;    /* the gradients' collectives, end to end */
+    double exposed_time; /* of which after the backward's end */
+    double gather_time;  /* ZeRO: the parameters' all-gathers after the update */
+    double backward_time;
+} DpTiming;
+DpTiming dp_timing(const DpLayout *d, const Schedule *s, const HwProfile *hw);
 
 /* ---- the planner (planner/) ------------------------------------------------ */
 
