@@ -402,9 +402,9 @@ int acc_grad_sync(acc_ctx *ctx) {
     return rc;
 }
 
-/* ZeRO-1: fn on every run of this rank's pieces that lies in one
- * parameter (el: its first element in the parameter, n elements, sh: where
- * its moments start in the shard). */
+/* ZeRO: fn on every run of this rank's pieces that lies in one parameter
+ * (el: its first element in the parameter, n elements, sh: where its
+ * moments, and with ZeRO-2 its gradients, start in the shard). */
 typedef int (*shard_fn)(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg);
 
 static int for_shard(acc_model *m, shard_fn fn, void *arg) {
@@ -447,7 +447,7 @@ static int adamw_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64
     return ACC_OK;
 }
 
-/* ZeRO-1's update: this rank's pieces, then every rank's gathered (ids
+/* ZeRO's update: this rank's pieces, then every rank's gathered (ids
  * n_buckets + k). On a device, the launches of one run. */
 static int adamw_shard(acc_model *m, AdamArgs *a) {
     const acc_model_desc *d = m->desc;
@@ -968,8 +968,8 @@ static double sum_squares(const float *x, int64_t n) {
     return s;
 }
 
-/* fn on every parameter's gradient whole, or (ZeRO-1) on this rank's
- * pieces of them, which alone are reduced. */
+/* fn on every parameter's gradient whole, or (ZeRO) on this rank's pieces
+ * of them, which alone are reduced. */
 static int for_grads(acc_model *m, shard_fn fn, void *arg) {
     const acc_model_desc *d = m->desc;
     if (sharded(d)) return for_shard(m, fn, arg);
