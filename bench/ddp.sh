@@ -36,7 +36,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-field() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$2" | tail -1; }
+field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" "$2" | tail -1; }
 echo "model: $* ; $rows rows per rank, $ranks ranks, buckets of $bucket, one thread per rank, $steps steps"
 "$ACC" run "$@" --batch "$rows" --target cpu --steps "$steps" >"$dir/one.out"
 "$ACC" run "$@" --batch $((rows * ranks)) --ranks "$ranks" --bucket-size "$bucket" --target cpu --steps "$steps" \
