@@ -570,6 +570,17 @@ K_CLONES static void KN(att_bwd_ds)(float *restrict dP, const float *restrict P,
 static void KN(att_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, const KT *k, const KT *v, const KT *out,
                         const float *lse, const AttMB *mb, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
                         int64_t D, int causal) {
+#ifdef ACC_KT_BF16
+    /* Gradients that are one buffer (attention(x, kv, kv): dk is dv) would
+     * each be widened into a float accumulator and stored over the other's
+     * sums: one pass per gradient, each adding to what the last stored. */
+    if ((dq && (dq == dk || dq == dv)) || (dk && dk == dv)) {
+        KN(att_bwd)(dq, NULL, NULL, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        KN(att_bwd)(NULL, dk, NULL, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        KN(att_bwd)(NULL, NULL, dv, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        return;
+    }
+#endif
     if (KVH <= 0) KVH = H;
     const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D;
     const int64_t dc = att_dchunk(D), scn = att_schunk(S, dc);
