@@ -803,7 +803,7 @@ def sdpa_mask(c, n, m, full):
              "it is nonzero; pass m != 0 (or m.bool()) of a mask that is 1 at the tokens to attend", n)
         need(tuple(m.shape) in ((b, 1, 1, s), (b, 1, s)),
              "scaled_dot_product_attention with a boolean attn_mask of shape %s: acc's mask is per key, [B, 1, 1, "
-             "Tk] = %s (a key-padding mask); a mask over queries too can be a float attn_mask (0 or -inf/-1e4)"
+             "Tk] = %s (a key-padding mask); a mask over queries too can be a float attn_mask (0 where attended, a large negative number such as -1e4 elsewhere)"
              % (list(m.shape), [b, 1, 1, s]), n)
         return c.reshape(m.info["x"], (b, s), n)
     need(is_val(m) and m.kind in ("leaf", "op") and m.dtype == "f32",
