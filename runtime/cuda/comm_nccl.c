@@ -102,9 +102,10 @@ static int load_nccl(NcclComm *c) {
     Api *a = &c->api;
     for (int i = 0; i < 3 && !a->nccl_lib; i++) a->nccl_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!a->nccl_lib)
-        return fail(c, ACC_ERR_NO_DEVICE, "NCCL cannot be loaded (%s): install libnccl2 or set ACC_NCCL_LIB", dlerror());
-#define FN_LOAD(f)                                                                                              \
-    if (!(*(void **)&a->f = dlsym(a->nccl_lib, #f)))                                                           \
+        return fail(c, ACC_ERR_NO_DEVICE, "NCCL cannot be loaded (%s): install libnccl2 or set ACC_NCCL_LIB",
+                    dlerror());
+#define FN_LOAD(f)                                                                                            \
+    if (!(*(void **)&a->f = dlsym(a->nccl_lib, #f)))                                                          \
         return fail(c, ACC_ERR_NO_DEVICE, "libnccl has no %s: NCCL %d.%d or later is needed", #f, NCCL_MAJOR, \
                     NCCL_MINOR);
     NCCL_FUNCS(FN_LOAD)
@@ -134,8 +135,8 @@ static int open_device(NcclComm *c, int ordinal) {
     if ((rc = CU_CHECK(c, a->cuInit(0)))) return rc;
     if ((rc = CU_CHECK(c, a->cuDeviceGetCount(&count)))) return rc;
     if (ordinal < 0 || ordinal >= count)
-        return fail(c, count ? ACC_ERR_ARG : ACC_ERR_NO_DEVICE, "CUDA device %d: this process sees %d GPU(s)",
-                    ordinal, count);
+        return fail(c, count ? ACC_ERR_ARG : ACC_ERR_NO_DEVICE, "CUDA device %d: this process sees %d GPU(s)", ordinal,
+                    count);
     if ((rc = CU_CHECK(c, a->cuDeviceGet(&c->dev, ordinal)))) return rc;
     if ((rc = CU_CHECK(c, a->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)))) return rc;
     c->ctx_retained = 1;

@@ -318,7 +318,8 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
      * acc_comm_nccl_create's device: one process per GPU), else the first */
     CUcontext cur = NULL;
     if ((rc = CU_CHECK(c, a->cuCtxGetCurrent(&cur)))) return rc;
-    if (cur ? (rc = CU_CHECK(c, a->cuCtxGetDevice(&c->dev))) : (rc = CU_CHECK(c, a->cuDeviceGet(&c->dev, 0)))) return rc;
+    rc = cur ? CU_CHECK(c, a->cuCtxGetDevice(&c->dev)) : CU_CHECK(c, a->cuDeviceGet(&c->dev, 0));
+    if (rc) return rc;
     CU_CHECK(c, a->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev));
     CU_CHECK(c, a->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev));
     if (c->head.status) return c->head.status;

@@ -60,7 +60,7 @@ typedef struct {
     const void *A, *B;
     float beta;
     void *C, *bias, *ws;
-    void *dst; /* a copy: dst, A its source, m its bytes, phase its id, bf16 to_host */
+    void *dst;      /* a copy: dst, A its source, m its bytes, phase its id, bf16 to_host */
     acc_comm *comm; /* a collective: comm, dst its buffer, m its count, phase its id, epi its kind */
 } Rec;
 
