@@ -53,8 +53,10 @@ typedef struct {
     acc_comm head;
     Api api;
     ncclComm_t nccl;
-    int owned;    /* made by acc_comm_nccl_create: destroyed with the wrapper */
-    int cu_ready; /* the driver part below is set up */
+    int owned;     /* made by acc_comm_nccl_create: destroyed with the wrapper */
+    int cu_ready;  /* the driver part below is set up */
+    int cu_failed; /* ... or could not be (its status) */
+    int ordinal;   /* the GPU, the driver's ordinal */
     CUdevice dev;
     CUcontext ctx;
     int ctx_retained;
@@ -128,7 +130,7 @@ static int load_cuda(NcclComm *c) {
 /* The driver part: device ordinal's primary context current on this thread
  * (the one the trainer's CUDA code and the model's device layer share) and
  * allreduce_host's stream. */
-static int open_device(NcclComm *c, int ordinal) {
+static int open_device_now(NcclComm *c, int ordinal) {
     Api *a = &c->api;
     int rc, count = 0;
     if ((rc = load_cuda(c))) return rc;
@@ -141,9 +143,16 @@ static int open_device(NcclComm *c, int ordinal) {
     if ((rc = CU_CHECK(c, a->cuDevicePrimaryCtxRetain(&c->ctx, c->dev)))) return rc;
     c->ctx_retained = 1;
     if ((rc = CU_CHECK(c, a->cuCtxSetCurrent(c->ctx)))) return rc;
-    if ((rc = CU_CHECK(c, a->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)))) return rc;
-    c->cu_ready = 1;
-    return ACC_OK;
+    return CU_CHECK(c, a->cuStreamCreate(&c->stream, CU_STREAM_NON_BLOCKING));
+}
+
+/* open_device_now once: its status every time */
+static int open_device(NcclComm *c) {
+    if (!c->cu_ready && !c->cu_failed) {
+        c->cu_failed = open_device_now(c, c->ordinal);
+        c->cu_ready = !c->cu_failed;
+    }
+    return c->cu_failed;
 }
 
 /* In place on the device, stream ordered: the reduce-scatter's result and
@@ -172,7 +181,7 @@ static int nccl_wait(acc_comm *h, int id) {
 }
 
 /* x[0..n) through a device buffer of doubles, on the communicator's own
- * stream, synchronously. */
+ * stream, synchronously (a wrapped communicator opens its GPU here). */
 static int nccl_allreduce_host(acc_comm *h, double *x, int n, int op) {
     NcclComm *c = (NcclComm *)h;
     Api *a = &c->api;
@@ -182,6 +191,7 @@ static int nccl_allreduce_host(acc_comm *h, double *x, int n, int op) {
         return fail(c, ACC_ERR_ARG, "allreduce_host: unknown op %d", op);
     if (n == 0) return ACC_OK;
     size_t bytes = (size_t)n * sizeof *x;
+    if ((rc = open_device(c))) return rc;
     if ((rc = CU_CHECK(c, a->cuCtxSetCurrent(c->ctx)))) return rc;
     if (bytes > c->scratch_bytes) {
         if (c->scratch) a->cuMemFree(c->scratch), c->scratch = 0, c->scratch_bytes = 0;
@@ -202,7 +212,7 @@ static const char *nccl_error(const acc_comm *h) { return ((const NcclComm *)h)-
 static void nccl_destroy(acc_comm *h) {
     NcclComm *c = (NcclComm *)h;
     Api *a = &c->api;
-    if (c->cu_ready || c->ctx_retained) a->cuCtxSetCurrent(c->ctx);
+    if (c->ctx_retained) a->cuCtxSetCurrent(c->ctx);
     if (c->stream) a->cuStreamSynchronize(c->stream), a->cuStreamDestroy(c->stream);
     if (c->scratch) a->cuMemFree(c->scratch);
     if (c->owned && c->nccl) a->ncclCommDestroy(c->nccl);
@@ -251,8 +261,9 @@ int acc_comm_nccl_create(int rank, int size, const void *id, int cuda_device, ac
     if (!id) return fail(c, ACC_ERR_NULL, "acc_comm_nccl_create: no unique id");
     if (size < 1 || rank < 0 || rank >= size)
         return fail(c, ACC_ERR_ARG, "acc_comm_nccl_create: rank %d of %d ranks", rank, size);
+    c->ordinal = cuda_device;
     int rc = load_nccl(c);
-    if (!rc) rc = open_device(c, cuda_device);
+    if (!rc) rc = open_device(c);
     if (rc) return rc;
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
@@ -269,10 +280,9 @@ int acc_comm_nccl_wrap(struct ncclComm *nccl, acc_comm **out) {
     *out = &c->head;
     if (!nccl) return fail(c, ACC_ERR_NULL, "acc_comm_nccl_wrap: no NCCL communicator");
     c->nccl = nccl;
-    int rc = load_nccl(c), device = 0;
+    int rc = load_nccl(c);
     if (!rc) rc = NCCL_CHECK(c, c->api.ncclCommUserRank(nccl, &c->head.rank));
     if (!rc) rc = NCCL_CHECK(c, c->api.ncclCommCount(nccl, &c->head.size));
-    if (!rc) rc = NCCL_CHECK(c, c->api.ncclCommCuDevice(nccl, &device));
-    if (!rc) rc = open_device(c, device);
-    return rc;
+    if (!rc) rc = NCCL_CHECK(c, c->api.ncclCommCuDevice(nccl, &c->ordinal));
+    return rc; /* the driver when allreduce_host first needs it */
 }
