@@ -7,8 +7,11 @@
  * kernels come from the images embedded in the model's library (CUBIN per
  * architecture, PTX for newer GPUs); the arena is one cuMemAlloc, the cuBLAS
  * workspace a planned region inside it; everything runs on one stream of the
- * primary context (shared with the trainer's own CUDA code), with events at
- * the phase boundaries. Every driver and cuBLAS call is checked and a
+ * primary context (shared with the trainer's own CUDA code) of the GPU whose
+ * context is current on the creating thread (GPU 0 if none), with events at
+ * the phase boundaries; the copies of offloaded activations and the
+ * data-parallel collectives (through the trainer's acc_comm, NCCL) run on
+ * streams of their own, forked and joined with events. Every driver and cuBLAS call is checked and a
  * failure is recorded with its file and line.
  */
 #include <dlfcn.h>
