@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 
 mode=${1:-main}
 jobs=$(nproc 2>/dev/null || echo 2)
-packages=(build-essential cmake flex bison libglpk-dev libopenblas-openmp-dev pkg-config clang clang-format libclang-rt-dev libomp-dev)
+packages=(build-essential cmake flex bison libglpk-dev libopenblas-openmp-dev pkg-config clang clang-format libclang-rt-dev libomp-dev openmpi-bin libopenmpi-dev)
 
 install_missing() {
     local missing=()

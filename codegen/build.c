@@ -144,6 +144,20 @@ static int link_shared(const char *dir, const char *model, const char *obj, cons
     return cg_run(argv, err);
 }
 
+/* An optional runtime library (the communicators) and its header, beside
+ * the model's when acc was built with it (next to libaccrt.a). */
+static int copy_sibling(const char *archive, const char *header, const char *dir, FILE *err) {
+    char from[4096], to[4096];
+    const char *rt = cg_runtime_lib(), *slash = strrchr(rt, '/');
+    snprintf(from, sizeof from, "%.*s%s", slash ? (int)(slash - rt + 1) : 0, rt, archive);
+    if (access(from, R_OK)) return 0; /* not built */
+    snprintf(to, sizeof to, "%s/%s", dir, archive);
+    if (copy_file(from, to, err)) return -1;
+    snprintf(from, sizeof from, "%s/%s", cg_runtime_include(), header);
+    snprintf(to, sizeof to, "%s/%s", dir, header);
+    return copy_file(from, to, err);
+}
+
 int cg_build_library(const char *dir, const char *model, const CgTarget *target, bool shared, FILE *err) {
     char obj[4096], obj_img[4096], lib[4096], rt[4096], hdr_from[4096], hdr_to[4096], name[300];
     bool cuda = target->nvrtc; /* the kernel images are a second object */
@@ -179,5 +193,5 @@ int cg_build_library(const char *dir, const char *model, const CgTarget *target,
     snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
     snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
     if (copy_file(hdr_from, hdr_to, err)) return -1;
-    return 0;
+    return copy_sibling("libaccrt_mpi.a", "accrt_mpi.h", dir, err);
 }

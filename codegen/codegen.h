@@ -48,6 +48,8 @@ typedef struct {
     float loss_scale;            /* the loss gradient's seed: 1 / micro_batches for a mean, else 1 */
     const int64_t *stage_offset; /* [nodes]: a sliced input's full batch in mem's staging (-1: not
                                     sliced); NULL: one batch */
+    const DpLayout *dp;          /* data parallel: the buckets (NULL or one rank: none) */
+    float rank_scale;            /* data parallel: each rank's share of the loss (1 / ranks for a mean) */
 } CgOptions;
 
 /* requires: a schedule that passed plan_check. Writes <model>.c and <model>.h:

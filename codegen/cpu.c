@@ -18,6 +18,8 @@ typedef struct {
     FILE *out;
     const CgFusion *fu;
     const CgCopies *cp;
+    const DpLayout *dp; /* data parallel: buckets (NULL: none) */
+    int *ready;         /* [dp->n_buckets]: the emitted position after which each bucket is final, -1 */
 } Emit;
 
 /* Steps per generated function (see emit_source). */
@@ -534,6 +536,79 @@ static void emit_copy_issues_after(Emit *e, int t) {
             emit_copy_issue(e, &e->cp->v.v[i]);
 }
 
+/* Data parallel: the buckets whose last gradient is written by the code
+ * emitted at step t handed to the communicator. */
+static void emit_grad_ready_after(Emit *e, int t) {
+    for (int k = 0; e->dp && k < e->dp->n_buckets; k++)
+        if (e->ready[k] == t)
+            fprintf(e->out, "    {\n        int rc_ = acc_grad_ready(ctx, %d);\n        if (rc_) return rc_;\n    }\n",
+                    k);
+}
+
+/* Where each bucket is final: after the code of the step that writes its
+ * last gradient (a step fused into an elementwise chain: after the chain). */
+static int *grad_ready_positions(const Schedule *s, const CgFusion *fu, const DpLayout *dp) {
+    if (!dp || !dp->n_buckets) return NULL;
+    int *ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof(int));
+    dp_ready_steps(dp, s, ready);
+    for (int k = 0; k < dp->n_buckets; k++) {
+        int c = ready[k] >= 0 ? fu->chain_of[ready[k]] : -1;
+        if (c >= 0) ready[k] = fu->chains.v[c].ops[fu->chains.v[c].n_ops - 1].step;
+    }
+    return ready;
+}
+
+/* FNV-1a: h mixed with the 8 bytes of x. */
+static uint64_t mix(uint64_t h, int64_t x) {
+    for (int b = 0; b < 8; b++) h = (h ^ (((uint64_t)x >> (8 * b)) & 0xff)) * 1099511628211ULL;
+    return h;
+}
+
+/* A hash of the plan's steps, buffers and buckets: what every rank must
+ * share. */
+static uint64_t plan_hash(const Schedule *s, const DpLayout *dp, const CgOptions *opt) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int t = 0; t < s->steps.n; t++) {
+        const Step *st = &s->steps.v[t];
+        int64_t f[] = {st->kind, st->node, st->out, st->aux, st->grad_out};
+        for (size_t k = 0; k < sizeof f / sizeof *f; k++) h = mix(h, f[k]);
+        for (int j = 0; j < ACC_MAX_IN; j++) h = mix(mix(h, st->in[j]), st->grad_in[j]);
+    }
+    for (int i = 0; i < s->bufs.n; i++) h = mix(mix(h, s->bufs.v[i].offset), s->bufs.v[i].size_bytes);
+    h = mix(mix(h, opt->mem.total_bytes), opt->micro_batches);
+    if (dp) {
+        h = mix(mix(mix(h, dp->ranks), dp->zero), dp->n_buckets);
+        for (int i = 0; i < s->g->nodes.n; i++) h = mix(mix(h, dp->bucket_of[i]), dp->pad[i]);
+    }
+    return h;
+}
+
+/* The descriptor's buckets: each a run of consecutive parameters, their
+ * gradients in the same layout (checked). */
+static void emit_buckets(Emit *e) {
+    const Schedule *s = e->s;
+    const DpLayout *dp = e->dp;
+    FILE *o = e->out;
+    fprintf(o, "static const acc_bucket buckets[] = {\n");
+    int64_t shard = 0;
+    for (int k = 0; k < dp->n_buckets; k++) {
+        int64_t grad = -1, param = -1, bytes = 0;
+        for (int i = 0; i < e->g->nodes.n; i++) {
+            if (dp->bucket_of[i] != k) continue;
+            const Buffer *p = &s->bufs.v[s->param_buf[i]], *gr = &s->bufs.v[s->pgrad_buf[i]];
+            if (grad < 0) grad = gr->offset, param = p->offset;
+            ACC_ASSERT(gr->offset == grad + bytes && p->offset == param + bytes && p->size_bytes == gr->size_bytes);
+            bytes += gr->size_bytes;
+        }
+        fprintf(o, "    {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "},\n", grad, param, bytes, shard);
+        if (dp->zero) {
+            ACC_ASSERT(bytes % (4 * dp->ranks) == 0);
+            shard += bytes / 4 / dp->ranks;
+        }
+    }
+    fprintf(o, "};\n\n");
+}
+
 static void emit_desc_dims(FILE *o, const Shape *s) {
     fprintf(o, "%d, {", s->ndim);
     for (int i = 0; i < s->ndim; i++) fprintf(o, "%s%" PRId64, i ? ", " : "", s->dim[i]);
@@ -592,6 +667,7 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             if (c->ops[c->n_ops - 1].step == t) emit_chain(e, c);
             else fprintf(o, "    /* (fused into step %d) */\n", c->ops[c->n_ops - 1].step);
             emit_copy_issues_after(e, t);
+            emit_grad_ready_after(e, t);
             continue;
         }
         switch (st->kind) {
@@ -599,12 +675,13 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         case ST_RECOMPUTE: emit_fwd(e, st); break;
         case ST_SEED:
             /* micro-batches of a mean: each seeds 1 / micro_batches */
-            if (opt->loss_scale == 1.0f)
+            /* (and of ranks: 1 / ranks more, the reduction a sum) */
+            if (opt->loss_scale * opt->rank_scale == 1.0f)
                 fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, 1.0f, 1);\n", buf_sfx(e, st->grad_out),
                         ptr(e, st->grad_out, p));
             else
                 fprintf(o, "    acc_phase(ctx, ACC_PHASE_BWD);\n    k_fill%s(%s, (float)%.9g, 1);\n",
-                        buf_sfx(e, st->grad_out), ptr(e, st->grad_out, p), opt->loss_scale);
+                        buf_sfx(e, st->grad_out), ptr(e, st->grad_out, p), opt->loss_scale * opt->rank_scale);
             break;
         case ST_OFFLOAD:
             for (int i = 0; i < e->cp->v.n; i++)
@@ -624,6 +701,7 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             break;
         }
         emit_copy_issues_after(e, t);
+        emit_grad_ready_after(e, t);
     }
     if (n_parts) fprintf(o, "    return ACC_OK;\n}\n\n");
     /* every copy of the run waited for before it ends (a device's copy
@@ -632,6 +710,11 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     /* a part's failure (an index out of range: acc_fail) ends the step */
     fprintf(o, "static int run(acc_ctx *ctx) {\n    int rc;\n");
     for (int k = 0; k < n_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
+    /* data parallel: a bucket no backward step writes is final at the end;
+     * the run ends when every bucket's collective has */
+    for (int k = 0; e->dp && k < e->dp->n_buckets; k++)
+        if (e->ready[k] < 0) fprintf(o, "    if ((rc = acc_grad_ready(ctx, %d))) return rc;\n", k);
+    if (e->dp && e->dp->n_buckets) fprintf(o, "    if ((rc = acc_grad_sync(ctx))) return rc;\n");
     fprintf(o, "%s    (void)rc;\n    return ACC_OK;\n}\n\n", sync);
     /* the forward alone: every step before the seed (a fused chain never
      * spans the seed: the seed is no elementwise op) */
@@ -671,6 +754,8 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         if (tg->nvrtc) fprintf(o, "extern const acc_image %s_images[];\n", m);
         fprintf(o, "\n");
     }
+    bool dp = e->dp && e->dp->ranks > 1;
+    if (dp) emit_buckets(e);
     fprintf(o, "static const acc_model_desc desc = {\n");
     fprintf(o, "    .api_version = ACC_API_VERSION,\n    .model_name = \"%s\",\n    .target = \"%s\",\n", m, tg->name);
     if (tg->device) {
@@ -690,9 +775,18 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             opt->budget_bytes, arena, opt->plan_summary ? opt->plan_summary : "");
     fprintf(o,
             "    .micro_batches = %d,\n    .loss_scale = (float)%.9g,\n    .host_bytes = %" PRId64
-            ",\n    .optimizer_host_bytes = %" PRId64 ",\n    .copy_ids = %d,\n};\n\n",
+            ",\n    .optimizer_host_bytes = %" PRId64 ",\n    .copy_ids = %d,\n",
             opt->micro_batches, opt->loss_scale, s->host_bytes,
             s->optimizer == OPT_STATE_HOST ? 8 * graph_param_count(g) : 0, e->cp->n_ids);
+    if (dp)
+        fprintf(o,
+                "    .ranks = %d,\n    .zero = %d,\n    .rank_scale = (float)%.9g,\n    .n_buckets = %d,\n"
+                "    .buckets = buckets,\n    .shard_m_offset = %" PRId64 ",\n    .shard_v_offset = %" PRId64
+                ",\n    .shard_elems = %" PRId64 ",\n",
+                e->dp->ranks, e->dp->zero, opt->rank_scale, e->dp->n_buckets,
+                s->shard_m_buf >= 0 ? s->bufs.v[s->shard_m_buf].offset : -1,
+                s->shard_v_buf >= 0 ? s->bufs.v[s->shard_v_buf].offset : -1, dp_shard_elems(e->dp, g));
+    fprintf(o, "    .plan_hash = 0x%016" PRIx64 "ULL,\n};\n\n", plan_hash(s, e->dp, opt));
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
 
@@ -770,6 +864,12 @@ static void emit_header(Emit *e, const CgOptions *opt, const Autodiff *ad) {
         "static inline const char *%s_status_string(int status) { return acc_status_string(status); }\n"
         "static inline const char *%s_last_error(const %s_model *m) { return acc_last_error(m); }\n\n",
         m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+    fprintf(o,
+            "/* Data parallel (compiled with --ranks; the plan is for %d rank%s): the ranks' communicator\n"
+            " * (acc_comm_mpi in accrt_mpi.h), and whether steps reduce the gradients. */\n"
+            "static inline int %s_set_comm(%s_model *m, acc_comm *comm) { return acc_set_comm(m, comm); }\n"
+            "static inline int %s_set_grad_sync(%s_model *m, int sync) { return acc_set_grad_sync(m, sync); }\n\n",
+            e->dp ? e->dp->ranks : 1, e->dp ? "s" : "", m, m, m, m);
     fprintf(o, "/* Inputs, with their exact sizes. */\n");
     for (int i = 0; i < g->nodes.n; i++) {
         const Node *n = graph_node(g, i);
@@ -793,10 +893,12 @@ void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const C
     for (int t = 0; o->no_fuse && t < s->steps.n; t++) fu.chain_of[t] = -1;
     CgCopies cp;
     cg_copies(s, &fu, &cp);
-    Emit e = {g, s, c_out, &fu, &cp};
+    const DpLayout *dp = o->dp && o->dp->ranks > 1 ? o->dp : NULL;
+    Emit e = {g, s, c_out, &fu, &cp, dp, grad_ready_positions(s, &fu, dp)};
     emit_source(&e, o);
     e.out = h_out;
     emit_header(&e, o, ad);
+    free(e.ready);
     cg_copies_free(&cp);
     cg_fusion_free(&fu);
 }

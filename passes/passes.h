@@ -86,12 +86,34 @@ int opt_state_elem_bytes(OptState st);
 /* "none", "fp32", "bf16" or "host" (plan.json's optimizer_state). */
 const char *opt_state_name(OptState st);
 
+/* ---- data parallel (passes/dp.c) ----------------------------------------- */
+
+/* How the parameter gradients are reduced over the ranks: buckets of
+ * consecutive parameters, numbered in the order the backward completes
+ * them; with ZeRO-1 (zero = 1) each bucket padded to ranks equal pieces. */
+typedef struct {
+    int ranks, zero; /* 1, 0: one rank (no buckets) */
+    int n_buckets;
+    int *bucket_of; /* [n]: a parameter's bucket, -1 */
+    int64_t *pad;   /* [n]: bytes after the parameter (and after its gradient) */
+} DpLayout;
+
+/* requires: a verified graph. provides: the buckets of at most cap_bytes
+ * (one parameter may exceed it) for ranks ranks (<= 1: one). */
+void dp_layout(const Graph *g, int ranks, int zero, int64_t cap_bytes, DpLayout *out);
+void dp_free(DpLayout *d);
+/* Parameter node's bytes in the arena, and its gradient's (d NULL: one rank). */
+int64_t dp_param_bytes(const DpLayout *d, const Graph *g, int node);
+/* ZeRO-1: the elements of each of this rank's moments (0 without ZeRO). */
+int64_t dp_shard_elems(const DpLayout *d, const Graph *g);
+
 /* What every schedule of a plan shares besides the decisions. */
 typedef struct {
     OptState optimizer;     /* AdamW state in the arena, its dtype */
     const bool *offload;    /* [n] or NULL: a tensor decided DEC_RECOMPUTE that is marked here is
                                offloaded instead (the planner's drops; DEC_OFFLOAD always is) */
     const double *transfer; /* [n] or NULL: seconds of an offloaded tensor's two copies (its cost) */
+    const DpLayout *dp;     /* data parallel: padded parameters, the ZeRO shard (NULL: one rank) */
 } SchedOptions;
 
 typedef enum {
@@ -148,6 +170,7 @@ typedef struct {
     int n_offload;                                                    /* OFFLOAD steps */
     OptState optimizer;                                               /* AdamW state in the arena, its dtype */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
+    int shard_m_buf, shard_v_buf; /* ZeRO-1: this rank's moments (adam_m/v_buf all -1); else -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
     int64_t host_bytes;      /* the host arena of offloaded copies (alloc_assign) */
@@ -168,6 +191,9 @@ void sched_max_live(Schedule *s);
  * buffers live at t (live has s->steps.n + 1 entries, the last scratch).
  * Returns the persistent bytes. */
 int64_t sched_live_bytes(const Schedule *s, int64_t *live);
+/* Data parallel: the step after which bucket k's gradients are final
+ * (ready[k], -1 if the backward writes none of them). */
+void dp_ready_steps(const DpLayout *d, const Schedule *s, int *ready);
 
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
  * peak_live_bytes. Persistent buffers back to back first, then the rest placed
@@ -341,6 +367,7 @@ typedef struct {
     int n_recompute_globs;
     int64_t staging_bytes; /* micro-batches: the full batch's inputs, after the schedule's arena (0: none) */
     int64_t host_bytes;    /* offload: the host memory its copies may use (0: no offload) */
+    const DpLayout *dp;    /* data parallel: the ranks' buckets and shard (NULL: one rank) */
 } PlanOptions;
 
 typedef struct {

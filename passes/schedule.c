@@ -221,21 +221,30 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, cons
     plan_offloads(&b, so);
 
     /* persistent buffers, grouped by kind so the arena layout is readable */
-    for (int i = 0; i < n; i++) {
-        const Node *x = graph_node(g, i);
-        if (x->op == OP_PARAM) s->param_buf[i] = new_buf(s, BUF_PARAM, i, node_bytes(x), true);
-    }
-    for (int i = 0; i < n; i++) {
-        const Node *x = graph_node(g, i);
-        if (x->op == OP_PARAM) s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, node_bytes(x), true);
-    }
-    for (int k = 0; opt_state_elem_bytes(optimizer) && k < 2; k++)
+    /* the parameters, then their gradients in the same layout (data
+     * parallel: each bucket a run of both, padded for ZeRO's pieces) */
+    const DpLayout *dp = so ? so->dp : NULL;
+    for (int i = 0; i < n; i++)
+        if (graph_node(g, i)->op == OP_PARAM)
+            s->param_buf[i] = new_buf(s, BUF_PARAM, i, dp_param_bytes(dp, g, i), true);
+    for (int i = 0; i < n; i++)
+        if (graph_node(g, i)->op == OP_PARAM)
+            s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, dp_param_bytes(dp, g, i), true);
+    s->shard_m_buf = s->shard_v_buf = -1;
+    int64_t shard = dp_shard_elems(dp, g);
+    for (int k = 0; opt_state_elem_bytes(optimizer) && k < 2; k++) {
+        if (shard) { /* ZeRO-1: the moments of this rank's pieces alone */
+            *(k ? &s->shard_v_buf : &s->shard_m_buf) =
+                new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, g->loss, shard * opt_state_elem_bytes(optimizer), true);
+            continue;
+        }
         for (int i = 0; i < n; i++) {
             const Node *x = graph_node(g, i);
             if (x->op == OP_PARAM)
                 (k ? s->adam_v_buf : s->adam_m_buf)[i] =
                     new_buf(s, k ? BUF_ADAM_V : BUF_ADAM_M, i, moment_bytes(x, optimizer), true);
         }
+    }
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
         if (x->op == OP_INPUT) s->input_buf[i] = new_buf(s, BUF_INPUT, i, node_bytes(x), true);
@@ -391,8 +400,8 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
         sb[SL_GRAD] = round_up(i == g->loss ? 4 : node_tensor_bytes(nd) > 0 ? node_tensor_bytes(nd) : 1);
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
         if (nd->op == OP_PARAM) { /* the parameter, its gradient and, with the optimizer, m and v */
-            x->persistent += round_up(node_bytes(nd) > 0 ? node_bytes(nd) : 1) * 2;
-            if (opt_state_elem_bytes(optimizer)) {
+            x->persistent += dp_param_bytes(so ? so->dp : NULL, g, i) * 2;
+            if (opt_state_elem_bytes(optimizer) && !dp_shard_elems(so ? so->dp : NULL, g)) {
                 int64_t mb = moment_bytes(nd, optimizer);
                 x->persistent += round_up(mb > 0 ? mb : 1) * 2;
             }
@@ -402,6 +411,9 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
         n_fwd += x->fwd[i];
         x->reads[i] = ad_reads(ad, i);
     }
+    int64_t shard = dp_shard_elems(so ? so->dp : NULL, g); /* ZeRO-1: the shard's m and v */
+    if (shard && opt_state_elem_bytes(optimizer))
+        x->persistent += round_up(shard * opt_state_elem_bytes(optimizer)) * 2;
     /* forward (and an offload) once each, seed, recompute or fetch at most once each, backward */
     x->n_steps_max = 3 * n_fwd + 1 + ad->bwd.n;
     x->delta = pool_alloc(&x->mem, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));

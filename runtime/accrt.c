@@ -36,10 +36,14 @@ struct acc_model {
     unsigned char *param_set; /* one flag per parameter: given a value (init, load, write, a pointer handed out) */
     int failed;               /* a step failed midway: gradients are unusable until the next step */
     acc_counters counters;
+    acc_comm *comm; /* data parallel: the ranks (acc_set_comm), or NULL */
+    int grad_sync;  /* acc_set_grad_sync: steps reduce the gradients over the ranks */
     double phase_start;
     int phase;
     char err[512];
 };
+
+#define F32(m, off) ((float *)((m)->arena + (off)))
 
 static const char *const status_text[] = {
     [ACC_OK] = "success",
@@ -56,6 +60,7 @@ static const char *const status_text[] = {
     [ACC_ERR_ARG] = "argument out of range",
     [ACC_ERR_FAILED] = "instance unusable after an earlier failure",
     [ACC_ERR_DEVICE] = "a device operation failed",
+    [ACC_ERR_COMM] = "a collective failed or the ranks disagree",
 };
 
 const char *acc_status_string(int status) {
@@ -182,6 +187,7 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     m->input_set = (unsigned char *)(m + 1);
     m->param_set = m->input_set + desc->n_inputs;
     m->phase = -1;
+    m->grad_sync = 1;
     if (opt && opt->struct_size >= offsetof(acc_options, seed) + sizeof opt->seed) m->seed = opt->seed;
 #ifdef _OPENMP
     if (opt && opt->struct_size >= offsetof(acc_options, num_threads) + sizeof(int) && opt->num_threads > 0)
@@ -261,6 +267,147 @@ int acc_copy_sync(acc_ctx *ctx) {
     return m->dev ? dev_status(m, m->desc->device->copy_sync(m->dev)) : ACC_OK;
 }
 
+/* ---- data parallel ---- */
+
+void acc_comm_destroy(acc_comm *c) {
+    if (c && c->destroy) c->destroy(c);
+}
+
+/* ACC_OK, or ACC_ERR_COMM with the communicator's detail. */
+static int comm_status(acc_model *m, int rc, const char *what) {
+    if (rc == ACC_OK) return ACC_OK;
+    return fail(m, ACC_ERR_COMM, "%s: %s", what, m->comm->error ? m->comm->error(m->comm) : "failed");
+}
+
+static int ranks(const acc_model_desc *d) { return d->ranks > 1 ? d->ranks : 1; }
+/* ZeRO-1: each rank keeps the moments of its pieces alone */
+static int sharded(const acc_model_desc *d) { return d->ranks > 1 && d->zero; }
+
+int acc_set_comm(acc_model *m, acc_comm *comm) {
+    if (!m) return ACC_ERR_NULL;
+    if (!comm || !comm->issue || !comm->wait || !comm->allreduce_host)
+        return fail(m, ACC_ERR_NULL, "acc_set_comm: NULL communicator or one without its functions");
+    if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    const acc_model_desc *d = m->desc;
+    if (comm->size != ranks(d) || comm->rank < 0 || comm->rank >= comm->size)
+        return fail(m, ACC_ERR_ARG,
+                    "acc_set_comm: the library was compiled for %d rank%s (acc compile --ranks), the communicator "
+                    "is rank %d of %d",
+                    ranks(d), ranks(d) == 1 ? "" : "s", comm->rank, comm->size);
+    if (!d->device && comm->device_memory)
+        return fail(m, ACC_ERR_ARG,
+                    "acc_set_comm: the %s communicator reduces device memory; the %s target's arena is host "
+                    "memory (acc_comm_mpi)",
+                    comm->name, d->target);
+    /* every rank runs the same plan: the largest and the smallest hash
+     * equal this one's (in two exact halves of 32 bits) */
+    double hi = (double)(d->plan_hash >> 32), lo = (double)(d->plan_hash & 0xffffffffu);
+    double most[2] = {hi, lo}, least[2] = {hi, lo};
+    m->comm = comm;
+    int rc = comm_status(m, comm->allreduce_host(comm, most, 2, ACC_RED_MAX), "acc_set_comm");
+    if (rc == ACC_OK) rc = comm_status(m, comm->allreduce_host(comm, least, 2, ACC_RED_MIN), "acc_set_comm");
+    if (rc == ACC_OK && (most[0] != hi || most[1] != lo || least[0] != hi || least[1] != lo))
+        rc = fail(m, ACC_ERR_COMM,
+                  "acc_set_comm: the ranks run different plans (rank %d's plan hash is %016llx): every rank must "
+                  "link the library of one compilation",
+                  comm->rank, (unsigned long long)d->plan_hash);
+    if (rc != ACC_OK) m->comm = NULL;
+    return rc;
+}
+
+int acc_set_grad_sync(acc_model *m, int sync) {
+    if (!m) return ACC_ERR_NULL;
+    if (sync != 0 && sync != 1) return fail(m, ACC_ERR_ARG, "acc_set_grad_sync: sync = %d must be 0 or 1", sync);
+    m->grad_sync = sync;
+    return ACC_OK;
+}
+
+/* Collective id on count floats at arena offset off: on a device beside
+ * its launches, on the host through the communicator. */
+static int coll_issue(acc_model *m, int id, int kind, int64_t off, int64_t count) {
+    const acc_model_desc *d = m->desc;
+    if (!m->dev) return comm_status(m, m->comm->issue(m->comm, id, kind, F32(m, off), count, NULL), "a collective");
+    if (!d->device->coll_issue) return fail(m, ACC_ERR_COMM, "the %s device layer has no collectives", d->device->name);
+    int rc = d->device->coll_issue(m->dev, m->comm, id, kind, F32(m, off), count);
+    return rc == ACC_ERR_COMM ? fail(m, rc, "%s", d->device->error(m->dev)) : dev_status(m, rc);
+}
+
+static int coll_wait(acc_model *m, int id) {
+    if (!m->dev) return comm_status(m, m->comm->wait(m->comm, id), "a collective");
+    int rc = m->desc->device->coll_wait(m->dev, m->comm, id);
+    return rc == ACC_ERR_COMM ? fail(m, rc, "%s", m->desc->device->error(m->dev)) : dev_status(m, rc);
+}
+
+/* Bucket k's reduction: all of it, or (ZeRO-1) this rank's piece. */
+int acc_grad_ready(acc_ctx *ctx, int k) {
+    if (!ctx->reduce) return ACC_OK;
+    acc_model *m = ctx->model;
+    const acc_model_desc *d = m->desc;
+    const acc_bucket *b = &d->buckets[k];
+    int64_t floats = b->bytes / 4;
+    return d->zero ? coll_issue(m, k, ACC_COLL_REDUCE_SCATTER, b->grad_offset, floats / d->ranks)
+                   : coll_issue(m, k, ACC_COLL_ALLREDUCE, b->grad_offset, floats);
+}
+
+int acc_grad_sync(acc_ctx *ctx) {
+    if (!ctx->reduce) return ACC_OK;
+    acc_model *m = ctx->model;
+    int rc = ACC_OK;
+    for (int k = 0; rc == ACC_OK && k < m->desc->n_buckets; k++) rc = coll_wait(m, k);
+    return rc;
+}
+
+/* ZeRO-1: fn on every run of this rank's pieces that lies in one
+ * parameter (el: its first element in the parameter, n elements, sh: where
+ * its moments start in the shard). */
+typedef int (*shard_fn)(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg);
+
+static int for_shard(acc_model *m, shard_fn fn, void *arg) {
+    const acc_model_desc *d = m->desc;
+    int rc = ACC_OK;
+    for (int k = 0; rc == ACC_OK && k < d->n_buckets; k++) {
+        const acc_bucket *b = &d->buckets[k];
+        int64_t piece = b->bytes / d->ranks, lo = b->param_offset + m->comm->rank * piece, hi = lo + piece;
+        for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
+            const acc_param_desc *pd = &d->params[p];
+            int64_t a = pd->offset > lo ? pd->offset : lo,
+                    z = pd->offset + pd->elems * 4 < hi ? pd->offset + pd->elems * 4 : hi;
+            if (a < z) rc = fn(m, pd, (a - pd->offset) / 4, (z - a) / 4, b->shard_offset + (a - lo) / 4, arg);
+        }
+    }
+    return rc;
+}
+
+typedef struct {
+    float lr, beta1, beta2, eps, wd;
+} AdamArgs;
+
+static int adamw_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg) {
+    const acc_model_desc *d = m->desc;
+    const AdamArgs *a = arg;
+    float *p = F32(m, pd->offset) + el, *g = F32(m, pd->grad_offset) + el;
+    size_t es = d->optimizer_dtype == ACC_DT_BF16 ? 2 : 4;
+    unsigned char *mm = m->arena + d->shard_m_offset + sh * (int64_t)es,
+                  *vv = m->arena + d->shard_v_offset + sh * (int64_t)es;
+    if (m->dev) return d->device->adamw(m->dev, p, g, mm, vv, n, d->optimizer_dtype);
+    if (d->optimizer_dtype == ACC_DT_BF16)
+        k_adamw_bf16(p, g, (acc_bf16 *)mm, (acc_bf16 *)vv, n, a->lr, a->beta1, a->beta2, a->eps, a->wd, m->adam_t);
+    else k_adamw(p, g, (float *)mm, (float *)vv, n, a->lr, a->beta1, a->beta2, a->eps, a->wd, m->adam_t);
+    return ACC_OK;
+}
+
+/* ZeRO-1's update: this rank's pieces, then every rank's gathered (ids
+ * n_buckets + k). On a device, the launches of one run. */
+static int adamw_shard(acc_model *m, AdamArgs *a) {
+    const acc_model_desc *d = m->desc;
+    int rc = for_shard(m, adamw_piece, a);
+    for (int k = 0; rc == ACC_OK && k < d->n_buckets; k++)
+        rc = coll_issue(m, d->n_buckets + k, ACC_COLL_ALLGATHER, d->buckets[k].param_offset,
+                        d->buckets[k].bytes / 4 / d->ranks);
+    for (int k = 0; rc == ACC_OK && k < d->n_buckets; k++) rc = coll_wait(m, d->n_buckets + k);
+    return rc;
+}
+
 void acc_destroy(acc_model *m) {
     if (!m) return;
     if (m->desc->device) {
@@ -275,8 +422,6 @@ void acc_destroy(acc_model *m) {
     free(m);
 }
 
-
-#define F32(m, off) ((float *)((m)->arena + (off)))
 
 /* Box-Muller on two counter-based uniforms: a pure function of (seed, p, i). */
 static float normal_at(uint64_t seed, uint32_t p, uint64_t i) {
@@ -337,6 +482,11 @@ int acc_init_params(acc_model *m, uint64_t seed) {
         if (rc == ACC_OK) m->param_set[p] = 1;
     }
     free(stage);
+    if (rc == ACC_OK && sharded(d)) { /* ZeRO-1: this rank's moments */
+        size_t state_bytes = (size_t)d->shard_elems * (d->optimizer_dtype == ACC_DT_BF16 ? 2 : 4);
+        rc = mem_zero(m, d->shard_m_offset, state_bytes);
+        if (rc == ACC_OK) rc = mem_zero(m, d->shard_v_offset, state_bytes);
+    }
     if (m->host_state) memset(m->host_state, 0, (size_t)(2 * m->state_elems) * sizeof(float));
     m->adam_t = 0;
     return rc;
@@ -581,6 +731,7 @@ static int run_schedule(void *arg) {
 static int adamw_launches(void *arg) {
     acc_model *m = arg;
     const acc_model_desc *d = m->desc;
+    if (sharded(d)) return adamw_shard(m, NULL); /* the device's scalars hold the hyperparameters */
     int rc = ACC_OK;
     for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
         const acc_param_desc *pd = &d->params[p];
@@ -660,8 +811,13 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
                     "without accumulate)",
                     what);
     const acc_model_desc *d = m->desc;
+    int parallel = d->ranks > 1 && kind != RUN_FORWARD;
+    if (parallel && !m->comm)
+        return fail(m, ACC_ERR_STATE, "%s: the library was compiled for %d ranks: acc_set_comm first", what, d->ranks);
     static const int graph[] = {
         [RUN_STEP] = ACC_GRAPH_STEP, [RUN_STEP_ACCUM] = ACC_GRAPH_STEP_ACCUM, [RUN_FORWARD] = ACC_GRAPH_FORWARD};
+    static const int graph_reduce[] = {
+        [RUN_STEP] = ACC_GRAPH_STEP_REDUCE, [RUN_STEP_ACCUM] = ACC_GRAPH_STEP_ACCUM_REDUCE, [RUN_FORWARD] = -1};
     /* micro-batch mb > 0 adds to the gradients of the ones before it; each
      * draws its dropout masks at its own position of the stream */
     int n = micro_batches(d);
@@ -671,13 +827,21 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
     for (int mb = 0; rc == ACC_OK && mb < n; mb++) {
         int accumulate = kind == RUN_STEP_ACCUM || mb > 0;
         int g = kind == RUN_FORWARD ? RUN_FORWARD : accumulate ? RUN_STEP_ACCUM : RUN_STEP;
-        acc_ctx ctx = {
-            m->arena,           m->seed, m->step * (uint32_t)n + (uint32_t)mb, m, m->dev, m->host, accumulate,
-            kind != RUN_FORWARD, 0};
+        /* data parallel: the last micro-batch reduces the sum of them all */
+        int reduce = parallel && m->grad_sync && mb == n - 1;
+        acc_ctx ctx = {m->arena,
+                       m->seed,
+                       m->step * (uint32_t)n + (uint32_t)mb,
+                       m,
+                       m->dev,
+                       m->host,
+                       accumulate,
+                       kind != RUN_FORWARD,
+                       reduce};
         double ms[ACC_PHASE_COUNT] = {0};
         float part = 0.0f;
         if (n > 1) rc = stage_micro_batch(m, mb);
-        if (rc == ACC_OK) rc = run_once(m, &ctx, graph[g], ms);
+        if (rc == ACC_OK) rc = run_once(m, &ctx, reduce ? graph_reduce[g] : graph[g], ms);
         if (rc == ACC_OK) rc = mem_get(m, n > 1 ? &part : loss, d->loss_offset, sizeof *loss);
         if (n > 1) *loss = mb ? *loss + part * d->loss_scale : part * d->loss_scale;
         for (int p = 0; p < ACC_PHASE_COUNT; p++) phase_ms[p] += ms[p];
@@ -690,6 +854,11 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
     if (kind == RUN_FORWARD) {
         m->counters = before;
         return rc;
+    }
+    if (rc == ACC_OK && parallel && m->grad_sync) { /* the whole batch's loss */
+        double sum = *loss;
+        rc = comm_status(m, m->comm->allreduce_host(m->comm, &sum, 1, ACC_RED_SUM), "the loss's reduction");
+        *loss = (float)(sum * d->rank_scale);
     }
     if (rc != ACC_OK) {
         m->failed = 1;
@@ -741,6 +910,41 @@ static double sum_squares(const float *x, int64_t n) {
     return s;
 }
 
+/* fn on every parameter's gradient whole, or (ZeRO-1) on this rank's
+ * pieces of them, which alone are reduced. */
+static int for_grads(acc_model *m, shard_fn fn, void *arg) {
+    const acc_model_desc *d = m->desc;
+    if (sharded(d)) return for_shard(m, fn, arg);
+    int rc = ACC_OK;
+    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) rc = fn(m, &d->params[p], 0, d->params[p].elems, 0, arg);
+    return rc;
+}
+
+typedef struct {
+    double sum; /* of the squares */
+    int first;  /* no piece seen yet (a device's sum restarts) */
+    float factor;
+    int scale; /* 0: sum the squares, 1: multiply by factor */
+} ClipArgs;
+
+static int clip_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg) {
+    ClipArgs *c = arg;
+    float *g = F32(m, pd->grad_offset) + el;
+    const acc_device *dv = m->desc->device;
+    int first = c->first;
+    (void)sh;
+    c->first = 0;
+    if (c->scale) {
+        if (m->dev) return dev_status(m, dv->scale(m->dev, g, n, c->factor));
+#pragma omp parallel for schedule(static) if (n >= 65536)
+        for (int64_t i = 0; i < n; i++) g[i] *= c->factor;
+        return ACC_OK;
+    }
+    if (m->dev) return dev_status(m, dv->sum_squares(m->dev, g, n, first));
+    c->sum += sum_squares(g, n);
+    return ACC_OK;
+}
+
 int acc_clip_grad_norm(acc_model *m, float max_norm, float *norm) {
     if (!m) return ACC_ERR_NULL;
     if (!isfinite(max_norm) || !(max_norm > 0))
@@ -752,29 +956,21 @@ int acc_clip_grad_norm(acc_model *m, float max_norm, float *norm) {
             return fail(m, ACC_ERR_STATE, "acc_clip_grad_norm: parameter '%s' was never given a value",
                         d->params[p].name);
     if (m->failed) return fail(m, ACC_ERR_FAILED, "the last step failed; its gradients are not usable");
-    double sum = 0.0;
-    int rc = ACC_OK;
-    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
-        const acc_param_desc *pd = &d->params[p];
-        if (m->dev) rc = dev_status(m, d->device->sum_squares(m->dev, F32(m, pd->grad_offset), pd->elems, p == 0));
-        else sum += sum_squares(F32(m, pd->grad_offset), pd->elems);
-    }
-    if (m->dev && rc == ACC_OK && d->n_params > 0) rc = dev_status(m, d->device->sum_squares_result(m->dev, &sum));
+    if (sharded(d) && !m->comm)
+        return fail(m, ACC_ERR_STATE, "acc_clip_grad_norm: the gradients are sharded over %d ranks: acc_set_comm first",
+                    d->ranks);
+    ClipArgs c = {0.0, 1, 1.0f, 0};
+    int rc = for_grads(m, clip_piece, &c);
+    if (m->dev && rc == ACC_OK && !c.first) rc = dev_status(m, d->device->sum_squares_result(m->dev, &c.sum));
+    if (rc == ACC_OK && sharded(d)) /* every rank's pieces */
+        rc = comm_status(m, m->comm->allreduce_host(m->comm, &c.sum, 1, ACC_RED_SUM), "acc_clip_grad_norm");
     if (rc != ACC_OK) return rc;
-    double total = sqrt(sum);
+    double total = sqrt(c.sum);
     if (norm) *norm = (float)total;
     if (!isfinite(total) || !(total > (double)max_norm)) return ACC_OK;
-    float factor = (float)((double)max_norm / (total + 1e-6));
-    for (int p = 0; rc == ACC_OK && p < d->n_params; p++) {
-        const acc_param_desc *pd = &d->params[p];
-        if (m->dev) {
-            rc = dev_status(m, d->device->scale(m->dev, F32(m, pd->grad_offset), pd->elems, factor));
-        } else {
-            float *g = F32(m, pd->grad_offset);
-#pragma omp parallel for schedule(static) if (pd->elems >= 65536)
-            for (int64_t i = 0; i < pd->elems; i++) g[i] *= factor;
-        }
-    }
+    c.factor = (float)((double)max_norm / (total + 1e-6));
+    c.scale = 1;
+    rc = for_grads(m, clip_piece, &c);
     if (m->dev && rc == ACC_OK) {
         double ms[ACC_PHASE_COUNT];
         rc = dev_status(m, d->device->finish(m->dev, ms));
@@ -803,6 +999,9 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
             return fail(m, ACC_ERR_ARG, "acc_adamw: %s = %g must be %s", hp[k].name, (double)hp[k].v, hp[k].range);
     }
     if (unusable(m)) return ACC_ERR_NO_DEVICE;
+    if (sharded(d) && !m->comm)
+        return fail(m, ACC_ERR_STATE,
+                    "acc_adamw: the library shards the optimizer state over %d ranks: acc_set_comm first", d->ranks);
     double t0 = now_ms();
     m->adam_t++;
     float bc1 = (float)(1.0 - pow((double)beta1, (double)m->adam_t));
@@ -813,6 +1012,9 @@ int acc_adamw(acc_model *m, float lr, float beta1, float beta2, float eps, float
     } else if (m->dev) {
         acc_scalars s = {m->seed, m->step, 0, lr, beta1, beta2, eps, weight_decay, bc1, bc2};
         rc = d->device->run(m->dev, ACC_GRAPH_OPT, adamw_launches, m, &s);
+    } else if (sharded(d)) {
+        AdamArgs a = {lr, beta1, beta2, eps, weight_decay};
+        rc = adamw_shard(m, &a);
     } else {
         for (int p = 0; p < d->n_params; p++) {
             const acc_param_desc *pd = &d->params[p];

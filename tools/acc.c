@@ -383,16 +383,23 @@ static int link_program(const Options *o, const Graph *g, const char *dir, const
     const CgTarget *tg = o->target;
     snprintf(dev_rt, sizeof dev_rt, "%s/%s", dir, tg->device_archive ? tg->device_archive : "");
     snprintf(exe, exe_len, "%s/%.*s", dir, (int)(strcspn(main_name, "_.")), main_name);
-    const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-    const char *link[32] = {cc,      "-std=c11", "-O2",    "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt,
+    /* data parallel: the program runs under mpirun, with libaccrt_mpi */
+    bool mpi = o->ranks > 1;
+    const char *cc = mpi                             ? (getenv("MPICC") && *getenv("MPICC") ? getenv("MPICC") : "mpicc")
+                     : getenv("CC") && *getenv("CC") ? getenv("CC")
+                                                     : "cc";
+    char mpi_rt[4200];
+    snprintf(mpi_rt, sizeof mpi_rt, "%s/libaccrt_mpi.a", dir);
+    const char *link[36] = {cc,      "-std=c11", "-O2",    "-fopenmp", "-D_POSIX_C_SOURCE=200809L", inc_dir, inc_rt,
                             inc_dev, def,        main_src, lib};
     int nl = 11;
+    if (mpi) link[nl++] = "-DACC_MPI", link[nl++] = mpi_rt;
     if (tg->device_archive) link[nl++] = dev_rt;
     link[nl++] = rt, link[nl++] = blas_l, link[nl++] = blas_rpath;
     /* the target's libraries, word by word */
     char libs[256];
     snprintf(libs, sizeof libs, "%s", tg->libs);
-    for (char *w = strtok(libs, " "); w && nl < 26; w = strtok(NULL, " ")) link[nl++] = w;
+    for (char *w = strtok(libs, " "); w && nl < 30; w = strtok(NULL, " ")) link[nl++] = w;
     link[nl++] = "-o", link[nl++] = exe;
     if (*cg_gen_flags()) link[nl++] = cg_gen_flags();
     link[nl] = NULL;
@@ -418,12 +425,23 @@ static int cmd_run(Options *o) {
     char exe[4200];
     if (!rc) rc = link_program(o, &c.g, dir, "run_main.c", exe, sizeof exe);
     if (!rc) {
-        const char *argv[16] = {exe};
-        int k = 1;
+        /* data parallel: R processes of the program under Open MPI's mpirun
+         * (as root it must be told so; more ranks than cores are allowed) */
+        const char *argv[32];
+        char np[16];
+        int k = 0;
+        if (o->ranks > 1) {
+            snprintf(np, sizeof np, "%d", o->ranks);
+            argv[k++] = getenv("MPIRUN") && *getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
+            argv[k++] = "-np", argv[k++] = np, argv[k++] = "--oversubscribe";
+            if (geteuid() == 0) argv[k++] = "--allow-run-as-root";
+        }
+        argv[k++] = exe;
         if (o->steps) argv[k++] = "--steps", argv[k++] = o->steps;
         if (o->seed) argv[k++] = "--seed", argv[k++] = o->seed;
         if (o->lr) argv[k++] = "--lr", argv[k++] = o->lr;
         if (o->dump_grads) argv[k++] = "--dump-grads", argv[k++] = o->dump_grads;
+        if (o->dump_params) argv[k++] = "--dump-params", argv[k++] = o->dump_params;
         if (o->params) argv[k++] = "--params", argv[k++] = o->params;
         if (o->inputs) argv[k++] = "--inputs", argv[k++] = o->inputs;
         argv[k] = NULL;

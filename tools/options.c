@@ -101,6 +101,19 @@ static const OptionRow option_rows[] = {
      "plan and adds up their gradients before the optimizer; auto: the planner chooses N with the least "
      "estimated step time that fits the budget",
      "compile explain run"},
+    {"--ranks", "R",
+     "data parallel over R ranks, 1 to 4096 (default 1): every rank runs the plan on B/R rows of the batch B, "
+     "and the gradients are reduced over the ranks in buckets while the backward runs (MPI on the cpu target "
+     "and the emulator, NCCL on cuda); --budget is each rank's memory",
+     "compile explain run"},
+    {"--zero", "Z",
+     "with --ranks: 0 (default; every rank keeps the whole AdamW state) or 1 (ZeRO-1: each rank keeps and "
+     "updates the state of its 1/R of the parameters, which the ranks then gather)",
+     "compile explain run"},
+    {"--bucket-size", "SIZE",
+     "with --ranks: the most bytes of gradients reduced as one collective (default 25M; a parameter larger "
+     "than it is a bucket of its own)",
+     "compile explain run"},
     {"--tf32", NULL, "cuda: let cuBLAS use TF32 tensor cores for the GEMMs", "compile run"},
     {"--tf32", NULL, "cuda: measure the GEMM rate on TF32 tensor cores", "calibrate"},
     {"--no-fuse", NULL,
@@ -131,6 +144,8 @@ static const OptionRow option_rows[] = {
     {"--seed", "S", "parameter and data seed, 0 to 18446744073709551615 (default 1)", "run"},
     {"--lr", "LR", "AdamW learning rate, 0 to 1000 (default 0.001)", "run"},
     {"--dump-grads", "PATH", "write every parameter gradient of the first step", "run"},
+    {"--dump-params", "PATH",
+     "write every parameter after the last step (with --ranks: rank 0 to PATH, rank r to PATH.r<r>)", "run"},
     {"--keep", NULL, "keep the build directory", "run"},
     {"--shared", NULL,
      "also write DIR/lib<model>.so: the model, the runtime and its device layer in one shared library "
@@ -380,6 +395,17 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
             if (!strcmp(v, "auto")) o->micro_batches = OPT_MICRO_AUTO;
             else if (opt_whole(v, 1, OPT_BATCH_MAX, &u)) o->micro_batches = (int)u;
             else return usage_error("--micro-batch needs auto or a whole number from 1 to 1000000000, got '%s'", v);
+        } else if (!strcmp(name, "--ranks")) {
+            if (!opt_whole(v, 1, OPT_RANKS_MAX, &u))
+                return usage_error("--ranks needs a whole number from 1 to 4096, got '%s'", v);
+            o->ranks = (int)u;
+        } else if (!strcmp(name, "--zero")) {
+            if (strcmp(v, "0") && strcmp(v, "1"))
+                return usage_error("--zero needs 0 or 1 (ZeRO-1: the optimizer state sharded), got '%s'", v);
+            o->zero = v[0] - '0';
+        } else if (!strcmp(name, "--bucket-size")) {
+            if (!parse_size(v, &o->bucket_bytes) || o->bucket_bytes < 1)
+                return usage_error("invalid size '%s' (examples: 25M, 4MiB, 1048576; at least 1 byte)", v);
         } else if (!strcmp(name, "--time-limit")) {
             if (!opt_seconds(v, false, &o->time_limit_s))
                 return usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got '%s'", v);
@@ -400,6 +426,7 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
                 return usage_error("--lr needs a number from 0 to 1000, got '%s'", v);
             o->lr = v;
         } else if (!strcmp(name, "--dump-grads")) o->dump_grads = v;
+        else if (!strcmp(name, "--dump-params")) o->dump_params = v;
         else if (!strcmp(name, "--params")) o->params = v;
         else if (!strcmp(name, "--inputs")) o->inputs = v;
         else return usage_error("option '%s' is not handled by acc %s", name, cmd); /* a row without a case */

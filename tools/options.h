@@ -22,10 +22,12 @@ enum { EXIT_INPUT = 1, EXIT_USAGE = 2 };
 #define OPT_POINTS_MAX 1000
 #define OPT_BATCH_MAX 1000000000LL
 #define OPT_MICRO_AUTO (-1)
+#define OPT_RANKS_MAX 4096
+#define OPT_BUCKET_DEFAULT (25LL << 20) /* --bucket-size: 25 MiB */
 
 typedef struct {
     const char *cmd; /* the command word */
-    const char *file, *out_dir, *emit, *dump_grads, *steps, *seed, *lr, *params, *inputs;
+    const char *file, *out_dir, *emit, *dump_grads, *dump_params, *steps, *seed, *lr, *params, *inputs;
     const char *hw, *arch;
     const CgTarget *target; /* --target, looked up once; else the command's default */
     Policy policy;          /* --policy, parsed once (default optimal) */
@@ -37,8 +39,11 @@ typedef struct {
     const char *precision; /* --precision: "fp32", "tf32" or "bf16" (over the DSL's `precision`); --tf32 is "tf32" */
     const char *optimizer_state; /* --optimizer-state: "fp32" or "bf16" (the AdamW moments' dtype); NULL: fp32 */
     int points;
-    int64_t batch;     /* --batch B: the whole batch (hparam B); 0: the model's */
-    int micro_batches; /* --micro-batch N; OPT_MICRO_AUTO: the planner chooses; 0 or 1: one batch */
+    int64_t batch;        /* --batch B: the whole batch (hparam B); 0: the model's */
+    int micro_batches;    /* --micro-batch N; OPT_MICRO_AUTO: the planner chooses; 0 or 1: one batch */
+    int ranks;            /* --ranks R: data parallel over R ranks (0 or 1: one) */
+    int zero;             /* --zero 1: each rank keeps the AdamW state of its shard */
+    int64_t bucket_bytes; /* --bucket-size: the cap of a bucket of gradients (0: OPT_BUCKET_DEFAULT) */
     VEC(Define) defs;
     VEC(const char *) save_globs;
     VEC(const char *) recompute_globs;

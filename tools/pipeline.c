@@ -102,7 +102,7 @@ static int report_refusal(const Options *o, Compilation *c) {
     bool own = !c->plan.min_peak_bytes;
     if (own) {
         plan_min_peak(g, &c->ad, &c->po, &mp);
-        SchedOptions so = {c->po.optimizer, NULL, NULL};
+        SchedOptions so = {c->po.optimizer, NULL, NULL, c->po.dp};
         sched_build(g, &c->ad, mp.dec, &so, &ms);
         alloc_assign(&ms);
     }
@@ -223,7 +223,9 @@ static int emit_host(const Options *o, const Compilation *c, const char *dir) {
                     o->no_fuse,
                     c->micro_batches,
                     c->loss_scale,
-                    stage};
+                    stage,
+                    &c->dp,
+                    c->rank_scale};
     int rc = 0;
     if (!cf || !hf) {
         fprintf(stderr, "acc: error: cannot write into '%s': %s\n", dir, strerror(errno));
@@ -270,6 +272,25 @@ static int64_t hparam_int(const Graph *g, const char *name) {
     return -1;
 }
 
+/* The scale of each of n parts of the batch (micro-batches, ranks) in the
+ * whole batch's loss: 1/n for a mean (the mean of the parts' means is the
+ * batch's mean), 1 for a sum; false, with the error at the loss, for a loss
+ * that is neither. */
+static bool loss_share(const Graph *g, int n, const char *parts, float *scale) {
+    const Node *loss = graph_node(g, g->loss);
+    if (loss->op == OP_MEAN || loss->op == OP_CROSS_ENTROPY) *scale = 1.0f / (float)n;
+    else if (loss->op == OP_SUM) *scale = 1.0f;
+    else {
+        Diag d = diag_for_graph(g, stderr);
+        diag_error(&d, loss->loc,
+                   "%s need a loss that is a mean (mean, cross_entropy) or a sum over the batch, "
+                   "so that the parts' losses add up to it; '%s' is %s",
+                   parts, loss->name, op_table[loss->op].name);
+        return false;
+    }
+    return true;
+}
+
 /* How the micro-batch graph c->g (B/n rows) takes the whole batch's inputs
  * (m->full): an input whose first dimension is n times smaller is sliced
  * along it (micro-batch i reads rows [i B/n, (i+1) B/n)), one of the same
@@ -304,17 +325,7 @@ static int64_t micro_inputs(const MicroSplit *m, Compilation *c) {
         c->stage_rel[i] = staging;
         staging += (node_bytes(x) * m->n + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN;
     }
-    const Node *loss = graph_node(g, g->loss);
-    if (loss->op == OP_MEAN || loss->op == OP_CROSS_ENTROPY) c->loss_scale = 1.0f / (float)m->n;
-    else if (loss->op == OP_SUM) c->loss_scale = 1.0f;
-    else {
-        diag_error(&d, loss->loc,
-                   "micro-batches need a loss that is a mean (mean, cross_entropy) or a sum over the batch, "
-                   "so that the micro-batches' losses add up to it; '%s' is %s",
-                   loss->name, op_table[loss->op].name);
-        return -1;
-    }
-    return staging;
+    return loss_share(g, m->n, "micro-batches", &c->loss_scale) ? staging : -1;
 }
 
 static int plan_step(const Options *o, const Define *defs, int n_defs, const MicroSplit *micro, AccUntil until,
@@ -327,6 +338,7 @@ static void compilation_move(Compilation *dst, const Compilation *src) {
     *dst = *src;
     dst->ad.g = dst->sched.g = &dst->g;
     dst->po.hw = &dst->hw;
+    dst->po.dp = dst->info.dp = &dst->dp;
     dst->info.hw = dst->hw.name;
 }
 
@@ -445,7 +457,7 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
     graph_init(&c->g, "model");
     Graph *g = &c->g;
     c->micro_batches = 1;
-    c->loss_scale = 1.0f;
+    c->loss_scale = c->rank_scale = 1.0f;
 
     /* parse + elaborate: the .acdsl file -> a verified graph */
     double t0 = acc_now_s();
@@ -497,6 +509,9 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
 
     /* autodiff: which nodes get gradients, what each backward reads */
     ad_build(g, &c->ad);
+    /* data parallel: the buckets of gradients, the pieces of ZeRO-1 */
+    if (o->ranks > 1 && !loss_share(g, o->ranks, "data parallel ranks", &c->rank_scale)) return EXIT_INPUT;
+    dp_layout(g, o->ranks, o->zero, o->bucket_bytes ? o->bucket_bytes : OPT_BUCKET_DEFAULT, &c->dp);
 
     /* plan: a decision per node under the whole step's budget, of which the
      * planner reserves the target's workspace and the staging of the whole
@@ -508,6 +523,11 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
     OptState opt_state = !state || !strcmp(state, "fp32") ? OPT_STATE_F32
                          : !strcmp(state, "bf16")         ? OPT_STATE_BF16
                                                           : OPT_STATE_HOST;
+    if (opt_state == OPT_STATE_HOST && o->ranks > 1) {
+        fprintf(stderr, "acc: error: --optimizer-state host runs on one rank; with --ranks keep the state on the "
+                        "device (fp32 or bf16, sharded with --zero 1)\n");
+        return EXIT_USAGE;
+    }
     c->po = (PlanOptions){o->policy,
                           budget,
                           o->target->workspace_bytes,
@@ -519,7 +539,8 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                           o->recompute_globs.v,
                           o->recompute_globs.n,
                           staging,
-                          o->host_budget_bytes};
+                          o->host_budget_bytes,
+                          &c->dp};
     plan_make(g, &c->ad, &c->po, &c->plan);
     if (c->plan.solver_error[0])
         fprintf(stderr,
@@ -528,7 +549,7 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                 c->plan.solver_error);
 
     /* schedule: forward, seed, backward with the recomputations inserted */
-    SchedOptions so = {c->po.optimizer, NULL, NULL};
+    SchedOptions so = {c->po.optimizer, NULL, NULL, c->po.dp};
     sched_build(g, &c->ad, c->plan.dec, &so, &c->sched);
 
     /* alloc: every buffer at an offset of one arena; the step's memory */
@@ -542,7 +563,9 @@ static int plan_step(const Options *o, const Define *defs, int n_defs, const Mic
                            c->mem,
                            NULL,
                            NULL,
-                           o->host_budget_bytes};
+                           o->host_budget_bytes,
+                           &c->dp,
+                           o->bucket_bytes ? o->bucket_bytes : OPT_BUCKET_DEFAULT};
 
     /* check: an independent simulation of the schedule */
     if (!plan_check(&c->sched, stderr)) acc_panic(__FILE__, __LINE__, "the schedule failed the plan check");
@@ -581,9 +604,49 @@ static int build_library(const Options *o, const char *dir, Compilation *c) {
     return rc;
 }
 
+/* --ranks R: the options of one rank, whose batch is B/R of the whole
+ * batch B (--batch, else the model's hyperparameter B). */
+static int rank_options(const Options *o, Options *per) {
+    *per = *o;
+    if (o->zero && o->ranks < 2) {
+        fprintf(stderr, "acc: error: --zero 1 shards the optimizer state over the ranks: it needs --ranks 2 or more\n");
+        return EXIT_USAGE;
+    }
+    if (o->ranks < 2) return 0;
+    int64_t b = o->batch;
+    if (!b) {
+        Graph g;
+        graph_init(&g, "model");
+        int rc = fe_load_file(o->file, o->defs.v, o->defs.n, &g, stderr) ? EXIT_INPUT : 0;
+        b = rc ? 0 : hparam_int(&g, "B");
+        graph_free(&g);
+        if (rc) return rc;
+        if (b < 1) {
+            fprintf(stderr,
+                    "acc: error: --ranks needs the batch size as the model's integer hyperparameter B (the first "
+                    "dimension of its inputs, which the ranks split); %s has none\n",
+                    o->file);
+            return EXIT_INPUT;
+        }
+    }
+    if (b % o->ranks) {
+        fprintf(stderr, "acc: error: --ranks %d does not divide the batch B = %" PRId64 "\n", o->ranks, b);
+        return EXIT_INPUT;
+    }
+    per->batch = b / o->ranks;
+    return 0;
+}
+
 int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *c) {
+    Options per; /* one rank's */
+    int rc = rank_options(o, &per);
+    if (rc) {
+        memset(c, 0, sizeof *c);
+        graph_init(&c->g, "model");
+        return rc;
+    }
+    o = &per;
     bool micro = o->micro_batches == OPT_MICRO_AUTO || o->micro_batches > 1;
-    int rc;
     if (micro) {
         rc = plan_micro_batches(o, until, c);
     } else if (o->batch) { /* --batch B: as -D B=... */
@@ -610,6 +673,7 @@ int acc_compile(const Options *o, AccUntil until, const char *dir, Compilation *
 
 void acc_compilation_free(Compilation *c) {
     free(c->stage_rel);
+    dp_free(&c->dp);
     sched_free(&c->sched);
     plan_free(&c->plan);
     ad_free(&c->ad);

@@ -35,6 +35,8 @@ typedef struct {
     float loss_scale;      /* the loss gradient's seed (1 / micro_batches for a mean) */
     int64_t *stage_rel;    /* [nodes]: a sliced input's place in the staging (-1); NULL: one batch */
     MicroReport micro;     /* --micro-batch: the counts tried (info.micro points here) */
+    DpLayout dp;           /* --ranks: the buckets and the shard (one rank: none) */
+    float rank_scale;      /* --ranks: each rank's share of the loss (1 / ranks for a mean) */
 } Compilation;
 
 /* Run the passes of pipeline.c on o->file up to until (DIR: the library's

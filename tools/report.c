@@ -77,6 +77,63 @@ static void offload_json(const Schedule *s, const Plan *p, const ReportInfo *inf
             info->host_budget_bytes, p->host_bytes, s->n_offload, p->transfer_time);
 }
 
+/* Data parallel: each bucket's bytes and the step after which the
+ * backward has written it (ready: [n_buckets]); the bytes of all. */
+static int64_t dp_buckets(const Schedule *s, const DpLayout *dp, int64_t *bytes, int *ready) {
+    int64_t all = 0;
+    for (int k = 0; k < dp->n_buckets; k++) bytes[k] = 0;
+    for (int i = 0; i < s->g->nodes.n; i++)
+        if (dp->bucket_of[i] >= 0) {
+            bytes[dp->bucket_of[i]] += s->bufs.v[s->pgrad_buf[i]].size_bytes;
+            all += s->bufs.v[s->pgrad_buf[i]].size_bytes;
+        }
+    dp_ready_steps(dp, s, ready);
+    return all;
+}
+
+/* plan.json's "data_parallel" (--ranks): the ranks the plan is each one's
+ * for, ZeRO, and the buckets in the order the backward issues them. */
+static void dp_json(const Schedule *s, const ReportInfo *info, FILE *out) {
+    const DpLayout *dp = info->dp;
+    int64_t *bytes = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *bytes);
+    int *ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *ready);
+    int64_t all = dp_buckets(s, dp, bytes, ready);
+    int64_t shard = s->shard_m_buf >= 0 ? s->bufs.v[s->shard_m_buf].size_bytes * 2 : 0;
+    fprintf(out,
+            "  \"data_parallel\": {\"ranks\": %d, \"zero\": %d, \"bucket_cap_bytes\": %" PRId64
+            ", \"gradient_bytes\": %" PRId64 ", \"optimizer_shard_bytes\": %" PRId64 ", \"buckets\": [",
+            dp->ranks, dp->zero, info->bucket_cap_bytes, all, shard);
+    for (int k = 0; k < dp->n_buckets; k++)
+        fprintf(out, "%s{\"bytes\": %" PRId64 ", \"ready_step\": %d}", k ? ", " : "", bytes[k], ready[k]);
+    fprintf(out, "]},\n");
+    free(bytes);
+    free(ready);
+}
+
+/* explain's data-parallel lines. */
+static void dp_explain(const Schedule *s, const ReportInfo *info, FILE *out) {
+    const DpLayout *dp = info->dp;
+    char b1[32], b2[32];
+    int64_t *bytes = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *bytes);
+    int *ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *ready);
+    int64_t all = dp_buckets(s, dp, bytes, ready);
+    int first = s->first_bwd_step, n = s->steps.n;
+    fprintf(out,
+            "data parallel: %d ranks, this plan each one's (the budget is per rank); %s of gradients %s in %d "
+            "buckets of at most %s",
+            dp->ranks, format_bytes(all, b1, sizeof b1), dp->zero ? "reduce-scattered" : "all-reduced", dp->n_buckets,
+            format_bytes(info->bucket_cap_bytes, b2, sizeof b2));
+    if (dp->n_buckets)
+        fprintf(out, ", the first issued %d%% into the backward",
+                ready[0] >= first && n > first ? 100 * (ready[0] - first) / (n - first) : 100);
+    fprintf(out, "\n");
+    if (s->shard_m_buf >= 0)
+        fprintf(out, "zero-1: this rank's AdamW state %s (1/%d of it), its pieces updated and all-gathered\n",
+                format_bytes(s->bufs.v[s->shard_m_buf].size_bytes * 2, b1, sizeof b1), dp->ranks);
+    free(bytes);
+    free(ready);
+}
+
 /* plan.json's "micro_batching": the whole batch, the count chosen, and
  * every count tried with its plan's memory and estimated step time. */
 static void micro_json(const MicroReport *m, FILE *out) {
@@ -133,6 +190,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
     if (info->micro) micro_json(info->micro, out);
     if (info->host_budget_bytes) offload_json(s, p, info, out);
+    if (info->dp && info->dp->ranks > 1) dp_json(s, info, out);
     if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
     fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step,
@@ -224,6 +282,7 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     if (workspace)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
     if (info->micro) micro_explain(info->micro, staging, out);
+    if (info->dp && info->dp->ranks > 1) dp_explain(s, info, out);
     if (info->host_budget_bytes)
         fprintf(out, "offload: %d tensors to host memory, %s of the host budget of %s, copies %.3f ms\n", s->n_offload,
                 format_bytes(p->host_bytes, b1, sizeof b1), format_bytes(info->host_budget_bytes, b2, sizeof b2),

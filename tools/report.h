@@ -31,6 +31,8 @@ typedef struct {
     const char *codegen_json;  /* device targets: a JSON object on the kernel images, or NULL */
     const MicroReport *micro;  /* --micro-batch, or NULL: one batch */
     int64_t host_budget_bytes; /* --host-budget (0: no offload) */
+    const DpLayout *dp;        /* --ranks: the buckets and the shard (NULL or one rank: none) */
+    int64_t bucket_cap_bytes;  /* --bucket-size */
 } ReportInfo;
 
 void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, const Plan *p, const HwProfile *hw,

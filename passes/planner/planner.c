@@ -230,7 +230,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     VEC_FREE(names);
     read_by_backward(c, c->read);
     choose_offloads(c);
-    c->so = (SchedOptions){o->optimizer, c->offload, c->transfer};
+    c->so = (SchedOptions){o->optimizer, c->offload, c->transfer, o->dp};
     c->index = sched_index_new(g, ad, &c->so);
     c->t_start = acc_now_s();
     c->deadline = o->time_limit_s > 0 ? c->t_start + o->time_limit_s : 0;

@@ -20,7 +20,7 @@ from ctypes import (
     c_void_p,
 )
 
-API_VERSION = 2  # ACC_API_VERSION
+API_VERSION = 3  # ACC_API_VERSION
 
 # acc_dtype
 DT_F32, DT_I32, DT_BF16 = 0, 1, 2
@@ -99,6 +99,15 @@ class ModelDesc(Structure):  # acc_model_desc
         ("host_bytes", c_int64),
         ("optimizer_host_bytes", c_int64),
         ("copy_ids", c_int),
+        ("ranks", c_int),
+        ("zero", c_int),
+        ("rank_scale", c_float),
+        ("n_buckets", c_int),
+        ("buckets", c_void_p),
+        ("shard_m_offset", c_int64),
+        ("shard_v_offset", c_int64),
+        ("shard_elems", c_int64),
+        ("plan_hash", c_uint64),
     ]
 
 

@@ -48,7 +48,7 @@ int main(void) {
             dec[i] = r < 2 ? DEC_RECOMPUTE : r == 2 && plan % 2 ? DEC_OFFLOAD : DEC_SAVE;
         }
         Schedule s;
-        SchedOptions so = {OPT_STATE_F32, NULL, NULL};
+        SchedOptions so = {OPT_STATE_F32, NULL, NULL, NULL};
         sched_build(&g, &ad, dec, &so, &s);
         if (plan % 2) ASSERT_TRUE(s.n_offload > 0 && s.host_bytes == 0); /* not allocated yet */
         alloc_assign(&s);

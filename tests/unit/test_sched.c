@@ -70,7 +70,7 @@ static void check_model(const char *path, const Define *defs, int n_defs, bool f
     for (int i = 0; i < n; i++) offload[i] = i % 3 == 1, transfer[i] = 1e-7 * (1 + i % 5);
     for (OptState opt = OPT_STATE_NONE; opt <= OPT_STATE_BF16; opt++)
         for (int with = 0; with < 2; with++) { /* without and with a set the planner offloads */
-            SchedOptions so = {opt, with ? offload : NULL, transfer};
+            SchedOptions so = {opt, with ? offload : NULL, transfer, NULL};
             SchedIndex *x = sched_index_new(&g, &ad, &so);
             for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
                 for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, &so, rates[r], time, dec);
