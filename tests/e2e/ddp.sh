@@ -14,6 +14,9 @@
 #     the AdamW state, below ZeRO-0's;
 #   - refusals: --zero 1 without ranks, a rank count that does not divide the
 #     batch.
+# DDP_REF_TARGET=cpu: the one-rank reference runs on the cpu target instead
+# (cuda-emu: the emulated cuda schedule with MPI standing in for NCCL,
+# against the CPU's step).
 set -eu
 acc=$1 tc=$2 target=$3
 shift 3
@@ -22,10 +25,11 @@ trap 'rm -rf "$dir"' EXIT
 export OMP_NUM_THREADS=1
 command -v mpirun >/dev/null || { echo "ddp: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"; exit 1; }
 field() { sed -n "s/.*\"$1\": \([0-9]*\).*/\1/p" "$2" | head -1; }
+run_target=$target
 run() { # NAME STEPS ARGS...: gradients of the first step in NAME.bin, parameters after the last in NAME.p
     name=$1 steps=$2
     shift 2
-    "$acc" run "$@" --target "$target" --steps "$steps" --dump-grads "$dir/$name.bin" --dump-params "$dir/$name.p" \
+    "$acc" run "$@" --target "$run_target" --steps "$steps" --dump-grads "$dir/$name.bin" --dump-params "$dir/$name.p" \
         >"$dir/$name.out" 2>"$dir/$name.err" || {
         cat "$dir/$name.err"
         echo "ddp: acc run $* failed"
@@ -45,7 +49,9 @@ same_params() { # NAME RANKS: every rank's parameters are rank 0's
         r=$((r + 1))
     done
 }
+run_target=${DDP_REF_TARGET:-$target}
 run one 1 "$@" --batch 4
+run_target=$target
 sed -n 's/^{"step": 0, "loss": \([-0-9.e+naif]*\)}$/\1/p' "$dir/one.out" >"$dir/one.loss"
 for r in 2 4; do
     run "r$r" 3 "$@" --batch 4 --ranks $r --bucket-size 16K
