@@ -19,7 +19,7 @@ trap 'rm -rf "$dir"' EXIT
     --budget 1G -o "$dir/out" >"$dir/log" 2>&1 || { cat "$dir/log"; echo "FAIL: acc compile --target cuda"; exit 1; }
 # shellcheck disable=SC2086 # ACC_GEN_FLAGS: several flags
 ${CC:-cc} ${ACC_GEN_FLAGS:-} -std=c11 -O1 -fopenmp -Wall -Wextra -Werror -DMODEL=mlp -include "$dir/out/mlp.h" \
-    tests/e2e/nccl_trainer.c -Itests/unit -Iruntime -I"$dir/out" "$dir/out/libmlp.a" "$nccl" \
+    tests/e2e/nccl_trainer.c -Itests/unit -Iruntime -Iruntime/cuda -I"$dir/out" "$dir/out/libmlp.a" "$nccl" \
     "$dir/out/libaccrt_cuda.a" "$dir/out/libaccrt.a" -L"$blas" -Wl,-rpath,"$blas" -lopenblas -ldl -lm \
     -o "$dir/nccl_trainer" || { echo "FAIL: the trainer does not link with libaccrt_nccl"; exit 1; }
 "$dir/nccl_trainer" "$mode"

@@ -9,8 +9,14 @@
  * and the model (ACC_ERR_NO_DEVICE).
  * "gpu" (one GPU): a one-rank NCCL group: the id, the communicator on GPU
  * 0, allreduce_host (sum, max and min over one rank: the values back), then
- * the model created on the communicator's GPU takes a step with a finite
- * loss.
+ * the model created on the communicator's GPU takes the communicator
+ * (acc_set_comm: the plans' hashes through NCCL) and a step with a finite
+ * loss; then the device layer's collectives alone (a one-rank group cannot
+ * reduce anything, so this checks the path, not a sum): kernels, an
+ * all-reduce on the collectives' stream forked and joined by events, more
+ * kernels, in the run that launches directly, the one captured into a CUDA
+ * graph (NCCL's kernels inside it) and its replays, the values those of the
+ * kernels; and a host-memory communicator refused.
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +24,10 @@
 #include <string.h>
 
 #include "accrt_nccl.h"
+#include "device.h"
 #include "test.h"
+
+extern const acc_device acc_device_cuda;
 
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
@@ -36,6 +45,69 @@ static int set_inputs(acc_model *m) {
         if (rc) return rc;
     }
     return ACC_OK;
+}
+
+typedef struct {
+    acc_dev *d;
+    acc_comm *comm;
+    float *g;
+    int64_t n;
+} CollRun;
+
+/* x *= 2, all-reduce (one rank: unchanged), x *= 3 */
+static int coll_fn(void *arg) {
+    CollRun *r = arg;
+    dev_scale(r->d, r->g, r->n, 2.0f);
+    acc_device_cuda.coll_issue(r->d, r->comm, 0, ACC_COLL_ALLREDUCE, r->g, r->n);
+    acc_device_cuda.coll_wait(r->d, r->comm, 0);
+    return dev_scale(r->d, r->g, r->n, 3.0f);
+}
+
+static int host_issue(acc_comm *c, int id, int kind, float *buf, int64_t count, void *stream) {
+    (void)c, (void)id, (void)kind, (void)buf, (void)count, (void)stream;
+    return ACC_OK;
+}
+
+/* The device layer's collectives on the GPU, through comm (one rank). */
+static void check_device_collectives(acc_comm *comm) {
+    acc_model_desc desc = *W(desc)(); /* its kernels and workspace; one bucket's ids */
+    desc.n_buckets = 1;
+    acc_dev *d = NULL;
+    unsigned char *arena = NULL;
+    int64_t extra = 0;
+    int rc = acc_device_cuda.open(&desc, &d, &arena, &extra);
+    EXPECT(rc == ACC_OK, "device: %s", d ? dev_error(d) : "");
+    if (rc) {
+        if (d) acc_device_cuda.close(d);
+        return;
+    }
+    enum { N = 1000 };
+    float x[N], got[N];
+    for (int i = 0; i < N; i++) x[i] = (float)(i % 13) - 6.0f;
+    CollRun r = {d, comm, (float *)(void *)arena, N};
+    acc_scalars sc;
+    memset(&sc, 0, sizeof sc);
+    double ms[ACC_PHASE_COUNT];
+    for (int run = 0; run < 4; run++) { /* direct, captured, replayed twice */
+        ASSERT(ACC_OK, acc_device_cuda.upload(d, arena, x, sizeof x));
+        rc = acc_device_cuda.run(d, ACC_GRAPH_STEP_REDUCE, coll_fn, &r, &sc);
+        if (!rc) rc = acc_device_cuda.finish(d, ms);
+        EXPECT(rc == ACC_OK, "run %d: %s", run, dev_error(d));
+        ASSERT(ACC_OK, acc_device_cuda.download(d, got, arena, sizeof got));
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += got[i] != x[i] * 6.0f;
+        EXPECT(!bad, "run %d: %d of %d values are not the kernels' around the all-reduce", run, bad, N);
+    }
+    acc_device_cuda.close(d);
+    /* a host-memory communicator on the GPU: refused */
+    acc_comm host = {.name = "host", .rank = 0, .size = 1, .device_memory = 0, .issue = host_issue};
+    d = NULL;
+    if (acc_device_cuda.open(&desc, &d, &arena, &extra) == ACC_OK) {
+        r.d = d, r.comm = &host, r.g = (float *)(void *)arena;
+        ASSERT(ACC_ERR_COMM, acc_device_cuda.run(d, ACC_GRAPH_STEP_REDUCE, coll_fn, &r, &sc));
+        EXPECT(has(dev_error(d), "host memory"), "refusal: \"%s\"", dev_error(d));
+    }
+    if (d) acc_device_cuda.close(d);
 }
 
 int main(int argc, char **argv) {
@@ -73,6 +145,7 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(*acc_last_error(m) != '\0');
     } else if (ASSERT(ACC_OK, rc)) {
         float loss = NAN;
+        if (comm) ASSERT(ACC_OK, W(set_comm)(m, comm));
         ASSERT(ACC_OK, acc_init_params(m, 1));
         ASSERT(ACC_OK, set_inputs(m));
         ASSERT(ACC_OK, acc_step(m, &loss));
@@ -80,6 +153,7 @@ int main(int argc, char **argv) {
         printf("one step on the GPU: loss %g\n", (double)loss);
     }
     acc_destroy(m);
-    if (comm) comm->destroy(comm);
+    if (gpu && comm) check_device_collectives(comm);
+    acc_comm_destroy(comm);
     TEST_DONE();
 }
