@@ -59,7 +59,8 @@ static int rank, ranks;
 
 /* One rank's failure ends the job: the others may wait in a collective. */
 static void die(gpt2_model *m, int rc, const char *what) {
-    fprintf(stderr, "train_ddp: rank %d: %s: %s: %s\n", rank, what, gpt2_status_string(rc), m ? gpt2_last_error(m) : "");
+    fprintf(stderr, "train_ddp: rank %d: %s: %s: %s\n", rank, what, gpt2_status_string(rc),
+            m ? gpt2_last_error(m) : "");
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
