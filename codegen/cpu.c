@@ -18,8 +18,8 @@ typedef struct {
     FILE *out;
     const CgFusion *fu;
     const CgCopies *cp;
-    const DpLayout *dp; /* data parallel: buckets (NULL: none) */
-    int *ready;         /* [dp->n_buckets]: the emitted position after which each bucket is final, -1 */
+    const DpLayout *dp;          /* data parallel: buckets (NULL: none) */
+    const struct CgUnits *units; /* their collectives (NULL: none) */
 } Emit;
 
 /* Steps per generated function (see emit_source). */
@@ -536,26 +536,73 @@ static void emit_copy_issues_after(Emit *e, int t) {
             emit_copy_issue(e, &e->cp->v.v[i]);
 }
 
-/* Data parallel: the buckets whose last gradient is written by the code
- * emitted at step t handed to the communicator. */
+/* Data parallel: the collectives of the gradients. A unit is one
+ * collective: a bucket (ZeRO-0 and -1: its gradients are one buffer's run),
+ * or with ZeRO-2 one parameter of a bucket (its gradient a buffer of the
+ * plan). The units of bucket k start right after the code that writes its
+ * last gradient; with ZeRO-2 a unit is done (waited for, its piece moved to
+ * the shard) before the first later step that writes over its buffer. */
+typedef struct CgUnits {
+    int n;
+    int *bucket, *node; /* [n]: node -1: the whole bucket */
+    int *done_before;   /* [n]: ZeRO-2: the step before which it is done (-1: the end of the run) */
+    int *ready;         /* [n_buckets]: the emitted position after which bucket k is final, -1 */
+} CgUnits;
+
 static void emit_grad_ready_after(Emit *e, int t) {
-    for (int k = 0; e->dp && k < e->dp->n_buckets; k++)
-        if (e->ready[k] == t)
+    for (int j = 0; e->units && j < e->units->n; j++)
+        if (e->units->ready[e->units->bucket[j]] == t)
             fprintf(e->out, "    {\n        int rc_ = acc_grad_ready(ctx, %d);\n        if (rc_) return rc_;\n    }\n",
-                    k);
+                    j);
 }
 
-/* Where each bucket is final: after the code of the step that writes its
- * last gradient (a step fused into an elementwise chain: after the chain). */
-static int *grad_ready_positions(const Schedule *s, const CgFusion *fu, const DpLayout *dp) {
-    if (!dp || !dp->n_buckets) return NULL;
-    int *ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof(int));
-    dp_ready_steps(dp, s, ready);
+static void emit_grad_done_before(Emit *e, int t) {
+    for (int j = 0; e->units && j < e->units->n; j++)
+        if (e->units->done_before[j] == t)
+            fprintf(e->out, "    {\n        int rc_ = acc_grad_done(ctx, %d);\n        if (rc_) return rc_;\n    }\n",
+                    j);
+}
+
+static bool overlaps(const Buffer *a, const Buffer *b) {
+    return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
+}
+
+static void cg_units(const Schedule *s, const CgFusion *fu, const DpLayout *dp, CgUnits *u) {
+    memset(u, 0, sizeof *u);
+    if (!dp || !dp->n_buckets) return;
+    int n = s->g->nodes.n, cap = dp->zero == 2 ? n : dp->n_buckets;
+    u->bucket = acc_xrealloc(NULL, (size_t)cap * sizeof(int));
+    u->node = acc_xrealloc(NULL, (size_t)cap * sizeof(int));
+    u->done_before = acc_xrealloc(NULL, (size_t)cap * sizeof(int));
+    u->ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof(int));
+    dp_ready_steps(dp, s, u->ready);
     for (int k = 0; k < dp->n_buckets; k++) {
-        int c = ready[k] >= 0 ? fu->chain_of[ready[k]] : -1;
-        if (c >= 0) ready[k] = fu->chains.v[c].ops[fu->chains.v[c].n_ops - 1].step;
+        int c = u->ready[k] >= 0 ? fu->chain_of[u->ready[k]] : -1;
+        if (c >= 0) u->ready[k] = fu->chains.v[c].ops[fu->chains.v[c].n_ops - 1].step;
+        if (dp->zero != 2) {
+            u->bucket[u->n] = k, u->node[u->n] = -1, u->done_before[u->n++] = -1;
+            continue;
+        }
+        for (int i = n - 1; i >= 0; i--) { /* a parameter without a gradient has no collective */
+            const Buffer *b = dp->bucket_of[i] == k ? &s->bufs.v[s->pgrad_buf[i]] : NULL;
+            if (!b || b->first < 0) continue;
+            int done = -1;
+            for (int x = 0; x < s->bufs.n; x++) {
+                const Buffer *o = &s->bufs.v[x];
+                if (o != b && !o->host && !o->persistent && o->first > b->last && overlaps(o, b) &&
+                    (done < 0 || o->first < done))
+                    done = o->first;
+            }
+            u->bucket[u->n] = k, u->node[u->n] = i, u->done_before[u->n++] = done;
+        }
     }
-    return ready;
+}
+
+static void cg_units_free(CgUnits *u) {
+    free(u->bucket);
+    free(u->node);
+    free(u->done_before);
+    free(u->ready);
 }
 
 /* FNV-1a: h mixed with the 8 bytes of x. */
@@ -583,18 +630,19 @@ static uint64_t plan_hash(const Schedule *s, const DpLayout *dp, const CgOptions
     return h;
 }
 
-/* The descriptor's buckets: each a run of consecutive parameters, their
- * gradients in the same layout (checked). */
+/* The descriptor's units (acc_bucket): a bucket is a run of consecutive
+ * parameters, their gradients in the same layout (checked); a ZeRO-2 unit
+ * is one parameter's gradient buffer. */
 static void emit_buckets(Emit *e) {
     const Schedule *s = e->s;
     const DpLayout *dp = e->dp;
     FILE *o = e->out;
     fprintf(o, "static const acc_bucket buckets[] = {\n");
     int64_t shard = 0;
-    for (int k = 0; k < dp->n_buckets; k++) {
+    for (int j = 0; j < e->units->n; j++) {
         int64_t grad = -1, param = -1, bytes = 0;
         for (int i = 0; i < e->g->nodes.n; i++) {
-            if (dp->bucket_of[i] != k) continue;
+            if (dp->bucket_of[i] != e->units->bucket[j] || (e->units->node[j] >= 0 && i != e->units->node[j])) continue;
             const Buffer *p = &s->bufs.v[s->param_buf[i]], *gr = &s->bufs.v[s->pgrad_buf[i]];
             if (grad < 0) grad = gr->offset, param = p->offset;
             ACC_ASSERT(gr->offset == grad + bytes && p->offset == param + bytes && p->size_bytes == gr->size_bytes);
@@ -660,6 +708,7 @@ static void emit_source(Emit *e, const CgOptions *opt) {
          * of a fused chain, falls on one side of it */
         ACC_ASSERT(st->kind != ST_FWD || n_fwd_parts < 0);
         emit_copy_waits(e, t);
+        emit_grad_done_before(e, t);
         int ch = e->fu->chain_of[t];
         if (ch >= 0) {
             const CgChain *c = &e->fu->chains.v[ch];
@@ -694,7 +743,9 @@ static void emit_source(Emit *e, const CgOptions *opt) {
             for (int j = 0; j < n->n_in; j++)
                 if (st->zero_in[j])
                     fprintf(o, "    %sk_zero%s(%s, %" PRId64 ");\n",
-                            s->bufs.v[st->grad_in[j]].kind == BUF_PGRAD ? "if (!ctx->accumulate) " : "",
+                            s->bufs.v[st->grad_in[j]].persistent && s->bufs.v[st->grad_in[j]].kind == BUF_PGRAD
+                                ? "if (!ctx->accumulate) "
+                                : "",
                             buf_sfx(e, st->grad_in[j]), ptr(e, st->grad_in[j], p),
                             shape_elems(&in_node(e, n, j)->shape));
             emit_bwd(e, st);
@@ -712,9 +763,10 @@ static void emit_source(Emit *e, const CgOptions *opt) {
     for (int k = 0; k < n_parts; k++) fprintf(o, "    if ((rc = run_%d(ctx))) return rc;\n", k);
     /* data parallel: a bucket no backward step writes is final at the end;
      * the run ends when every bucket's collective has */
-    for (int k = 0; e->dp && k < e->dp->n_buckets; k++)
-        if (e->ready[k] < 0) fprintf(o, "    if ((rc = acc_grad_ready(ctx, %d))) return rc;\n", k);
-    if (e->dp && e->dp->n_buckets) fprintf(o, "    if ((rc = acc_grad_sync(ctx))) return rc;\n");
+    for (int j = 0; e->units && j < e->units->n; j++)
+        if (e->units->ready[e->units->bucket[j]] < 0)
+            fprintf(o, "    if ((rc = acc_grad_ready(ctx, %d))) return rc;\n", j);
+    if (e->units && e->units->n) fprintf(o, "    if ((rc = acc_grad_sync(ctx))) return rc;\n");
     fprintf(o, "%s    (void)rc;\n    return ACC_OK;\n}\n\n", sync);
     /* the forward alone: every step before the seed (a fused chain never
      * spans the seed: the seed is no elementwise op) */
@@ -782,10 +834,11 @@ static void emit_source(Emit *e, const CgOptions *opt) {
         fprintf(o,
                 "    .ranks = %d,\n    .zero = %d,\n    .rank_scale = (float)%.9g,\n    .n_buckets = %d,\n"
                 "    .buckets = buckets,\n    .shard_m_offset = %" PRId64 ",\n    .shard_v_offset = %" PRId64
-                ",\n    .shard_elems = %" PRId64 ",\n",
-                e->dp->ranks, e->dp->zero, opt->rank_scale, e->dp->n_buckets,
+                ",\n    .shard_elems = %" PRId64 ",\n    .shard_g_offset = %" PRId64 ",\n",
+                e->dp->ranks, e->dp->zero, opt->rank_scale, e->units->n,
                 s->shard_m_buf >= 0 ? s->bufs.v[s->shard_m_buf].offset : -1,
-                s->shard_v_buf >= 0 ? s->bufs.v[s->shard_v_buf].offset : -1, dp_shard_elems(e->dp, g));
+                s->shard_v_buf >= 0 ? s->bufs.v[s->shard_v_buf].offset : -1, dp_shard_elems(e->dp, g),
+                s->shard_g_buf >= 0 ? s->bufs.v[s->shard_g_buf].offset : -1);
     fprintf(o, "    .plan_hash = 0x%016" PRIx64 "ULL,\n};\n\n", plan_hash(s, e->dp, opt));
     fprintf(o, "const acc_model_desc *%s_desc(void) { return &desc; }\n", m);
 }
@@ -894,11 +947,13 @@ void cg_emit_host(const Graph *g, const Autodiff *ad, const Schedule *s, const C
     CgCopies cp;
     cg_copies(s, &fu, &cp);
     const DpLayout *dp = o->dp && o->dp->ranks > 1 ? o->dp : NULL;
-    Emit e = {g, s, c_out, &fu, &cp, dp, grad_ready_positions(s, &fu, dp)};
+    CgUnits units;
+    cg_units(s, &fu, dp, &units);
+    Emit e = {g, s, c_out, &fu, &cp, dp, dp ? &units : NULL};
     emit_source(&e, o);
     e.out = h_out;
     emit_header(&e, o, ad);
-    free(e.ready);
+    cg_units_free(&units);
     cg_copies_free(&cp);
     cg_fusion_free(&fu);
 }

@@ -57,6 +57,8 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
                         : !strcmp(key, "launch_latency")    ? &hw->launch_latency
                         : !strcmp(key, "host_bw")           ? &hw->host_bw
                         : !strcmp(key, "host_latency")      ? &hw->host_latency
+                        : !strcmp(key, "coll_bw")           ? &hw->coll_bw
+                        : !strcmp(key, "coll_latency")      ? &hw->coll_latency
                                                             : NULL;
         if (!field || *end || !(v >= 0)) {
             snprintf(err, err_len, "%s:%d: unknown key or bad value '%s = %s'", path, lineno, key, val);
@@ -74,6 +76,8 @@ bool hw_load(const char *name, HwProfile *hw, char *err, size_t err_len) {
     if (ok && !(hw->matmul_flops_bf16 > 0)) hw->matmul_flops_bf16 = hw->matmul_flops;
     if (ok && !(hw->host_bw > 0)) hw->host_bw = hw->mem_bw / 2;
     if (ok && !(hw->host_latency > 0)) hw->host_latency = hw->launch_latency;
+    if (ok && !(hw->coll_bw > 0)) hw->coll_bw = hw->host_bw;
+    if (ok && !(hw->coll_latency > 0)) hw->coll_latency = hw->host_latency;
     return ok;
 }
 

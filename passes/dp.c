@@ -19,6 +19,13 @@
  * after its gradient), and the shard's moments hold the pieces of every
  * bucket back to back: (the padded bytes of all parameters) / ranks / 4
  * elements.
+ *
+ * With ZeRO-2 the gradients are not kept: each parameter's gradient is a
+ * buffer of the plan that lives until its bucket is final, and is
+ * reduce-scattered on its own (the unit of the collective is a parameter,
+ * padded to a multiple of ranks * ACC_ALIGN), its piece moving to the
+ * rank's shard of the gradients; the buckets still say when (all of a
+ * bucket's parameters at once, when its last gradient is written).
  */
 #include <stdlib.h>
 
@@ -56,9 +63,17 @@ void dp_layout(const Graph *g, int ranks, int zero, int64_t cap_bytes, DpLayout 
     }
     if (first >= 0) out->n_buckets++;
     if (!out->zero) return;
+    int64_t unit = (int64_t)out->ranks * ACC_ALIGN;
+    if (out->zero == 2) { /* every parameter its own pieces */
+        for (int i = 0; i < n; i++)
+            if (out->bucket_of[i] >= 0) {
+                int64_t b = param_bytes(graph_node(g, i));
+                out->pad[i] = round_up(b, unit) - b;
+            }
+        return;
+    }
     /* the pad after each bucket's last parameter in the arena (the highest
      * node of the bucket: buckets are runs of consecutive parameters) */
-    int64_t unit = (int64_t)out->ranks * ACC_ALIGN;
     for (int k = 0; k < out->n_buckets; k++) {
         int64_t bytes = 0;
         int last = -1;
@@ -79,6 +94,8 @@ int64_t dp_param_bytes(const DpLayout *d, const Graph *g, int node) {
     return param_bytes(graph_node(g, node)) + (d ? d->pad[node] : 0);
 }
 
+/* ZeRO-1 and ZeRO-2: the elements of this rank's pieces (of the moments,
+ * and with ZeRO-2 of the gradients). */
 int64_t dp_shard_elems(const DpLayout *d, const Graph *g) {
     if (!d || !d->zero) return 0;
     int64_t bytes = 0;
@@ -99,4 +116,47 @@ void dp_ready_steps(const DpLayout *d, const Schedule *s, int *ready) {
             if (k >= 0 && t > ready[k]) ready[k] = t;
         }
     }
+}
+
+DpTiming dp_timing(const DpLayout *d, const Schedule *s, const HwProfile *hw) {
+    DpTiming t = {0, 0, 0, 0};
+    int n = s->steps.n, r = d->ranks;
+    double *end = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(double)), now = 0;
+    for (int k = 0; k < n; k++) { /* the compute stream */
+        const Step *st = &s->steps.v[k];
+        double f = st->kind == ST_FWD || st->kind == ST_RECOMPUTE || st->kind == ST_BWD
+                       ? cost_fwd_time(s->g, graph_node(s->g, st->node), hw)
+                       : 0;
+        now += st->kind == ST_BWD ? 2 * f : f;
+        end[k] = now;
+    }
+    t.backward_time = now - (s->first_bwd_step > 0 ? end[s->first_bwd_step - 1] : 0);
+    int *ready = acc_xrealloc(NULL, (size_t)(d->n_buckets > 0 ? d->n_buckets : 1) * sizeof(int));
+    dp_ready_steps(d, s, ready);
+    /* the buckets' bytes, then their collectives in the order they start */
+    double share = (double)(r - 1) / r, reduce = d->zero ? share : 2 * share, busy = 0, first = -1;
+    for (int done = 0; done < d->n_buckets; done++) {
+        int k = -1;
+        for (int j = 0; j < d->n_buckets; j++) /* the next to start: the earliest final, then the lowest */
+            if (ready[j] >= -1 && (k < 0 || ready[j] < ready[k])) k = j;
+        double at = ready[k] >= 0 ? end[ready[k]] : now, bytes = 0;
+        for (int i = 0; i < s->g->nodes.n; i++)
+            if (d->bucket_of[i] == k) bytes += (double)s->bufs.v[s->pgrad_buf[i]].size_bytes;
+        ready[k] = -2; /* started */
+        double start = at > busy ? at : busy;
+        if (first < 0) first = start;
+        /* ZeRO-2 reduce-scatters each parameter on its own: a latency each */
+        int units = 1;
+        if (d->zero == 2) {
+            units = 0;
+            for (int i = 0; i < s->g->nodes.n; i++) units += d->bucket_of[i] == k;
+        }
+        busy = start + units * hw->coll_latency + reduce * bytes / hw->coll_bw;
+        t.gather_time += d->zero ? units * hw->coll_latency + share * bytes / hw->coll_bw : 0;
+        t.comm_time += busy - start;
+    }
+    t.exposed_time = busy > now ? busy - now : 0;
+    free(ready);
+    free(end);
+    return t;
 }

@@ -90,7 +90,9 @@ const char *opt_state_name(OptState st);
 
 /* How the parameter gradients are reduced over the ranks: buckets of
  * consecutive parameters, numbered in the order the backward completes
- * them; with ZeRO-1 (zero = 1) each bucket padded to ranks equal pieces. */
+ * them; with ZeRO-1 (zero = 1) each bucket padded to ranks equal pieces;
+ * with ZeRO-2 (zero = 2) each parameter, its gradient a buffer of the plan
+ * that lives until its bucket is final. */
 typedef struct {
     int ranks, zero; /* 1, 0: one rank (no buckets) */
     int n_buckets;
@@ -104,7 +106,8 @@ void dp_layout(const Graph *g, int ranks, int zero, int64_t cap_bytes, DpLayout 
 void dp_free(DpLayout *d);
 /* Parameter node's bytes in the arena, and its gradient's (d NULL: one rank). */
 int64_t dp_param_bytes(const DpLayout *d, const Graph *g, int node);
-/* ZeRO-1: the elements of each of this rank's moments (0 without ZeRO). */
+/* ZeRO-1 and -2: the elements of each of this rank's moments, and of its
+ * gradients with ZeRO-2 (0 without ZeRO). */
 int64_t dp_shard_elems(const DpLayout *d, const Graph *g);
 
 /* What every schedule of a plan shares besides the decisions. */
@@ -170,7 +173,8 @@ typedef struct {
     int n_offload;                                                    /* OFFLOAD steps */
     OptState optimizer;                                               /* AdamW state in the arena, its dtype */
     int *param_buf, *pgrad_buf, *adam_m_buf, *adam_v_buf, *input_buf; /* [n] by node, -1 */
-    int shard_m_buf, shard_v_buf; /* ZeRO-1: this rank's moments (adam_m/v_buf all -1); else -1 */
+    int shard_m_buf, shard_v_buf; /* ZeRO: this rank's moments (adam_m/v_buf all -1); else -1 */
+    int shard_g_buf;              /* ZeRO-2: this rank's pieces of the gradients; else -1 */
     int loss_buf;
     int64_t persistent_bytes, arena_bytes;
     int64_t host_bytes;      /* the host arena of offloaded copies (alloc_assign) */
@@ -194,6 +198,7 @@ int64_t sched_live_bytes(const Schedule *s, int64_t *live);
 /* Data parallel: the step after which bucket k's gradients are final
  * (ready[k], -1 if the backward writes none of them). */
 void dp_ready_steps(const DpLayout *d, const Schedule *s, int *ready);
+
 
 /* requires: a built schedule. provides: offsets, arena_bytes, peak_step,
  * peak_live_bytes. Persistent buffers back to back first, then the rest placed
@@ -322,6 +327,10 @@ typedef struct {
     double host_bw;           /* bytes/s of a copy between the arena and host memory, each way (0 in the
                                  file: mem_bw / 2, a copy within one memory reads and writes) */
     double host_latency;      /* seconds per such copy (0 in the file: launch_latency) */
+    double coll_bw;           /* data parallel: bytes/s of a collective's bus bandwidth (as nccl-tests'
+                                 busbw: an all-reduce of B bytes on R ranks takes 2 (R-1)/R B / coll_bw; 0 in
+                                 the file: host_bw, a copy through shared memory) */
+    double coll_latency;      /* seconds per collective (0 in the file: host_latency) */
 } HwProfile;
 
 /* Load profile NAME from the hw/ directory (or a path ending in .hw). */
@@ -334,6 +343,19 @@ double cost_fwd_time(const Graph *g, const Node *n, const HwProfile *hw);
 /* The time of an offloaded tensor's two copies (to host memory and back):
  * its bytes, tail included, each way at host_bw, plus two host_latency. */
 double cost_transfer_time(const Node *n, const HwProfile *hw);
+
+/* Data parallel: the collectives' time under the cost model. The step's
+ * steps take their roofline time (a backward twice its forward), the
+ * collectives run one after another beside them, each from the end of the
+ * step that makes its bucket final; what ends after the backward is
+ * exposed. The optimizer's all-gathers (ZeRO) follow the step. */
+typedef struct {
+    double comm_time;    /* the gradients' collectives, end to end */
+    double exposed_time; /* of which after the backward's end */
+    double gather_time;  /* ZeRO: the parameters' all-gathers after the update */
+    double backward_time;
+} DpTiming;
+DpTiming dp_timing(const DpLayout *d, const Schedule *s, const HwProfile *hw);
 
 /* ---- the planner (planner/) ------------------------------------------------ */
 

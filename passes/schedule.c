@@ -197,6 +197,22 @@ static void plan_offloads(Builder *b, const SchedOptions *so) {
         if (!b->off[i]) last[i] = -1;
 }
 
+/* ZeRO-2: each parameter's gradient lives until the last gradient of its
+ * bucket is written (when the bucket's collectives start). */
+static void extend_grads(Schedule *s, const DpLayout *dp) {
+    int *ready = acc_xrealloc(NULL, (size_t)(dp->n_buckets > 0 ? dp->n_buckets : 1) * sizeof(int));
+    for (int k = 0; k < dp->n_buckets; k++) ready[k] = -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < s->g->nodes.n; i++) {
+            int k = dp->bucket_of[i], b = s->pgrad_buf[i];
+            if (k < 0 || b < 0 || s->bufs.v[b].first < 0) continue;
+            Buffer *bf = &s->bufs.v[b];
+            if (pass == 0 && bf->last > ready[k]) ready[k] = bf->last;
+            if (pass == 1) bf->last = ready[k];
+        }
+    free(ready);
+}
+
 void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, const SchedOptions *so, Schedule *s) {
     int n = g->nodes.n;
     OptState optimizer = so ? so->optimizer : OPT_STATE_NONE;
@@ -227,11 +243,13 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, cons
     for (int i = 0; i < n; i++)
         if (graph_node(g, i)->op == OP_PARAM)
             s->param_buf[i] = new_buf(s, BUF_PARAM, i, dp_param_bytes(dp, g, i), true);
+    bool zero2 = dp && dp->zero == 2; /* the gradients live until their bucket is final */
     for (int i = 0; i < n; i++)
         if (graph_node(g, i)->op == OP_PARAM)
-            s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, dp_param_bytes(dp, g, i), true);
-    s->shard_m_buf = s->shard_v_buf = -1;
+            s->pgrad_buf[i] = new_buf(s, BUF_PGRAD, i, dp_param_bytes(dp, g, i), !zero2);
+    s->shard_m_buf = s->shard_v_buf = s->shard_g_buf = -1;
     int64_t shard = dp_shard_elems(dp, g);
+    if (zero2) s->shard_g_buf = new_buf(s, BUF_PGRAD, g->loss, shard * 4, true);
     for (int k = 0; opt_state_elem_bytes(optimizer) && k < 2; k++) {
         if (shard) { /* ZeRO-1: the moments of this rank's pieces alone */
             *(k ? &s->shard_v_buf : &s->shard_m_buf) =
@@ -287,6 +305,7 @@ void sched_rebuild(const Graph *g, const Autodiff *ad, const Decision *dec, cons
             bf->last = t;
         }
     }
+    if (zero2) extend_grads(s, dp);
     free(ints);
     free(b.off);
 }
@@ -365,6 +384,8 @@ struct SchedIndex {
     const double *time;
     int t, n_recompute;
     double cost, transfer;
+    const DpLayout *dp; /* ZeRO-2: the parameters' gradients are slots until their bucket is final; else NULL */
+    int *ready;         /* [dp->n_buckets] */
 };
 
 /* Sizes, reads and the persistent total, once per graph; scratch for sched_measure. */
@@ -390,6 +411,9 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
     x->grad = pool_alloc(&x->mem, (size_t)n * sizeof(int));
     int64_t loss_bytes = round_up(4);
     x->persistent = loss_bytes;
+    const DpLayout *dp = so ? so->dp : NULL;
+    bool zero2 = dp && dp->zero == 2;
+    x->dp = zero2 ? dp : NULL;
     int n_fwd = 0;
     for (int i = 0; i < n; i++) {
         const Node *nd = graph_node(g, i);
@@ -400,8 +424,10 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
         sb[SL_GRAD] = round_up(i == g->loss ? 4 : node_tensor_bytes(nd) > 0 ? node_tensor_bytes(nd) : 1);
         x->leaf_persist[i] = nd->op == OP_PARAM || nd->op == OP_INPUT;
         if (nd->op == OP_PARAM) { /* the parameter, its gradient and, with the optimizer, m and v */
-            x->persistent += dp_param_bytes(so ? so->dp : NULL, g, i) * 2;
-            if (opt_state_elem_bytes(optimizer) && !dp_shard_elems(so ? so->dp : NULL, g)) {
+            int64_t pb = dp_param_bytes(so ? so->dp : NULL, g, i);
+            x->persistent += zero2 ? pb : pb * 2; /* ZeRO-2: its gradient a slot of the step */
+            if (zero2) sb[SL_GRAD] = pb;
+            if (opt_state_elem_bytes(optimizer) && !dp_shard_elems(dp, g)) {
                 int64_t mb = moment_bytes(nd, optimizer);
                 x->persistent += round_up(mb > 0 ? mb : 1) * 2;
             }
@@ -411,11 +437,13 @@ SchedIndex *sched_index_new(const Graph *g, const Autodiff *ad, const SchedOptio
         n_fwd += x->fwd[i];
         x->reads[i] = ad_reads(ad, i);
     }
-    int64_t shard = dp_shard_elems(so ? so->dp : NULL, g); /* ZeRO-1: the shard's m and v */
+    int64_t shard = dp_shard_elems(dp, g); /* ZeRO: the shard's m and v, and with ZeRO-2 its gradients */
     if (shard && opt_state_elem_bytes(optimizer))
         x->persistent += round_up(shard * opt_state_elem_bytes(optimizer)) * 2;
+    if (zero2) x->persistent += round_up(shard * 4);
     /* forward (and an offload) once each, seed, recompute or fetch at most once each, backward */
     x->n_steps_max = 3 * n_fwd + 1 + ad->bwd.n;
+    if (zero2) x->ready = pool_alloc(&x->mem, (size_t)(dp->n_buckets > 0 ? dp->n_buckets : 1) * sizeof(int));
     x->delta = pool_alloc(&x->mem, (size_t)(x->n_steps_max + 1) * sizeof(int64_t));
     return x;
 }
@@ -504,7 +532,7 @@ static void m_backward(SchedIndex *x, int node) {
         int in = nd->in[j];
         if (!x->ad->need_grad[in]) continue;
         if (x->grad[in] == SL_NONE)
-            x->grad[in] = graph_node(x->g, in)->op == OP_PARAM ? SL_PERSIST : in * SL_COUNT + SL_GRAD;
+            x->grad[in] = graph_node(x->g, in)->op == OP_PARAM && !x->dp ? SL_PERSIST : in * SL_COUNT + SL_GRAD;
         m_touch(x, x->grad[in]);
     }
     x->t++;
@@ -547,6 +575,16 @@ void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, 
     for (int k = 0; k < x->ad->bwd.n; k++) m_backward(x, x->ad->bwd.v[k]);
     int steps = x->t;
     ACC_ASSERT(steps <= x->n_steps_max);
+    if (x->dp) { /* extend_grads */
+        for (int k = 0; k < x->dp->n_buckets; k++) x->ready[k] = -1;
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = 0; i < n; i++) {
+                int k = x->dp->bucket_of[i], sl = i * SL_COUNT + SL_GRAD;
+                if (k < 0 || x->first[sl] < 0) continue;
+                if (pass == 0 && x->last[sl] > x->ready[k]) x->ready[k] = x->last[sl];
+                if (pass == 1) x->last[sl] = x->ready[k];
+            }
+    }
     memset(x->delta, 0, (size_t)(steps + 1) * sizeof(int64_t));
     for (int s = 0; s < ns; s++)
         if (x->first[s] >= 0) x->delta[x->first[s]] += x->slot_bytes[s], x->delta[x->last[s] + 1] -= x->slot_bytes[s];

@@ -36,8 +36,9 @@ struct acc_model {
     unsigned char *param_set; /* one flag per parameter: given a value (init, load, write, a pointer handed out) */
     int failed;               /* a step failed midway: gradients are unusable until the next step */
     acc_counters counters;
-    acc_comm *comm; /* data parallel: the ranks (acc_set_comm), or NULL */
-    int grad_sync;  /* acc_set_grad_sync: steps reduce the gradients over the ranks */
+    acc_comm *comm;         /* data parallel: the ranks (acc_set_comm), or NULL */
+    unsigned char *pending; /* ZeRO-2: per bucket, its collective is not done (acc_grad_done) */
+    int grad_sync;          /* acc_set_grad_sync: steps reduce the gradients over the ranks */
     double phase_start;
     int phase;
     char err[512];
@@ -180,12 +181,14 @@ int acc_create(const acc_model_desc *desc, const acc_options *opt, acc_model **o
     if (desc->api_version != ACC_API_VERSION) return ACC_ERR_VERSION;
     if (opt && (opt->struct_size < sizeof(uint32_t) * 2 || opt->api_version != ACC_API_VERSION)) return ACC_ERR_VERSION;
     if (desc->n_inputs < 0 || desc->n_params < 0) return ACC_ERR_ARG;
-    size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + (size_t)desc->n_params + 1;
+    if (desc->n_buckets < 0) return ACC_ERR_ARG;
+    size_t self = sizeof(acc_model) + (size_t)desc->n_inputs + (size_t)desc->n_params + (size_t)desc->n_buckets + 1;
     acc_model *m = calloc(1, self);
     if (!m) return ACC_ERR_NOMEM;
     m->desc = desc;
     m->input_set = (unsigned char *)(m + 1);
     m->param_set = m->input_set + desc->n_inputs;
+    m->pending = m->param_set + desc->n_params;
     m->phase = -1;
     m->grad_sync = 1;
     if (opt && opt->struct_size >= offsetof(acc_options, seed) + sizeof opt->seed) m->seed = opt->seed;
@@ -280,8 +283,19 @@ static int comm_status(acc_model *m, int rc, const char *what) {
 }
 
 static int ranks(const acc_model_desc *d) { return d->ranks > 1 ? d->ranks : 1; }
-/* ZeRO-1: each rank keeps the moments of its pieces alone */
+/* ZeRO-1 and -2: each rank keeps the moments of its pieces alone */
 static int sharded(const acc_model_desc *d) { return d->ranks > 1 && d->zero; }
+/* ZeRO-2: and of the gradients, each step's reduced as the backward goes */
+static int zero2(const acc_model_desc *d) { return d->ranks > 1 && d->zero == 2; }
+
+/* ZeRO-2 keeps no whole gradients to read. */
+static int no_grads(acc_model *m, const char *what) {
+    return fail(m, ACC_ERR_STATE,
+                "%s: with ZeRO-2 a rank keeps only its shard of the reduced gradients, not the gradients of a "
+                "parameter",
+                what);
+}
+
 
 int acc_set_comm(acc_model *m, acc_comm *comm) {
     if (!m) return ACC_ERR_NULL;
@@ -318,6 +332,10 @@ int acc_set_comm(acc_model *m, acc_comm *comm) {
 int acc_set_grad_sync(acc_model *m, int sync) {
     if (!m) return ACC_ERR_NULL;
     if (sync != 0 && sync != 1) return fail(m, ACC_ERR_ARG, "acc_set_grad_sync: sync = %d must be 0 or 1", sync);
+    if (!sync && zero2(m->desc))
+        return fail(m, ACC_ERR_STATE,
+                    "acc_set_grad_sync: ZeRO-2 keeps no gradients of its own between steps: every step reduces "
+                    "(and accumulates into the rank's shard)");
     m->grad_sync = sync;
     return ACC_OK;
 }
@@ -345,21 +363,48 @@ int acc_grad_ready(acc_ctx *ctx, int k) {
     const acc_model_desc *d = m->desc;
     const acc_bucket *b = &d->buckets[k];
     int64_t floats = b->bytes / 4;
+    if (zero2(d)) m->pending[k] = 1;
     return d->zero ? coll_issue(m, k, ACC_COLL_REDUCE_SCATTER, b->grad_offset, floats / d->ranks)
                    : coll_issue(m, k, ACC_COLL_ALLREDUCE, b->grad_offset, floats);
+}
+
+/* ZeRO-2: this rank's piece of bucket k (one parameter's gradient) into
+ * the shard, added when the step accumulates (micro-batches after the
+ * first, acc_forward_backward's accumulate). */
+int acc_grad_done(acc_ctx *ctx, int k) {
+    acc_model *m = ctx->model;
+    const acc_model_desc *d = m->desc;
+    if (!ctx->reduce || !m->pending[k]) return ACC_OK;
+    m->pending[k] = 0;
+    int rc = coll_wait(m, k);
+    const acc_bucket *b = &d->buckets[k];
+    int64_t piece = b->bytes / d->ranks;
+    int64_t src = b->grad_offset + m->comm->rank * piece, dst = d->shard_g_offset + 4 * b->shard_offset;
+    if (rc != ACC_OK) return rc;
+    if (!ctx->accumulate) return mem_copy(m, dst, src, (size_t)piece);
+    if (m->dev)
+        return fail(m, ACC_ERR_STATE,
+                    "ZeRO-2 on the %s target does not accumulate gradients yet (micro-batches, "
+                    "acc_forward_backward's accumulate): the cpu target does",
+                    d->target);
+    float *x = F32(m, dst);
+    const float *y = F32(m, src);
+    for (int64_t i = 0; i < piece / 4; i++) x[i] += y[i];
+    return ACC_OK;
 }
 
 int acc_grad_sync(acc_ctx *ctx) {
     if (!ctx->reduce) return ACC_OK;
     acc_model *m = ctx->model;
     int rc = ACC_OK;
-    for (int k = 0; rc == ACC_OK && k < m->desc->n_buckets; k++) rc = coll_wait(m, k);
+    for (int k = 0; rc == ACC_OK && k < m->desc->n_buckets; k++)
+        rc = zero2(m->desc) ? acc_grad_done(ctx, k) : coll_wait(m, k);
     return rc;
 }
 
-/* ZeRO-1: fn on every run of this rank's pieces that lies in one
- * parameter (el: its first element in the parameter, n elements, sh: where
- * its moments start in the shard). */
+/* ZeRO: fn on every run of this rank's pieces that lies in one parameter
+ * (el: its first element in the parameter, n elements, sh: where its
+ * moments, and with ZeRO-2 its gradients, start in the shard). */
 typedef int (*shard_fn)(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg);
 
 static int for_shard(acc_model *m, shard_fn fn, void *arg) {
@@ -382,10 +427,16 @@ typedef struct {
     float lr, beta1, beta2, eps, wd;
 } AdamArgs;
 
+/* A piece's reduced gradients: in the parameter's gradient (ZeRO-0, -1)
+ * or in the rank's shard of them (ZeRO-2). */
+static float *piece_grad(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t sh) {
+    return zero2(m->desc) ? F32(m, m->desc->shard_g_offset) + sh : F32(m, pd->grad_offset) + el;
+}
+
 static int adamw_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg) {
     const acc_model_desc *d = m->desc;
     const AdamArgs *a = arg;
-    float *p = F32(m, pd->offset) + el, *g = F32(m, pd->grad_offset) + el;
+    float *p = F32(m, pd->offset) + el, *g = piece_grad(m, pd, el, sh);
     size_t es = d->optimizer_dtype == ACC_DT_BF16 ? 2 : 4;
     unsigned char *mm = m->arena + d->shard_m_offset + sh * (int64_t)es,
                   *vv = m->arena + d->shard_v_offset + sh * (int64_t)es;
@@ -396,7 +447,7 @@ static int adamw_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64
     return ACC_OK;
 }
 
-/* ZeRO-1's update: this rank's pieces, then every rank's gathered (ids
+/* ZeRO's update: this rank's pieces, then every rank's gathered (ids
  * n_buckets + k). On a device, the launches of one run. */
 static int adamw_shard(acc_model *m, AdamArgs *a) {
     const acc_model_desc *d = m->desc;
@@ -482,10 +533,11 @@ int acc_init_params(acc_model *m, uint64_t seed) {
         if (rc == ACC_OK) m->param_set[p] = 1;
     }
     free(stage);
-    if (rc == ACC_OK && sharded(d)) { /* ZeRO-1: this rank's moments */
+    if (rc == ACC_OK && sharded(d)) { /* ZeRO: this rank's moments (and gradients) */
         size_t state_bytes = (size_t)d->shard_elems * (d->optimizer_dtype == ACC_DT_BF16 ? 2 : 4);
-        rc = mem_zero(m, d->shard_m_offset, state_bytes);
-        if (rc == ACC_OK) rc = mem_zero(m, d->shard_v_offset, state_bytes);
+        if (d->has_optimizer) rc = mem_zero(m, d->shard_m_offset, state_bytes);
+        if (rc == ACC_OK && d->has_optimizer) rc = mem_zero(m, d->shard_v_offset, state_bytes);
+        if (rc == ACC_OK && zero2(d)) rc = mem_zero(m, d->shard_g_offset, (size_t)d->shard_elems * 4);
     }
     if (m->host_state) memset(m->host_state, 0, (size_t)(2 * m->state_elems) * sizeof(float));
     m->adam_t = 0;
@@ -567,7 +619,10 @@ static int write_tensors(acc_model *m, const char *path, int grads) {
 }
 
 int acc_save_params(acc_model *m, const char *path) { return write_tensors(m, path, 0); }
-int acc_save_grads(acc_model *m, const char *path) { return write_tensors(m, path, 1); }
+int acc_save_grads(acc_model *m, const char *path) {
+    if (m && zero2(m->desc)) return no_grads(m, "acc_save_grads");
+    return write_tensors(m, path, 1);
+}
 
 /* The header of parameter file tensor p (name, shape) checked against the
  * model; leaves f at the tensor's data. */
@@ -782,7 +837,9 @@ static int run_once(acc_model *m, acc_ctx *ctx, int graph, double ms[ACC_PHASE_C
     m->phase = -1;
     if (m->dev) {
         acc_scalars s = {.seed = ctx->seed, .step = ctx->step};
-        rc = dev_status(m, d->device->run(m->dev, graph, run_schedule, ctx, &s));
+        m->err[0] = 0; /* a failure the schedule reported (acc_fail, a collective) keeps its detail */
+        rc = d->device->run(m->dev, graph, run_schedule, ctx, &s);
+        if (rc != ACC_OK && !m->err[0]) rc = dev_status(m, rc);
     } else {
         rc = run_schedule(ctx);
     }
@@ -828,7 +885,7 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
         int accumulate = kind == RUN_STEP_ACCUM || mb > 0;
         int g = kind == RUN_FORWARD ? RUN_FORWARD : accumulate ? RUN_STEP_ACCUM : RUN_STEP;
         /* data parallel: the last micro-batch reduces the sum of them all */
-        int reduce = parallel && m->grad_sync && mb == n - 1;
+        int reduce = parallel && (zero2(d) || (m->grad_sync && mb == n - 1)); /* ZeRO-2: each into the shard */
         acc_ctx ctx = {m->arena,
                        m->seed,
                        m->step * (uint32_t)n + (uint32_t)mb,
@@ -855,7 +912,7 @@ static int run_model(acc_model *m, float *loss, int kind, const char *what) {
         m->counters = before;
         return rc;
     }
-    if (rc == ACC_OK && parallel && m->grad_sync) { /* the whole batch's loss */
+    if (rc == ACC_OK && parallel && (m->grad_sync || zero2(d))) { /* the whole batch's loss */
         double sum = *loss;
         rc = comm_status(m, m->comm->allreduce_host(m->comm, &sum, 1, ACC_RED_SUM), "the loss's reduction");
         *loss = (float)(sum * d->rank_scale);
@@ -887,6 +944,7 @@ int acc_zero_grads(acc_model *m) {
     int rc = ACC_OK;
     for (int p = 0; rc == ACC_OK && p < d->n_params; p++)
         rc = mem_zero(m, d->params[p].grad_offset, (size_t)d->params[p].elems * 4);
+    if (rc == ACC_OK && zero2(d)) rc = mem_zero(m, d->shard_g_offset, (size_t)d->shard_elems * 4);
     if (rc == ACC_OK) m->failed = 0;
     return rc;
 }
@@ -910,8 +968,8 @@ static double sum_squares(const float *x, int64_t n) {
     return s;
 }
 
-/* fn on every parameter's gradient whole, or (ZeRO-1) on this rank's
- * pieces of them, which alone are reduced. */
+/* fn on every parameter's gradient whole, or (ZeRO) on this rank's pieces
+ * of them, which alone are reduced. */
 static int for_grads(acc_model *m, shard_fn fn, void *arg) {
     const acc_model_desc *d = m->desc;
     if (sharded(d)) return for_shard(m, fn, arg);
@@ -929,10 +987,9 @@ typedef struct {
 
 static int clip_piece(acc_model *m, const acc_param_desc *pd, int64_t el, int64_t n, int64_t sh, void *arg) {
     ClipArgs *c = arg;
-    float *g = F32(m, pd->grad_offset) + el;
+    float *g = piece_grad(m, pd, el, sh);
     const acc_device *dv = m->desc->device;
     int first = c->first;
-    (void)sh;
     c->first = 0;
     if (c->scale) {
         if (m->dev) return dev_status(m, dv->scale(m->dev, g, n, c->factor));
@@ -1045,6 +1102,7 @@ static int find_param(acc_model *m, const char *name, int grad, float **data, in
     if (!m) return ACC_ERR_NULL;
     if (!name || !data) return fail(m, ACC_ERR_NULL, "NULL argument");
     const acc_model_desc *d = m->desc;
+    if (grad && zero2(d)) return no_grads(m, "acc_grad");
     for (int p = 0; p < d->n_params; p++)
         if (!strcmp(d->params[p].name, name)) {
             *data = F32(m, grad ? d->params[p].grad_offset : d->params[p].offset);
@@ -1088,6 +1146,7 @@ static const acc_param_desc *param_for_copy(acc_model *m, const char *what, cons
 int acc_read(acc_model *m, const char *name, int grad, float *dst, size_t size_bytes) {
     if (!m) return ACC_ERR_NULL;
     int rc;
+    if (grad && zero2(m->desc)) return no_grads(m, "acc_read");
     const acc_param_desc *pd = param_for_copy(m, "acc_read", name, dst, size_bytes, &rc);
     return pd ? mem_get(m, dst, grad ? pd->grad_offset : pd->offset, size_bytes) : rc;
 }

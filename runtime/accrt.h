@@ -256,8 +256,9 @@ typedef struct {
     size_t size;
 } acc_image;
 
-/* Data parallel: one bucket of parameter gradients, reduced as one
- * collective as soon as the backward has written its last gradient. Its
+/* Data parallel: one bucket of parameter gradients (with ZeRO-2 one
+ * parameter's), reduced as one collective as soon as the backward has
+ * written its last gradient (with ZeRO-2, the last of its bucket's). Its
  * gradients are grad_offset .. grad_offset + bytes in the arena, and their
  * parameters lie at param_offset, in the same layout; with --zero 1, bytes
  * is a multiple of ranks * 4, and rank r owns piece r of ranks equal pieces
@@ -320,10 +321,15 @@ typedef struct acc_model_desc {
     float rank_scale;
     int n_buckets;
     const acc_bucket *buckets;
-    /* zero = 1: this rank's AdamW moments (optimizer_dtype), shard_elems
-     * elements each at shard_m_offset and shard_v_offset (the params' m/v
-     * offsets -1) */
-    int64_t shard_m_offset, shard_v_offset, shard_elems;
+    /* zero = 1 or 2: this rank's AdamW moments (optimizer_dtype),
+     * shard_elems elements each at shard_m_offset and shard_v_offset (the
+     * params' m/v offsets -1). zero = 2 (ZeRO-2): the gradients are not
+     * kept: each bucket (acc_bucket) is one parameter's gradient, a buffer of
+     * the plan reduce-scattered when its backward bucket is final, this
+     * rank's piece moved (added, when the step accumulates) to
+     * shard_g_offset + 4 * shard_offset, shard_elems floats in all, where
+     * acc_adamw and acc_clip_grad_norm read them. */
+    int64_t shard_m_offset, shard_v_offset, shard_elems, shard_g_offset;
     /* a hash of the plan: every rank must run the same (acc_set_comm) */
     uint64_t plan_hash;
 } acc_model_desc;
@@ -459,6 +465,10 @@ int acc_copy_sync(acc_ctx *ctx);
  * waited for. */
 int acc_grad_ready(acc_ctx *ctx, int k);
 int acc_grad_sync(acc_ctx *ctx);
+/* ZeRO-2: bucket k's collective waited for and this rank's piece moved to
+ * the shard, before the schedule writes over its buffer (acc_grad_sync
+ * does it for the buckets not done). */
+int acc_grad_done(acc_ctx *ctx, int k);
 
 #ifdef __cplusplus
 }

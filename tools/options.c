@@ -107,8 +107,10 @@ static const OptionRow option_rows[] = {
      "and the emulator, NCCL on cuda); --budget is each rank's memory",
      "compile explain run"},
     {"--zero", "Z",
-     "with --ranks: 0 (default; every rank keeps the whole AdamW state) or 1 (ZeRO-1: each rank keeps and "
-     "updates the state of its 1/R of the parameters, which the ranks then gather)",
+     "with --ranks: 0 (default; every rank keeps the whole AdamW state), 1 (ZeRO-1: each rank keeps and "
+     "updates the state of its 1/R of the parameters, which the ranks then gather) or 2 (ZeRO-2: the gradients "
+     "too: each parameter's gradient is reduce-scattered when its bucket is final, its memory then free for the "
+     "rest of the backward, and the rank keeps 1/R of them)",
      "compile explain run"},
     {"--bucket-size", "SIZE",
      "with --ranks: the most bytes of gradients reduced as one collective (default 25M; a parameter larger "
@@ -400,8 +402,9 @@ int opt_parse(const char *cmd, int argc, char **argv, Options *o) {
                 return usage_error("--ranks needs a whole number from 1 to 4096, got '%s'", v);
             o->ranks = (int)u;
         } else if (!strcmp(name, "--zero")) {
-            if (strcmp(v, "0") && strcmp(v, "1"))
-                return usage_error("--zero needs 0 or 1 (ZeRO-1: the optimizer state sharded), got '%s'", v);
+            if (strcmp(v, "0") && strcmp(v, "1") && strcmp(v, "2"))
+                return usage_error("--zero needs 0, 1 (the optimizer state sharded) or 2 (the gradients too), got '%s'",
+                                   v);
             o->zero = v[0] - '0';
         } else if (!strcmp(name, "--bucket-size")) {
             if (!parse_size(v, &o->bucket_bytes) || o->bucket_bytes < 1)

@@ -93,7 +93,7 @@ static int64_t dp_buckets(const Schedule *s, const DpLayout *dp, int64_t *bytes,
 
 /* plan.json's "data_parallel" (--ranks): the ranks the plan is each one's
  * for, ZeRO, and the buckets in the order the backward issues them. */
-static void dp_json(const Schedule *s, const ReportInfo *info, FILE *out) {
+static void dp_json(const Schedule *s, const HwProfile *hw, const ReportInfo *info, FILE *out) {
     const DpLayout *dp = info->dp;
     int64_t *bytes = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *bytes);
     int *ready = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *ready);
@@ -105,13 +105,17 @@ static void dp_json(const Schedule *s, const ReportInfo *info, FILE *out) {
             dp->ranks, dp->zero, info->bucket_cap_bytes, all, shard);
     for (int k = 0; k < dp->n_buckets; k++)
         fprintf(out, "%s{\"bytes\": %" PRId64 ", \"ready_step\": %d}", k ? ", " : "", bytes[k], ready[k]);
-    fprintf(out, "]},\n");
+    DpTiming t = dp_timing(dp, s, hw);
+    fprintf(out,
+            "], \"comm_time_est\": %.6g, \"exposed_time_est\": %.6g, \"gather_time_est\": %.6g, "
+            "\"backward_time_est\": %.6g},\n",
+            t.comm_time, t.exposed_time, t.gather_time, t.backward_time);
     free(bytes);
     free(ready);
 }
 
 /* explain's data-parallel lines. */
-static void dp_explain(const Schedule *s, const ReportInfo *info, FILE *out) {
+static void dp_explain(const Schedule *s, const HwProfile *hw, const ReportInfo *info, FILE *out) {
     const DpLayout *dp = info->dp;
     char b1[32], b2[32];
     int64_t *bytes = acc_xrealloc(NULL, (size_t)dp->n_buckets * sizeof *bytes);
@@ -120,16 +124,23 @@ static void dp_explain(const Schedule *s, const ReportInfo *info, FILE *out) {
     int first = s->first_bwd_step, n = s->steps.n;
     fprintf(out,
             "data parallel: %d ranks, this plan each one's (the budget is per rank); %s of gradients %s in %d "
-            "buckets of at most %s",
+            "bucket%s of at most %s",
             dp->ranks, format_bytes(all, b1, sizeof b1), dp->zero ? "reduce-scattered" : "all-reduced", dp->n_buckets,
-            format_bytes(info->bucket_cap_bytes, b2, sizeof b2));
+            dp->n_buckets == 1 ? "" : "s", format_bytes(info->bucket_cap_bytes, b2, sizeof b2));
     if (dp->n_buckets)
         fprintf(out, ", the first issued %d%% into the backward",
                 ready[0] >= first && n > first ? 100 * (ready[0] - first) / (n - first) : 100);
     fprintf(out, "\n");
+    DpTiming t = dp_timing(dp, s, hw);
+    fprintf(out,
+            "collectives (est., coll_bw %.3g GB/s): %.3f ms beside a %.3f ms backward, %.3f ms after its end"
+            "%s",
+            hw->coll_bw * 1e-9, t.comm_time * 1e3, t.backward_time * 1e3, t.exposed_time * 1e3, dp->zero ? "" : "\n");
+    if (dp->zero) fprintf(out, "; the update's all-gathers %.3f ms\n", t.gather_time * 1e3);
     if (s->shard_m_buf >= 0)
-        fprintf(out, "zero-1: this rank's AdamW state %s (1/%d of it), its pieces updated and all-gathered\n",
-                format_bytes(s->bufs.v[s->shard_m_buf].size_bytes * 2, b1, sizeof b1), dp->ranks);
+        fprintf(out, "zero-%d: this rank's AdamW state %s (1/%d of it)%s, its pieces updated and all-gathered\n",
+                dp->zero, format_bytes(s->bufs.v[s->shard_m_buf].size_bytes * 2, b1, sizeof b1), dp->ranks,
+                dp->zero == 2 ? " and its gradients' shard" : "");
     free(bytes);
     free(ready);
 }
@@ -190,7 +201,7 @@ void report_plan_json(const Graph *g, const Autodiff *ad, const Schedule *s, con
     fprintf(out, ", \"fragmentation\": %" PRId64 "},\n", b.fragmentation);
     if (info->micro) micro_json(info->micro, out);
     if (info->host_budget_bytes) offload_json(s, p, info, out);
-    if (info->dp && info->dp->ranks > 1) dp_json(s, info, out);
+    if (info->dp && info->dp->ranks > 1) dp_json(s, hw, info, out);
     if (info->codegen_json) fprintf(out, "  \"codegen\": %s,\n", info->codegen_json);
     const Step *pk = &s->steps.v[s->peak_step];
     fprintf(out, "  \"peak_at\": {\"step\": %d, \"kind\": \"%s\", \"node\": ", s->peak_step,
@@ -282,7 +293,7 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     if (workspace)
         fprintf(out, "(of which the %s target's GEMM workspace: %" PRId64 " bytes)\n", info->target, workspace);
     if (info->micro) micro_explain(info->micro, staging, out);
-    if (info->dp && info->dp->ranks > 1) dp_explain(s, info, out);
+    if (info->dp && info->dp->ranks > 1) dp_explain(s, hw, info, out);
     if (info->host_budget_bytes)
         fprintf(out, "offload: %d tensors to host memory, %s of the host budget of %s, copies %.3f ms\n", s->n_offload,
                 format_bytes(p->host_bytes, b1, sizeof b1), format_bytes(info->host_budget_bytes, b2, sizeof b2),

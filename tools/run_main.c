@@ -16,6 +16,7 @@
  * the batch one rank of R times the rows would. Rank 0 prints; --dump-params
  * writes PATH on rank 0 and PATH.r<rank> on the others.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,11 +133,14 @@ static int run(int argc, char **argv) {
         if (check(m, rc, "set_input")) return 1;
     }
     double *times = calloc((size_t)(steps > 0 ? steps : 1), sizeof(double));
+    float norm0 = 0;
     for (long s = 0; s < steps; s++) {
         float loss;
         double t0 = now_ms();
         if (check(m, acc_step(m, &loss), "step")) return 1;
         if (s == 0 && dump && rank == 0 && check(m, acc_save_grads(m, dump), "dump-grads")) return 1;
+        /* the first step's gradient norm (a limit no norm reaches: nothing scaled) */
+        if (s == 0 && check(m, acc_clip_grad_norm(m, FLT_MAX, &norm0), "gradient norm")) return 1;
         if (d->has_optimizer && check(m, acc_adamw(m, (float)lr, 0.9f, 0.999f, 1e-8f, 0.0f), "adamw")) return 1;
         times[s] = now_ms() - t0;
         if (rank == 0) printf("{\"step\": %ld, \"loss\": %.6f}\n", s, (double)loss);
@@ -159,8 +163,8 @@ static int run(int argc, char **argv) {
     if (n_ranks > 1 && d->n_buckets > 0) {
         float *g0;
         int64_t e0;
-        if (check(m, acc_grad(m, d->params[0].name, &g0, &e0), "grad")) return 1;
-        float *arena = (float *)((unsigned char *)g0 - d->params[0].grad_offset);
+        if (check(m, acc_param(m, d->params[0].name, &g0, &e0), "param")) return 1;
+        float *arena = (float *)((unsigned char *)g0 - d->params[0].offset);
         double t[5];
         for (int r = 0; r < 5; r++) {
             MPI_Barrier(MPI_COMM_WORLD);
@@ -196,6 +200,7 @@ static int run(int argc, char **argv) {
     if (d->host_bytes || d->optimizer_host_bytes) /* offload, host optimizer state: planned and held */
         printf(", \"host_bytes_planned\": %lld, \"host_bytes_measured\": %lld",
                (long long)(d->host_bytes + d->optimizer_host_bytes), (long long)c.host_bytes);
+    if (steps > 0) printf(", \"grad_norm0\": %.9g", (double)norm0);
     if (n_ranks > 1)
         printf(", \"ranks\": %d, \"zero\": %d, \"buckets\": %d, \"comm_ms_alone\": %.3f", n_ranks, d->zero,
                d->n_buckets, comm_ms);

@@ -107,6 +107,7 @@ class ModelDesc(Structure):  # acc_model_desc
         ("shard_m_offset", c_int64),
         ("shard_v_offset", c_int64),
         ("shard_elems", c_int64),
+        ("shard_g_offset", c_int64),
         ("plan_hash", c_uint64),
     ]
 

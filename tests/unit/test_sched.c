@@ -68,14 +68,20 @@ static void check_model(const char *path, const Define *defs, int n_defs, bool f
     bool *offload = acc_xrealloc(NULL, (size_t)n * sizeof(bool));
     double *transfer = acc_xrealloc(NULL, (size_t)n * sizeof(double));
     for (int i = 0; i < n; i++) offload[i] = i % 3 == 1, transfer[i] = 1e-7 * (1 + i % 5);
+    /* one rank; data parallel on 4 ranks: ZeRO-1 (the moments' shard),
+     * ZeRO-2 (the gradients live until their bucket is final) */
+    DpLayout dps[3];
+    for (int z = 0; z < 3; z++) dp_layout(&g, z ? 4 : 1, z, 256, &dps[z]);
     for (OptState opt = OPT_STATE_NONE; opt <= OPT_STATE_BF16; opt++)
-        for (int with = 0; with < 2; with++) { /* without and with a set the planner offloads */
-            SchedOptions so = {opt, with ? offload : NULL, transfer, NULL};
-            SchedIndex *x = sched_index_new(&g, &ad, &so);
-            for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
-                for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, &so, rates[r], time, dec);
-            sched_index_free(x);
-        }
+        for (int with = 0; with < 2; with++) /* without and with a set the planner offloads */
+            for (int z = 0; z < 3; z++) {
+                SchedOptions so = {opt, with ? offload : NULL, transfer, z ? &dps[z] : NULL};
+                SchedIndex *x = sched_index_new(&g, &ad, &so);
+                for (size_t r = 0; r < sizeof rates / sizeof *rates; r++)
+                    for (int k = 0; k < 20; k++) check_plan(&g, &ad, x, &so, rates[r], time, dec);
+                sched_index_free(x);
+            }
+    for (int z = 0; z < 3; z++) dp_free(&dps[z]);
     free(time), free(dec), free(offload), free(transfer);
     ad_free(&ad);
     graph_free(&g);
