@@ -509,8 +509,12 @@ static bool set_attr(Elab *E, OpKind op, Attrs *at, const Arg *kw, const Value *
         if (v->k != V_LIST) break;
         *(Shape *)p = v->list;
         return true;
+    case ATTR_TENSOR: /* the node id, until eval_op_call appends the operand */
+        if (v->k != V_TENSOR) break;
+        *(int64_t *)p = v->node;
+        return true;
     }
-    static const char *const want[] = {"an integer", "a number", "true or false", "a list of integers"};
+    static const char *const want[] = {"an integer", "a number", "true or false", "a list of integers", "a tensor"};
     diag_error(E->d, kw->value->loc, "attribute '%s' of %s must be %s, not %s", kw->kw, op_table[op].name,
                want[fld->type], kind_name[v->k]);
     return false;
@@ -541,12 +545,13 @@ static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const Arg
             in[n_in++] = v.node;
         }
     }
-    if (n_pos < oi->min_in || n_pos > oi->max_in) {
-        if (oi->min_in == oi->max_in)
+    int max_pos = oi->max_in - op_keyword_operands(op);
+    if (n_pos < oi->min_in || n_pos > max_pos) {
+        if (oi->min_in == max_pos)
             diag_error(E->d, e->loc, "%s takes %d tensor argument%s, %d given", oi->name, oi->min_in,
                        oi->min_in == 1 ? "" : "s", n_pos);
         else
-            diag_error(E->d, e->loc, "%s takes %d to %d tensor arguments, %d given", oi->name, oi->min_in, oi->max_in,
+            diag_error(E->d, e->loc, "%s takes %d to %d tensor arguments, %d given", oi->name, oi->min_in, max_pos,
                        n_pos);
         return v_err();
     }
@@ -563,6 +568,22 @@ static Value eval_op_call(Elab *E, Frame *f, const Expr *e, OpKind op, const Arg
     if (e->as_name) {
         diag_error(E->d, e->as_loc, "'as' names block instances; name a tensor by assigning it");
         return v_err();
+    }
+    /* keyword operands (mask=, bias=) after the positional inputs, in the
+     * order of the attribute string; each field becomes its input index */
+    for (const char *s = oi->attrs; *s;) {
+        char name[32];
+        size_t k = strcspn(s, ":");
+        memcpy(name, s, k);
+        name[k] = 0;
+        s += strcspn(s, ",");
+        if (*s == ',') s++;
+        const AttrField *fld = attr_field(name);
+        int64_t *p = (int64_t *)((char *)&at + fld->offset);
+        if (fld->type != ATTR_TENSOR || *p == ATTR_NONE) continue;
+        ACC_ASSERT(n_in < ACC_MAX_IN);
+        in[n_in] = (int)*p;
+        *p = n_in++;
     }
     return make_node(E, f, op, n_in, in, &at, e->loc, hint);
 }

@@ -34,13 +34,15 @@ double cost_linear(const Graph *g, const Node *n) {
     return (2 * (double)x->shape.dim[x->shape.ndim - 1] + 1) * elems(n);
 }
 
-/* scores and weighted sum (4 B H T S D), halved when causal, plus the softmax */
+/* scores and weighted sum (4 B H T S D), halved when causal, plus the
+ * softmax, plus one add a score for a bias and one test for a mask (their
+ * bytes: cost_model.c counts every input) */
 double cost_attention(const Graph *g, const Node *n) {
     const Node *q = graph_node(g, n->in[0]), *k = graph_node(g, n->in[1]);
     double B = (double)q->shape.dim[0], T = (double)q->shape.dim[1], S = (double)k->shape.dim[1];
     double H = (double)n->attr.heads, D = (double)q->shape.dim[2] / H;
     double pairs = B * H * T * S * (n->attr.causal ? 0.5 : 1.0);
-    return pairs * (4 * D + 8);
+    return pairs * (4 * D + 8 + (n->attr.mask != ATTR_NONE) + (n->attr.bias != ATTR_NONE));
 }
 
 /* a softmax over each row of logits */

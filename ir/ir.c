@@ -163,7 +163,7 @@ static const AttrField attr_fields[] = {
     F(dim1, ATTR_INT),         F(heads, ATTR_INT),   F(kv_heads, ATTR_INT), F(transpose_a, ATTR_BOOL),
     F(transpose_b, ATTR_BOOL), F(causal, ATTR_BOOL), F(keepdim, ATTR_BOOL), F(eps, ATTR_FLOAT),
     F(p, ATTR_FLOAT),          F(alpha, ATTR_FLOAT), F(beta, ATTR_FLOAT),   F(theta, ATTR_FLOAT),
-    F(shape, ATTR_SHAPE),
+    F(shape, ATTR_SHAPE),      F(mask, ATTR_TENSOR), F(bias, ATTR_TENSOR),
 };
 #undef F
 
@@ -202,9 +202,27 @@ void attrs_defaults(OpKind k, Attrs *a) {
         case ATTR_FLOAT: *(double *)field = strtod(def, NULL); break;
         case ATTR_BOOL: *(bool *)field = *def == '1'; break;
         case ATTR_SHAPE: break;
+        case ATTR_TENSOR: *(int64_t *)field = ATTR_NONE; break;
         }
     }
 }
+
+int op_keyword_operands(OpKind k) {
+    int count = 0;
+    for (const char *s = op_table[k].attrs; *s;) {
+        size_t n = strcspn(s, ":");
+        char name[32];
+        ACC_ASSERT(n < sizeof name);
+        memcpy(name, s, n);
+        name[n] = 0;
+        count += attr_field(name)->type == ATTR_TENSOR;
+        s += strcspn(s, ",");
+        if (*s == ',') s++;
+    }
+    return count;
+}
+
+int node_operand(const Node *n, int64_t field) { return field >= 0 && field < n->n_in ? n->in[field] : -1; }
 
 /* ---- graphs -------------------------------------------------------------- */
 
@@ -296,6 +314,10 @@ static void print_attrs(const Node *n, FILE *out) {
         case ATTR_FLOAT: fprintf(out, ", %s=%.9g", name, *(const double *)field); break;
         case ATTR_BOOL: fprintf(out, ", %s=%s", name, *(const bool *)field ? "true" : "false"); break;
         case ATTR_SHAPE: fprintf(out, ", %s=%s", name, shape_str((const Shape *)field, buf)); break;
+        case ATTR_TENSOR: /* only when given: the node id it names */
+            if (node_operand(n, *(const int64_t *)field) >= 0)
+                fprintf(out, ", %s=%%%d", name, node_operand(n, *(const int64_t *)field));
+            break;
         }
     }
 }

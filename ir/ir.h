@@ -143,9 +143,11 @@ enum {
     GR_IN0 = 1 << 0,
     GR_IN1 = 1 << 1,
     GR_IN2 = 1 << 2,
-    GR_OUT = 1 << 3,  /* its own output */
-    GR_AUX = 1 << 4,  /* its own statistics tail */
-    GR_CROSS = 1 << 5 /* input j's gradient reads the other input */
+    GR_OUT = 1 << 3,   /* its own output */
+    GR_AUX = 1 << 4,   /* its own statistics tail */
+    GR_CROSS = 1 << 5, /* input j's gradient reads the other input */
+    GR_IN3 = 1 << 6,   /* inputs 3 and 4: an op's keyword operands (attention's mask, bias) */
+    GR_IN4 = 1 << 7
 };
 
 typedef enum {
@@ -156,16 +158,21 @@ typedef enum {
 } OpKind;
 
 /* Attributes of every op, by name; which ones an op takes is its row's
- * attribute string. ATTR_NONE marks an int attribute that was not given. */
+ * attribute string. ATTR_NONE marks an int attribute that was not given.
+ * A tensor attribute (type t: attention's mask and bias) is an optional
+ * operand passed by keyword: the node's inputs hold it after the positional
+ * ones, in the order of the attribute string, and the field holds its
+ * input index (ATTR_NONE: not given). */
 #define ATTR_NONE INT64_MIN
 typedef struct {
     int64_t axis, start, len, dim0, dim1, heads, kv_heads;
+    int64_t mask, bias; /* tensor attributes: input indices */
     bool transpose_a, transpose_b, causal, keepdim;
     double eps, p, alpha, beta, theta;
     Shape shape; /* reshape target; a -1 entry is inferred */
 } Attrs;
 
-typedef enum { ATTR_INT, ATTR_FLOAT, ATTR_BOOL, ATTR_SHAPE } AttrType;
+typedef enum { ATTR_INT, ATTR_FLOAT, ATTR_BOOL, ATTR_SHAPE, ATTR_TENSOR } AttrType;
 /* The named attribute fields of Attrs, for the front end and the IR printer. */
 typedef struct {
     const char *name;
@@ -203,6 +210,12 @@ static inline bool op_callable(OpKind k) { return !(op_table[k].flags & (OPF_LEA
 char op_prec_class(OpKind k, int i);
 /* Fill a with the defaults of op k's attribute string. */
 void attrs_defaults(OpKind k, Attrs *a);
+/* The number of op k's tensor attributes (keyword operands): its row's
+ * max_in counts them, its positional inputs are at most max_in minus them. */
+int op_keyword_operands(OpKind k);
+/* The input of n that its tensor attribute at field (n->attr.mask, ...)
+ * names: a node id, or -1 when it was not given. */
+int node_operand(const Node *n, int64_t field);
 
 /* ---- nodes and graphs --------------------------------------------------- */
 

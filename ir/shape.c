@@ -283,6 +283,31 @@ bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
         return FAIL("k's last dim must be kv_heads*D = %" PRId64 "*%" PRId64 ": q %s, k %s", kvh, d, SHP(q), SHP(k));
     if (n->attr.causal && q->dim[1] != k->dim[1])
         return FAIL("causal attention needs equal query and key lengths: q %s, k %s", SHP(q), SHP(k));
+    /* the keyword operands: mask (input 3) then bias (3 or 4), as given */
+    int64_t want_in = 3, mi = n->attr.mask, bi = n->attr.bias;
+    if (mi != ATTR_NONE && mi != want_in++) return FAIL("mask is not input 3 (%%%" PRId64 ")", mi);
+    if (bi != ATTR_NONE && bi != want_in++)
+        return FAIL("bias is not input %" PRId64 " (%%%" PRId64 ")", want_in - 1, bi);
+    if (n->n_in != want_in) return FAIL("takes %" PRId64 " inputs with its mask and bias, got %d", want_in, n->n_in);
+    if (mi != ATTR_NONE) {
+        const Node *m = IN(mi);
+        Shape want = {2, {q->dim[0], k->dim[1]}};
+        if (m->dtype != DT_I32 && m->dtype != DT_F32)
+            return FAIL("mask must be i32 or f32, got %s%s", dtype_name(m->dtype), SHP(&m->shape));
+        if (!shape_eq(&m->shape, &want))
+            return FAIL("mask must be [B, Tk] = %s (nonzero: attend), got %s", SHP(&want), SHP(&m->shape));
+    }
+    if (bi != ATTR_NONE) {
+        const Node *b = IN(bi);
+        Shape full = {4, {q->dim[0], h, q->dim[1], k->dim[1]}};
+        if (b->dtype != DT_F32) return FAIL("bias must be f32, got %s%s", dtype_name(b->dtype), SHP(&b->shape));
+        bool ok = b->shape.ndim >= 1 && b->shape.ndim <= 4;
+        for (int i = 1; ok && i <= b->shape.ndim; i++) {
+            int64_t bd = b->shape.dim[b->shape.ndim - i];
+            ok = bd == 1 || bd == full.dim[4 - i];
+        }
+        if (!ok) return FAIL("bias %s does not broadcast to [B, heads, Tq, Tk] = %s", SHP(&b->shape), SHP(&full));
+    }
     return set_out(n, q, prec_dtype(g, n, -1), q->dim[0] * h * q->dim[1], err, err_len);
 }
 

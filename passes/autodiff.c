@@ -53,7 +53,8 @@ GradReads ad_reads(const Autodiff *ad, int n) {
     const Node *x = graph_node(ad->g, n);
     unsigned gr = op_table[x->op].grad_reads;
     GradReads r = {{false}, false, false};
-    for (int j = 0; j < x->n_in && j < 3; j++) r.in[j] = gr & (GR_IN0 << j);
+    static const unsigned in_bit[] = {GR_IN0, GR_IN1, GR_IN2, GR_IN3, GR_IN4};
+    for (int j = 0; j < x->n_in && j < 5; j++) r.in[j] = gr & in_bit[j];
     if (gr & GR_CROSS) {
         /* input j's gradient needs the other input */
         r.in[0] = ad_input_gets_grad(ad, n, 1);

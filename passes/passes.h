@@ -408,6 +408,9 @@ typedef struct {
      * the planner reaches (dec holds that plan); 0 when not searched */
     int64_t min_peak_bytes;
     bool min_peak_exact;    /* false: --time-limit ended that search (the minimum is at most this) */
+    bool min_peak_proven;   /* no plan peaks lower: every assignment scored, the covering rows of the
+                                   save-all schedule infeasible one allocation unit below, or the
+                                   branch and bound (ACC_EXHAUSTIVE_MAX) finding nothing there */
     bool timed_out;         /* --time-limit ended a search: the best plan found by then, and the bound
                                    the time allowed (0 when none was computed) */
     char solver_error[200]; /* GLPK's first failure ("": none): the search went on without that

@@ -409,6 +409,37 @@ static void att_mask(float *S, int64_t i0, int64_t qn, int64_t s0, int64_t kn) {
         for (int64_t j = K_MAX(0, i0 + i + 1 - s0); j < kn; j++) S[i * ATT_KB + j] = -INFINITY;
 }
 
+/* The optional operands of a masked attention: mask (B, S), i32 or float,
+ * nonzero: the key is attended; bias (float), added to the scaled scores,
+ * element (b, h, t, s) at b*bs[0] + h*bs[1] + t*bs[2] + s*bs[3] (a stride 0
+ * where it broadcasts). NULL for plain attention. */
+typedef struct {
+    const void *mask;
+    int mask_i32;
+    const float *bias;
+    const int64_t *bs;
+} AttMB;
+
+static inline int att_keep(const AttMB *mb, int64_t i) {
+    return mb->mask_i32 ? ((const int32_t *)mb->mask)[i] != 0 : ((const float *)mb->mask)[i] != 0.0f;
+}
+
+/* The scores of query rows i0.. of head h of batch b against keys s0..
+ * (qn x kn, ld ATT_KB): the bias added, -inf where the mask drops the key. */
+static void att_adjust(float *Sc, const AttMB *mb, int64_t S, int64_t b, int64_t h, int64_t i0, int64_t qn, int64_t s0,
+                       int64_t kn) {
+    for (int64_t i = 0; i < qn; i++) {
+        float *s = Sc + i * ATT_KB;
+        if (mb->bias) {
+            const float *br = mb->bias + b * mb->bs[0] + h * mb->bs[1] + (i0 + i) * mb->bs[2];
+            for (int64_t j = 0; j < kn; j++) s[j] += br[(s0 + j) * mb->bs[3]];
+        }
+        if (mb->mask)
+            for (int64_t j = 0; j < kn; j++)
+                if (!att_keep(mb, b * S + s0 + j)) s[j] = -INFINITY;
+    }
+}
+
 /* (The K_CLONES helpers are named with KN: clang makes the resolver of a
  * target_clones function a global symbol even when the function is static,
  * so the two instances' clones need two names.) */
@@ -422,6 +453,11 @@ K_CLONES static void KN(att_fwd_block)(float *S, int64_t qn, int64_t kn, float *
         float *s = S + i * ATT_KB, mb = m[i], sum = 0.0f;
 #pragma omp simd reduction(max : mb)
         for (int64_t j = 0; j < kn; j++) mb = s[j] > mb ? s[j] : mb;
+        if (mb == -INFINITY) { /* every key so far masked out: nothing to add */
+            memset(s, 0, (size_t)kn * sizeof *s);
+            corr[i] = 1.0f;
+            continue;
+        }
 #pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < kn; j++) {
             float p = k_expf(s[j] - mb);
@@ -434,11 +470,13 @@ K_CLONES static void KN(att_fwd_block)(float *S, int64_t qn, int64_t kn, float *
     }
 }
 
-// out[b,t,h] = softmax(q k^T / sqrt(D)) v by blocks of queries and keys with an
-// online softmax; the out rows themselves are the accumulators (bf16: a float
-// copy of them, a pass per column chunk)
-void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT *v, int64_t B, int64_t T, int64_t S,
-                         int64_t H, int64_t KVH, int64_t D, int causal) {
+// out[b,t,h] = softmax(q k^T / sqrt(D) + bias, masked) v by blocks of queries
+// and keys with an online softmax; the out rows themselves are the
+// accumulators (bf16: a float copy of them, a pass per column chunk). A row
+// whose keys are all masked out is zero, its lse +inf (so the backward's
+// probabilities exp(s - lse) are 0).
+static void KN(att_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT *v, const AttMB *mb, int64_t B,
+                        int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
     if (KVH <= 0) KVH = H;
     const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D, dc = att_dchunk(D);
     const int64_t nqb = (T + ATT_QB - 1) / ATT_QB;
@@ -475,6 +513,7 @@ void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT
                         att_scores(sc, qf, ldqf, kf, ldkf, qi, qstride, kb + s0 * kstride, kstride, qn, kn, D, dc,
                                    scale, qw, kw);
                         if (causal && s0 + kn - 1 > i0) att_mask(sc, i0, qn, s0, kn);
+                        if (mb) att_adjust(sc, mb, S, b, h, i0, qn, s0, kn);
                         KN(att_fwd_block)(sc, qn, kn, m, l, corr);
                         if (s0 > 0)
                             for (int64_t i = 0; i < qn; i++) k_scal(o + i * ldo, corr[i], en);
@@ -484,12 +523,24 @@ void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT
                     }
                     for (int64_t i = 0; i < qn; i++) {
                         if (l[i] > 0.0f) k_scal(o + i * ldo, 1.0f / l[i], en);
-                        lse[(b * H + h) * T + i0 + i] = m[i] + logf(l[i]);
+                        lse[(b * H + h) * T + i0 + i] = l[i] > 0.0f ? m[i] + logf(l[i]) : INFINITY;
                     }
                     att_store(oi + e0, qstride, o, ldo, qn, en);
                     e0 += dc;
                 } while (e0 < D);
             }
+}
+
+void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT *v, int64_t B, int64_t T, int64_t S,
+                         int64_t H, int64_t KVH, int64_t D, int causal) {
+    KN(att_fwd)(out, lse, q, k, v, NULL, B, T, S, H, KVH, D, causal);
+}
+
+void KN(k_attention_masked_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT *v, const void *mask,
+                                int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S,
+                                int64_t H, int64_t KVH, int64_t D, int causal) {
+    AttMB mb = {mask, mask_i32, bias, bs};
+    KN(att_fwd)(out, lse, q, k, v, &mb, B, T, S, H, KVH, D, causal);
 }
 
 /* P = exp(S - lse_i) in place (S: qn x kn scaled scores, ld ATT_KB). */
@@ -516,9 +567,20 @@ K_CLONES static void KN(att_bwd_ds)(float *restrict dP, const float *restrict P,
 // dS = P * (dout v^T - rowsum(dout * out)). One task per (b, kv head) owns dk,
 // dv of that kv head and dq of its query heads: no races under GQA. (bf16:
 // a pass per chunk of keys and per chunk of columns, see above.)
-void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, const KT *k, const KT *v, const KT *out,
-                         const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                         int causal) {
+static void KN(att_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, const KT *k, const KT *v, const KT *out,
+                        const float *lse, const AttMB *mb, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
+                        int64_t D, int causal) {
+#ifdef ACC_KT_BF16
+    /* Gradients that are one buffer (attention(x, kv, kv): dk is dv) would
+     * each be widened into a float accumulator and stored over the other's
+     * sums: one pass per gradient, each adding to what the last stored. */
+    if ((dq && (dq == dk || dq == dv)) || (dk && dk == dv)) {
+        KN(att_bwd)(dq, NULL, NULL, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        KN(att_bwd)(NULL, dk, NULL, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        KN(att_bwd)(NULL, NULL, dv, dout, q, k, v, out, lse, mb, B, T, S, H, KVH, D, causal);
+        return;
+    }
+#endif
     if (KVH <= 0) KVH = H;
     const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D;
     const int64_t dc = att_dchunk(D), scn = att_schunk(S, dc);
@@ -575,6 +637,7 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                                 att_scores(P, qf, ldqf, kf, ldkf, qi, qstride, kj, kstride, qn, kn, D, dc, scale, qw,
                                            kw);
                                 if (causal && s0 + kn - 1 > i0) att_mask(P, i0, qn, s0, kn);
+                                if (mb) att_adjust(P, mb, S, b, h, i0, qn, s0, kn);
                                 KN(att_bwd_probs)(P, qn, kn, L);
                                 if (dva) { /* dv_j += P^T dout_i */
                                     const float *ge = one ? gf : att_rows(qw, gi + e0, qstride, qn, en, &ldf);
@@ -606,6 +669,66 @@ void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, co
                 } while (e0 < D);
             }
         }
+}
+
+void KN(k_attention_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, const KT *k, const KT *v, const KT *out,
+                         const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                         int causal) {
+    KN(att_bwd)(dq, dk, dv, dout, q, k, v, out, lse, NULL, B, T, S, H, KVH, D, causal);
+}
+
+/* sum of x[i]*y[i] over n elements, in float, in order */
+static inline float att_kdot(const KT *x, const KT *y, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; i++) s += KLD(x, i) * KLD(y, i);
+    return s;
+}
+
+// dbias += dS = P * (dout v^T - rowsum(dout * out)), summed over the
+// dimensions the bias broadcasts over. One task per bias row (b', h', t')
+// owns that row's elements and walks the (b, h, t) it covers in order, every
+// score and product recomputed one pair at a time: no races, and the sums
+// do not depend on the thread count.
+static void KN(att_bias_grad)(float *dbias, const KT *dout, const KT *q, const KT *k, const KT *v, const KT *out,
+                              const float *lse, const AttMB *mb, int64_t B, int64_t T, int64_t S, int64_t H,
+                              int64_t KVH, int64_t D, int causal) {
+    const int64_t group = H / KVH, qstride = H * D, kstride = KVH * D, *bs = mb->bs;
+    const int64_t nb = bs[0] ? B : 1, nh = bs[1] ? H : 1, nt = bs[2] ? T : 1;
+    const float scale = 1.0f / sqrtf((float)D);
+#pragma omp parallel for collapse(3) schedule(dynamic, 1) if (B * H * T * S * D >= K_PAR_MIN)
+    for (int64_t b1 = 0; b1 < nb; b1++)
+        for (int64_t h1 = 0; h1 < nh; h1++)
+            for (int64_t t1 = 0; t1 < nt; t1++) {
+                int64_t at = b1 * bs[0] + h1 * bs[1] + t1 * bs[2];
+                float *db = dbias + at;
+                const float *br = mb->bias + at;
+                for (int64_t b = bs[0] ? b1 : 0; b < (bs[0] ? b1 + 1 : B); b++)
+                    for (int64_t h = bs[1] ? h1 : 0; h < (bs[1] ? h1 + 1 : H); h++)
+                        for (int64_t t = bs[2] ? t1 : 0; t < (bs[2] ? t1 + 1 : T); t++) {
+                            int64_t row = (b * T + t) * qstride + h * D, send = causal ? K_MIN(t + 1, S) : S;
+                            float L = lse[(b * H + h) * T + t];
+                            if (L == INFINITY) continue; /* every key masked out: no gradient */
+                            float Di = att_kdot(dout + row, out + row, D);
+                            const KT *kb = k + b * S * kstride + (h / group) * D,
+                                     *vb = v + b * S * kstride + (h / group) * D;
+                            for (int64_t s = 0; s < send; s++) {
+                                if (mb->mask && !att_keep(mb, b * S + s)) continue;
+                                float sc = scale * att_kdot(q + row, kb + s * kstride, D) + br[s * bs[3]];
+                                float p = expf(sc - L), dp = att_kdot(dout + row, vb + s * kstride, D);
+                                db[s * bs[3]] += p * (dp - Di);
+                            }
+                        }
+            }
+}
+
+void KN(k_attention_masked_bwd)(KT *dq, KT *dk, KT *dv, float *dbias, const KT *dout, const KT *q, const KT *k,
+                                const KT *v, const KT *out, const float *lse, const void *mask, int mask_i32,
+                                const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
+                                int64_t KVH, int64_t D, int causal) {
+    AttMB mb = {mask, mask_i32, bias, bs};
+    if (KVH <= 0) KVH = H;
+    if (dq || dk || dv) KN(att_bwd)(dq, dk, dv, dout, q, k, v, out, lse, &mb, B, T, S, H, KVH, D, causal);
+    if (dbias && bias) KN(att_bias_grad)(dbias, dout, q, k, v, out, lse, &mb, B, T, S, H, KVH, D, causal);
 }
 
 /* ---- RoPE --------------------------------------------------------------- */

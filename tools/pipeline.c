@@ -113,10 +113,11 @@ static int report_refusal(const Options *o, Compilation *c) {
     const Buffer *big = peak_buffer(shown);
     const Node *x = graph_node(g, big ? big->node : pk->node); /* the error is at its DSL line */
     if (o->budget_bytes < min && m->min_peak_exact) {
-        diag_error(&d, x->loc,
-                   "the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) for this model",
-                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min,
-                   format_bytes(min, b2, sizeof b2));
+        diag_error(&d, x->loc, "the budget of %" PRId64 " bytes (%s) is below the minimum of %" PRId64 " bytes (%s) %s",
+                   o->budget_bytes, format_bytes(o->budget_bytes, b1, sizeof b1), min, format_bytes(min, b2, sizeof b2),
+                   m->min_peak_proven ? "for this model"
+                                      : "that the planner's search reaches for this model; it is the best found, "
+                                        "not a proven minimum");
         fprintf(stderr, "where the memory goes at that minimum:\n");
     } else if (o->budget_bytes < min) {
         diag_error(&d, x->loc,
@@ -143,9 +144,11 @@ static int report_refusal(const Options *o, Compilation *c) {
     fputc('\n', stderr);
     if (!(o->budget_bytes < min)) {
         fprintf(stderr,
-                "note: the minimum for this model is %s%" PRId64 " bytes (%s); --policy optimal finds the "
+                "note: the minimum for this model is %s%" PRId64 " bytes (%s%s); --policy optimal finds the "
                 "cheapest plan that fits\n",
-                m->min_peak_exact ? "" : "at most ", min, format_bytes(min, b1, sizeof b1));
+                m->min_peak_exact ? "" : "at most ", min, format_bytes(min, b1, sizeof b1),
+                m->min_peak_exact && !m->min_peak_proven ? ", the best the planner's search found, not a proven minimum"
+                                                         : "");
     }
     if (own) sched_free(&ms), plan_free(&mp);
     return EXIT_INPUT;

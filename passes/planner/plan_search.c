@@ -96,9 +96,10 @@ static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int
     for (int f = 0; f < n_flips; f++) /* r_j >= x_f for j in f's closure */
         if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
             int m = pl_closure_list(c, dec, flip[f], stamp, n + f, list, 0);
-            for (int k = 0; k < m; k++) {
+            for (int k = 0; k < m; k++) { /* unless j is kept: r_j + x_j >= x_f */
                 int r = lp_row(p, GLP_LO, 0, 0);
                 lp_coef(p, r, rcol[list[k]], 1), lp_coef(p, r, f + 1, -1);
+                if (xcol[list[k]]) lp_coef(p, r, xcol[list[k]], 1);
             }
         }
     for (int k = 0; k < n; k++) { /* r_j >= (k recomputed) - x_j for dropped j read by k */
@@ -129,13 +130,15 @@ static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int
 }
 
 /* dec with flips f[0..m) applied into out: the drops first (each with the
- * intermediates of dec it needs), then the saves. */
+ * intermediates of dec it needs), then the saves and the keeps (an
+ * intermediate kept from the forward pass although a drop's closure would
+ * recompute it). */
 static void apply_flips(const Ctx *c, const Decision *dec, const int *flip, const int *f, int m, Decision *out) {
     memcpy(out, dec, (size_t)c->g->nodes.n * sizeof(Decision));
     for (int k = 0; k < m; k++)
-        if (dec[flip[f[k]]] == DEC_SAVE) pl_drop_closure(c, out, flip[f[k]]);
+        if (dec[flip[f[k]]] == DEC_SAVE && c->read[flip[f[k]]]) pl_drop_closure(c, out, flip[f[k]]);
     for (int k = 0; k < m; k++)
-        if (dec[flip[f[k]]] == DEC_RECOMPUTE) out[flip[f[k]]] = DEC_SAVE;
+        if (dec[flip[f[k]]] == DEC_RECOMPUTE || !c->read[flip[f[k]]]) out[flip[f[k]]] = DEC_SAVE;
 }
 
 /* The flip program's callback: the node limit, and the plan itself (no flip)
@@ -175,7 +178,8 @@ typedef struct {
     int64_t target, budget;
     Pool mem;                  /* the fixed-size arrays below */
     int n_flips, n_pairs, na;  /* this round's flips, interacting pairs, anchors */
-    double work;               /* spent so far (FLIP_WORK) */
+    double work;               /* spent so far in this phase (FLIP_WORK) */
+    int hood;                  /* the neighbourhood: 0 flips, 1 and keeps, 2 and pairs through a closure */
     Eval base;                 /* dec's score at the start of the round */
     int64_t *base_prof, *prof; /* [2n + 2] */
     bool *in_lp;               /* [2n + 2] */
@@ -201,19 +205,37 @@ static bool collect_flips(Flip *F) {
     const Decision *dec = F->dec;
     int n = c->g->nodes.n, *flip = F->flip, *fcol = F->fcol, *pair = F->pair;
     int n_flips = 0, n_pairs = 0;
+    bool *keep = F->pick; /* [n] scratch: saved intermediates some drop's closure recomputes */
+    for (int i = 0; i < n; i++) keep[i] = false, fcol[i] = -1;
     for (int i = 0; i < n; i++)
-        if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE)) flip[n_flips++] = i;
+        if (c->cand[i] && c->forced[i] < 0 && c->read[i] && dec[i] == DEC_SAVE) {
+            int m = pl_closure_list(c, dec, i, fcol, i, F->picked, 0);
+            for (int k = 0; k < m && F->hood > 0; k++) keep[F->picked[k]] = true;
+        }
+    for (int i = 0; i < n; i++)
+        if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE || keep[i])) flip[n_flips++] = i;
     F->n_flips = n_flips;
     if (n_flips == 0 || F->work >= FLIP_WORK || (double)n_flips * F->na > FLIP_MAX_ENTRIES) return false;
     for (int i = 0; i < n; i++) fcol[i] = -1;
     for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
-    for (int f = 0; f < n_flips; f++) {
-        const Node *x = graph_node(c->g, flip[f]);
-        for (int q = 0; q < x->n_in; q++) {
-            int g2 = fcol[x->in[q]];
-            bool dup = g2 < 0;
-            for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
-            if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
+    /* a flip interacts with the flips of the inputs of its node and, for a
+     * drop, of the intermediates its closure recomputes with it: saving
+     * such an input spares that recomputation, and its transient */
+    int *stamp = F->program, *list = F->program + n, max_pairs = n * ACC_MAX_IN;
+    for (int i = 0; i < n; i++) stamp[i] = -1;
+    for (int f = 0; f < n_flips && n_pairs < max_pairs; f++) {
+        list[0] = flip[f];
+        int m = 1;
+        if (F->hood == 2 && c->read[flip[f]] && dec[flip[f]] == DEC_SAVE)
+            m = pl_closure_list(c, dec, flip[f], stamp, f, list, 1);
+        for (int l = 0; l < m; l++) {
+            const Node *x = graph_node(c->g, list[l]);
+            for (int q = 0; q < x->n_in && n_pairs < max_pairs; q++) {
+                int g2 = fcol[x->in[q]];
+                bool dup = g2 < 0 || g2 == f;
+                for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
+                if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
+            }
         }
     }
     F->n_pairs = n_pairs;
@@ -398,6 +420,7 @@ static bool improve_round(Flip *F, double constant) {
 static void flip_rounds(void *arg) {
     Flip *F = arg;
     Ctx *c = F->c;
+    F->work = 0;
     for (int round = 0; round < c->g->nodes.n; round++) {
         if (pl_out_of_time(c)) break;
         F->na = anchor_profile(c, F->dec, F->base_prof, &F->base);
@@ -430,10 +453,24 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.rcol_of = pool_alloc(&F.mem, n * sizeof(int));
     F.program = pool_alloc(&F.mem, 3 * n * sizeof(int));
     F.recomputed = pool_alloc(&F.mem, n * sizeof(double));
-    char err[200];
-    if (!lp_guarded(flip_rounds, &F, err, sizeof err)) /* dec: the last plan taken */
-        pl_solver_failed(c, err), F.prog.lp = NULL;    /* the program went with GLPK's environment */
-    lp_build_free(&F.prog);
+    /* one search from dec in each neighbourhood, the cheapest plan kept
+     * (the first on a tie): local searches, none of whose paths contains
+     * another's */
+    Decision *start = pool_alloc(&F.mem, n * sizeof(Decision)), *best = pool_alloc(&F.mem, n * sizeof(Decision));
+    memcpy(start, dec, n * sizeof(Decision));
+    double best_cost = INFINITY;
+    for (int hood = 0; hood < 3 && !pl_out_of_time(c); hood++) {
+        char err[200];
+        F.hood = hood;
+        memcpy(dec, start, n * sizeof(Decision));
+        if (!lp_guarded(flip_rounds, &F, err, sizeof err)) /* dec: the last plan taken */
+            pl_solver_failed(c, err), F.prog.lp = NULL;    /* the program went with GLPK's environment */
+        lp_build_free(&F.prog);
+        Eval e;
+        pl_evaluate(c, dec, false, &e, NULL);
+        if (e.cost < best_cost) best_cost = e.cost, memcpy(best, dec, n * sizeof(Decision));
+    }
+    if (best_cost < INFINITY) memcpy(dec, best, n * sizeof(Decision));
     pool_free(&F.mem);
     free(F.delta), free(F.start);
 }

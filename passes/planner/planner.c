@@ -541,6 +541,34 @@ static void shrink(Ctx *c, Decision *dec) {
     free(tmp);
 }
 
+/* Whether no plan peaks below *best (out: its plan). The covering rows of
+ * the save-all schedule (plan_bound.c) at one allocation unit less: when
+ * their program is infeasible, no plan's max-live, and so no arena, is that
+ * small (allocations are multiples of the unit). Else, with at most
+ * ACC_EXHAUSTIVE_MAX free decisions (benchmarks), the branch and bound at
+ * that budget: a plan it finds lowers *best (the descent missed it) and the
+ * search repeats below it; finishing without one is the proof. */
+static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, int64_t *best) {
+    int n = c->g->nodes.n;
+    if (*best <= ACC_ALIGN || pl_covering_bound(c, *best - ACC_ALIGN) == INFINITY) return true;
+    if (k > exhaustive_max()) return false;
+    Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
+    bool done = false, found = true;
+    while (found && !pl_out_of_time(c)) {
+        for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
+        pl_apply_forced(c, dec);
+        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, &found);
+        if (!found) break;
+        Eval e;
+        pl_evaluate(c, dec, true, &e, NULL);
+        ACC_ASSERT(e.arena < *best);
+        *best = e.arena;
+        memcpy(out, dec, (size_t)n * sizeof(Decision));
+    }
+    free(dec);
+    return done && !found;
+}
+
 /* The smallest peak the planner reaches, with its plan in out: what an
  * impossible budget reports, so it must be exactly the boundary of what
  * plan_make finds. With few free decisions, the exhaustive minimum. Otherwise
@@ -552,7 +580,7 @@ static void shrink(Ctx *c, Decision *dec) {
  * minimum M fits with a peak of exactly M, at M - 64 it does not (the
  * polish does not change whether the search finds a plan), and no policy
  * peaks below M. */
-static int64_t min_peak_search(Ctx *c, Decision *out) {
+static int64_t min_peak_search(Ctx *c, Decision *out, bool *proven) {
     int n = c->g->nodes.n;
     int *free_ids = pool_alloc(&c->mem, (size_t)n * sizeof(int)); /* once per Ctx: its pool */
     int k = 0;
@@ -560,9 +588,8 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
         if (c->cand[i] && c->forced[i] < 0) free_ids[k++] = i;
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
-    if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
-        return (int64_t)enumerate(c, out, free_ids, k, 0, true);
-    }
+    *proven = k <= exhaustive_max() && k <= ENUMERATE_MAX;
+    if (*proven) return (int64_t)enumerate(c, out, free_ids, k, 0, true);
     Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     static const char *const seeds[] = {"none",       "full", "every:2",   "every:3",
@@ -608,17 +635,19 @@ static int64_t min_peak_search(Ctx *c, Decision *out) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
+    if (!c->timed_out) *proven = prove_min_peak(c, out, free_ids, k, &best);
     return best;
 }
 
 /* min_peak_search within the deadline: --time-limit, else (an error path,
  * bounded even without a limit) PLAN_MIN_PEAK_DEFAULT_S from now. *exact:
  * the search ended by itself. */
-static int64_t min_peak(Ctx *c, Decision *out, bool *exact) {
+static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
     double deadline = c->deadline;
     if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
-    int64_t best = min_peak_search(c, out);
+    int64_t best = min_peak_search(c, out, proven);
     *exact = !c->timed_out;
+    *proven = *proven && *exact;
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;
     return best;
 }
@@ -663,12 +692,12 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     } else if (best_of_heuristics(&c, p->dec, budget, true)) {
         status = PLAN_HEURISTIC;
     } else {
-        bool exact;
-        int64_t least = min_peak(&c, p->dec, &exact);
+        bool exact, proven;
+        int64_t least = min_peak(&c, p->dec, &exact, &proven);
         if (least <= budget) { /* the smallest plan found fits: improve it */
             polish(&c, p->dec, budget);
         } else { /* p->dec: the plan at the smallest peak */
-            p->min_peak_bytes = least, p->min_peak_exact = exact;
+            p->min_peak_bytes = least, p->min_peak_exact = exact, p->min_peak_proven = proven;
             status = PLAN_INFEASIBLE;
         }
     }
@@ -691,7 +720,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
     memset(out, 0, sizeof *out);
     out->dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
     for (int i = 0; i < g->nodes.n; i++) out->n_candidates += c.cand[i] && c.forced[i] < 0;
-    out->min_peak_bytes = min_peak(&c, out->dec, &out->min_peak_exact);
+    out->min_peak_bytes = min_peak(&c, out->dec, &out->min_peak_exact, &out->min_peak_proven);
     finish(&c, out, PLAN_HEURISTIC);
     ctx_free(&c);
 }

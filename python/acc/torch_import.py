@@ -460,6 +460,17 @@ class Importer:
         formals, args, saved = [], [], {}
         for a in inputs:
             v = self.value(a)
+            if isinstance(v, Val) and v.kind == "pending" and v.info.get("pat") == "cond":
+                x = v.info["x"]  # a mask condition (m != 0) enters as its mask m, and is m != 0 inside
+                args.append(self.name_in(scope, x))
+                f = sub.fresh("mask")
+                formals.append(f)
+                saved[a] = v
+                xl = Val("leaf", x.shape, x.dtype, name=f, scope=sub, node=a)
+                xl.sym = x.sym
+                self.env[a] = Val("pending", v.shape, v.dtype, node=v.node, scope=sub, what=v.what,
+                                  info=dict(v.info, x=xl))
+                continue
             if not isinstance(v, Val) or v.kind in ("const", "pending"):
                 continue  # constants and pattern parts pass through as they are
             args.append(self.name_in(scope, v))

@@ -199,6 +199,9 @@ class Converter:
         args = [self.name_of(i) for i in v.ins]
         scope = v.scope
         name = scope.fresh(v.info.get("base") or v.op)
+        kw = v.info.get("kw_ins", ())  # the last inputs are keyword operands (attention's mask=, bias=)
+        if kw:
+            args = args[:len(args) - len(kw)] + ["%s=%s" % (k, a) for k, a in zip(kw, args[len(args) - len(kw):])]
         if v.op in ("add", "sub", "mul", "div") and not v.attrs:
             expr = "%s %s %s" % (args[0], {"add": "+", "sub": "-", "mul": "*", "div": "/"}[v.op], args[1])
         else:
@@ -249,6 +252,8 @@ def h_identity(c, n, a, k):
 
 def h_reshape(c, n, a, k):
     v, out = a[0], shape_of(n)
+    if v.kind == "pending" and v.info.get("pat") == "cond":  # (m != 0).view(...) is m.view(...) != 0
+        return cond_val(c, n, c.reshape(v.info["x"], out, n), v.info["neg"])
     if v.kind == "pending" and v.info.get("pat") == "kvexpand":
         b, h, s, d = v.info["x"].shape
         if out == (b, h * v.info["rep"], s, d):  # grouped-query attention's repeat_kv: kv head j // rep
@@ -759,8 +764,6 @@ def h_sdpa(c, n, a, k):
              "q's", n)
         k = dict(k, enable_gqa=True)
         a = list(a[:7])
-    need(g(3, "attn_mask", None) is None, "scaled_dot_product_attention with attn_mask: acc's attention takes no "
-         "mask (causal=true or none)", n)
     need(g(4, "dropout_p", 0.0) == 0.0, "scaled_dot_product_attention with dropout_p: acc's attention has no "
          "dropout", n)
     causal = bool(g(5, "is_causal", False))
@@ -777,9 +780,41 @@ def h_sdpa(c, n, a, k):
     need(h % kvh == 0, "scaled_dot_product_attention: %d query heads is not a multiple of %d key heads" % (h, kvh), n)
     need(not causal or kk.shape[2] == t, "causal attention with %d queries and %d keys" % (t, kk.shape[2]), n)
     attrs = [("heads", h)] + ([("kv_heads", kvh)] if kvh != h else []) + [("causal", causal)]
-    o = c.op("attention", [c.heads_to_acc(q, n), c.heads_to_acc(kk, n), c.heads_to_acc(v, n)], attrs,
-             (b, t, h * d), "f32", n)
+    ins, kw = [c.heads_to_acc(q, n), c.heads_to_acc(kk, n), c.heads_to_acc(v, n)], []
+    m = g(3, "attn_mask", None)
+    if m is not None:
+        ins.append(sdpa_mask(c, n, m, (b, h, t, kk.shape[2])))
+        kw.append("mask" if m.kind == "pending" else "bias")
+    o = c.op("attention", ins, attrs, (b, t, h * d), "f32", n)
+    o.info["kw_ins"] = tuple(kw)
     return c.heads_from_acc(o, h, n)
+
+
+def sdpa_mask(c, n, m, full):
+    """scaled_dot_product_attention's attn_mask as acc's attention takes it:
+    a boolean key-padding mask (m != 0 or m.bool() of an i32 or f32 [B, Tk]
+    tensor, viewed as [B, 1, 1, Tk]; True attends) becomes mask= [B, Tk]; a
+    float mask, added to the scores, becomes bias= (broadcast to [B, H, Tq,
+    Tk] as PyTorch broadcasts it)."""
+    b, h, t, s = full
+    m = unexpand(m) if is_val(m) else m
+    if is_val(m) and m.kind == "pending" and m.info.get("pat") == "cond":
+        need(not m.info["neg"], "scaled_dot_product_attention with attn_mask = (m == 0): acc's mask attends where "
+             "it is nonzero; pass m != 0 (or m.bool()) of a mask that is 1 at the tokens to attend", n)
+        need(tuple(m.shape) in ((b, 1, 1, s), (b, 1, s)),
+             "scaled_dot_product_attention with a boolean attn_mask of shape %s: acc's mask is per key, [B, 1, 1, "
+             "Tk] = %s (a key-padding mask); a mask over queries too can be a float attn_mask (0 where attended, a large negative number such as -1e4 elsewhere)"
+             % (list(m.shape), [b, 1, 1, s]), n)
+        return c.reshape(m.info["x"], (b, s), n)
+    need(is_val(m) and m.kind in ("leaf", "op") and m.dtype == "f32",
+         "scaled_dot_product_attention with this attn_mask (%s): acc takes a boolean key-padding mask (m != 0 or "
+         "m.bool() of an i32 or f32 [B, Tk] tensor, viewed as [B, 1, 1, Tk]) or a float mask added to the scores"
+         % (m.what if is_val(m) and m.kind == "pending" else getattr(m, "dtype", type(m).__name__)), n)
+    shape = tuple(m.shape)
+    need(1 <= len(shape) <= 4 and all(x in (1, y) for x, y in zip(shape[::-1], full[::-1])),
+         "scaled_dot_product_attention with a float attn_mask of shape %s: it must broadcast to [B, H, Tq, Tk] = %s"
+         % (list(shape), list(full)), n)
+    return m
 
 
 def rope(c, n, qc, rs):

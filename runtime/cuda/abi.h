@@ -109,6 +109,7 @@ typedef struct {
     X(ck_attention_fwd_wide, 1)      \
     X(ck_attention_bwd_dq_wide, 1)   \
     X(ck_attention_bwd_dkdv_wide, 1) \
+    X(ck_attention_bwd_bias, 1)      \
     X(ck_ew_chain, 0)                \
     X(ck_convert, 0)                 \
     X(ck_adamw, 0)                   \

@@ -2626,8 +2626,23 @@ DEVFN float lane_dot(const float *x, const float *y, int lane, long long D, int 
     return s;
 }
 
-/* p0 out, p1 lse, p2 q, p3 k, p4 v. One warp per query row: online softmax
- * over the keys, each read from global memory, each score a warp sum. */
+/* The key mask and the bias of a masked attention (runtime/cpu_kernels_t.h,
+ * k_attention_masked_fwd), which takes these kernels whatever its head
+ * dimension: mask (B, S) float, or int32 when i8 is set, nonzero: attended;
+ * bias float, element (b, h, t, s) at b*i9 + h*i10 + t*i11 + s*i12 (0 where
+ * it broadcasts). Either pointer NULL: none (plain attention). A query row
+ * whose keys are all dropped gives zeros and lse +inf (no gradient). */
+DEVFN int att_dropped(const acc_kargs *a, const float *mask, long long i) {
+    return mask && (a->i[8] ? ((const int *)mask)[i] == 0 : mask[i] == 0.0f);
+}
+
+DEVFN float att_bias(const acc_kargs *a, const float *bias, long long b, long long h, long long t, long long s) {
+    return bias ? bias[b * a->i[9] + h * a->i[10] + t * a->i[11] + s * a->i[12]] : 0.0f;
+}
+
+/* p0 out, p1 lse, p2 q, p3 k, p4 v, p5 mask, p6 bias (NULL: none). One
+ * warp per query row: online softmax over the keys, each read from global
+ * memory, each score a warp sum. */
 KERNEL ck_attention_fwd_wide(acc_kargs a) {
     int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5];
@@ -2640,9 +2655,11 @@ KERNEL ck_attention_fwd_wide(acc_kargs a) {
         for (int j = 0; j < ATT_R; j++) o[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
+            if (att_dropped(&a, a.p[5], b * S + s)) continue;
             const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
                         *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
-            float sc = warp_sum(lane_dot(q, k, lane, D, hb)) * scale;
+            float sc = warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[6], b, h, t, s);
+            if (sc == NEG_INF) continue; /* a -inf bias drops the key too */
             float mn = fmaxf(m, sc), corr = expf(m - mn), p = expf(sc - mn);
             l = l * corr + p;
             for (int j = 0; j < ATT_R; j++) {
@@ -2653,13 +2670,13 @@ KERNEL ck_attention_fwd_wide(acc_kargs a) {
         }
         float *out = xp(a.p[0], ((b * T + t) * H + h) * D, hb);
         for (int j = 0; j < ATT_R; j++)
-            if (lane + 32 * j < D) stx(out, lane + 32 * j, o[j] / l, hb);
-        if (lane == 0) a.p[1][(b * H + h) * T + t] = m + logf(l);
+            if (lane + 32 * j < D) stx(out, lane + 32 * j, l > 0.0f ? o[j] / l : 0.0f, hb);
+        if (lane == 0) a.p[1][(b * H + h) * T + t] = l > 0.0f ? m + logf(l) : -NEG_INF;
     }
 }
 
-/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (or NULL);
- * ints as the forward. One warp per query row:
+/* p0 dq, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (or NULL),
+ * p8 mask, p9 bias; ints as the forward. One warp per query row:
  * dq += scale * sum_s p (dout.v_s - dout.out) k_s. */
 KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
     int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
@@ -2675,9 +2692,10 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
         for (int j = 0; j < ATT_R; j++) g[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
+            if (att_dropped(&a, a.p[8], b * S + s)) continue;
             const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
                         *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
-            float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale - lse);
+            float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[9], b, h, t, s) - lse);
             float ds = p * (warp_sum(lane_dot(dO, v, lane, D, hb)) - delta);
             for (int j = 0; j < ATT_R; j++)
                 if (lane + 32 * j < D) g[j] += ds * ldx(k, lane + 32 * j, hb);
@@ -2689,8 +2707,9 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
 }
 
 /* p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta (or
- * NULL); ints as the forward. One warp per key row (b, kv head, s), summing over the query heads
- * that share it and the queries that see it; either gradient may be NULL. */
+ * NULL), p9 mask, p10 bias; ints as the forward. One warp per key row (b,
+ * kv head, s), summing over the query heads that share it and the queries
+ * that see it; either gradient may be NULL. */
 KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
     int hb = (int)a.i[7]; /* q, k, v, out and the gradients bf16 */
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5], G = H / KVH;
@@ -2698,6 +2717,7 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
     float scale = 1.0f / sqrtf((float)D);
     WARP_ROWS(r, a.i[0] * KVH * S) {
         long long s = r % S, kvh = (r / S) % KVH, b = r / (S * KVH), krow = ((b * S + s) * KVH + kvh) * D;
+        if (att_dropped(&a, a.p[9], b * S + s)) continue; /* a dropped key gets no gradient */
         const float *k = xp(a.p[4], krow, hb), *v = xp(a.p[5], krow, hb);
         float gk[ATT_R], gv[ATT_R];
         for (int j = 0; j < ATT_R; j++) gk[j] = gv[j] = 0.0f;
@@ -2705,7 +2725,8 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
             for (long long t = a.i[6] ? s : 0; t < T; t++) {
                 long long row = ((b * T + t) * H + h) * D;
                 const float *q = xp(a.p[3], row, hb), *dO = xp(a.p[2], row, hb);
-                float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale - a.p[7][(b * H + h) * T + t]);
+                float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[10], b, h, t, s) -
+                               a.p[7][(b * H + h) * T + t]);
                 float delta =
                     a.p[8] ? a.p[8][(b * H + h) * T + t] : warp_sum(lane_dot(dO, xp(a.p[6], row, hb), lane, D, hb));
                 float ds = p * (warp_sum(lane_dot(dO, v, lane, D, hb)) - delta);
@@ -2723,6 +2744,38 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
             if (a.p[0]) stx(a.p[0], krow + d, ldx(a.p[0], krow + d, hb) + scale * gk[j], hb);
             if (a.p[1]) stx(a.p[1], krow + d, ldx(a.p[1], krow + d, hb) + gv[j], hb);
         }
+    }
+}
+
+/* p0 dbias, p1 dout, p2 q, p3 k, p4 v, p5 out, p6 lse, p7 delta (or NULL),
+ * p8 mask, p9 bias; ints as the forward. dbias += dS = P (dout.v - delta)
+ * summed over what the bias broadcasts over: one warp per bias element,
+ * walking the (b, h, t, s) it covers in order (no atomics), each score and
+ * product recomputed. */
+KERNEL ck_attention_bwd_bias(acc_kargs a) {
+    int hb = (int)a.i[7];
+    long long B = a.i[0], T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], D = a.i[5], G = H / KVH;
+    long long nb = a.i[9] ? B : 1, nh = a.i[10] ? H : 1, nt = a.i[11] ? T : 1, ns = a.i[12] ? S : 1;
+    int lane = threadIdx.x & 31;
+    float scale = 1.0f / sqrtf((float)D);
+    WARP_ROWS(r, nb * nh * nt * ns) {
+        long long s1 = r % ns, t1 = (r / ns) % nt, h1 = (r / (ns * nt)) % nh, b1 = r / (ns * nt * nh);
+        float acc = 0.0f;
+        for (long long b = a.i[9] ? b1 : 0; b < (a.i[9] ? b1 + 1 : B); b++)
+            for (long long h = a.i[10] ? h1 : 0; h < (a.i[10] ? h1 + 1 : H); h++)
+                for (long long t = a.i[11] ? t1 : 0; t < (a.i[11] ? t1 + 1 : T); t++)
+                    for (long long s = a.i[12] ? s1 : 0; s < (a.i[12] ? s1 + 1 : S); s++) {
+                        if ((a.i[6] && s > t) || att_dropped(&a, a.p[8], b * S + s)) continue;
+                        long long row = ((b * T + t) * H + h) * D, krow = ((b * S + s) * KVH + h / G) * D;
+                        const float *q = xp(a.p[2], row, hb), *dO = xp(a.p[1], row, hb);
+                        float sc = warp_sum(lane_dot(q, xp(a.p[3], krow, hb), lane, D, hb)) * scale +
+                                   att_bias(&a, a.p[9], b, h, t, s);
+                        float p = expf(sc - a.p[6][(b * H + h) * T + t]);
+                        float delta = a.p[7] ? a.p[7][(b * H + h) * T + t]
+                                             : warp_sum(lane_dot(dO, xp(a.p[5], row, hb), lane, D, hb));
+                        acc += p * (warp_sum(lane_dot(dO, xp(a.p[4], krow, hb), lane, D, hb)) - delta);
+                    }
+        if (lane == 0) a.p[0][b1 * a.i[9] + h1 * a.i[10] + t1 * a.i[11] + s1 * a.i[12]] += acc;
     }
 }
 

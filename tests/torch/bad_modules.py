@@ -72,6 +72,36 @@ class Padded(nn.Module):
         return F.cross_entropy(self.fc(x), y)  # refused: ignore_index
 
 
+class QueryMask(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, m):
+        q = self.fc(x).view(2, 4, 2, 4).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, q, q, attn_mask=m.bool())  # refused: a boolean mask over queries
+        return y.mean()
+
+
+class ZeroMask(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, m):
+        q = self.fc(x).view(2, 4, 2, 4).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, q, q, attn_mask=(m == 0)[:, None, None, :])  # refused: m == 0
+        return y.mean()
+
+
+def query_mask():
+    return QueryMask(), (torch.randn(2, 4, 8), torch.randint(0, 2, (2, 1, 4, 4)))
+
+
+def zero_mask():
+    return ZeroMask(), (torch.randn(2, 4, 8), torch.randint(0, 2, (2, 4)))
+
+
 def padded():
     return Padded(), (torch.randn(4, 8), torch.tensor([0, 2, -100, 1]))
 

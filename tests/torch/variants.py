@@ -13,7 +13,12 @@ imports each builder and checks one step against PyTorch):
           x / 4.0), log of a positive value, amax / max(dim).values / amin,
           torch.where (of two tensors, or of a number and a tensor) and
           masked_fill on an integer mask input, nn.LayerNorm(bias=False),
-          mean(u * u) + 1.0 (how RMSNorm starts) used as a value of its own.
+          mean(u * u) + 1.0 (how RMSNorm starts) used as a value of its own;
+  bert(): a BERT-style encoder on padded batches: a boolean key-padding
+          mask (keep.bool()[:, None, None, :]) into
+          F.scaled_dot_product_attention (acc's mask=), and a float
+          additive mask ((1.0 - m[:, None, None, :]) * -10000.0) plus a
+          learned relative-position bias [H, T, T] (acc's bias=).
 """
 import torch
 import torch.nn as nn
@@ -113,6 +118,51 @@ class NewOps(nn.Module):
         s = s + s.max(dim=1, keepdim=True).values - torch.amin(s, dim=-1, keepdim=True)
         logits = self.head(s)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.ln1 = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 2 * dim)
+        self.down = nn.Linear(2 * dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+
+    def forward(self, x, attn_mask):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        x = self.ln1(x + self.out(y.transpose(1, 2).reshape(B, T, C)))
+        return self.ln2(x + self.down(F.gelu(self.up(x))))
+
+
+class TinyBert(nn.Module):
+    def __init__(self, vocab=40, dim=32, heads=4, T=8):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(T, dim) * 0.1)
+        self.rel = nn.Parameter(torch.randn(heads, T, T) * 0.5)  # learned relative-position bias
+        self.l1 = BertLayer(dim, heads)
+        self.l2 = BertLayer(dim, heads)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, idx, keep, keepf, targets):
+        x = self.tok(idx) + self.pos
+        x = self.l1(x, keep.bool()[:, None, None, :])  # True: attend
+        ext = (1.0 - keepf[:, None, None, :]) * -10000.0  # BERT's additive mask
+        x = self.l2(x, ext + self.rel)
+        logits = self.head(x)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def bert():
+    torch.manual_seed(6)
+    keep = torch.tensor([[1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1]])  # the first sequence padded
+    return TinyBert(), (torch.randint(0, 40, (2, 8)), keep, keep.float(), torch.randint(0, 40, (2, 8)))
 
 
 def llm():

@@ -650,6 +650,35 @@ static void bench_attention(int reps) {
     bufs_free();
 }
 
+/* attention(x, kv, kv): one buffer receives both dk and dv (and with q = k
+ * too, dq). The float instance adds both into it; the bf16 instance must
+ * too (it accumulates each in a float buffer of its own and must not store
+ * one over the other's sums): within a few bf16 roundings of the float
+ * instance's sum, masked and not. */
+static void test_attention_aliased(void) {
+    int64_t B = 2, T = 9, H = 2, D = 8, n = B * T * H * D, bs[4] = {0, T * T, T, 1};
+    int32_t mask[18];
+    for (int i = 0; i < 18; i++) mask[i] = i % 4 != 3;
+    acc_bf16 *x = brand(n, -2, 2), *g = brand(n, -1, 1), *o16 = bbuf(n);
+    float *xf = widen(x, n), *gf = widen(g, n), *o32 = fbuf(n), *l = fbuf(B * H * T), *bias = frand(H * T * T, -1, 1);
+    for (int masked = 0; masked < 2; masked++) {
+        if (masked) k_attention_masked_fwd(o32, l, xf, xf, xf, mask, 1, bias, bs, B, T, T, H, H, D, 0);
+        else k_attention_fwd(o32, l, xf, xf, xf, B, T, T, H, H, D, 0);
+        for (int64_t i = 0; i < n; i++) o16[i] = acc_f32_bf16(o32[i]), o32[i] = acc_bf16_f32(o16[i]);
+        float *d32 = fbuf(n), *db = fbuf(H * T * T);
+        acc_bf16 *d16 = bbuf(n);
+        memset(d32, 0, (size_t)n * sizeof *d32), memset(d16, 0, (size_t)n * sizeof *d16);
+        if (masked) {
+            k_attention_masked_bwd(d32, d32, d32, db, gf, xf, xf, xf, o32, l, mask, 1, bias, bs, B, T, T, H, H, D, 0);
+            k_attention_masked_bwd_bf16(d16, d16, d16, db, g, x, x, x, o16, l, mask, 1, bias, bs, B, T, T, H, H, D, 0);
+        } else {
+            k_attention_bwd(d32, d32, d32, gf, xf, xf, xf, o32, l, B, T, T, H, H, D, 0);
+            k_attention_bwd_bf16(d16, d16, d16, g, x, x, x, o16, l, B, T, T, H, H, D, 0);
+        }
+        check_tol(masked ? "attention bwd, q = k = v, masked" : "attention bwd, q = k = v", d16, d32, n, 4);
+    }
+}
+
 int main(int argc, char **argv) {
     rng_state = 0x9E3779B97F4A7C15ULL;
     if (argc > 1 && !strcmp(argv[1], "bench")) {
@@ -661,6 +690,7 @@ int main(int argc, char **argv) {
     test_softmax();
     test_long_rows();
     test_attention();
+    test_attention_aliased();
     test_rope();
     test_embedding();
     test_cross_entropy();

@@ -325,6 +325,101 @@ static void test_attention(void) {
            sizeof cases / sizeof cases[0], attention_worst);
 }
 
+/* worst_ratio, an infinity matching an infinity (a fully masked row's lse) */
+static double worst_ratio_inf(const float *want, const float *got, int64_t n, double rtol, double atol) {
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isinf(want[i]) || isinf(got[i])) {
+            if (want[i] != got[i]) return INFINITY;
+            continue;
+        }
+        double r = worst_ratio(want + i, got + i, 1, rtol, atol);
+        if (r != r) return r;
+        m = fmax(m, r);
+    }
+    return m;
+}
+
+/* Attention with a key mask and a bias (the one-warp-per-row kernels and
+ * ck_attention_bwd_bias) against k_attention_masked_fwd/bwd: an int32 mask
+ * that drops every key of batch 0 (zeros, lse +inf, no gradient) and some
+ * of batch 1, a float mask, biases broadcast over batch, heads and queries
+ * or none, causal and not, GQA, a head wider than the tiles, with the
+ * backward's delta from the workspace and computed in the kernels. */
+static void test_attention_masked(void) {
+    static const struct {
+        int64_t B, T, S, H, KVH, D;
+        int causal, mask; /* 0 none, 1 int32, 2 float */
+        int64_t bias[4];  /* dims over [B, H, T, S], 1: broadcast; 0: no bias */
+    } cases[] = {
+        {2, 9, 11, 4, 2, 16, 0, 1, {1, 4, 9, 11}}, {2, 9, 9, 2, 2, 16, 1, 2, {2, 1, 1, 9}},
+        {2, 7, 7, 2, 1, 160, 1, 1, {0}},           {2, 6, 10, 2, 2, 8, 0, 0, {2, 2, 6, 10}},
+        {1, 5, 5, 2, 2, 8, 1, 2, {1, 1, 5, 5}},
+    };
+    double worst = 0;
+    for (int ws = 0; ws < 2; ws++) {
+        float *dev = NULL;
+        acc_dev *d = open_emu(1 << 20, ws ? 1 << 20 : 0, 0, &dev);
+        if (!dev) return;
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            int64_t B = cases[c].B, T = cases[c].T, S = cases[c].S, H = cases[c].H, KVH = cases[c].KVH, D = cases[c].D,
+                    nq = B * T * H * D, nk = B * S * KVH * D, nl = B * H * T;
+            const int64_t *bd = cases[c].bias, full[4] = {B, H, T, S};
+            int64_t bs[4] = {0}, nb = bd[0] ? bd[0] * bd[1] * bd[2] * bd[3] : 0, stride = 1;
+            for (int j = 3; j >= 0 && nb; j--) {
+                bs[j] = bd[j] == 1 && full[j] > 1 ? 0 : stride;
+                stride *= bd[j];
+            }
+            enum { Q, K, V, DO, O, L, DQ, DK, DV, M, BI, DB, N_BUF };
+            int64_t sizes[N_BUF] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, B * S, nb, nb}, total = 0;
+            for (int i = 0; i < N_BUF; i++) total += sizes[i] + 4;
+            float *host = malloc((size_t)total * sizeof *host), *h[N_BUF], *g[N_BUF];
+            if (!host) return;
+            float *hp = host, *gp = dev;
+            for (int i = 0; i < N_BUF; i++) {
+                h[i] = hp, g[i] = gp;
+                hp += sizes[i] + 4, gp += (sizes[i] + 3) / 4 * 4;
+            }
+            for (int i = Q; i <= DO; i++) fill(h[i], sizes[i], 5u + (unsigned)(i * 11 + D + T));
+            for (int i = DQ; i <= DV; i++) fill(h[i], sizes[i], 60u + (unsigned)i);
+            fill(h[BI], nb, 77u), fill(h[DB], nb, 78u);
+            for (int64_t j = 0; j < B * S; j++) {
+                int keep = j >= S && j % 3 != 1;
+                if (cases[c].mask == 1) ((int32_t *)h[M])[j] = keep ? 2 : 0;
+                else h[M][j] = keep ? 0.5f : 0.0f;
+            }
+            for (int i = Q; i <= DB; i++)
+                if (i != O && i != L) memcpy(g[i], h[i], (size_t)sizes[i] * sizeof(float));
+            const void *hm = cases[c].mask ? h[M] : NULL, *gm = cases[c].mask ? g[M] : NULL;
+            int mi = cases[c].mask == 1, causal = cases[c].causal;
+            const float *hb = nb ? h[BI] : NULL, *gb = nb ? g[BI] : NULL;
+            k_attention_masked_fwd(h[O], h[L], h[Q], h[K], h[V], hm, mi, hb, bs, B, T, S, H, KVH, D, causal);
+            g_attention_masked_fwd(d, g[O], g[L], g[Q], g[K], g[V], gm, mi, gb, bs, B, T, S, H, KVH, D, causal);
+            k_attention_masked_bwd(h[DQ], h[DK], h[DV], nb ? h[DB] : NULL, h[DO], h[Q], h[K], h[V], h[O], h[L], hm, mi,
+                                   hb, bs, B, T, S, H, KVH, D, causal);
+            g_attention_masked_bwd(d, g[DQ], g[DK], g[DV], nb ? g[DB] : NULL, g[DO], g[Q], g[K], g[V], g[O], g[L], gm,
+                                   mi, gb, bs, B, T, S, H, KVH, D, causal);
+            EXPECT(d->status == ACC_OK, "masked attention: device error: %s", dev_error(d));
+            static const char *const names[] = {"q", "k", "v", "dout", "out", "lse", "dq", "dk", "dv", "", "", "dbias"};
+            for (int i = O; i <= DB; i++) {
+                if (i == DO || i == M || i == BI) continue;
+                double r = worst_ratio_inf(h[i], g[i], sizes[i], 1e-4, 1e-5);
+                worst = r > worst || r != r ? r : worst;
+                EXPECT(r <= 1.0, "masked attention case %zu workspace %d: %s off by %.3g of the tolerance", c, ws,
+                       names[i], r);
+            }
+            if (cases[c].mask) /* batch 0 attends to nothing */
+                EXPECT(g[O][0] == 0.0f && isinf(g[L][0]), "masked attention case %zu: a fully masked row is not zero",
+                       c);
+            free(host);
+        }
+        acc_device_cuda_emu.close(d);
+    }
+    printf("masked attention: %zu shapes, with and without a workspace, worst element at %.3g of the tolerance "
+           "(rtol 1e-4, atol 1e-5)\n",
+           sizeof cases / sizeof cases[0], worst);
+}
+
 static void expect_close(const char *what, const float *want, const float *got, int64_t n, long long ws) {
     double r = worst_ratio(want, got, n, 1e-4, 1e-5);
     EXPECT(r <= 1.0, "%s (workspace %lld): off by %.3g of the tolerance", what, ws, r);
@@ -580,6 +675,7 @@ int main(void) {
     test_matmul();
     test_linear();
     test_attention();
+    test_attention_masked();
     test_reductions();
     test_attention_delta();
     test_softmax_xent();

@@ -725,6 +725,177 @@ static void test_attention(void) {
     }
 }
 
+/* ---- attention with a key mask and a bias ------------------------------- */
+
+/* c->i1: the mask (0 none, 1 int32 in c->idx, 2 float in x[3]); c->i2: the
+ * bias's input (-1 none), its strides in c->s0. */
+static const void *attm_mask(const Case *c) { return c->i1 == 1 ? (const void *)c->idx : c->i1 == 2 ? c->x[3] : NULL; }
+
+static void attm_fwd(Case *c) {
+    k_attention_masked_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], attm_mask(c), c->i1 == 1,
+                           c->i2 >= 0 ? c->x[c->i2] : NULL, c->s0, c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5],
+                           c->i0);
+}
+
+static void attm_bwd(Case *c) {
+    k_attention_masked_bwd(c->dx[0], c->dx[1], c->dx[2], c->i2 >= 0 ? c->dx[c->i2] : NULL, c->dout, c->x[0], c->x[1],
+                           c->x[2], c->out, c->aux, attm_mask(c), c->i1 == 1, c->i2 >= 0 ? c->x[c->i2] : NULL, c->s0,
+                           c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
+}
+
+/* Whether key s of batch b is attended under c's mask. */
+static int attm_keep(const Case *c, int64_t b, int64_t s) {
+    int64_t i = b * c->d[2] + s;
+    return c->i1 == 1 ? c->idx[i] != 0 : c->i1 == 2 ? c->x[3][i] != 0.0f : 1;
+}
+
+/* The naive reference in double: an explicit score row over the attended
+ * keys; a row with none is zero, its lse +inf. */
+static void attm_ref(const Case *c, double *out, double *lse) {
+    int64_t B = c->d[0], T = c->d[1], S = c->d[2], H = c->d[3], KVH = c->d[4], D = c->d[5];
+    const float *q = c->x[0], *k = c->x[1], *v = c->x[2], *bias = c->i2 >= 0 ? c->x[c->i2] : NULL;
+    double *sc = xmalloc((size_t)S * sizeof *sc);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++) {
+                const float *qi = q + (b * T + t) * H * D + h * D;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t s = 0; s < S; s++) {
+                    const float *kj = k + (b * S + s) * KVH * D + h / (H / KVH) * D;
+                    double dot = 0;
+                    for (int64_t i = 0; i < D; i++) dot += (double)qi[i] * kj[i];
+                    sc[s] = dot / sqrt((double)D);
+                    if (bias) sc[s] += bias[b * c->s0[0] + h * c->s0[1] + t * c->s0[2] + s * c->s0[3]];
+                    if ((c->i0 && s > t) || !attm_keep(c, b, s)) sc[s] = -INFINITY;
+                    mx = fmax(mx, sc[s]);
+                }
+                for (int64_t s = 0; s < S && mx > -INFINITY; s++) sum += exp(sc[s] - mx);
+                lse[(b * H + h) * T + t] = mx > -INFINITY ? mx + log(sum) : INFINITY;
+                for (int64_t i = 0; i < D; i++) {
+                    double o = 0;
+                    for (int64_t s = 0; s < S && mx > -INFINITY; s++)
+                        o += exp(sc[s] - mx) / sum * v[(b * S + s) * KVH * D + h / (H / KVH) * D + i];
+                    out[(b * T + t) * H * D + h * D + i] = o;
+                }
+            }
+    free(sc);
+}
+
+/* max |a - b|, NaN where either is NaN or they differ in infinity */
+static double attm_diff(const float *a, const double *b, int64_t n) {
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isinf(a[i]) || isinf(b[i])) {
+            if ((double)a[i] != b[i]) return NAN;
+            continue;
+        }
+        double d = fabs((double)a[i] - b[i]);
+        if (isnan(d)) return NAN;
+        m = fmax(m, d);
+    }
+    return m;
+}
+
+static void test_attention_masked(void) {
+    /* bias shapes as dims over [B, H, T, S] (1: broadcast), 0 in dim 0: no bias */
+    static const struct {
+        const char *name;
+        int64_t B, T, S, H, KVH, D;
+        int causal, mask;
+        int64_t bias[4];
+        int checks;
+    } cases[] = {
+        {"attention masked i32, bias [H,T,S]", 2, 5, 6, 2, 2, 4, 0, 1, {1, 2, 5, 6}, 200},
+        {"attention masked f32 causal GQA", 2, 6, 6, 4, 2, 4, 1, 2, {0}, 200},
+        {"attention bias [B,H,T,S] causal", 2, 5, 5, 2, 1, 4, 1, 0, {2, 2, 5, 5}, 200},
+        {"attention bias [B,1,1,S] (additive padding)", 2, 4, 7, 2, 2, 8, 0, 0, {2, 1, 1, 7}, 200},
+        {"attention masked i32, bias [T,S], T=70 S=130 (key blocks)", 2, 70, 130, 2, 2, 16, 0, 1, {1, 1, 70, 130}, 12},
+        {"attention masked i32 causal T=150, bias [B,H,1,1]", 1, 150, 150, 2, 2, 8, 1, 1, {1, 2, 1, 1}, 12},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t B = cases[i].B, T = cases[i].T, S = cases[i].S, H = cases[i].H, KVH = cases[i].KVH, D = cases[i].D;
+        int64_t nq = B * T * H * D, nk = B * S * KVH * D;
+        Case c = case_new(cases[i].name, attm_fwd, attm_bwd, nq, B * H * T);
+        c.d[0] = B, c.d[1] = T, c.d[2] = S, c.d[3] = H, c.d[4] = KVH, c.d[5] = D;
+        c.i0 = cases[i].causal, c.i1 = cases[i].mask, c.i2 = -1;
+        case_in(&c, rnd_buf(nq, -1.5f, 1.5f), nq, 1);
+        case_in(&c, rnd_buf(nk, -1.5f, 1.5f), nk, 1);
+        case_in(&c, rnd_buf(nk, -1, 1), nk, 1);
+        /* the mask: random keys dropped, in batch 0 all of them (its rows
+         * attend to nothing: zeros, no gradient) */
+        float *mf = zero_buf(B * S);
+        for (int64_t j = 0; j < B * S; j++) mf[j] = j >= S && (rnd_u32() % 3 != 0 || j % S == 0) ? 1.0f : 0.0f;
+        if (c.i1 == 1) {
+            c.idx = xmalloc((size_t)(B * S) * sizeof *c.idx);
+            for (int64_t j = 0; j < B * S; j++) c.idx[j] = mf[j] != 0.0f ? 1 + (int32_t)(j % 3) : 0;
+            free(mf);
+        } else if (c.i1 == 2) {
+            for (int64_t j = 0; j < B * S; j++) mf[j] *= 0.5f + (float)(j % 2); /* any nonzero keeps */
+            case_in(&c, mf, B * S, 0);
+        } else {
+            free(mf);
+        }
+        if (cases[i].bias[0]) {
+            const int64_t *bd = cases[i].bias, full[4] = {B, H, T, S};
+            int64_t stride = 1, nb = bd[0] * bd[1] * bd[2] * bd[3];
+            for (int j = 3; j >= 0; j--) {
+                c.s0[j] = bd[j] == 1 && full[j] > 1 ? 0 : stride;
+                stride *= bd[j];
+            }
+            c.i2 = c.nin;
+            case_in(&c, rnd_buf(nb, -1.0f, 1.0f), nb, 1);
+        }
+        c.fwd(&c);
+        double *ro = xmalloc((size_t)nq * sizeof *ro), *rl = xmalloc((size_t)(B * H * T) * sizeof *rl);
+        attm_ref(&c, ro, rl);
+        double eo = attm_diff(c.out, ro, nq), el = attm_diff(c.aux, rl, B * H * T);
+        if (!ASSERT_TRUE(eo < 1e-5 && el < 1e-5)) printf("  %s forward: out err %g, lse err %g\n", c.name, eo, el);
+        if (c.i1) { /* batch 0 is masked out whole: zeros */
+            int zero = 1;
+            for (int64_t j = 0; j < T * H * D; j++) zero &= c.out[j] == 0.0f;
+            ASSERT_TRUE(zero);
+        }
+        free(ro);
+        free(rl);
+        gradcheck(&c, cases[i].checks);
+        if (c.i1) { /* ... and its queries get no gradient: another backward leaves dq's rows of batch 0 */
+            int untouched = 1;
+            float *before = xmalloc((size_t)nq * sizeof *before);
+            memcpy(before, c.dx[0], (size_t)nq * sizeof *before);
+            attm_bwd(&c);
+            for (int64_t j = 0; j < T * H * D; j++) untouched &= c.dx[0][j] == before[j];
+            free(before);
+            ASSERT_TRUE(untouched);
+        }
+        case_free(&c);
+    }
+    /* a -inf bias drops its key as the mask does: a row of -inf is zero */
+    int64_t B = 1, T = 3, S = 4, H = 1, D = 4, nq = B * T * H * D;
+    Case c = case_new("attention -inf bias", attm_fwd, attm_bwd, nq, B * H * T);
+    c.d[0] = B, c.d[1] = T, c.d[2] = S, c.d[3] = H, c.d[4] = H, c.d[5] = D;
+    c.i2 = 3, c.s0[2] = S, c.s0[3] = 1;
+    case_in(&c, rnd_buf(nq, -1, 1), nq, 1);
+    case_in(&c, rnd_buf(B * S * D, -1, 1), B * S * D, 1);
+    case_in(&c, rnd_buf(B * S * D, -1, 1), B * S * D, 1);
+    float *bias = case_in(&c, rnd_buf(T * S, -1, 1), T * S, 1);
+    for (int64_t s = 0; s < S; s++) bias[S + s] = -INFINITY; /* row 1: every key dropped */
+    bias[2 * S + 1] = -INFINITY;                             /* row 2: key 1 dropped */
+    c.fwd(&c);
+    double ro[12], rl[3];
+    attm_ref(&c, ro, rl);
+    double eo = attm_diff(c.out, ro, nq), el = attm_diff(c.aux, rl, B * H * T);
+    if (!ASSERT_TRUE(eo < 1e-6 && el < 1e-6)) printf("  -inf bias: out err %g, lse err %g\n", eo, el);
+    ASSERT_TRUE(c.out[D] == 0.0f && c.aux[1] == INFINITY);
+    for (int j = 0; j < 4; j++) c.dx[j] = zero_buf(c.xn[j]);
+    attm_bwd(&c);
+    int finite = 1;
+    for (int j = 0; j < 4; j++)
+        for (int64_t e = 0; e < c.xn[j]; e++)
+            finite &= !isnan(c.dx[j][e]) && (j != 3 || e < S || e >= 2 * S || c.dx[3][e] == 0.0f);
+    ASSERT_TRUE(finite);
+    case_free(&c);
+}
+
 /* ---- rope --------------------------------------------------------------- */
 
 static void rope_fwd(Case *c) { k_rope_fwd(c->out, c->x[0], c->d[0], c->d[1], c->d[2], c->d[3], c->f0); }
@@ -1435,6 +1606,7 @@ int main(void) {
     test_unary();
     test_norms();
     test_attention();
+    test_attention_masked();
     test_rope();
     test_embedding_xent();
     test_dropout();

@@ -298,6 +298,33 @@ static void test_attention(void) {
     EXPECT_ERR(OP_ATTENTION, &a, "not divisible by heads", q, kv, kv);
     a.heads = ATTR_NONE;
     EXPECT_ERR(OP_ATTENTION, &a, "heads must be > 0", q, kv, kv);
+    /* the keyword operands: a [B, Tk] mask (input 3), a bias broadcast to
+     * [B, heads, Tq, Tk] (after the mask) */
+    a.heads = 12, a.causal = false;
+    ASSERT(true, a.mask == ATTR_NONE && a.bias == ATTR_NONE);
+    int mi = I32(4, 32), mf = F32(4, 32), mb = F32(4, 64), m3 = I32(4, 1, 32);
+    int bh = F32(12, 64, 32), bb = F32(4, 1, 1, 32), bfull = F32(4, 12, 64, 32), bts = F32(64, 32);
+    int bbad = F32(5, 64, 32), bi = I32(12, 64, 32), b5 = F32(1, 4, 12, 64, 32);
+    a.mask = 3;
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mi);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mf);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask must be [B, Tk] = [4,32] (nonzero: attend), got [4,64]", q, k2, k2, mb);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask must be [B, Tk] = [4,32]", q, k2, k2, m3);
+    EXPECT_ERR(OP_ATTENTION, &a, "takes 4 inputs with its mask and bias, got 3", q, k2, k2);
+    a.bias = 4;
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mi, bh);
+    a.mask = ATTR_NONE, a.bias = 3;
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, bb);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, bfull);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, bts);
+    EXPECT_ERR(OP_ATTENTION, &a, "bias [5,64,32] does not broadcast to [B, heads, Tq, Tk] = [4,12,64,32]", q, k2, k2,
+               bbad);
+    EXPECT_ERR(OP_ATTENTION, &a, "bias must be f32, got i32[12,64,32]", q, k2, k2, bi);
+    EXPECT_ERR(OP_ATTENTION, &a, "does not broadcast", q, k2, k2, b5);
+    a.bias = 4;
+    EXPECT_ERR(OP_ATTENTION, &a, "bias is not input 3", q, k2, k2, bb);
+    a.bias = ATTR_NONE;
+    EXPECT_ERR(OP_ATTENTION, &a, "takes 3 inputs with its mask and bias, got 4", q, k2, k2, bb);
     graph_free(&g);
 }
 
