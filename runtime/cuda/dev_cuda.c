@@ -7,8 +7,11 @@
  * kernels come from the images embedded in the model's library (CUBIN per
  * architecture, PTX for newer GPUs); the arena is one cuMemAlloc, the cuBLAS
  * workspace a planned region inside it; everything runs on one stream of the
- * primary context (shared with the trainer's own CUDA code), with events at
- * the phase boundaries. Every driver and cuBLAS call is checked and a
+ * primary context (shared with the trainer's own CUDA code) of the GPU whose
+ * context is current on the creating thread (GPU 0 if none), with events at
+ * the phase boundaries; the copies of offloaded activations and the
+ * data-parallel collectives (through the trainer's acc_comm, NCCL) run on
+ * streams of their own, forked and joined with events. Every driver and cuBLAS call is checked and a
  * failure is recorded with its file and line.
  */
 #include <dlfcn.h>
@@ -37,7 +40,7 @@
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchKernel) X(cuEventCreate) \
     X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
-    X(cuGraphExecDestroy)
+    X(cuGraphExecDestroy) X(cuCtxGetCurrent) X(cuCtxGetDevice)
 #define BLAS_FUNCS(X) \
     X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched) \
     X(cublasGemmStridedBatchedEx)
@@ -87,6 +90,13 @@ typedef struct {
     CUevent *copy_ready, *copy_done;
     unsigned char *copy_issued;
     int copy_ids;
+    /* data parallel: the collectives' stream and, per collective id (the
+     * step's buckets, then the optimizer's all-gathers), the same pair of
+     * events as a copy's */
+    CUstream coll_stream;
+    CUevent *coll_ready, *coll_done;
+    unsigned char *coll_issued;
+    int coll_ids;
 } CudaDev;
 
 static const char *const kernel_names[KID_COUNT] = {
@@ -307,7 +317,12 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
             version / 1000, version % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     if ((rc = CU_CHECK(c, a->cuDeviceGetCount(&count)))) return rc;
     if (count < 1) return dev_fail(&c->head, ACC_ERR_NO_DEVICE, __FILE__, __LINE__, "no CUDA device");
-    if ((rc = CU_CHECK(c, a->cuDeviceGet(&c->dev, 0)))) return rc;
+    /* the GPU of the thread's current context (the trainer's cudaSetDevice,
+     * acc_comm_nccl_create's device: one process per GPU), else the first */
+    CUcontext cur = NULL;
+    if ((rc = CU_CHECK(c, a->cuCtxGetCurrent(&cur)))) return rc;
+    rc = cur ? CU_CHECK(c, a->cuCtxGetDevice(&c->dev)) : CU_CHECK(c, a->cuDeviceGet(&c->dev, 0));
+    if (rc) return rc;
     CU_CHECK(c, a->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev));
     CU_CHECK(c, a->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev));
     if (c->head.status) return c->head.status;
@@ -341,6 +356,20 @@ static int cuda_open(const acc_model_desc *desc, acc_dev **out, unsigned char **
         for (int i = 0; i < c->copy_ids; i++) {
             if ((rc = CU_CHECK(c, a->cuEventCreate(&c->copy_ready[i], CU_EVENT_DISABLE_TIMING)))) return rc;
             if ((rc = CU_CHECK(c, a->cuEventCreate(&c->copy_done[i], CU_EVENT_DISABLE_TIMING)))) return rc;
+        }
+    }
+    if (desc->n_buckets > 0) { /* data parallel: the same for the collectives */
+        int ids = 2 * desc->n_buckets;
+        if ((rc = CU_CHECK(c, a->cuStreamCreate(&c->coll_stream, CU_STREAM_NON_BLOCKING)))) return rc;
+        c->coll_ready = calloc((size_t)ids, sizeof *c->coll_ready);
+        c->coll_done = calloc((size_t)ids, sizeof *c->coll_done);
+        c->coll_issued = calloc((size_t)ids, 1);
+        if (!c->coll_ready || !c->coll_done || !c->coll_issued)
+            return dev_fail(&c->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "no memory for the collectives' events");
+        c->coll_ids = ids;
+        for (int i = 0; i < ids; i++) {
+            if ((rc = CU_CHECK(c, a->cuEventCreate(&c->coll_ready[i], CU_EVENT_DISABLE_TIMING)))) return rc;
+            if ((rc = CU_CHECK(c, a->cuEventCreate(&c->coll_done[i], CU_EVENT_DISABLE_TIMING)))) return rc;
         }
     }
     if ((rc = CU_CHECK(c, a->cuMemAlloc(&c->arena, (size_t)desc->arena_bytes)))) return rc;
@@ -377,6 +406,13 @@ static void cuda_close(acc_dev *d) {
     }
     free(c->copy_ready), free(c->copy_done), free(c->copy_issued);
     if (c->copy_stream) a->cuStreamSynchronize(c->copy_stream), a->cuStreamDestroy(c->copy_stream);
+    if (c->coll_stream) a->cuStreamSynchronize(c->coll_stream);
+    for (int i = 0; i < c->coll_ids; i++) {
+        if (c->coll_ready && c->coll_ready[i]) a->cuEventDestroy(c->coll_ready[i]);
+        if (c->coll_done && c->coll_done[i]) a->cuEventDestroy(c->coll_done[i]);
+    }
+    free(c->coll_ready), free(c->coll_done), free(c->coll_issued);
+    if (c->coll_stream) a->cuStreamDestroy(c->coll_stream);
     if (c->stream) a->cuStreamDestroy(c->stream);
     if (c->module) a->cuModuleUnload(c->module);
     if (c->ctx_retained) a->cuDevicePrimaryCtxRelease(c->dev);
@@ -452,6 +488,55 @@ static int cuda_copy_sync(acc_dev *d) {
     for (int id = 0; id < c->copy_ids && !d->status; id++)
         if (c->copy_issued[id]) cuda_copy_wait(d, id);
     return d->status;
+}
+
+/* Collective id on the collectives' stream after the step's launches so
+ * far (the fork: comm enqueues it there; in a captured run NCCL's kernels
+ * become that branch of the graph), its done event recorded after it. */
+static int cuda_coll_issue(acc_dev *d, acc_comm *comm, int id, int kind, float *buf, int64_t count) {
+    CudaDev *c = (CudaDev *)d;
+    Api *a = &c->api;
+    if (d->status) return d->status;
+    if (!comm) return dev_fail(d, ACC_ERR_COMM, __FILE__, __LINE__, "collective %d without a communicator", id);
+    if (!comm->device_memory)
+        return dev_fail(d, ACC_ERR_COMM, __FILE__, __LINE__,
+                        "the communicator '%s' reaches host memory only, and the cuda target's gradients are in "
+                        "device memory: use NCCL (acc_comm_nccl_create, accrt_nccl.h)",
+                        comm->name ? comm->name : "?");
+    if (id < 0 || id >= c->coll_ids)
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "collective id %d out of range (%d ids)", id, c->coll_ids);
+    if (c->coll_issued[id])
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "collective %d issued again before its wait", id);
+    if (CU_CHECK(c, a->cuEventRecord(c->coll_ready[id], c->stream))) return d->status;
+    if (CU_CHECK(c, a->cuStreamWaitEvent(c->coll_stream, c->coll_ready[id], 0))) return d->status;
+    int rc = comm->issue(comm, id, kind, buf, count, (void *)c->coll_stream);
+    if (rc) {
+        const char *why = comm->error ? comm->error(comm) : "";
+        return dev_fail(d, rc, __FILE__, __LINE__, "collective %d (%s): %s", id, comm->name ? comm->name : "?",
+                        why && *why ? why : acc_status_string(rc));
+    }
+    if (CU_CHECK(c, a->cuEventRecord(c->coll_done[id], c->coll_stream))) return d->status;
+    c->coll_issued[id] = 1;
+    return ACC_OK;
+}
+
+/* The step's launches from here on wait for collective id (the join), then
+ * the communicator's own wait (nothing for one ordered on the stream). */
+static int cuda_coll_wait(acc_dev *d, acc_comm *comm, int id) {
+    CudaDev *c = (CudaDev *)d;
+    if (d->status) return d->status;
+    if (!comm) return dev_fail(d, ACC_ERR_COMM, __FILE__, __LINE__, "collective %d without a communicator", id);
+    if (id < 0 || id >= c->coll_ids || !c->coll_issued[id])
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "wait for collective %d, which was not issued", id);
+    c->coll_issued[id] = 0;
+    if (CU_CHECK(c, c->api.cuStreamWaitEvent(c->stream, c->coll_done[id], 0))) return d->status;
+    int rc = comm->wait(comm, id);
+    if (rc) {
+        const char *why = comm->error ? comm->error(comm) : "";
+        return dev_fail(d, rc, __FILE__, __LINE__, "collective %d (%s): %s", id, comm->name ? comm->name : "?",
+                        why && *why ? why : acc_status_string(rc));
+    }
+    return ACC_OK;
 }
 
 static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
@@ -558,4 +643,6 @@ const acc_device acc_device_cuda = {
     .copy_issue = cuda_copy_issue,
     .copy_wait = cuda_copy_wait,
     .copy_sync = cuda_copy_sync,
+    .coll_issue = cuda_coll_issue,
+    .coll_wait = cuda_coll_wait,
 };

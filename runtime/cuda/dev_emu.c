@@ -7,6 +7,10 @@
  * generated schedule, ops.c and the kernels are exercised exactly as on the
  * GPU, and AddressSanitizer sees every access.
  *
+ * Data parallel: the collectives of the gradients' buckets go through a
+ * host-memory communicator (MPI stands in for NCCL: the arena is host
+ * memory), at the latest moment the stream order allows (emu_coll_wait).
+ *
  * Not emulated: the GPU's floating-point rounding of fused multiply-adds and
  * its transcendental functions (results match the CPU target to a stated
  * tolerance, not bit for bit), and concurrency between blocks.
@@ -34,9 +38,20 @@ static const struct {
 };
 
 /* One recorded call of a run: a launch, a GEMM (with an epilogue or not), a
- * phase mark, or a copy of an offloaded activation (issue, wait, sync). */
+ * phase mark, a copy of an offloaded activation (issue, wait, sync) or a
+ * collective (issue, wait). */
 typedef struct {
-    enum { REC_LAUNCH, REC_GEMM, REC_GEMM_EP, REC_MARK, REC_COPY_ISSUE, REC_COPY_WAIT, REC_COPY_SYNC } kind;
+    enum {
+        REC_LAUNCH,
+        REC_GEMM,
+        REC_GEMM_EP,
+        REC_MARK,
+        REC_COPY_ISSUE,
+        REC_COPY_WAIT,
+        REC_COPY_SYNC,
+        REC_COLL_ISSUE,
+        REC_COLL_WAIT
+    } kind;
     acc_kernel_id k;
     unsigned grid, block;
     acc_kargs a;
@@ -45,8 +60,17 @@ typedef struct {
     const void *A, *B;
     float beta;
     void *C, *bias, *ws;
-    void *dst; /* a copy: dst, A its source, m its bytes, phase its id, bf16 to_host */
+    void *dst;      /* a copy: dst, A its source, m its bytes, phase its id, bf16 to_host */
+    acc_comm *comm; /* a collective: comm, dst its buffer, m its count, phase its id, epi its kind */
 } Rec;
+
+/* A collective issued and not yet waited for. */
+typedef struct {
+    acc_comm *comm;
+    float *buf;
+    int64_t count;
+    int kind, issued;
+} Coll;
 
 /* A copy to host memory issued and not yet done. */
 typedef struct {
@@ -78,6 +102,10 @@ typedef struct {
      * issued), so that a missing wait or an early issue corrupts data. */
     Pending *pend;
     int n_pend, cap_pend;
+    /* the collectives, per id (the step's buckets, then the optimizer's
+     * all-gathers) */
+    Coll *coll;
+    int coll_ids;
 } EmuDev;
 
 /* Append r to the recording in progress, if any. */
@@ -282,6 +310,11 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
     dev_set_workspace(&e->head, e->arena + desc->workspace_offset, desc->workspace_bytes);
     e->head.tf32 = desc->tf32;
     *extra = 0;
+    if (desc->n_buckets > 0) {
+        e->coll_ids = 2 * desc->n_buckets;
+        if (!(e->coll = calloc((size_t)e->coll_ids, sizeof *e->coll)))
+            return dev_fail(&e->head, ACC_ERR_NOMEM, __FILE__, __LINE__, "no memory for the collectives");
+    }
     return ACC_OK;
 }
 
@@ -289,6 +322,7 @@ static void emu_close(acc_dev *d) {
     EmuDev *e = (EmuDev *)d;
     for (int g = 0; g < ACC_GRAPH_COUNT; g++) free(e->graph[g].v);
     free(e->pend);
+    free(e->coll);
     free(e->arena);
     free(e);
 }
@@ -381,6 +415,81 @@ static int emu_copy_sync(acc_dev *d) {
     return copy_do((EmuDev *)d, &r);
 }
 
+/* comm's failure (rc) as the device's */
+static int coll_fail(EmuDev *e, acc_comm *comm, int id, int rc) {
+    const char *why = comm->error ? comm->error(comm) : "";
+    return dev_fail(&e->head, rc, __FILE__, __LINE__, "collective %d (%s): %s", id, comm->name ? comm->name : "?",
+                    why && *why ? why : acc_status_string(rc));
+}
+
+/* The collectives' stream, adversarially: a collective issued is only
+ * noted, and runs at its wait, through comm->issue and comm->wait there,
+ * so it reads its buffer as late as the stream order allows and writes its
+ * result as late as well. A kernel that writes a bucket after its ready
+ * point changes what is reduced, one that reads it before the wait reads
+ * this rank's own gradients, and a collective never waited for does not run
+ * at all (and the run fails at its end): each is a wrong result or an
+ * error in the tests, never a lucky pass. (Issuing at the issue point
+ * through MPI's non-blocking calls instead would let MPI's progress decide
+ * when the buffer is read, which is not reproducible.) Every rank runs the
+ * same schedule, so the collectives still start in the same order on every
+ * rank. */
+static int coll_do(EmuDev *e, const Rec *r) {
+    acc_dev *d = &e->head;
+    int id = r->phase;
+    if (!r->comm) return dev_fail(d, ACC_ERR_COMM, __FILE__, __LINE__, "collective %d without a communicator", id);
+    if (id < 0 || id >= e->coll_ids)
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "collective id %d out of range (%d ids)", id, e->coll_ids);
+    Coll *c = &e->coll[id];
+    if (r->kind == REC_COLL_WAIT) {
+        if (!c->issued)
+            return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "wait for collective %d, which was not issued", id);
+        c->issued = 0;
+        int rc = c->comm->issue(c->comm, id, c->kind, c->buf, c->count, NULL);
+        if (!rc) rc = c->comm->wait(c->comm, id);
+        return rc ? coll_fail(e, c->comm, id, rc) : d->status;
+    }
+    if (r->comm->device_memory)
+        return dev_fail(d, ACC_ERR_COMM, __FILE__, __LINE__,
+                        "the communicator '%s' reaches device memory, and the emulator's arena is host memory: use a "
+                        "host-memory one (MPI: acc_comm_mpi, accrt_mpi.h)",
+                        r->comm->name ? r->comm->name : "?");
+    if (c->issued)
+        return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "collective %d issued again before its wait", id);
+    int64_t floats = (int64_t)(e->arena_bytes / sizeof(float));
+    int64_t n = r->epi == ACC_COLL_ALLREDUCE || r->m < 0 || r->m > floats ? r->m : r->m * r->comm->size;
+    if (r->m < 0 || n > floats || !in_arena(e, r->dst, (size_t)n * sizeof(float)))
+        return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "collective %d: %lld floats outside the arena", id,
+                        (long long)n);
+    *c = (Coll){r->comm, r->dst, r->m, r->epi, 1};
+    return d->status;
+}
+
+static int emu_coll_issue(acc_dev *d, acc_comm *comm, int id, int kind, float *buf, int64_t count) {
+    Rec r = {.kind = REC_COLL_ISSUE, .comm = comm, .dst = buf, .m = count, .phase = id, .epi = kind};
+    if (d->status) return d->status;
+    record((EmuDev *)d, &r);
+    return coll_do((EmuDev *)d, &r);
+}
+
+static int emu_coll_wait(acc_dev *d, acc_comm *comm, int id) {
+    Rec r = {.kind = REC_COLL_WAIT, .comm = comm, .phase = id};
+    if (d->status) return d->status;
+    record((EmuDev *)d, &r);
+    return coll_do((EmuDev *)d, &r);
+}
+
+/* A collective still pending at the end of a run was never waited for. */
+static int coll_check_done(EmuDev *e) {
+    for (int id = 0; id < e->coll_ids && !e->head.status; id++)
+        if (e->coll[id].issued) {
+            e->coll[id].issued = 0;
+            return dev_fail(&e->head, ACC_ERR_COMM, __FILE__, __LINE__,
+                            "collective %d was issued and never waited for: its result was not reduced", id);
+        }
+    return e->head.status;
+}
+
 static int emu_zero(acc_dev *d, unsigned char *dst, size_t n) {
     if (!in_arena((EmuDev *)d, dst, n))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "memset outside the arena");
@@ -398,6 +507,7 @@ static int emu_mark(acc_dev *d, int phase) {
 
 static int emu_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
     EmuDev *e = (EmuDev *)d;
+    coll_check_done(e);
     ms[ACC_PHASE_FWD] = e->mark_ms[ACC_PHASE_BWD] - e->mark_ms[ACC_PHASE_FWD];
     ms[ACC_PHASE_BWD] = e->mark_ms[ACC_PHASE_COUNT] - e->mark_ms[ACC_PHASE_BWD];
     ms[ACC_PHASE_OPT] = 0;
@@ -417,13 +527,15 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
     Recording *g = &e->graph[graph];
     if (e->no_graphs || g->runs < 1) {
         g->runs++;
-        return fn(arg);
+        int rc = fn(arg);
+        return rc ? rc : coll_check_done(e);
     }
     if (g->runs == 1) {
         g->n = 0;
         e->recording = g;
         int rc = fn(arg);
         e->recording = NULL;
+        if (!rc) rc = coll_check_done(e);
         if (rc == ACC_OK && !d->status) g->runs++; /* else record again next time */
         return rc ? rc : d->status;
     }
@@ -433,13 +545,14 @@ static int emu_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const ac
         else if (r->kind == REC_GEMM)
             emu_gemm(d, r->bf16, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->sa, r->B, r->ldb, r->sb, r->beta,
                      r->C, r->ldc, r->sc, r->batch);
+        else if (r->kind >= REC_COLL_ISSUE) coll_do(e, r);
         else if (r->kind >= REC_COPY_ISSUE) copy_do(e, r);
         else if (r->kind == REC_GEMM_EP)
             emu_gemm_ep(d, r->bf16, r->epi, r->ta, r->tb, r->m, r->n, r->kk, r->A, r->lda, r->B, r->ldb, r->beta, r->C,
                         r->ldc, r->bias, r->ws, r->ws_bytes);
         else emu_mark(d, r->phase);
     }
-    return d->status;
+    return coll_check_done(e);
 }
 
 static const char *emu_error(const acc_dev *d) { return dev_error(d); }
@@ -469,4 +582,6 @@ const acc_device acc_device_cuda_emu = {
     .copy_issue = emu_copy_issue,
     .copy_wait = emu_copy_wait,
     .copy_sync = emu_copy_sync,
+    .coll_issue = emu_coll_issue,
+    .coll_wait = emu_coll_wait,
 };
