@@ -193,5 +193,7 @@ int cg_build_library(const char *dir, const char *model, const CgTarget *target,
     snprintf(hdr_from, sizeof hdr_from, "%s/accrt.h", cg_runtime_include());
     snprintf(hdr_to, sizeof hdr_to, "%s/accrt.h", dir);
     if (copy_file(hdr_from, hdr_to, err)) return -1;
-    return copy_sibling("libaccrt_mpi.a", "accrt_mpi.h", dir, err);
+    /* the communicators: MPI for any target, NCCL for the cuda target */
+    if (copy_sibling("libaccrt_mpi.a", "accrt_mpi.h", dir, err)) return -1;
+    return target->nvrtc ? copy_sibling("libaccrt_nccl.a", "accrt_nccl.h", dir, err) : 0;
 }

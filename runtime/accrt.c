@@ -308,6 +308,10 @@ int acc_set_comm(acc_model *m, acc_comm *comm) {
                     "acc_set_comm: the library was compiled for %d rank%s (acc compile --ranks), the communicator "
                     "is rank %d of %d",
                     ranks(d), ranks(d) == 1 ? "" : "s", comm->rank, comm->size);
+    if (m->comm && m->comm != comm) /* a device's recorded steps hold the first */
+        return fail(m, ACC_ERR_STATE,
+                    "acc_set_comm: the instance has a communicator already; a model is created for one group of "
+                    "ranks");
     if (!d->device && comm->device_memory)
         return fail(m, ACC_ERR_ARG,
                     "acc_set_comm: the %s communicator reduces device memory; the %s target's arena is host "

@@ -443,6 +443,8 @@ int acc_get_counters(const acc_model *m, acc_counters *out);
  * and gathers every rank's parameters, and acc_clip_grad_norm sums the
  * norm over the ranks). */
 int acc_set_comm(acc_model *m, acc_comm *comm);
+/* (Once per instance: another communicator later is ACC_ERR_STATE, since a
+ * device's recorded steps hold the first.) */
 /* Whether acc_step and acc_forward_backward reduce the gradients over the
  * ranks (1, the default). Accumulating over calls, turn it off for every
  * call but the last (each call adds to this rank's own gradients; the last
