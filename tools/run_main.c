@@ -51,6 +51,8 @@ static int check(acc_model *m, int rc, const char *what) {
 static int rank = 0, n_ranks = 1;
 
 static int run(int argc, char **argv);
+static void print_summary(const acc_model_desc *d, acc_model *m, long steps, const double *times, float norm0,
+                          double comm_ms);
 
 int main(int argc, char **argv) {
 #ifdef ACC_MPI
@@ -152,9 +154,6 @@ static int run(int argc, char **argv) {
         if (check(m, acc_save_params(m, path), "dump-params")) return 1;
     }
     qsort(times, (size_t)(steps > 0 ? steps : 0), sizeof(double), cmp_double);
-    acc_counters c;
-    acc_get_counters(m, &c);
-    double n = c.steps ? (double)c.steps : 1;
     /* data parallel: the time of one step's collectives alone (the
      * gradients' buckets, issued and waited for as the step does, without
      * the backward to hide them), the median of 5 */
@@ -184,14 +183,23 @@ static int run(int argc, char **argv) {
         comm_ms = t[2];
     }
 #endif
-    if (rank) { /* rank 0 speaks for all: they run one plan */
-        free(times);
-        acc_destroy(m);
-#ifdef ACC_MPI
-        acc_comm_destroy(comm);
-#endif
-        return 0;
+    if (!rank) { /* rank 0 speaks for all: they run one plan */
+        print_summary(d, m, steps, times, norm0, comm_ms);
     }
+    free(times);
+    acc_destroy(m);
+#ifdef ACC_MPI
+    acc_comm_destroy(comm);
+#endif
+    return 0;
+}
+
+/* The summary line: the plan's figures and the counters after the run. */
+static void print_summary(const acc_model_desc *d, acc_model *m, long steps, const double *times, float norm0,
+                          double comm_ms) {
+    acc_counters c;
+    acc_get_counters(m, &c);
+    double n = c.steps ? (double)c.steps : 1;
     printf("{\"model\": \"%s\", \"steps\": %ld, \"peak_bytes_planned\": %lld, \"peak_bytes_measured\": %lld, "
            "\"step_ms_median\": %.3f, \"fwd_ms_mean\": %.3f, \"bwd_ms_mean\": %.3f, \"opt_ms_mean\": %.3f",
            d->model_name, steps, (long long)d->planned_peak_bytes, (long long)c.peak_bytes_measured,
@@ -205,10 +213,4 @@ static int run(int argc, char **argv) {
         printf(", \"ranks\": %d, \"zero\": %d, \"buckets\": %d, \"comm_ms_alone\": %.3f", n_ranks, d->zero,
                d->n_buckets, comm_ms);
     printf("}\n");
-    free(times);
-    acc_destroy(m);
-#ifdef ACC_MPI
-    acc_comm_destroy(comm);
-#endif
-    return 0;
 }
