@@ -112,6 +112,10 @@ typedef struct {
 /* requires: an allocated schedule and its fusion. provides: when each copy
  * of an offloaded tensor is issued and waited for (see overlap.c). */
 void cg_copies(const Schedule *s, const CgFusion *fu, CgCopies *out);
+/* The first step after t at which a buffer placed over buffer b's bytes is
+ * written (its first step), or -1: how long work that reads or writes b
+ * beside the step (a copy out, a collective) may run. */
+int cg_first_overwrite(const Schedule *s, int b, int t);
 void cg_copies_free(CgCopies *c);
 
 /* ---- the CUDA kernels (codegen/cuda.c) ---- */

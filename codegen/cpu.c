@@ -612,10 +612,6 @@ static void emit_grad_done_before(Emit *e, int t) {
                     j);
 }
 
-static bool overlaps(const Buffer *a, const Buffer *b) {
-    return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
-}
-
 static void cg_units(const Schedule *s, const CgFusion *fu, const DpLayout *dp, CgUnits *u) {
     memset(u, 0, sizeof *u);
     if (!dp || !dp->n_buckets) return;
@@ -633,16 +629,10 @@ static void cg_units(const Schedule *s, const CgFusion *fu, const DpLayout *dp, 
             continue;
         }
         for (int i = n - 1; i >= 0; i--) { /* a parameter without a gradient has no collective */
-            const Buffer *b = dp->bucket_of[i] == k ? &s->bufs.v[s->pgrad_buf[i]] : NULL;
-            if (!b || b->first < 0) continue;
-            int done = -1;
-            for (int x = 0; x < s->bufs.n; x++) {
-                const Buffer *o = &s->bufs.v[x];
-                if (o != b && !o->host && !o->persistent && o->first > b->last && overlaps(o, b) &&
-                    (done < 0 || o->first < done))
-                    done = o->first;
-            }
-            u->bucket[u->n] = k, u->node[u->n] = i, u->done_before[u->n++] = done;
+            if (dp->bucket_of[i] != k || s->bufs.v[s->pgrad_buf[i]].first < 0) continue;
+            int b = s->pgrad_buf[i];
+            u->bucket[u->n] = k, u->node[u->n] = i,
+            u->done_before[u->n++] = cg_first_overwrite(s, b, s->bufs.v[b].last);
         }
     }
 }

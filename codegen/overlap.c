@@ -1,6 +1,8 @@
-/* overlap.c - when the copies of offloaded tensors run. They run on a
- * stream of their own, in the order they are issued, and the static
- * allocation says how far each may move from its step without a data race:
+/* overlap.c - when the copies of offloaded tensors run (and, through
+ * cg_first_overwrite, until when ZeRO-2's collectives may hold a gradient's
+ * buffer). They run on a stream of their own, in the order they are issued,
+ * and the static allocation says how far each may move from its step
+ * without a data race:
  *
  *   - a copy out (OFFLOAD at step t) is issued at t, after the steps before
  *     it; the steps must wait for it only before the first later step that
@@ -24,6 +26,17 @@ static bool overlap(const Buffer *a, const Buffer *b) {
     return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
 }
 
+int cg_first_overwrite(const Schedule *s, int b, int t) {
+    const Buffer *d = &s->bufs.v[b];
+    int first = -1;
+    for (int i = 0; i < s->bufs.n; i++) {
+        const Buffer *o = &s->bufs.v[i];
+        if (i != b && !o->host && !o->persistent && o->first > t && overlap(o, d) && (first < 0 || o->first < first))
+            first = o->first;
+    }
+    return first;
+}
+
 /* The position step t is emitted at. */
 static int position(const CgFusion *fu, int t) {
     int c = t >= 0 ? fu->chain_of[t] : -1;
@@ -43,12 +56,16 @@ void cg_copies(const Schedule *s, const CgFusion *fu, CgCopies *out) {
         if (!to_host) c.issue_after = s->bufs.v[st->in[0]].first; /* the copy out into its host buffer */
         for (int k = 0; k < 2; k++) {
             if (dev[k] < 0) continue;
+            if (to_host) {
+                int w = cg_first_overwrite(s, dev[k], t);
+                if (w >= 0 && w < c.wait_before) c.wait_before = w;
+                continue;
+            }
             const Buffer *d = &s->bufs.v[dev[k]];
             for (int i = 0; i < s->bufs.n; i++) {
                 const Buffer *b = &s->bufs.v[i];
                 if (b->host || b->persistent || b->first < 0 || i == dev[k] || !overlap(b, d)) continue;
-                if (to_host && b->first > t && b->first < c.wait_before) c.wait_before = b->first;
-                if (!to_host && b->last < t && b->last > c.issue_after) c.issue_after = b->last;
+                if (b->last < t && b->last > c.issue_after) c.issue_after = b->last;
             }
         }
         c.issue_after = position(fu, c.issue_after); /* after the chain the step is fused into */
