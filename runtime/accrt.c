@@ -276,6 +276,14 @@ void acc_comm_destroy(acc_comm *c) {
     if (c && c->destroy) c->destroy(c);
 }
 
+double acc_comm_timeout(void) {
+    const char *v = getenv("ACC_COMM_TIMEOUT");
+    if (!v || !*v) return 600;
+    char *end = NULL;
+    double t = strtod(v, &end);
+    return *end || !(t >= 0) || t > 1e9 ? -1 : t;
+}
+
 /* ACC_OK, or ACC_ERR_COMM with the communicator's detail. */
 static int comm_status(acc_model *m, int rc, const char *what) {
     if (rc == ACC_OK) return ACC_OK;

@@ -181,9 +181,28 @@ struct acc_comm {
     const char *(*error)(const acc_comm *c);
     void (*destroy)(acc_comm *c);
     void *impl;
+    /* How long the host waits for this communicator's collectives before it
+     * gives up, in seconds (<= 0: without limit). The constructors set it
+     * from acc_comm_timeout(); a trainer may change it. A rank that died,
+     * hangs or runs another step then costs a failed call, not a hang. */
+    double timeout_s;
+    /* Called while the host waits for device work that includes this
+     * communicator's collectives (the cuda device layer polls it), with how
+     * long it has waited so far. ACC_OK: keep waiting. ACC_ERR_COMM: stop: a
+     * collective failed asynchronously or the wait passed timeout_s; the
+     * communicator was aborted (what it had in flight will not complete;
+     * make a new one) and error() says why. NULL: the host waits on its own
+     * terms (a host-memory communicator bounds its waits itself). */
+    int (*check)(acc_comm *c, double waited_s);
 };
 /* Free a communicator made by acc_comm_mpi or acc_comm_nccl (NULL: nothing). */
 void acc_comm_destroy(acc_comm *c);
+
+/* The collectives' default timeout, seconds: ACC_COMM_TIMEOUT from the
+ * environment (a number of seconds; 0: without limit), else 600. -1 if the
+ * variable is set but not a non-negative number (the constructors then
+ * return ACC_ERR_ARG). */
+double acc_comm_timeout(void);
 
 /* A device layer (libaccrt_cuda: the GPU through the driver API and cuBLAS;
  * libaccrt_emu: the same kernels and schedule emulated on the CPU). The

@@ -16,8 +16,11 @@ extern "C" {
 #endif
 
 /* *out: a communicator over comm's ranks (comm is duplicated: the trainer
- * keeps and frees its own). MPI must be initialized (ACC_ERR_STATE).
- * Destroy with acc_comm_destroy before MPI_Finalize. */
+ * keeps and frees its own). MPI must be initialized (ACC_ERR_STATE). Its
+ * waits are bounded by timeout_s (acc_comm_timeout(): ACC_COMM_TIMEOUT, an
+ * invalid value ACC_ERR_ARG): past it a call returns ACC_ERR_COMM and the
+ * communicator is given up. Destroy with acc_comm_destroy before
+ * MPI_Finalize. */
 int acc_comm_mpi(MPI_Comm comm, acc_comm **out);
 
 #ifdef __cplusplus

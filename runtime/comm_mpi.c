@@ -8,11 +8,21 @@
  * MPI_Iallgather with MPI_IN_PLACE. Starting a collective also tests the
  * ones in flight, which lets MPI advance them between the backward's
  * buckets (Open MPI progresses nonblocking collectives only inside calls).
+ *
+ * Every wait, the host reductions' too, is bounded by the communicator's
+ * timeout_s: it tests its request until it completes or the time is up.
+ * Past it the communicator is given up (MPI cannot cancel a collective):
+ * the call and every later one return ACC_ERR_COMM saying so, and destroy
+ * leaves the requests in flight alone. A rank that died under mpirun ends
+ * the job (MPI's own doing); one that hangs or runs another step no longer
+ * hangs the others.
  */
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "accrt_mpi.h"
 
@@ -27,6 +37,7 @@ typedef struct {
     MPI_Comm comm;
     Pending *pend;
     int n_pend;
+    int given_up; /* a wait timed out: nothing more goes through */
     char err[MPI_MAX_ERROR_STRING + 128];
 } MpiComm;
 
@@ -44,9 +55,46 @@ static int fail(MpiComm *x, const char *msg) {
     return ACC_ERR_COMM;
 }
 
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Test *req until it completes, or until timeout_s has passed: then the
+ * communicator is given up. After the first millisecond each test yields
+ * the core (ranks may share cores). */
+static int wait_bounded(MpiComm *x, MPI_Request *req, const char *what) {
+    double start = now(), limit = x->base.timeout_s, waited = 0;
+    for (long tests = 0;; tests++) {
+        int done = 0, rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return status(x, rc, what);
+        if (done) return ACC_OK;
+        if (tests % 64 == 63) {
+            waited = now() - start;
+            if (limit > 0 && waited > limit) {
+                x->given_up = 1;
+                snprintf(x->err, sizeof x->err,
+                         "%s did not complete within %g s (the communicator's timeout_s, ACC_COMM_TIMEOUT): a rank "
+                         "stopped, hangs or runs another step; this communicator is given up",
+                         what, limit);
+                return ACC_ERR_COMM;
+            }
+        }
+        if (waited > 1e-3) sched_yield();
+    }
+}
+
+static int given_up(MpiComm *x) {
+    if (!x->given_up) return ACC_OK;
+    if (!strstr(x->err, "given up")) snprintf(x->err, sizeof x->err, "this communicator was given up after a timeout");
+    return ACC_ERR_COMM;
+}
+
 static int mpi_issue(acc_comm *c, int id, int kind, float *buf, int64_t count, void *stream) {
     MpiComm *x = (MpiComm *)c;
     (void)stream;
+    if (given_up(x)) return ACC_ERR_COMM;
     if (id < 0) return fail(x, "a negative collective id");
     if (count < 0 || count > INT_MAX) return fail(x, "a collective of more than INT_MAX floats");
     if (id >= x->n_pend) {
@@ -88,8 +136,11 @@ static int mpi_wait(acc_comm *c, int id) {
     MpiComm *x = (MpiComm *)c;
     if (id < 0 || id >= x->n_pend) return ACC_OK; /* never issued */
     Pending *p = &x->pend[id];
-    int rc = p->req != MPI_REQUEST_NULL ? MPI_Wait(&p->req, MPI_STATUS_IGNORE) : MPI_SUCCESS;
-    if (rc != MPI_SUCCESS) return status(x, rc, "waiting for a collective");
+    if (given_up(x)) return ACC_ERR_COMM;
+    char what[64];
+    snprintf(what, sizeof what, "collective %d", id);
+    int rc = p->req != MPI_REQUEST_NULL ? wait_bounded(x, &p->req, what) : ACC_OK;
+    if (rc != ACC_OK) return rc;
     if (p->count && x->base.rank) /* this rank's piece from the start to its place */
         memmove(p->buf + (int64_t)x->base.rank * p->count, p->buf, (size_t)p->count * sizeof(float));
     p->buf = NULL, p->count = 0;
@@ -100,7 +151,10 @@ static int mpi_allreduce_host(acc_comm *c, double *v, int n, int op) {
     MpiComm *x = (MpiComm *)c;
     MPI_Op o = op == ACC_RED_MAX ? MPI_MAX : op == ACC_RED_MIN ? MPI_MIN : MPI_SUM;
     if (op < ACC_RED_SUM || op > ACC_RED_MIN) return fail(x, "an unknown reduction");
-    return status(x, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, o, x->comm), "a host reduction");
+    if (given_up(x)) return ACC_ERR_COMM;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, o, x->comm, &req);
+    return rc != MPI_SUCCESS ? status(x, rc, "a host reduction") : wait_bounded(x, &req, "a host reduction");
 }
 
 static const char *mpi_error(const acc_comm *c) { return ((const MpiComm *)c)->err; }
@@ -109,9 +163,9 @@ static void mpi_destroy(acc_comm *c) {
     MpiComm *x = (MpiComm *)c;
     int finalized = 0;
     MPI_Finalized(&finalized);
-    for (int i = 0; !finalized && i < x->n_pend; i++)
-        if (x->pend[i].req != MPI_REQUEST_NULL) MPI_Wait(&x->pend[i].req, MPI_STATUS_IGNORE);
-    if (!finalized) MPI_Comm_free(&x->comm);
+    for (int i = 0; !finalized && !x->given_up && i < x->n_pend; i++)
+        if (x->pend[i].req != MPI_REQUEST_NULL && wait_bounded(x, &x->pend[i].req, "a collective in flight")) break;
+    if (!finalized && !x->given_up) MPI_Comm_free(&x->comm);
     free(x->pend);
     free(x);
 }
@@ -123,8 +177,11 @@ int acc_comm_mpi(MPI_Comm comm, acc_comm **out) {
     MPI_Initialized(&init);
     MPI_Finalized(&finalized);
     if (!init || finalized) return ACC_ERR_STATE;
+    double timeout = acc_comm_timeout();
+    if (timeout < 0) return ACC_ERR_ARG; /* ACC_COMM_TIMEOUT is not a number of seconds */
     MpiComm *x = calloc(1, sizeof *x);
     if (!x) return ACC_ERR_NOMEM;
+    x->base.timeout_s = timeout;
     if (MPI_Comm_dup(comm, &x->comm) != MPI_SUCCESS) {
         free(x);
         return ACC_ERR_COMM;

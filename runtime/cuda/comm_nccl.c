@@ -10,6 +10,13 @@
  * a sentence. Not here: the choice of buckets and the order of the
  * collectives (the plan and the runtime), the launcher (the trainer's).
  * Nothing aborts; every NCCL and driver call is checked.
+ *
+ * Nothing hangs for ever either: while the host waits for the device's
+ * stream (the device layer polls acc_comm's check, and allreduce_host its
+ * own stream), NCCL's asynchronous error and the communicator's timeout_s
+ * are checked; either gives up the communicator (an owned one is aborted
+ * with ncclCommAbort, which returns its kernels) and the wait returns
+ * ACC_ERR_COMM. ncclCommInitRank itself waits for every rank, unbounded.
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda.h>
 #include <nccl.h>
@@ -33,12 +41,12 @@ _Static_assert(ACC_NCCL_ID_BYTES == NCCL_UNIQUE_ID_BYTES, "ACC_NCCL_ID_BYTES is 
 #define NCCL_FUNCS(X)                                                                                        \
     X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommDestroy) X(ncclCommAbort) X(ncclCommCount)             \
     X(ncclCommUserRank) X(ncclCommCuDevice) X(ncclGetErrorString) X(ncclGetLastError) X(ncclAllReduce)      \
-    X(ncclReduceScatter) X(ncclAllGather)
+    X(ncclReduceScatter) X(ncclAllGather) X(ncclCommGetAsyncError)
 /* the driver: the device's primary context, and allreduce_host's buffer and stream */
 #define CU_FUNCS(X)                                                                                          \
     X(cuInit) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)   \
     X(cuCtxSetCurrent) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuStreamCreate)         \
-    X(cuStreamSynchronize) X(cuStreamDestroy) X(cuGetErrorString)
+    X(cuStreamSynchronize) X(cuStreamQuery) X(cuStreamDestroy) X(cuGetErrorString)
 /* clang-format on */
 
 typedef struct {
@@ -54,6 +62,7 @@ typedef struct {
     Api api;
     ncclComm_t nccl;
     int owned;     /* made by acc_comm_nccl_create: destroyed with the wrapper */
+    int given_up;  /* an asynchronous error or a timeout: nothing more goes through */
     int cu_ready;  /* the driver part below is set up */
     int cu_failed; /* ... or could not be (its status) */
     int ordinal;   /* the GPU, the driver's ordinal */
@@ -155,12 +164,51 @@ static int open_device(NcclComm *c) {
     return c->cu_failed;
 }
 
+static int given_up(NcclComm *c) {
+    if (!c->given_up) return ACC_OK;
+    if (!strstr(c->err, "given up")) snprintf(c->err, sizeof c->err, "this communicator was given up earlier");
+    return ACC_ERR_COMM;
+}
+
+/* acc_comm's check: NCCL's asynchronous error, else the timeout. Either
+ * gives the communicator up: an owned one is aborted (its kernels return,
+ * so the stream waiting on them completes); the trainer's is left to it. */
+static int nccl_check_wait(acc_comm *h, double waited_s) {
+    NcclComm *c = (NcclComm *)h;
+    if (given_up(c)) return ACC_ERR_COMM;
+    if (!c->nccl) return fail(c, ACC_ERR_COMM, "no NCCL communicator");
+    ncclResult_t async = ncclSuccess;
+    int rc = NCCL_CHECK(c, c->api.ncclCommGetAsyncError(c->nccl, &async));
+    if (rc == ACC_OK && async != ncclSuccess && async != ncclInProgress)
+        rc = fail(c, ACC_ERR_COMM, "NCCL reported an asynchronous error: %s (ncclResult_t %d)",
+                  c->api.ncclGetErrorString(async), (int)async);
+    else if (rc == ACC_OK && h->timeout_s > 0 && waited_s > h->timeout_s)
+        rc = fail(c, ACC_ERR_COMM,
+                  "the collectives did not complete within %g s (the communicator's timeout_s, ACC_COMM_TIMEOUT): "
+                  "a rank stopped, hangs or runs another step",
+                  h->timeout_s);
+    if (rc == ACC_OK) return ACC_OK;
+    c->given_up = 1;
+    size_t len = strlen(c->err);
+    if (c->owned) {
+        c->api.ncclCommAbort(c->nccl);
+        c->nccl = NULL;
+        snprintf(c->err + len, sizeof c->err - len, "; the communicator was given up and aborted");
+    } else {
+        snprintf(c->err + len, sizeof c->err - len,
+                 "; the communicator was given up: abort the trainer's NCCL communicator (ncclCommAbort) before "
+                 "destroying the model");
+    }
+    return ACC_ERR_COMM;
+}
+
 /* In place on the device, stream ordered: the reduce-scatter's result and
  * the all-gather's source are this rank's piece of buf. */
 static int nccl_issue(acc_comm *h, int id, int kind, float *buf, int64_t count, void *stream) {
     NcclComm *c = (NcclComm *)h;
     Api *a = &c->api;
     (void)id;
+    if (given_up(c)) return ACC_ERR_COMM;
     if (!buf || count < 0) return fail(c, ACC_ERR_ARG, "collective %d: no buffer or a negative count", id);
     cudaStream_t s = (cudaStream_t)stream;
     size_t n = (size_t)count;
@@ -180,6 +228,28 @@ static int nccl_wait(acc_comm *h, int id) {
     return ACC_OK;
 }
 
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* allreduce_host's stream done, checked as the device layer checks its
+ * own (nccl_check_wait) every millisecond. */
+static int stream_wait(NcclComm *c) {
+    double start = now(), last = start;
+    for (;;) {
+        CUresult r = c->api.cuStreamQuery(c->stream);
+        if (r != CUDA_ERROR_NOT_READY) return CU_CHECK(c, r);
+        double t = now();
+        if (t - last >= 1e-3) {
+            last = t;
+            int rc = nccl_check_wait(&c->head, t - start);
+            if (rc) return rc;
+        }
+    }
+}
+
 /* x[0..n) through a device buffer of doubles, on the communicator's own
  * stream, synchronously (a wrapped communicator opens its GPU here). */
 static int nccl_allreduce_host(acc_comm *h, double *x, int n, int op) {
@@ -190,6 +260,7 @@ static int nccl_allreduce_host(acc_comm *h, double *x, int n, int op) {
     if (op != ACC_RED_SUM && op != ACC_RED_MAX && op != ACC_RED_MIN)
         return fail(c, ACC_ERR_ARG, "allreduce_host: unknown op %d", op);
     if (n == 0) return ACC_OK;
+    if (given_up(c)) return ACC_ERR_COMM;
     size_t bytes = (size_t)n * sizeof *x;
     if ((rc = open_device(c))) return rc;
     if ((rc = CU_CHECK(c, a->cuCtxSetCurrent(c->ctx)))) return rc;
@@ -203,7 +274,7 @@ static int nccl_allreduce_host(acc_comm *h, double *x, int n, int op) {
     if ((rc = CU_CHECK(c, a->cuMemcpyHtoD(c->scratch, x, bytes)))) return rc;
     if ((rc = NCCL_CHECK(c, a->ncclAllReduce(p, p, (size_t)n, ncclFloat64, r, c->nccl, (cudaStream_t)c->stream))))
         return rc;
-    if ((rc = CU_CHECK(c, a->cuStreamSynchronize(c->stream)))) return rc;
+    if ((rc = stream_wait(c))) return rc;
     return CU_CHECK(c, a->cuMemcpyDtoH(x, c->scratch, bytes));
 }
 
@@ -213,7 +284,8 @@ static void nccl_destroy(acc_comm *h) {
     NcclComm *c = (NcclComm *)h;
     Api *a = &c->api;
     if (c->ctx_retained) a->cuCtxSetCurrent(c->ctx);
-    if (c->stream) a->cuStreamSynchronize(c->stream), a->cuStreamDestroy(c->stream);
+    if (c->stream && !c->given_up) a->cuStreamSynchronize(c->stream);
+    if (c->stream) a->cuStreamDestroy(c->stream);
     if (c->scratch) a->cuMemFree(c->scratch);
     if (c->owned && c->nccl) a->ncclCommDestroy(c->nccl);
     if (c->ctx_retained) a->cuDevicePrimaryCtxRelease(c->dev);
@@ -233,7 +305,14 @@ static NcclComm *comm_new(void) {
     c->head.error = nccl_error;
     c->head.destroy = nccl_destroy;
     c->head.impl = c;
+    c->head.check = nccl_check_wait;
+    c->head.timeout_s = acc_comm_timeout();
     return c;
+}
+
+static int bad_timeout(NcclComm *c) {
+    return fail(c, ACC_ERR_ARG, "ACC_COMM_TIMEOUT='%s' is not a number of seconds (0: no limit)",
+                getenv("ACC_COMM_TIMEOUT"));
 }
 
 int acc_comm_nccl_unique_id(void *id, size_t size) {
@@ -258,6 +337,7 @@ int acc_comm_nccl_create(int rank, int size, const void *id, int cuda_device, ac
     *out = &c->head;
     c->owned = 1;
     c->head.rank = rank, c->head.size = size;
+    if (c->head.timeout_s < 0) return bad_timeout(c);
     if (!id) return fail(c, ACC_ERR_NULL, "acc_comm_nccl_create: no unique id");
     if (size < 1 || rank < 0 || rank >= size)
         return fail(c, ACC_ERR_ARG, "acc_comm_nccl_create: rank %d of %d ranks", rank, size);
@@ -278,6 +358,7 @@ int acc_comm_nccl_wrap(struct ncclComm *nccl, acc_comm **out) {
     NcclComm *c = comm_new();
     if (!c) return ACC_ERR_NOMEM;
     *out = &c->head;
+    if (c->head.timeout_s < 0) return bad_timeout(c);
     if (!nccl) return fail(c, ACC_ERR_NULL, "acc_comm_nccl_wrap: no NCCL communicator");
     c->nccl = nccl;
     int rc = load_nccl(c);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -40,7 +41,7 @@
     X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuLaunchKernel) X(cuEventCreate) \
     X(cuEventRecord) X(cuEventElapsedTime) X(cuEventDestroy) X(cuGetErrorString) X(cuEventRecordWithFlags)      \
     X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphDestroy)        \
-    X(cuGraphExecDestroy) X(cuCtxGetCurrent) X(cuCtxGetDevice)
+    X(cuGraphExecDestroy) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuStreamQuery)
 #define BLAS_FUNCS(X) \
     X(cublasCreate) X(cublasDestroy) X(cublasSetStream) X(cublasSetWorkspace) X(cublasSetMathMode) X(cublasSgemmStridedBatched) \
     X(cublasGemmStridedBatchedEx)
@@ -97,6 +98,8 @@ typedef struct {
     CUevent *coll_ready, *coll_done;
     unsigned char *coll_issued;
     int coll_ids;
+    acc_comm *comm; /* the communicator of the collectives issued: its check bounds the waits */
+    int comm_lost;  /* it gave up: the stream is not waited for when closing */
 } CudaDev;
 
 static const char *const kernel_names[KID_COUNT] = {
@@ -115,6 +118,35 @@ static int cu_check(CudaDev *c, CUresult r, const char *what, const char *file, 
                  : r == CUDA_ERROR_OUT_OF_MEMORY                                     ? ACC_ERR_NOMEM
                                                                                      : ACC_ERR_DEVICE;
     return dev_fail(&c->head, status, file, line, "%s: %s (CUresult %d)", what, msg ? msg : "unknown error", (int)r);
+}
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The step's stream done. Once collectives have been issued, the host
+ * polls it and, every millisecond, the communicator's check (NCCL's
+ * asynchronous error, its timeout): a collective that a rank never joins
+ * is then ACC_ERR_COMM, not a hang. Otherwise the driver's synchronize. */
+static int stream_sync(CudaDev *c) {
+    acc_comm *comm = c->comm;
+    if (!comm || !comm->check) return CU_CHECK(c, c->api.cuStreamSynchronize(c->stream));
+    double start = now(), last = start;
+    for (;;) {
+        CUresult r = c->api.cuStreamQuery(c->stream);
+        if (r != CUDA_ERROR_NOT_READY) return CU_CHECK(c, r);
+        double t = now();
+        if (t - last < 1e-3) continue;
+        last = t;
+        if (comm->check(comm, t - start) != ACC_OK) {
+            c->comm_lost = 1;
+            const char *why = comm->error ? comm->error(comm) : "";
+            return dev_fail(&c->head, ACC_ERR_COMM, __FILE__, __LINE__, "waiting for the step's collectives (%s): %s",
+                            comm->name ? comm->name : "?", why && *why ? why : "given up");
+        }
+    }
 }
 
 #define BLAS_CHECK(c, call) blas_check((c), (call), #call, __FILE__, __LINE__)
@@ -390,7 +422,7 @@ static void cuda_close(acc_dev *d) {
     CudaDev *c = (CudaDev *)d;
     Api *a = &c->api;
     if (c->ctx && a->cuCtxSetCurrent) a->cuCtxSetCurrent(c->ctx);
-    if (c->stream) a->cuStreamSynchronize(c->stream);
+    if (c->stream && !c->comm_lost) a->cuStreamSynchronize(c->stream);
     for (int g = 0; g < ACC_GRAPH_COUNT; g++) {
         if (c->exec[g]) a->cuGraphExecDestroy(c->exec[g]);
         if (c->graph[g]) a->cuGraphDestroy(c->graph[g]);
@@ -406,7 +438,7 @@ static void cuda_close(acc_dev *d) {
     }
     free(c->copy_ready), free(c->copy_done), free(c->copy_issued);
     if (c->copy_stream) a->cuStreamSynchronize(c->copy_stream), a->cuStreamDestroy(c->copy_stream);
-    if (c->coll_stream) a->cuStreamSynchronize(c->coll_stream);
+    if (c->coll_stream && !c->comm_lost) a->cuStreamSynchronize(c->coll_stream);
     for (int i = 0; i < c->coll_ids; i++) {
         if (c->coll_ready && c->coll_ready[i]) a->cuEventDestroy(c->coll_ready[i]);
         if (c->coll_done && c->coll_done[i]) a->cuEventDestroy(c->coll_done[i]);
@@ -425,21 +457,21 @@ static void cuda_close(acc_dev *d) {
 static int cuda_upload(acc_dev *d, unsigned char *dst, const void *src, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
-    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     return CU_CHECK(c, c->api.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n));
 }
 
 static int cuda_download(acc_dev *d, void *dst, const unsigned char *src, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
-    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     return CU_CHECK(c, c->api.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, n));
 }
 
 static int cuda_copy(acc_dev *d, unsigned char *dst, const unsigned char *src, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
-    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     return CU_CHECK(c, c->api.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, n));
 }
 
@@ -509,6 +541,7 @@ static int cuda_coll_issue(acc_dev *d, acc_comm *comm, int id, int kind, float *
         return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "collective %d issued again before its wait", id);
     if (CU_CHECK(c, a->cuEventRecord(c->coll_ready[id], c->stream))) return d->status;
     if (CU_CHECK(c, a->cuStreamWaitEvent(c->coll_stream, c->coll_ready[id], 0))) return d->status;
+    c->comm = comm;
     int rc = comm->issue(comm, id, kind, buf, count, (void *)c->coll_stream);
     if (rc) {
         const char *why = comm->error ? comm->error(comm) : "";
@@ -542,7 +575,7 @@ static int cuda_coll_wait(acc_dev *d, acc_comm *comm, int id) {
 static int cuda_zero(acc_dev *d, unsigned char *dst, size_t n) {
     CudaDev *c = (CudaDev *)d;
     if (d->status) return d->status;
-    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     return CU_CHECK(c, c->api.cuMemsetD8((CUdeviceptr)(uintptr_t)dst, 0, n));
 }
 
@@ -571,7 +604,7 @@ static int cuda_run(acc_dev *d, int graph, int (*fn)(void *), void *arg, const a
     Api *a = &c->api;
     if (d->status) return d->status;
     if (!d->scalars) return dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "no workspace for the step's scalars");
-    if (CU_CHECK(c, a->cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     if (CU_CHECK(c, a->cuMemcpyHtoD((CUdeviceptr)(uintptr_t)d->scalars, s, sizeof *s))) return d->status;
     if (c->no_graphs || c->runs[graph] < 1) {
         c->runs[graph]++;
@@ -604,7 +637,7 @@ static int cuda_finish(acc_dev *d, double ms[ACC_PHASE_COUNT]) {
     CudaDev *c = (CudaDev *)d;
     for (int p = 0; p < ACC_PHASE_COUNT; p++) ms[p] = 0;
     if (d->status) return d->status;
-    if (CU_CHECK(c, c->api.cuStreamSynchronize(c->stream))) return d->status;
+    if (stream_sync(c)) return d->status;
     float t;
     if (c->ev_used[ACC_PHASE_FWD] && c->ev_used[ACC_PHASE_BWD] && c->ev_used[ACC_PHASE_COUNT]) {
         if (!CU_CHECK(c, c->api.cuEventElapsedTime(&t, c->ev[ACC_PHASE_FWD], c->ev[ACC_PHASE_BWD])))

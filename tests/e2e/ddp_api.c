@@ -12,12 +12,20 @@
  *   - with ZeRO-2 acc_set_grad_sync(m, 0) and reading a gradient are
  *     ACC_ERR_STATE (a rank keeps only its shard of the reduced gradients);
  *   - acc_clip_grad_norm's norm is printed ("norm N") for the script to
- *     compare across ZeRO-0, -1 and -2 builds, and is the same on every rank.
+ *     compare across ZeRO-0, -1 and -2 builds, and is the same on every rank;
+ *   - with the argument "late", a rank late by more than the
+ *     communicator's timeout_s: the other's step returns ACC_ERR_COMM
+ *     saying so within a few seconds instead of waiting for it, and so does
+ *     the late rank's, whose last collective the first never joins; neither
+ *     hangs. MPI cannot cancel a collective, and those given up still point
+ *     into the models' arenas, so the job then ends as a trainer's must:
+ *     MPI_Abort (exit 3, which the script expects).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "accrt.h"
 #include "accrt_mpi.h"
@@ -71,6 +79,31 @@ static float *grads(acc_model *m, int64_t *n) {
     return g;
 }
 
+/* The "late" run: rank 1 starts its step 3 s after rank 0, whose
+ * communicator waits 1 s. */
+static int late_rank(const acc_model_desc *d) {
+    acc_comm *late = NULL;
+    CHECK(acc_comm_mpi(MPI_COMM_WORLD, &late) == ACC_OK, "acc_comm_mpi");
+    late->timeout_s = 1.0;
+    acc_model *y = make(d);
+    CHECK(acc_set_comm(y, late) == ACC_OK, "set_comm: %s", acc_last_error(y));
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1) nanosleep(&(struct timespec){3, 0}, NULL);
+    time_t t0 = time(NULL);
+    float loss;
+    int rc = acc_step(y, &loss);
+    CHECK(rc == ACC_ERR_COMM, "a step with a late rank: %s, not ACC_ERR_COMM", acc_status_string(rc));
+    CHECK(strstr(acc_last_error(y), "did not complete within 1 s"), "message: %s", acc_last_error(y));
+    CHECK(time(NULL) - t0 <= 10, "the step gave up after %ld s", (long)(time(NULL) - t0));
+    rc = acc_step(y, &loss);
+    CHECK(rc == ACC_ERR_COMM && strstr(acc_last_error(y), "given up"), "a step after: %s", acc_last_error(y));
+    printf("rank %d: gave up: %s\n", rank, acc_last_error(y));
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+    return 3;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int size;
@@ -82,6 +115,7 @@ int main(int argc, char **argv) {
           "acc_comm_mpi");
     const acc_model_desc *d = MODEL_DESC();
     float loss, loss2;
+    if (argc > 1 && !strcmp(argv[1], "late")) return late_rank(d);
 
     /* out of order, the wrong size */
     acc_model *m = make(d);
@@ -137,6 +171,7 @@ int main(int argc, char **argv) {
     CHECK(norm1 == norm, "the ranks' norms differ: %.9g and %.9g", (double)norm, (double)norm1);
     CHECK(acc_adamw(m, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f) == ACC_OK, "adamw: %s", acc_last_error(m));
     if (rank == 0) printf("norm %.9g\nloss %.9g\n", (double)norm, (double)loss);
+
     acc_destroy(m);
     acc_comm_destroy(world);
     acc_comm_destroy(self);

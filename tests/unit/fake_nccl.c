@@ -17,6 +17,7 @@ typedef struct {
     int dtype, op;
     void *stream;
     int destroyed, inits;
+    int async, async_polls; /* what ncclCommGetAsyncError reports; its calls */
 } FakeNcclLog;
 
 FakeNcclLog *fake_nccl_log(void);
@@ -49,6 +50,12 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     return ncclSuccess;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async) {
+    (void)comm;
+    log_.async_polls++;
+    *async = (ncclResult_t)log_.async;
+    return ncclSuccess;
+}
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
     (void)comm;
     *count = 4;
@@ -64,7 +71,9 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
     *device = 0;
     return ncclSuccess;
 }
-const char *ncclGetErrorString(ncclResult_t r) { return r == ncclInvalidArgument ? "fake invalid argument" : "?"; }
+const char *ncclGetErrorString(ncclResult_t r) {
+    return r == ncclInvalidArgument ? "fake invalid argument" : r == ncclRemoteError ? "fake remote error" : "?";
+}
 const char *ncclGetLastError(ncclComm_t comm) {
     (void)comm;
     return last_;

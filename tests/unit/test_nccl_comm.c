@@ -11,6 +11,11 @@
  *   buffer, each fp32, sum, on the stream given; an unknown kind refused;
  *   NCCL's failure as ACC_ERR_COMM with NCCL's error string and last error;
  *   the wrapper's destroy leaves the trainer's communicator alone;
+ * - the check that bounds the device's waits: NCCL's asynchronous error
+ *   or the timeout (timeout_s from ACC_COMM_TIMEOUT, an invalid value
+ *   refused) give the communicator up, say so and what the trainer must
+ *   do, and every later call fails; the trainer's communicator is not
+ *   aborted;
  * - the driver part: without a GPU, allreduce_host and create say so
  *   (ACC_ERR_NO_DEVICE and a sentence); with one, they succeed.
  */
@@ -29,6 +34,7 @@ typedef struct {
     int dtype, op;
     void *stream;
     int destroyed, inits;
+    int async, async_polls; /* what ncclCommGetAsyncError reports; its calls */
 } FakeNcclLog;
 
 /* ncclDataType_t and ncclRedOp_t values (nccl.h) */
@@ -119,6 +125,53 @@ int main(void) {
         ASSERT(ACC_ERR_NO_DEVICE, c->allreduce_host(c, x, 3, ACC_RED_SUM)); /* the same, without retrying */
     }
     c->destroy(c);
+    ASSERT(0, log->destroyed);
+
+    /* the waits' check: an asynchronous error */
+    c = NULL;
+    ASSERT(ACC_OK, acc_comm_nccl_wrap((struct ncclComm *)(void *)log, &c));
+    if (!c) TEST_DONE();
+    ASSERT_TRUE(c->check != NULL && c->timeout_s == 600);
+    ASSERT(ACC_OK, c->check(c, 0.5));
+    ASSERT(1, log->async_polls);
+    log->async = 7; /* ncclInProgress: a nonblocking call still going, not an error */
+    ASSERT(ACC_OK, c->check(c, 0.5));
+    log->async = 6; /* ncclRemoteError */
+    ASSERT(ACC_ERR_COMM, c->check(c, 0.5));
+    EXPECT(has(c->error(c), "asynchronous error: fake remote error") && has(c->error(c), "ncclCommAbort"),
+           "async error: \"%s\"", c->error(c));
+    ASSERT(ACC_ERR_COMM, c->issue(c, 0, ACC_COLL_ALLREDUCE, buf, 10, stream));
+    ASSERT(ACC_ERR_COMM, c->allreduce_host(c, x, 3, ACC_RED_SUM));
+    ASSERT(ACC_ERR_COMM, c->check(c, 0.5));
+    EXPECT(has(c->error(c), "given up"), "after giving up: \"%s\"", c->error(c));
+    log->async = 0;
+    c->destroy(c);
+    ASSERT(0, log->destroyed); /* the trainer's: not aborted */
+
+    /* the waits' check: the timeout, from the environment */
+    setenv("ACC_COMM_TIMEOUT", "2.5", 1);
+    c = NULL;
+    ASSERT(ACC_OK, acc_comm_nccl_wrap((struct ncclComm *)(void *)log, &c));
+    if (!c) TEST_DONE();
+    ASSERT_TRUE(c->timeout_s == 2.5);
+    ASSERT(ACC_OK, c->check(c, 2.4));
+    ASSERT(ACC_ERR_COMM, c->check(c, 2.6));
+    EXPECT(has(c->error(c), "did not complete within 2.5 s") && has(c->error(c), "ACC_COMM_TIMEOUT"), "timeout: \"%s\"",
+           c->error(c));
+    c->destroy(c);
+    setenv("ACC_COMM_TIMEOUT", "0", 1); /* no limit */
+    c = NULL;
+    ASSERT(ACC_OK, acc_comm_nccl_wrap((struct ncclComm *)(void *)log, &c));
+    ASSERT(ACC_OK, c ? c->check(c, 1e6) : -1);
+    if (c) c->destroy(c);
+    setenv("ACC_COMM_TIMEOUT", "ten", 1);
+    c = NULL;
+    ASSERT(ACC_ERR_ARG, acc_comm_nccl_wrap((struct ncclComm *)(void *)log, &c));
+    EXPECT(c && has(c->error(c), "ACC_COMM_TIMEOUT='ten'"), "bad timeout: \"%s\"", c ? c->error(c) : "no comm");
+    if (c) c->destroy(c);
+    ASSERT(-1, (int)acc_comm_timeout());
+    unsetenv("ACC_COMM_TIMEOUT");
+    ASSERT(600, (int)acc_comm_timeout());
     ASSERT(0, log->destroyed);
 
     /* a communicator of acc's own: NCCL initialised after the GPU */
