@@ -393,12 +393,9 @@ int acc_grad_done(acc_ctx *ctx, int k) {
     int64_t piece = b->bytes / d->ranks;
     int64_t src = b->grad_offset + m->comm->rank * piece, dst = d->shard_g_offset + 4 * b->shard_offset;
     if (rc != ACC_OK) return rc;
+    if (m->dev) /* launches in the run, after the collective's wait */
+        return dev_status(m, d->device->accumulate(m->dev, F32(m, dst), F32(m, src), piece / 4, ctx->accumulate));
     if (!ctx->accumulate) return mem_copy(m, dst, src, (size_t)piece);
-    if (m->dev)
-        return fail(m, ACC_ERR_STATE,
-                    "ZeRO-2 on the %s target does not accumulate gradients yet (micro-batches, "
-                    "acc_forward_backward's accumulate): the cpu target does",
-                    d->target);
     float *x = F32(m, dst);
     const float *y = F32(m, src);
     for (int64_t i = 0; i < piece / 4; i++) x[i] += y[i];

@@ -244,6 +244,9 @@ typedef struct acc_device {
     int (*sum_squares)(acc_dev *dev, const float *x, int64_t n, int first);
     int (*sum_squares_result)(acc_dev *dev, double *sum);
     int (*scale)(acc_dev *dev, float *x, int64_t n, float factor);
+    /* ZeRO-2, inside a run (recordable): dst = src, or dst += src when add,
+     * n floats of the arena, after the launches issued so far. */
+    int (*accumulate)(acc_dev *dev, float *dst, const float *src, int64_t n, int add);
     /* Offloaded activations: the host arena of n bytes (pinned where the
      * device copies to and from host memory without staging), freed by
      * host_free. Their copies run on a stream of their own, in issue order,

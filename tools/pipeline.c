@@ -617,13 +617,6 @@ static int rank_options(const Options *o, Options *per) {
         return EXIT_USAGE;
     }
     if (o->ranks < 2) return 0;
-    if (o->zero == 2 && o->target->device) {
-        fprintf(stderr,
-                "acc: error: --zero 2 runs on the cpu target for now (the device layers do not move a reduced "
-                "gradient's piece within a recorded step yet); --zero 1 shards the optimizer state on '%s'\n",
-                o->target->name);
-        return EXIT_USAGE;
-    }
     int64_t b = o->batch;
     if (!b) {
         Graph g;

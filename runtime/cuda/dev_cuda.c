@@ -671,6 +671,7 @@ const acc_device acc_device_cuda = {
     .sum_squares = dev_sum_squares,
     .sum_squares_result = cuda_sum_squares_result,
     .scale = dev_scale,
+    .accumulate = dev_accumulate,
     .host_alloc = cuda_host_alloc,
     .host_free = cuda_host_free,
     .copy_issue = cuda_copy_issue,

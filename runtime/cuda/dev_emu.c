@@ -577,6 +577,7 @@ const acc_device acc_device_cuda_emu = {
     .sum_squares = dev_sum_squares,
     .sum_squares_result = emu_sum_squares_result,
     .scale = dev_scale,
+    .accumulate = dev_accumulate,
     .host_alloc = emu_host_alloc,
     .host_free = emu_host_free,
     .copy_issue = emu_copy_issue,

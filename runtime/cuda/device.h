@@ -86,5 +86,8 @@ int dev_adamw(acc_dev *d, float *p, const float *g, void *m, void *v, int64_t n,
 int dev_sum_squares(acc_dev *d, const float *x, int64_t n, int first);
 const unsigned char *dev_sum_squares_total(const acc_dev *d);
 int dev_scale(acc_dev *d, float *x, int64_t n, float factor);
+/* acc_device's accumulate: dst = src, or dst += src (add), n floats, as
+ * launches (recorded in a run like the step's kernels). */
+int dev_accumulate(acc_dev *d, float *dst, const float *src, int64_t n, int add);
 
 #endif

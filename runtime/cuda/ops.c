@@ -1276,3 +1276,11 @@ int dev_scale(acc_dev *d, float *x, int64_t n, float factor) {
     g_scale_fwd(d, x, x, factor, n); /* elementwise: in place is safe */
     return d->status;
 }
+
+/* ZeRO-2's reduced piece into the gradient shard: a copy is a scale by 1
+ * (exact), an addition the add op's kernel in place. */
+int dev_accumulate(acc_dev *d, float *dst, const float *src, int64_t n, int add) {
+    if (add) g_add_fwd(d, dst, dst, src, 1, &n, &n, &n);
+    else g_scale_fwd(d, dst, src, 1.0f, n);
+    return d->status;
+}
