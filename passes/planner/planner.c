@@ -208,6 +208,18 @@ static int choose_offloads(Ctx *c, bool wide) {
     return in_set;
 }
 
+/* Whether a proof over the plans the set allows holds for every plan:
+ * without a host budget, or with every tensor the backward reads in the set
+ * (an offloaded drop frees at least what a recomputed one does, and needs no
+ * inputs). When the host budget leaves some out, pl_offload_search may still
+ * offload them, which the proofs (the covering rows, the enumeration) do not
+ * see. */
+static bool offload_set_complete(const Ctx *c) {
+    for (int i = 0; c->o->host_bytes > 0 && i < c->g->nodes.n; i++)
+        if (c->cand[i] && c->read[i] && c->forced[i] < 0 && !c->offload[i]) return false;
+    return true;
+}
+
 /* When no plan with the seed set fits: offloading a tensor whose copies
  * cost more than its recomputation still frees its place without keeping
  * the recomputation's inputs or transients, so budgets below what
@@ -678,7 +690,7 @@ static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
     if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
     int64_t best = min_peak_search(c, out, proven);
     *exact = !c->timed_out;
-    *proven = *proven && *exact;
+    *proven = *proven && *exact && offload_set_complete(c);
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;
     return best;
 }
