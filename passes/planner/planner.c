@@ -747,7 +747,6 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
             status = PLAN_INFEASIBLE;
         }
     }
-    p->bound = pl_covering_bound(&c, budget);
     if (o->host_bytes > 0) {
         /* offload a free decision, scored as the code runs. The searches
          * above were exact over two fates with the seed set's drops
@@ -757,6 +756,8 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         if (status != PLAN_INFEASIBLE && !offload_fixed()) pl_offload_search(&c, p->dec, budget);
         if (status == PLAN_OPTIMAL) status = PLAN_HEURISTIC;
         p->bound = 0;
+    } else {
+        p->bound = pl_covering_bound(&c, budget);
     }
     finish(&c, p, status);
     if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
