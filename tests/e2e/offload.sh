@@ -118,6 +118,13 @@ n_off=$(decisions "$dir/mix" offload) n_rec=$(decisions "$dir/mix" recompute)
     echo "offload: the plan at $m_pcie bytes with $hw does not mix offload ($n_off) and recompute ($n_rec)"
     exit 1
 }
+# plan.json's copies: all of their time and the part the step waits for (at most all of it)
+copies=$(sed -n 's/.*"transfer_time_est": \([0-9.e+-]*\), "exposed_time_est": \([0-9.e+-]*\)}.*/\1 \2/p' \
+    "$dir/mix/plan.json")
+echo "$copies" | awk '{ exit !(NF == 2 && $1 > 0 && $2 >= 0 && $2 <= $1) }' || {
+    echo "offload: plan.json's copy times (all, exposed) are not 0 <= exposed <= all: '$copies'"
+    exit 1
+}
 t_mix=$(step_time "$dir/mix") t_fixed=$(step_time "$dir/fixed")
 awk -v a="$t_mix" -v b="$t_fixed" 'BEGIN { exit !(a != "" && b != "" && a + 0 < b + 0) }' || {
     echo "offload: step time estimate $t_mix is not below the fixed offload set's $t_fixed"
