@@ -28,9 +28,14 @@
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
  *
+ * With --host-budget the searches offload the drops of a seed set at their
+ * copies' full time, and plan_offload.c then chooses each tensor's fate
+ * (kept, recomputed, offloaded) by the copies' exposed time.
+ *
  * Layering (calls go one way, down): planner.c (the context, the policies,
- * the exchange search and the driver, plan_make) -> plan_search.c (the flip
- * search, the branch and bound) -> plan_cut.c (the cut, restoring) and
+ * the exchange search and the driver, plan_make) -> plan_offload.c (offload
+ * a free decision) and plan_search.c (the flip search, the branch and
+ * bound) -> plan_cut.c (the cut, restoring) and
  * plan_bound.c (the lower bound) -> plan_core.c (scoring, closures, the
  * time left). planner_internal.h declares each file's part in that order.
  */

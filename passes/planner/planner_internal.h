@@ -28,8 +28,9 @@ typedef struct {
     Pool mem;         /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
     double *time;     /* [n] forward time */
     double *drop;     /* [n] what dropping a read tensor costs: its transfer if offloaded, else its time */
-    bool *offload;    /* [n] dropped, it is offloaded rather than recomputed (--host-budget) */
-    double *transfer; /* [n] its two copies' time */
+    bool *offload;    /* [n] the seed set: dropped, it is offloaded rather than recomputed
+                         (--host-budget; cleared by pl_offload_search, whose fates are explicit) */
+    double *transfer; /* [n] its two copies' time, in full */
     SchedOptions so;  /* every schedule the planner builds: the optimizer, the offloaded set */
     int *forced;      /* [n] -1 free, else the Decision the user forces */
     bool *cand;       /* [n] may be dropped */
