@@ -9,6 +9,9 @@
 # each fits, its estimated step time (the cost model's) and its measured step
 # time (acc run, the median of --steps steps), and the ratio combined /
 # recompute alone. Where recompute alone has no plan, the combined one must.
+# "fixed est": the combined plan's estimate when the planner offloads only
+# the set fixed before its search (ACC_OFFLOAD_FIXED=1, the planner before
+# offload became a free decision), scored by the same exposed-time model.
 #
 #   bench/levers.sh                      # GPT-2 shapes: 4 layers, width 256, T 256, B 8
 #   POINTS=6 STEPS=5 bench/levers.sh models/gpt2.acdsl -D L=2 -D C=128 -D H=4 -D T=128 -D B=8 -D V=4096 --hw tests/e2e/offload.hw
@@ -40,7 +43,8 @@ min1=$(minimum "$@")
 minn=$(minimum "$@" $levers)
 echo "levers: $levers"
 echo "save-all peak $peak bytes; least memory: recompute alone $min1, with every lever $minn"
-printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s\n' budget "recompute" "est ms" "meas ms" "N/off" "est ms" "meas ms" ratio
+printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s | %10s\n' budget "recompute" "est ms" "meas ms" "N/off" "est ms" \
+    "meas ms" ratio "fixed est"
 run_ms() { # measured step time of a plan (empty: no plan)
     "$ACC" run "$@" --target cpu --steps "$steps" 2>/dev/null | tail -n 1 |
         sed -n 's/.*"step_ms_median": \([0-9.]*\).*/\1/p'
@@ -70,8 +74,11 @@ while [ $i -lt "$points" ]; do
     else
         n=- comb_est=- comb_ms=-
     fi
+    # shellcheck disable=SC2086
+    fixed=$(ACC_OFFLOAD_FIXED=1 "$ACC" explain "$@" --target cpu --budget "$b" $levers 2>/dev/null |
+        sed -n 's/^recompute \([0-9.]*\) ms of a \([0-9.]*\) ms step.*/\1 \2/p' | awk '{ print $1 + $2 }') || fixed=
     ratio=$(awk -v a="$comb_ms" -v r="$rec_ms" 'BEGIN { if (a + 0 > 0 && r + 0 > 0) printf "%.3f", a / r; else print "-" }')
-    printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s\n' "$b" "$rec_fit" "$rec_est" "$rec_ms" "$n" "$comb_est" \
-        "$comb_ms" "$ratio"
+    printf '%12s | %-10s %10s %10s | %8s %10s %10s | %8s | %10s\n' "$b" "$rec_fit" "$rec_est" "$rec_ms" "$n" "$comb_est" \
+        "$comb_ms" "$ratio" "${fixed:--}"
     i=$((i + 1))
 done

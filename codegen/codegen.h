@@ -97,25 +97,13 @@ uint32_t cg_dropout_stream(const Graph *g, const Node *n);
 
 /* ---- the copies of offloaded tensors (codegen/overlap.c) ---- */
 
-typedef struct {
-    int step;        /* the OFFLOAD or FETCH step */
-    int issue_after; /* issued after the code of this step (-1: at the start of the run) */
-    int wait_before; /* the steps from this one on wait for it (the step count: the run's end) */
-    int id, n_ids;   /* its copies' ids: the tensor's, then its tail's */
-} CgCopy;
+typedef SchedCopy CgCopy;
+typedef SchedCopies CgCopies;
 
-typedef struct {
-    VEC(CgCopy) v;
-    int n_ids;
-} CgCopies;
-
-/* requires: an allocated schedule and its fusion. provides: when each copy
- * of an offloaded tensor is issued and waited for (see overlap.c). */
+/* requires: an allocated schedule and its fusion. provides: sched_copies'
+ * positions with each issue moved to the emitted position of its step (the
+ * end of the fused chain it is in). */
 void cg_copies(const Schedule *s, const CgFusion *fu, CgCopies *out);
-/* The first step after t at which a buffer placed over buffer b's bytes is
- * written (its first step), or -1: how long work that reads or writes b
- * beside the step (a copy out, a collective) may run. */
-int cg_first_overwrite(const Schedule *s, int b, int t);
 void cg_copies_free(CgCopies *c);
 
 /* ---- the CUDA kernels (codegen/cuda.c) ---- */

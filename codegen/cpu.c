@@ -632,7 +632,7 @@ static void cg_units(const Schedule *s, const CgFusion *fu, const DpLayout *dp, 
             if (dp->bucket_of[i] != k || s->bufs.v[s->pgrad_buf[i]].first < 0) continue;
             int b = s->pgrad_buf[i];
             u->bucket[u->n] = k, u->node[u->n] = i,
-            u->done_before[u->n++] = cg_first_overwrite(s, b, s->bufs.v[b].last);
+            u->done_before[u->n++] = sched_first_overwrite(s, b, s->bufs.v[b].last);
         }
     }
 }

@@ -225,6 +225,49 @@ void sched_index_free(SchedIndex *x);
  * equal, several times faster (the planner's inner loop). */
 void sched_measure(SchedIndex *x, const Decision *dec, const double *node_time, SchedMeasure *m);
 
+/* ---- the copies of offloaded tensors (passes/copies.c) ---- */
+
+typedef struct {
+    int step;        /* the OFFLOAD or FETCH step */
+    int issue_after; /* issued after this step (-1: at the start of the run) */
+    int wait_before; /* the steps from this one on wait for it (the step count: the run's end) */
+    int id, n_ids;   /* its copies' ids: the tensor's, then its tail's */
+    double time;     /* seconds on the copy stream: one way of the tensor's transfer, tail included */
+} SchedCopy;
+
+typedef struct {
+    VEC(SchedCopy) v;
+    int n_ids;
+} SchedCopies;
+
+/* requires: an allocated schedule. provides: when each copy of an offloaded
+ * tensor may be issued and must be waited for (step positions), each with
+ * half of transfer[node] (NULL: 0), its two copies' time. */
+void sched_copies(const Schedule *s, const double *transfer, SchedCopies *out);
+void sched_copies_free(SchedCopies *c);
+/* The first step after t at which a buffer placed over buffer b's bytes is
+ * written (its first step), or -1: how long work that reads or writes b
+ * beside the step (a copy out, a collective) may run. */
+int sched_first_overwrite(const Schedule *s, int b, int t);
+/* Each step's estimated seconds: forward and recompute node_time, backward
+ * twice it (the planner's estimate), the rest (seed, copies) 0. */
+void sched_step_times(const Schedule *s, const double *node_time, double *out);
+
+typedef struct {
+    double copy_time;    /* all copies, on the copy stream */
+    double exposed_time; /* what the compute stream waits for them */
+} CopyTime;
+
+/* The exposed-time model: the steps back to back on the compute stream
+ * (step_time[n_steps]), the copies in issue order on one copy stream, each
+ * starting when issued or when the one before ends; before step w the
+ * compute stream waits for the copies whose wait_before is w. */
+void copy_exposed(const double *step_time, int n_steps, const SchedCopy *c, int n_copies, CopyTime *out);
+/* copy_exposed of an allocated schedule: sched_copies with transfer, the
+ * steps timed by sched_step_times. The planner scores plans with it and the
+ * plan reports it. */
+void sched_copy_time(const Schedule *s, const double *node_time, const double *transfer, CopyTime *out);
+
 /* ---- static allocation over plain intervals (passes/alloc.c) --------------- */
 
 /* One buffer: `size` bytes live on the half-open interval [lower, upper) of
@@ -398,7 +441,8 @@ typedef struct {
     int64_t peak_bytes; /* the arena of the plan's schedule */
     int64_t max_live_bytes;
     double recompute_time, recompute_flops, fwd_time, bwd_time;
-    double transfer_time; /* the offloaded tensors' copies (recompute_time includes it) */
+    double transfer_time; /* the offloaded tensors' copies, all of their time (sched_copy_time) */
+    double exposed_time;  /* what the step waits for them (recompute_time includes it) */
     int64_t host_bytes;   /* the host arena of the offloaded copies */
     double bound;         /* lower bound on recompute_time (optimal: equal) */
     double solve_s;

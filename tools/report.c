@@ -73,8 +73,8 @@ static const char *decision_name(Decision d) {
 static void offload_json(const Schedule *s, const Plan *p, const ReportInfo *info, FILE *out) {
     fprintf(out,
             "  \"offload\": {\"host_budget_bytes\": %" PRId64 ", \"host_bytes\": %" PRId64
-            ", \"tensors\": %d, \"transfer_time_est\": %.9g},\n",
-            info->host_budget_bytes, p->host_bytes, s->n_offload, p->transfer_time);
+            ", \"tensors\": %d, \"transfer_time_est\": %.9g, \"exposed_time_est\": %.9g},\n",
+            info->host_budget_bytes, p->host_bytes, s->n_offload, p->transfer_time, p->exposed_time);
 }
 
 /* Data parallel: each bucket's bytes and the step after which the
@@ -295,9 +295,10 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
     if (info->micro) micro_explain(info->micro, staging, out);
     if (info->dp && info->dp->ranks > 1) dp_explain(s, hw, info, out);
     if (info->host_budget_bytes)
-        fprintf(out, "offload: %d tensors to host memory, %s of the host budget of %s, copies %.3f ms\n", s->n_offload,
-                format_bytes(p->host_bytes, b1, sizeof b1), format_bytes(info->host_budget_bytes, b2, sizeof b2),
-                p->transfer_time * 1e3);
+        fprintf(out,
+                "offload: %d tensors to host memory, %s of the host budget of %s, copies %.3f ms (%.3f ms exposed)\n",
+                s->n_offload, format_bytes(p->host_bytes, b1, sizeof b1),
+                format_bytes(info->host_budget_bytes, b2, sizeof b2), p->transfer_time * 1e3, p->exposed_time * 1e3);
     int runs = info->micro ? info->micro->chosen : 1; /* the step runs the plan once per micro-batch */
     fprintf(out, "recompute %.3f ms of a %.3f ms step (+%.2f%%), solver %s", runs * p->recompute_time * 1e3,
             runs * (p->fwd_time + p->bwd_time) * 1e3, 100 * p->recompute_time / (p->fwd_time + p->bwd_time),

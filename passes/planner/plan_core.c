@@ -62,6 +62,24 @@ void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *kee
     if (alloc) c->alloc_s = acc_now_s() - t0;
 }
 
+void pl_evaluate_exposed(Ctx *c, const Decision *dec, Eval *e, int64_t *host) {
+    c->n_evals++;
+    double t0 = acc_now_s();
+    sched_rebuild(c->g, c->ad, dec, &c->so, &c->scratch);
+    Schedule *s = &c->scratch;
+    alloc_assign(s);
+    c->alloc_s = acc_now_s() - t0;
+    e->max_live = s->peak_live_bytes;
+    e->arena = s->arena_bytes;
+    e->peak_step = s->peak_step;
+    e->cost = 0, e->flops = -1;
+    for (int t = 0; t < s->steps.n; t++)
+        if (s->steps.v[t].kind == ST_RECOMPUTE) e->cost += c->time[s->steps.v[t].node];
+    CopyTime ct;
+    sched_copy_time(s, c->time, c->transfer, &ct);
+    e->cost += ct.exposed_time;
+    *host = s->host_bytes;
+}
 
 void pl_apply_forced(const Ctx *c, Decision *dec) {
     for (int i = 0; i < c->g->nodes.n; i++) {

@@ -28,9 +28,14 @@
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
  *
+ * With --host-budget the searches offload the drops of a seed set at their
+ * copies' full time, and plan_offload.c then chooses each tensor's fate
+ * (kept, recomputed, offloaded) by the copies' exposed time.
+ *
  * Layering (calls go one way, down): planner.c (the context, the policies,
- * the exchange search and the driver, plan_make) -> plan_search.c (the flip
- * search, the branch and bound) -> plan_cut.c (the cut, restoring) and
+ * the exchange search and the driver, plan_make) -> plan_offload.c (offload
+ * a free decision) and plan_search.c (the flip search, the branch and
+ * bound) -> plan_cut.c (the cut, restoring) and
  * plan_bound.c (the lower bound) -> plan_core.c (scoring, closures, the
  * time left). planner_internal.h declares each file's part in that order.
  */
@@ -47,6 +52,15 @@
  * optimum (pl_exact_search). */
 #define EXHAUSTIVE_MAX 12
 #define ENUMERATE_MAX 24
+
+/* ACC_OFFLOAD_FIXED=1 (for tests and benchmarks): with --host-budget, the
+ * plan of the fixed-set approach - the seed set's drops offloaded, the rest
+ * recomputed; no wider set, no search over the three fates
+ * (pl_offload_search) - still reported by the exposed-time model. */
+static bool offload_fixed(void) {
+    const char *e = getenv("ACC_OFFLOAD_FIXED");
+    return e && *e == '1';
+}
 
 static int exhaustive_max(void) {
     const char *e = getenv("ACC_EXHAUSTIVE_MAX");
@@ -156,18 +170,23 @@ static void read_by_backward(const Ctx *c, bool *read) {
     }
 }
 
-/* With host memory for offloading (o->host_bytes), which tensors the plan
- * offloads when it drops them: those the backward reads whose two copies
- * take less time than their recomputation, the most time saved first, while
- * their bytes together fit the host memory (so any plan's host arena fits
- * it). Dropping one then costs its transfer in every search and bound. */
-static void choose_offloads(Ctx *c) {
-    int n = c->g->nodes.n, m = 0;
+/* With host memory for offloading (o->host_bytes), the seed set: which
+ * tensors the searches offload when they drop them. Those the backward reads
+ * whose two copies take less time than their recomputation (wide: all of
+ * them), the most time saved first, while their bytes together fit the host
+ * memory (so any plan's host arena fits it). Dropping one then costs its
+ * full transfer, an upper bound of its exposed time, in every search;
+ * pl_offload_search then chooses each tensor's fate freely. Returns the
+ * number of tensors in the set. */
+static int choose_offloads(Ctx *c, bool wide) {
+    int n = c->g->nodes.n, m = 0, in_set = 0;
     int *order = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(int));
     for (int i = 0; i < n; i++) {
         c->transfer[i] = cost_transfer_time(graph_node(c->g, i), c->o->hw);
         c->drop[i] = c->time[i];
-        if (c->o->host_bytes > 0 && c->cand[i] && c->read[i] && c->forced[i] < 0 && c->transfer[i] < c->time[i])
+        c->offload[i] = false;
+        if (c->o->host_bytes > 0 && c->cand[i] && c->read[i] && c->forced[i] < 0 &&
+            (wide || c->transfer[i] < c->time[i]))
             order[m++] = i;
     }
     /* by time saved, then node order: insertion sort (candidates are few) */
@@ -188,8 +207,33 @@ static void choose_offloads(Ctx *c) {
         used += bytes;
         c->offload[i] = true;
         c->drop[i] = c->transfer[i];
+        in_set++;
     }
     free(order);
+    return in_set;
+}
+
+/* Whether a proof over the plans the set allows holds for every plan:
+ * without a host budget, or with every tensor the backward reads in the set
+ * (an offloaded drop frees at least what a recomputed one does, and needs no
+ * inputs). When the host budget leaves some out, pl_offload_search may still
+ * offload them, which the proofs (the covering rows, the enumeration) do not
+ * see. */
+static bool offload_set_complete(const Ctx *c) {
+    for (int i = 0; c->o->host_bytes > 0 && i < c->g->nodes.n; i++)
+        if (c->cand[i] && c->read[i] && c->forced[i] < 0 && !c->offload[i]) return false;
+    return true;
+}
+
+/* When no plan with the seed set fits: offloading a tensor whose copies
+ * cost more than its recomputation still frees its place without keeping
+ * the recomputation's inputs or transients, so budgets below what
+ * recomputing reaches may be met. Widen the set to every tensor the
+ * backward reads (within the host budget); whether it grew. */
+static bool widen_offloads(Ctx *c) {
+    int before = 0;
+    for (int i = 0; i < c->g->nodes.n; i++) before += c->offload[i];
+    return c->o->host_bytes > 0 && !offload_fixed() && choose_offloads(c, true) > before;
 }
 
 static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptions *o) {
@@ -229,7 +273,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     c->n_groups = names.n;
     VEC_FREE(names);
     read_by_backward(c, c->read);
-    choose_offloads(c);
+    choose_offloads(c, false);
     c->so = (SchedOptions){o->optimizer, c->offload, c->transfer, o->dp};
     c->index = sched_index_new(g, ad, &c->so);
     c->t_start = acc_now_s();
@@ -499,10 +543,14 @@ static void finish(Ctx *c, Plan *p, PlanStatus status) {
     p->peak_bytes = e.arena;
     p->max_live_bytes = s.peak_live_bytes;
     p->host_bytes = s.host_bytes;
-    p->transfer_time = 0;
+    CopyTime ct; /* the copies as the code runs them: only their exposed time is the step's */
+    sched_copy_time(&s, c->time, c->transfer, &ct);
+    p->transfer_time = ct.copy_time;
+    p->exposed_time = ct.exposed_time;
+    p->recompute_time = 0;
     for (int t = 0; t < s.steps.n; t++)
-        if (s.steps.v[t].kind == ST_OFFLOAD) p->transfer_time += c->transfer[s.steps.v[t].node];
-    p->recompute_time = e.cost;
+        if (s.steps.v[t].kind == ST_RECOMPUTE) p->recompute_time += c->time[s.steps.v[t].node];
+    p->recompute_time += ct.exposed_time;
     p->recompute_flops = e.flops;
     p->fwd_time = p->bwd_time = 0;
     for (int i = 0; i < c->g->nodes.n; i++)
@@ -647,7 +695,7 @@ static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
     if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
     int64_t best = min_peak_search(c, out, proven);
     *exact = !c->timed_out;
-    *proven = *proven && *exact;
+    *proven = *proven && *exact && offload_set_complete(c);
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;
     return best;
 }
@@ -683,13 +731,16 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     PlanStatus status = PLAN_HEURISTIC;
     if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
         status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
+        if (status == PLAN_INFEASIBLE && widen_offloads(&c))
+            status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
     } else if (k <= exhaustive_max()) { /* the heuristics' plan, then the proof */
         double incumbent = INFINITY;
         if (best_of_heuristics(&c, p->dec, budget, true)) pl_evaluate(&c, p->dec, false, &e, NULL), incumbent = e.cost;
         bool found;
         status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, &found) ? PLAN_OPTIMAL : PLAN_HEURISTIC;
         if (!found) status = PLAN_INFEASIBLE;
-    } else if (best_of_heuristics(&c, p->dec, budget, true)) {
+    } else if (best_of_heuristics(&c, p->dec, budget, true) ||
+               (widen_offloads(&c) && best_of_heuristics(&c, p->dec, budget, true))) {
         status = PLAN_HEURISTIC;
     } else {
         bool exact, proven;
@@ -701,7 +752,18 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
             status = PLAN_INFEASIBLE;
         }
     }
-    p->bound = pl_covering_bound(&c, budget);
+    if (o->host_bytes > 0) {
+        /* offload a free decision, scored as the code runs. The searches
+         * above were exact over two fates with the seed set's drops
+         * offloaded at their full time; over three fates with exposed times
+         * nothing is proven, and a copy may hide entirely, so the covering
+         * rows' prices are no lower bound: the bound is 0. */
+        if (status != PLAN_INFEASIBLE && !offload_fixed()) pl_offload_search(&c, p->dec, budget);
+        if (status == PLAN_OPTIMAL) status = PLAN_HEURISTIC;
+        p->bound = 0;
+    } else {
+        p->bound = pl_covering_bound(&c, budget);
+    }
     finish(&c, p, status);
     if (p->status == PLAN_OPTIMAL) p->bound = p->recompute_time;
     ctx_free(&c);
@@ -720,6 +782,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
     memset(out, 0, sizeof *out);
     out->dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
     for (int i = 0; i < g->nodes.n; i++) out->n_candidates += c.cand[i] && c.forced[i] < 0;
+    widen_offloads(&c); /* the least memory offloading reaches (plan_make widens the set before its descent) */
     out->min_peak_bytes = min_peak(&c, out->dec, &out->min_peak_exact, &out->min_peak_proven);
     finish(&c, out, PLAN_HEURISTIC);
     ctx_free(&c);

@@ -3,6 +3,7 @@
  * and this header declares each one's part in that order, bottom last:
  *
  *   planner.c      the context, the policies, the exchange search, plan_make
+ *     -> plan_offload.c  offload as a free decision, scored as the code runs
  *     -> plan_search.c   the flip search and the branch and bound
  *       -> plan_cut.c    cutting a plan until it fits, restoring
  *       -> plan_bound.c  the lower bound
@@ -27,8 +28,9 @@ typedef struct {
     Pool mem;         /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
     double *time;     /* [n] forward time */
     double *drop;     /* [n] what dropping a read tensor costs: its transfer if offloaded, else its time */
-    bool *offload;    /* [n] dropped, it is offloaded rather than recomputed (--host-budget) */
-    double *transfer; /* [n] its two copies' time */
+    bool *offload;    /* [n] the seed set: dropped, it is offloaded rather than recomputed
+                         (--host-budget; cleared by pl_offload_search, whose fates are explicit) */
+    double *transfer; /* [n] its two copies' time, in full */
     SchedOptions so;  /* every schedule the planner builds: the optimizer, the offloaded set */
     int *forced;      /* [n] -1 free, else the Decision the user forces */
     bool *cand;       /* [n] may be dropped */
@@ -69,6 +71,12 @@ typedef struct {
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found);
 
+/* ---- plan_offload.c: offload as a free decision ---- */
+
+/* Improve dec (within budget and the host budget) by moves among the three
+ * fates of the tensors the backward reads, scored by pl_evaluate_exposed. */
+void pl_offload_search(Ctx *c, Decision *dec, int64_t budget);
+
 /* ---- plan_cut.c: a plan that fits ---- */
 
 bool pl_cut_to(Ctx *c, Decision *dec, int64_t target);
@@ -94,6 +102,10 @@ static inline bool pl_out_of_time(Ctx *c) {
 /* Milliseconds left before the deadline, for GLPK's tm_lim (INT_MAX: no deadline). */
 int pl_ms_left(Ctx *c);
 void pl_evaluate(Ctx *c, const Decision *dec, bool alloc, Eval *e, Schedule *keep);
+/* Score dec as its code runs: allocated, its cost the recompute time plus
+ * the copies' exposed time (sched_copy_time), where pl_evaluate costs every
+ * copy in full (an upper bound); *host: the host arena. */
+void pl_evaluate_exposed(Ctx *c, const Decision *dec, Eval *e, int64_t *host);
 void pl_apply_forced(const Ctx *c, Decision *dec);
 /* Drop node i together with the intermediates that feed it (saved
  * candidates the backward does not read), so that its recomputation
