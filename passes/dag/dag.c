@@ -496,14 +496,17 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
 
 /* The k-th kind of eviction for tight budgets: the three scores, locking
  * eager and lazy, rebuild chains limited to 3, 6, 2, 4, 8, 10 nodes or not
- * at all (the 42 deterministic kinds), then the same with perturbed scores.
- * Which one reaches the least peak depends on the graph: on random layered
- * graphs at 0.6-0.7 of the peak, the limited depths fit where the others
- * build chains 20 nodes deep whose locked inputs fill the budget. */
+ * at all (the 42 deterministic kinds); past those, a score, a locking and a
+ * limit of 2 .. 13 drawn from k, with the scores perturbed (seed k). Which
+ * one reaches the least peak depends on the graph: on random layered graphs
+ * at 0.6-0.7 of the peak the limited depths fit where the others build
+ * chains 20-30 nodes deep whose locked inputs fill the budget. */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    int j = k % 42;
-    return (EvictKind){j % 3, (j / 3) % 2, depths[j / 6], k < 42 ? 0 : (uint64_t)k};
+    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0};
+    uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k};
 }
 
 /* Drop the recomputations a schedule can do without: each, most expensive
