@@ -1,0 +1,153 @@
+/* test_dag_layered.c - acc plan --graph at tight budgets on random layered
+ * DAGs in the shape of MOCCASIN's benchmarks (bench/planner/random_layered.py's
+ * shape, generated here in C): at 0.7 and 0.6 of the save-all peak acc must
+ * return a plan, within its time limit (+10%), that an independent replay of
+ * the schedule (written here, not dag_simulate) finds valid (every node run,
+ * first runs in the topological order, every read finds a copy) and under the
+ * budget, at the compute and peak the plan states, with a gap.
+ *
+ * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+#include "test.h"
+
+static uint64_t rng_state;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+/* A source, layers of random width (mean 0.6 sqrt(n)), each node reading one
+ * to three nodes of the layer before and with probability 0.15 one of an
+ * earlier layer, every node read by a later one, a sink reading the last
+ * layer; sizes 20 .. 8,000, costs 0 .. 999. */
+static void layered(Dag *d, int n, uint64_t seed) {
+    rng_state = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545f4914f6cdd1dull);
+    int *layer_of = calloc((size_t)n, sizeof(int)), *start = calloc((size_t)n + 1, sizeof(int));
+    int n_layers = 1, next = 1, wmax = (int)(2 * fmax(1.0, 0.6 * sqrt((double)n))) - 1;
+    start[0] = 0, start[1] = 1;
+    while (next < n - 1) {
+        int w = rnd_int(1, wmax > 1 ? wmax : 1);
+        if (w > n - 1 - next) w = n - 1 - next;
+        for (int i = next; i < next + w; i++) layer_of[i] = n_layers;
+        next += w, start[++n_layers] = next;
+    }
+    layer_of[n - 1] = n_layers, start[++n_layers] = n; /* the sink */
+    int cap = 8 * n, m = 0;
+    int *src = calloc((size_t)cap, sizeof(int)), *dst = calloc((size_t)cap, sizeof(int));
+    bool *read = calloc((size_t)n, sizeof(bool));
+    for (int l = 1; l < n_layers; l++) {
+        int p0 = start[l - 1], pw = start[l] - p0;
+        for (int v = start[l]; v < start[l + 1]; v++) {
+            if (l == n_layers - 1) { /* the sink reads the whole layer before */
+                for (int u = p0; u < p0 + pw; u++) src[m] = u, dst[m++] = v, read[u] = true;
+                continue;
+            }
+            for (int k = rnd_int(1, 3); k > 0; k--) {
+                int u = p0 + rnd_int(0, pw - 1);
+                src[m] = u, dst[m++] = v, read[u] = true;
+            }
+            if (l >= 2 && rnd() % 100 < 15) {
+                int ll = rnd_int(0, l - 2), u = start[ll] + rnd_int(0, start[ll + 1] - start[ll] - 1);
+                src[m] = u, dst[m++] = v, read[u] = true;
+            }
+        }
+        for (int u = p0; u < p0 + pw; u++)
+            if (!read[u]) src[m] = u, dst[m++] = start[l] + rnd_int(0, start[l + 1] - start[l] - 1), read[u] = true;
+    }
+    double *cost = calloc((size_t)n, sizeof(double));
+    int64_t *mem = calloc((size_t)n, sizeof(int64_t));
+    for (int i = 0; i < n; i++) cost[i] = i ? rnd_int(0, 999) : 0, mem[i] = 10 * rnd_int(2, 800);
+    dag_from_arrays(d, n, cost, mem, m, src, dst);
+    free(layer_of), free(start), free(src), free(dst), free(read), free(cost), free(mem);
+}
+
+/* The replay: each copy is held from its run to the last run that reads it
+ * (reads take the latest copy); the memory at a run is the sum of the copies
+ * held there. Returns false when the schedule is not valid. */
+static bool replay(const Dag *d, const int *ev, int n_ev, int64_t *peak, double *compute) {
+    int *latest = malloc((size_t)d->n * sizeof(int)), *until = malloc((size_t)n_ev * sizeof(int));
+    bool ok = true;
+    int next_first = 0;
+    *peak = 0, *compute = 0;
+    for (int i = 0; i < d->n; i++) latest[i] = -1;
+    for (int e = 0; e < n_ev && ok; e++) {
+        int v = ev[e];
+        if (v < 0 || v >= d->n || (latest[v] < 0 && v != next_first)) {
+            ok = false; /* an unknown node, or a first run out of the topological order */
+            break;
+        }
+        if (latest[v] < 0) next_first++;
+        for (int q = d->in_off[v]; q < d->in_off[v + 1] && ok; q++) {
+            int c = latest[d->in[q]];
+            if (c < 0) ok = false;
+            else until[c] = e;
+        }
+        until[e] = e, latest[v] = e, *compute += d->cost[v];
+    }
+    ok = ok && next_first == d->n;
+    for (int e = 0; e < n_ev && ok; e++) {
+        int64_t held = 0;
+        for (int c = 0; c <= e; c++)
+            if (until[c] >= e) held += d->mem[ev[c]];
+        if (held > *peak) *peak = held;
+    }
+    free(latest), free(until);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    int n = 150;
+    uint64_t seed = 1;
+    double limit = 3;
+    const char *fracs = "0.7 0.6";
+    for (int a = 1; a + 1 < argc; a += 2) {
+        if (!strcmp(argv[a], "--nodes")) n = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--seed")) seed = (uint64_t)atoll(argv[a + 1]);
+        else if (!strcmp(argv[a], "--limit")) limit = atof(argv[a + 1]);
+        else if (!strcmp(argv[a], "--fracs")) fracs = argv[a + 1];
+    }
+    if (n < 3) n = 3;
+    Dag d;
+    layered(&d, n, seed);
+    int64_t base = dag_baseline_peak(&d);
+    printf("layered graph: %d nodes, %d edges, seed %llu, save-all peak %lld, node with inputs %lld\n", d.n, d.n_edges,
+           (unsigned long long)seed, (long long)base, (long long)dag_min_peak(&d));
+    for (const char *f = fracs; *f;) {
+        char *end;
+        double frac = strtod(f, &end);
+        if (end == f) break;
+        f = end;
+        DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false};
+        DagPlan p;
+        char err[200] = "";
+        double t0 = acc_now_s();
+        bool ran = dag_plan(&d, &o, &p, err, sizeof err);
+        double wall = acc_now_s() - t0;
+        ASSERT_TRUE(ran);
+        int64_t peak = -1;
+        double compute = -1;
+        bool valid = ran && replay(&d, p.ev, p.n_ev, &peak, &compute);
+        printf("  %.2f of the peak (budget %lld): %s, fits %d, peak %lld, compute %.0f (+%.1f%%), gap %.1f%%, %.2f s\n",
+               frac, (long long)o.budget, p.status, p.fits, (long long)peak, compute,
+               100 * (compute / dag_baseline_compute(&d) - 1), 100 * p.gap, wall);
+        ASSERT_TRUE(p.fits);
+        ASSERT_TRUE(valid);
+        ASSERT_TRUE(peak <= o.budget);
+        ASSERT(p.sim.peak, peak);
+        ASSERT_TRUE(fabs(p.sim.compute - compute) <= 1e-9 * compute);
+        ASSERT_TRUE(isfinite(p.gap) && p.gap >= 0 && isfinite(p.bound) && p.bound <= compute);
+        ASSERT_TRUE(wall <= 1.1 * limit);
+        dag_plan_free(&p);
+    }
+    dag_free(&d);
+    TEST_DONE();
+}
