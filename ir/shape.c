@@ -447,3 +447,10 @@ bool shape_cast(const Graph *g, Node *n, char *err, size_t err_len) {
         return FAIL("cannot cast %s%s to %s", dtype_name(x->dtype), SHP(&x->shape), dtype_name(n->dtype));
     return set_out(n, &x->shape, n->dtype, 0, err, err_len);
 }
+
+/* float(x): an i32 tensor's values as f32 (exact up to 2^24 in magnitude, as
+ * C's conversion rounds beyond). */
+bool shape_float(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
+    return set_out(n, &IN(0)->shape, prec_dtype(g, n, -1), 0, err, err_len);
+}

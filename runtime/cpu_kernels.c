@@ -657,6 +657,19 @@ static inline float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f 
 static inline float ew_log(float v) { return logf(v); }
 static inline float ew_log_bwd(float g, float x) { return g / x; }
 
+/* sqrt (NaN below 0); its derivative from the output: 1 / (2 sqrt(x)) */
+static inline float ew_sqrt(float v) { return sqrtf(v); }
+static inline float ew_sqrt_bwd(float g, float out) { return g / (2.0f * out); }
+
+/* 1 / sqrt(x) (IEEE division of the rounded sqrt, as on the device); its
+ * derivative -x^-3/2 / 2 from the output: -out^3 / 2 */
+static inline float ew_rsqrt(float v) { return 1.0f / sqrtf(v); }
+static inline float ew_rsqrt_bwd(float g, float out) { return -0.5f * g * out * out * out; }
+
+/* |x|; its derivative sign(x), 0 at 0 (PyTorch's) */
+static inline float ew_abs(float v) { return fabsf(v); }
+static inline float ew_abs_bwd(float g, float x) { return x > 0.0f ? g : x < 0.0f ? -g : 0.0f; }
+
 void KN(k_scale_fwd)(KT *out, const KT *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) KST(out, i, ew_scale(KLD(x, i), alpha));
@@ -703,6 +716,26 @@ void KN(k_shift_bwd)(KT *dx, const KT *dout, int64_t n) { KN(k_add_into)(dx, dou
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
+
+/* The comparisons with a number (acc_ops.h): out[i] = x[i] OP value, 0 or
+ * 1, the math of the comparisons of two tensors (ew_ops.h). No gradient
+ * flows through them: the backward entry is never called and does nothing. */
+#define K_CMP_SCALAR_KERNELS(code, name, binary)                                                        \
+    void KN(k_##name##_fwd)(KT * out, const KT *x, float value, int64_t n) {                            \
+        _Pragma("omp parallel for simd if (parallel : n >= K_PAR_MIN)") for (int64_t i = 0; i < n; i++) \
+            KST(out, i, EW_##binary(KLD(x, i), value));                                                 \
+    }                                                                                                   \
+    void KN(k_##name##_bwd)(KT * dx, const KT *dout, int64_t n) { (void)dx, (void)dout, (void)n; }
+ACC_EW_CMP_SCALAR_OPS(K_CMP_SCALAR_KERNELS)
+#undef K_CMP_SCALAR_KERNELS
+
+/* float(x): an i32 tensor's values as f32 (the output is f32 in both
+ * instances); no backward (an i32 input gets no gradient; never called). */
+void KN(k_float_fwd)(float *out, const int32_t *x, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = (float)x[i];
+}
+void KN(k_float_bwd)(int32_t *dx, const float *dout, int64_t n) { (void)dx, (void)dout, (void)n; }
 
 /* ---- dropout ------------------------------------------------------------ */
 
