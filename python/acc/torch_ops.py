@@ -257,7 +257,9 @@ def h_identity(c, n, a, k):
     if out_dt == "bool" and v.dtype in ("i32", "f32") and v.kind in ("leaf", "op"):  # mask.bool(): mask != 0
         return cond_val(c, n, v, False)
     if out_dt == "f32" and v.dtype == "bool" and is_bool_val(v):
-        return Val("op", v.shape, "f32", op="alias", node=n, scope=c.scope, info={"alias": v})
+        f = Val("op", v.shape, "f32", op="alias", node=n, scope=c.scope, info={"alias": v})
+        f.sym = v.sym
+        return f
     if out_dt == "f32" and v.dtype == "i32" and v.kind in ("leaf", "op"):
         return c.op("float", [v], [], shape_of(n), "f32", n)
     raise ImportFailure("%s: a conversion from %s to %s; acc converts bool and integer tensors to float32 only "
