@@ -66,10 +66,11 @@ static bool add_op(const Graph *g, const Schedule *s, int t, int from, const Sha
     op->step = t;
     op->op = n->op;
     op->operand_buf = -1;
-    op->param = n->op == OP_SCALE     ? (float)n->attr.alpha
-                : n->op == OP_SHIFT   ? (float)n->attr.beta
-                : n->op == OP_DROPOUT ? (float)n->attr.p
-                                      : 0.0f;
+    op->param = n->op == OP_SCALE                                ? (float)n->attr.alpha
+                : n->op == OP_SHIFT                              ? (float)n->attr.beta
+                : n->op == OP_DROPOUT                            ? (float)n->attr.p
+                : n->op >= OP_EQ_SCALAR && n->op <= OP_GE_SCALAR ? (float)n->attr.value /* x > value */
+                                                                 : 0.0f;
     op->op_id = n->op == OP_DROPOUT ? cg_dropout_stream(g, n) : (uint32_t)n->id;
     if (n->n_in == 1) {
         op->value_buf = st->in[0];

@@ -82,12 +82,12 @@ enum {
     X(LE, le, 2) \
     X(GT, gt, 2) \
     X(GE, ge, 2) \
-    X(EQ_SCALAR, eq_scalar, 0) \
-    X(NE_SCALAR, ne_scalar, 0) \
-    X(LT_SCALAR, lt_scalar, 0) \
-    X(LE_SCALAR, le_scalar, 0) \
-    X(GT_SCALAR, gt_scalar, 0) \
-    X(GE_SCALAR, ge_scalar, 0) \
+    X(EQ_SCALAR, eq_scalar, 1) \
+    X(NE_SCALAR, ne_scalar, 1) \
+    X(LT_SCALAR, lt_scalar, 1) \
+    X(LE_SCALAR, le_scalar, 1) \
+    X(GT_SCALAR, gt_scalar, 1) \
+    X(GE_SCALAR, ge_scalar, 1) \
     X(WHERE, where, 0) \
     X(SCALE, scale, 1) \
     X(SHIFT, shift, 1) \

@@ -798,7 +798,8 @@ K_CLONES static void KN(ew_binary)(int op, int right, float *restrict v, const f
     }
 }
 
-/* v[j] = op(v[j]) for j < len, op scale, shift or a plain unary op: its math
+/* v[j] = op(v[j]) for j < len, op scale, shift, a comparison with a number
+ * (param) or a plain unary op: its math
  * (ew_* above) in a simd loop, as its own kernel runs it. */
 K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_t len) {
     switch (op) {
@@ -814,6 +815,10 @@ K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_
     case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); break;
         ACC_EW_UNARY_OPS(EW_UNARY_CASE)
 #undef EW_UNARY_CASE
+#define EW_CMP_SCALAR_CASE(code, name, binary) \
+    case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##binary(v[j], param); break;
+        ACC_EW_CMP_SCALAR_OPS(EW_CMP_SCALAR_CASE)
+#undef EW_CMP_SCALAR_CASE
     default: break;
     }
 }

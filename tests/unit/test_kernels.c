@@ -1665,6 +1665,27 @@ static void test_ew_chain(void) {
     }
     ASSERT(0, bad);
     ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
+    /* a comparison with a number in a chain (after shift, before mul by an
+     * operand: relu written out) gives its own kernel's bits, ties included */
+    enum { NC = 777 };
+    float *x = grid_buf(NC), *o = rnd_buf(NC, -1, 1), *want = zero_buf(NC), *got = zero_buf(NC);
+    int64_t full[1] = {NC};
+    bad = 0;
+#define CS_CHAIN(code, name, binary)                            \
+    k_shift_fwd(want, x, 0.25f, NC);                            \
+    k_##name##_fwd(want, want, 0.5f, NC);                       \
+    k_mul_fwd(want, want, o, 1, full, full, full);              \
+    {                                                           \
+        k_ew_op ops[3] = {{ACC_OP_SHIFT, NULL, 1, 0, 0.25f, 0}, \
+                          {ACC_OP_##code, NULL, 1, 0, 0.5f, 0}, \
+                          {ACC_OP_MUL, o, NC, 0, 0.0f, 0}};     \
+        k_ew_chain(got, x, ops, 3, NC, 5, 3);                   \
+    }                                                           \
+    bad += memcmp(want, got, sizeof(float) * NC) != 0;
+    ACC_EW_CMP_SCALAR_OPS(CS_CHAIN)
+#undef CS_CHAIN
+    ASSERT(0, bad);
+    free(x), free(o), free(want), free(got);
 }
 
 /* The precision pass's casts. Their gradient is the identity converted
