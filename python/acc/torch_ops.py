@@ -434,10 +434,21 @@ def is_const(v):
     return is_val(v) and v.kind == "const"
 
 
+def as_float(c, n, v):
+    """v, an integer tensor that PyTorch promotes to float32 here, as acc's
+    float(v) (exact up to 2^24 in magnitude, as PyTorch's promotion)."""
+    if is_val(v) and v.dtype == "i32" and v.kind in ("leaf", "op"):
+        return c.op("float", [v], [], v.shape, "f32", n, v.sym)
+    return v
+
+
 def binary(c, n, op, x, y):
-    """add/sub/mul/div of two tensors, or a tensor and a number."""
+    """add/sub/mul/div of two tensors, or a tensor and a number; an integer
+    tensor in a float32 result is promoted (float)."""
     if not is_val(x) and not is_val(y):
         raise ImportFailure("%s of two numbers" % n.target, n)
+    if dtype_of(n) == "f32":
+        x, y = as_float(c, n, x), as_float(c, n, y)
     if not is_val(y) or not is_val(x):  # a tensor and a number
         t, s = (x, y) if is_val(x) else (y, x)
         s = float(s)

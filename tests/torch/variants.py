@@ -23,8 +23,9 @@ imports each builder and checks one step against PyTorch):
           (pad == 0)[:, None, None, :] into
           F.scaled_dot_product_attention, (ids != pad).float() and
           masked_fill(ids == pad, 0.0) over the features, x * (x > 0).float(),
-          a comparison with a parameter (broadcast), ids.float(), sqrt,
-          rsqrt and abs, and an RMSNorm without a weight.
+          a comparison with a parameter (broadcast), ids.float(), an
+          integer mask in float arithmetic, sqrt, rsqrt and abs, and an
+          RMSNorm without a weight.
 """
 import torch
 import torch.nn as nn
@@ -146,6 +147,7 @@ class Masks(nn.Module):
         h = h * (ids != self.pad).float()[:, :, None] + h.masked_fill((ids == self.pad)[:, :, None], 0.0)
         n = torch.sqrt(h.abs() + 1.0) - torch.rsqrt(h * h + 0.5) + self.thr
         n = n * torch.rsqrt((n * n).mean(-1, keepdim=True) + 1e-6)  # RMSNorm without a weight
+        n = n + n * padm[:, :, None] * 0.5  # an integer mask promoted to float32
         logits = self.head(n + ids.float()[:, :, None] * 0.01)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
