@@ -145,7 +145,10 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     emit_dims(e->out, &b->shape, nd);
     fprintf(e->out, ";\n        ");
     const char *k = op_table[n->op].cpu_kernel;
-    if (fwd)
+    if (fwd && a->dtype == DT_I32) /* a comparison of i32 operands (exact) */
+        fprintf(e->out, "k_cmp_i32_fwd%s(%s, %s, %s, %s, %d, so, sa, sb);\n", sfx(e, n), cg_chain_op_name(n->op),
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), iptr(e, st->in[1], p2), nd);
+    else if (fwd)
         fprintf(e->out, "%s_fwd%s(%s, %s, %s, %d, so, sa, sb);\n", k, sfx(e, n), ptr(e, st->out, p0),
                 ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), nd);
     else if (!op_table[n->op].grad_reads) /* add, sub: the backward reads no operand */
@@ -222,7 +225,10 @@ static void emit_scalar(Emit *e, const Step *st, const Node *n, bool fwd) {
     int64_t elems = shape_elems(&n->shape);
     double v = scale ? n->attr.alpha : n->op == OP_SHIFT ? n->attr.beta : n->attr.value;
     if (fwd || scale) snprintf(num, sizeof num, "(float)%.9g, ", v);
-    if (fwd)
+    if (fwd && in_node(e, n, 0)->dtype == DT_I32) /* a comparison of an i32 x with the number (exact) */
+        fprintf(e->out, "    k_cmp_scalar_i32_fwd%s(%s, %s, %s, %s%" PRId64 ");\n", sfx(e, n), cg_chain_op_name(n->op),
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), num, elems);
+    else if (fwd)
         fprintf(e->out, "    %s_fwd%s(%s, %s, %s%" PRId64 ");\n", op_table[n->op].cpu_kernel, sfx(e, n),
                 ptr(e, st->out, p0), ptr(e, st->in[0], p1), num, elems);
     else

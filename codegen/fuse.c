@@ -48,11 +48,14 @@ static bool overlaps(const Buffer *a, const Buffer *b) {
     return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
 }
 
-/* The chain-shaped elementwise step t (in the activation dtype), or NULL. */
+/* The chain-shaped elementwise step t (in the activation dtype, its inputs
+ * too: not a comparison of i32 tensors), or NULL. */
 static const Node *ew_node(const Graph *g, const Schedule *s, int t) {
     const Step *st = &s->steps.v[t];
     if (st->kind != ST_FWD && st->kind != ST_RECOMPUTE) return NULL;
     const Node *n = graph_node(g, st->node);
+    for (int j = 0; j < n->n_in; j++)
+        if (graph_node(g, n->in[j])->dtype != n->dtype) return NULL;
     return cg_chain_op_name(n->op) && n->dtype == g->act_dtype ? n : NULL;
 }
 

@@ -614,8 +614,9 @@ static Value eval_gelu(Elab *E, Frame *f, const Expr *e, const char *hint) {
 /* eq, ne, lt, le, gt, ge of two tensors (broadcasting, the binary rows) or
  * of a tensor and a number (the internal rows eq_scalar ... ge_scalar, the
  * number their attribute value; a number first mirrors the relation:
- * lt(0.5, x) is gt(x, 0.5)). An i32 tensor is compared as float(x) (exact
- * for values up to 2^24 in magnitude). The node is named after the DSL op. */
+ * lt(0.5, x) is gt(x, 0.5)). i32 tensors compare exactly, with each other
+ * or with a number; an i32 tensor against a float one is float(x), as
+ * PyTorch promotes it. The node is named after the DSL op. */
 static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const char *hint) {
     const char *name = op_table[op].name;
     Value v[2];
@@ -655,6 +656,7 @@ static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
     int in[2];
     for (int j = 0; j < 2; j++) {
         if (v[j].k != V_TENSOR || graph_node(E->g, v[j].node)->dtype != DT_I32) continue;
+        if (v[1 - j].k != V_TENSOR || graph_node(E->g, v[1 - j].node)->dtype == DT_I32) continue;
         attrs_defaults(OP_FLOAT, &at);
         v[j] = make_node(E, f, OP_FLOAT, 1, &v[j].node, &at, e->loc, NULL);
         if (v[j].k == V_ERR) return v[j];

@@ -154,6 +154,16 @@ enum {
     X(GT, gt, 0) \
     X(GE, ge, 0)
 
+/* The comparisons of two tensors (OPF_NOGRAD binary rows): X(CODE,
+ * name). Of i32 operands: k_cmp_i32_fwd(op, out, a, b, ndim, shapes). */
+#define ACC_EW_CMP_OPS(X) \
+    X(EQ, eq) \
+    X(NE, ne) \
+    X(LT, lt) \
+    X(LE, le) \
+    X(GT, gt) \
+    X(GE, ge)
+
 /* The comparisons of a tensor with a number (one input, the attribute
  * value): X(CODE, name, BINARY), BINARY the code of the comparison of two
  * tensors whose math (EW_<BINARY>(x, value), ew_ops.h) they share.

@@ -57,6 +57,13 @@ void KDN(k_linear_bwd)(KDT *dx, KDT *dw, KDT *db, const KDT *dout, const KDT *x,
                              const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 ACC_EW_BINARY_OPS(K_BINARY_DECL)
 #undef K_BINARY_DECL
+/* The comparisons of i32 operands, exact (the schedule's call for a
+ * comparison whose inputs are i32): out = a OP b, 0 or 1, op the
+ * comparison's code (ACC_EW_CMP_OPS), broadcasting; and x OP value, op a
+ * *_SCALAR code (ACC_EW_CMP_SCALAR_OPS). No backward (i32 inputs). */
+void KDN(k_cmp_i32_fwd)(int op, KDT *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *out_shape,
+                        const int64_t *a_shape, const int64_t *b_shape);
+void KDN(k_cmp_scalar_i32_fwd)(int op, KDT *out, const int32_t *x, float value, int64_t n);
 
 /* ---- elementwise unary (n elements) ------------------------------------- */
 

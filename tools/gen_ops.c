@@ -78,6 +78,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         if ((rows[i].flags & OPF_ELEM) && rows[i].max_in == 2 && !*rows[i].attrs)
             fprintf(f, " \\\n    X(%s, %s, %d)", rows[i].enum_name, stem_of(&rows[i]), rows[i].grad_reads != 0);
+    fprintf(f, "\n\n/* The comparisons of two tensors (OPF_NOGRAD binary rows): X(CODE,\n"
+               " * name). Of i32 operands: k_cmp_i32_fwd(op, out, a, b, ndim, shapes). */\n"
+               "#define ACC_EW_CMP_OPS(X)");
+    for (int i = 0; i < n; i++)
+        if ((rows[i].flags & OPF_NOGRAD) && rows[i].max_in == 2)
+            fprintf(f, " \\\n    X(%s, %s)", rows[i].enum_name, stem_of(&rows[i]));
     fprintf(f, "\n\n/* The comparisons of a tensor with a number (one input, the attribute\n"
                " * value): X(CODE, name, BINARY), BINARY the code of the comparison of two\n"
                " * tensors whose math (EW_<BINARY>(x, value), ew_ops.h) they share.\n"

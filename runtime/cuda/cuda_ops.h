@@ -56,6 +56,14 @@ void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n);
 void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n);
 void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n);
 void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
+/* the comparisons of int32 operands, exact (cpu_kernels_t.h's
+ * k_cmp_i32_fwd, k_cmp_scalar_i32_fwd): out 0 or 1 */
+void g_cmp_i32_fwd(acc_dev *d, int op, float *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *so,
+                   const int64_t *sa, const int64_t *sb);
+void g_cmp_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *a, const int32_t *b, int ndim,
+                        const int64_t *so, const int64_t *sa, const int64_t *sb);
+void g_cmp_scalar_i32_fwd(acc_dev *d, int op, float *out, const int32_t *x, float value, int64_t n);
+void g_cmp_scalar_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *x, float value, int64_t n);
 /* float(x) of an i32 x (f32 out in both instances; the backward does
  * nothing: an i32 input gets no gradient) */
 void g_float_fwd(acc_dev *d, float *out, const int32_t *x, int64_t n);

@@ -420,6 +420,35 @@ static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const flo
     binary_fwd_x(d, op, out, x, y, ndim, so, sa, sb, 0);
 }
 
+/* the comparisons of int32 operands (exact): ck_binary_fwd on int32 a and b,
+ * ck_unary_fwd on an int32 x; out f32 or bf16 (h) */
+static void cmp_i32_x(acc_dev *d, int op, void *out, const int32_t *x, const int32_t *y, int ndim, const int64_t *so,
+                      const int64_t *sa, const int64_t *sb, int h) {
+    acc_kargs a = {{DP(out), DP(x), DP(y)}, {elems(ndim, so), op}, {0}};
+    broadcast_args(&a, 2, ndim, so, sa, sb);
+    a.i[20] = h;
+    a.i[21] = 1;
+    dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
+}
+void g_cmp_i32_fwd(acc_dev *d, int op, float *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *so,
+                   const int64_t *sa, const int64_t *sb) {
+    cmp_i32_x(d, op, out, a, b, ndim, so, sa, sb, 0);
+}
+void g_cmp_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *a, const int32_t *b, int ndim,
+                        const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    cmp_i32_x(d, op, out, a, b, ndim, so, sa, sb, 1);
+}
+static void cmp_scalar_i32_x(acc_dev *d, int op, void *out, const int32_t *x, float value, int64_t n, int h) {
+    acc_kargs a = {{DP(out), DP(x)}, {n, op, h, 1}, {value}};
+    dev_launch(d, KID_ck_unary_fwd, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
+}
+void g_cmp_scalar_i32_fwd(acc_dev *d, int op, float *out, const int32_t *x, float value, int64_t n) {
+    cmp_scalar_i32_x(d, op, out, x, value, n, 0);
+}
+void g_cmp_scalar_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *x, float value, int64_t n) {
+    cmp_scalar_i32_x(d, op, out, x, value, n, 1);
+}
+
 /* The gradient of one operand (which: 0 a, 1 b) of shape sx. When sx is a
  * suffix of out's shape (a bias), a column reduction over the leading rows;
  * otherwise one thread per element of dx. h: every tensor is bf16 (sums in

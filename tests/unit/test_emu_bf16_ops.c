@@ -247,7 +247,23 @@ static void test_casts(void) {
         expect_bits32("float_fwd", hf, gf, n);
         g_float_fwd(dev, gf + off, gxi + off, n - off);
         expect_bits32("float_fwd (f32 instance)", hf, gf, n);
-        free(hf);
+        /* the comparisons of i32 operands: ck_binary_fwd's int32 path (x
+         * against itself reversed, broadcast [n] by [1]) and ck_unary_fwd's */
+        const int64_t so[1] = {n - off}, s1[1] = {1};
+        k_cmp_i32_fwd(ACC_OP_LT, hf + off, xi + off, xi + n - 1, 1, so, so, s1);
+        g_cmp_i32_fwd(dev, ACC_OP_LT, gf + off, gxi + off, gxi + n - 1, 1, so, so, s1);
+        expect_bits32("cmp_i32_fwd", hf, gf, n);
+        k_cmp_scalar_i32_fwd(ACC_OP_NE_SCALAR, hf + off, xi + off, 16777216.0f, n - off);
+        g_cmp_scalar_i32_fwd(dev, ACC_OP_NE_SCALAR, gf + off, gxi + off, 16777216.0f, n - off);
+        expect_bits32("cmp_scalar_i32_fwd", hf, gf, n);
+        acc_bf16 *hb = dup16(h0, n), *gb = dcopy16(h0, n);
+        k_cmp_i32_fwd_bf16(ACC_OP_GE, hb + off, xi + off, xi + 3, 1, so, so, s1);
+        g_cmp_i32_fwd_bf16(dev, ACC_OP_GE, gb + off, gxi + off, gxi + 3, 1, so, so, s1);
+        expect_bits16("cmp_i32_fwd_bf16", hb, gb, n);
+        k_cmp_scalar_i32_fwd_bf16(ACC_OP_LE_SCALAR, hb + off, xi + off, -7.5f, n - off);
+        g_cmp_scalar_i32_fwd_bf16(dev, ACC_OP_LE_SCALAR, gb + off, gxi + off, -7.5f, n - off);
+        expect_bits16("cmp_scalar_i32_fwd_bf16", hb, gb, n);
+        free(hf), free(hb);
     }
     free(x), free(f0), free(hx), free(h0);
     dev_close();

@@ -661,6 +661,37 @@ static void test_cmp_scalar(void) {
     }
 }
 
+/* The comparisons of i32 operands are exact: 2^24 + 1 and 2^24 differ,
+ * though they are one float; broadcast [2,3] against [3] and [2,1]; with a
+ * number compared in double. Against the integer relation. */
+static void test_cmp_i32(void) {
+    static const int codes[6] = {ACC_OP_EQ, ACC_OP_NE, ACC_OP_LT, ACC_OP_LE, ACC_OP_GT, ACC_OP_GE};
+    static const int scodes[6] = {ACC_OP_EQ_SCALAR, ACC_OP_NE_SCALAR, ACC_OP_LT_SCALAR,
+                                  ACC_OP_LE_SCALAR, ACC_OP_GT_SCALAR, ACC_OP_GE_SCALAR};
+    const int32_t a[6] = {16777217, 16777216, -5, INT32_MAX, INT32_MIN, 0};
+    const int32_t b3[3] = {16777216, 16777216, -5}, b21[2] = {16777217, 0};
+    const int64_t so[2] = {2, 3}, s3[2] = {1, 3}, s21[2] = {2, 1};
+    int bad = 0;
+    for (int k = 0; k < 6; k++) {
+        float out[6];
+        for (int form = 0; form < 3; form++) {
+            if (form < 2) k_cmp_i32_fwd(codes[k], out, a, form ? b21 : b3, 2, so, so, form ? s21 : s3);
+            else k_cmp_scalar_i32_fwd(scodes[k], out, a, 16777216.0f, 6);
+            for (int e = 0; e < 6; e++) {
+                int64_t x = a[e], y = form == 0 ? b3[e % 3] : form == 1 ? b21[e / 3] : 16777216;
+                int want = k == 0   ? x == y
+                           : k == 1 ? x != y
+                           : k == 2 ? x < y
+                           : k == 3 ? x <= y
+                           : k == 4 ? x > y
+                                    : x >= y;
+                bad += out[e] != (float)want;
+            }
+        }
+    }
+    ASSERT(0, bad);
+}
+
 /* float(x): i32 values as f32, exact up to 2^24 in magnitude. It has no
  * gradient (an i32 input), so nothing to check by differences: the forward
  * check stands for its entry in test_fd_coverage. */
@@ -1748,6 +1779,7 @@ int main(void) {
     test_unary_edges();
     test_cmp_scalar();
     test_float();
+    test_cmp_i32();
     test_norms();
     test_attention();
     test_attention_masked();
