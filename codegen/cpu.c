@@ -145,7 +145,10 @@ static void emit_binary(Emit *e, const Step *st, const Node *n, bool fwd) {
     emit_dims(e->out, &b->shape, nd);
     fprintf(e->out, ";\n        ");
     const char *k = op_table[n->op].cpu_kernel;
-    if (fwd)
+    if (fwd && a->dtype == DT_I32) /* a comparison of i32 operands (exact) */
+        fprintf(e->out, "k_cmp_i32_fwd%s(%s, %s, %s, %s, %d, so, sa, sb);\n", sfx(e, n), cg_chain_op_name(n->op),
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), iptr(e, st->in[1], p2), nd);
+    else if (fwd)
         fprintf(e->out, "%s_fwd%s(%s, %s, %s, %d, so, sa, sb);\n", k, sfx(e, n), ptr(e, st->out, p0),
                 ptr(e, st->in[0], p1), ptr(e, st->in[1], p2), nd);
     else if (!op_table[n->op].grad_reads) /* add, sub: the backward reads no operand */
@@ -213,14 +216,19 @@ static void emit_linear(Emit *e, const Step *st, const Node *n, bool fwd) {
                 n->attr.transpose_b);
 }
 
-/* scale (x * alpha) and shift (x + beta): one number beside the tensor;
- * scale's backward takes it too, shift's does not. */
+/* scale (x * alpha), shift (x + beta) and the comparisons with a number
+ * (x > value: eq_scalar ... ge_scalar): one number beside the tensor;
+ * scale's backward takes it too, shift's does not (a comparison has none). */
 static void emit_scalar(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p0[48], p1[48], num[48] = "";
     bool scale = n->op == OP_SCALE;
     int64_t elems = shape_elems(&n->shape);
-    if (fwd || scale) snprintf(num, sizeof num, "(float)%.9g, ", scale ? n->attr.alpha : n->attr.beta);
-    if (fwd)
+    double v = scale ? n->attr.alpha : n->op == OP_SHIFT ? n->attr.beta : n->attr.value;
+    if (fwd || scale) snprintf(num, sizeof num, "(float)%.9g, ", v);
+    if (fwd && in_node(e, n, 0)->dtype == DT_I32) /* a comparison of an i32 x with the number (exact) */
+        fprintf(e->out, "    k_cmp_scalar_i32_fwd%s(%s, %s, %s, %s%" PRId64 ");\n", sfx(e, n), cg_chain_op_name(n->op),
+                ptr(e, st->out, p0), iptr(e, st->in[0], p1), num, elems);
+    else if (fwd)
         fprintf(e->out, "    %s_fwd%s(%s, %s, %s%" PRId64 ");\n", op_table[n->op].cpu_kernel, sfx(e, n),
                 ptr(e, st->out, p0), ptr(e, st->in[0], p1), num, elems);
     else
@@ -463,6 +471,15 @@ static void emit_cast(Emit *e, const Step *st, const Node *n, bool fwd) {
     const char *src = fwd ? ptr(e, st->in[0], p1) : ptr(e, st->grad_out, p0);
     fprintf(e->out, "    k_%s_%s_bf16(%s, %s, %" PRId64 ");\n", n->dtype == DT_BF16 ? "cast" : "uncast",
             fwd ? "fwd" : "bwd", dst, src, shape_elems(&n->shape));
+}
+
+/* float(x): k_float_fwd(out, (const int32_t *)x, n); no backward (an i32
+ * input gets no gradient) */
+static void emit_float(Emit *e, const Step *st, const Node *n, bool fwd) {
+    char p0[48], p1[48];
+    ACC_ASSERT(fwd);
+    fprintf(e->out, "    k_float_fwd(%s, %s, %" PRId64 ");\n", ptr(e, st->out, p0), iptr(e, st->in[0], p1),
+            shape_elems(&n->shape));
 }
 
 /* sum and mean */

@@ -48,11 +48,14 @@ static bool overlaps(const Buffer *a, const Buffer *b) {
     return a->offset < b->offset + b->size_bytes && b->offset < a->offset + a->size_bytes;
 }
 
-/* The chain-shaped elementwise step t (in the activation dtype), or NULL. */
+/* The chain-shaped elementwise step t (in the activation dtype, its inputs
+ * too: not a comparison of i32 tensors), or NULL. */
 static const Node *ew_node(const Graph *g, const Schedule *s, int t) {
     const Step *st = &s->steps.v[t];
     if (st->kind != ST_FWD && st->kind != ST_RECOMPUTE) return NULL;
     const Node *n = graph_node(g, st->node);
+    for (int j = 0; j < n->n_in; j++)
+        if (graph_node(g, n->in[j])->dtype != n->dtype) return NULL;
     return cg_chain_op_name(n->op) && n->dtype == g->act_dtype ? n : NULL;
 }
 
@@ -66,10 +69,11 @@ static bool add_op(const Graph *g, const Schedule *s, int t, int from, const Sha
     op->step = t;
     op->op = n->op;
     op->operand_buf = -1;
-    op->param = n->op == OP_SCALE     ? (float)n->attr.alpha
-                : n->op == OP_SHIFT   ? (float)n->attr.beta
-                : n->op == OP_DROPOUT ? (float)n->attr.p
-                                      : 0.0f;
+    op->param = n->op == OP_SCALE                                ? (float)n->attr.alpha
+                : n->op == OP_SHIFT                              ? (float)n->attr.beta
+                : n->op == OP_DROPOUT                            ? (float)n->attr.p
+                : n->op >= OP_EQ_SCALAR && n->op <= OP_GE_SCALAR ? (float)n->attr.value /* x > value */
+                                                                 : 0.0f;
     op->op_id = n->op == OP_DROPOUT ? cg_dropout_stream(g, n) : (uint32_t)n->id;
     if (n->n_in == 1) {
         op->value_buf = st->in[0];

@@ -611,6 +611,71 @@ static Value eval_gelu(Elab *E, Frame *f, const Expr *e, const char *hint) {
     return eval_op_call(E, f, e, v.i ? OP_GELU_ERF : OP_GELU, exact, hint);
 }
 
+/* eq, ne, lt, le, gt, ge of two tensors (broadcasting, the binary rows) or
+ * of a tensor and a number (the internal rows eq_scalar ... ge_scalar, the
+ * number their attribute value; a number first mirrors the relation:
+ * lt(0.5, x) is gt(x, 0.5)). i32 tensors compare exactly, with each other
+ * or with a number; an i32 tensor against a float one is float(x), as
+ * PyTorch promotes it. The node is named after the DSL op. */
+static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const char *hint) {
+    const char *name = op_table[op].name;
+    Value v[2];
+    int n = 0;
+    bool bad = false;
+    for (const Arg *a = e->args; a; a = a->next) {
+        if (a->kw) {
+            diag_error(E->d, a->kw_loc, "%s takes no attributes ('%s')", name, a->kw);
+            bad = true;
+            continue;
+        }
+        Value x = eval(E, f, a->value, NULL);
+        if (x.k == V_ERR) {
+            bad = true;
+        } else if (x.k != V_TENSOR && !is_num(&x)) {
+            diag_error(E->d, a->value->loc, "argument %d of %s must be a tensor or a number, not %s", n + 1, name,
+                       kind_name[x.k]);
+            bad = true;
+        }
+        if (n < 2) v[n] = x;
+        n++;
+    }
+    if (n != 2) {
+        diag_error(E->d, e->loc, "%s takes 2 arguments (two tensors, or a tensor and a number), %d given", name, n);
+        return v_err();
+    }
+    if (bad) return v_err();
+    if (v[0].k != V_TENSOR && v[1].k != V_TENSOR) {
+        diag_error(E->d, e->loc, "%s compares tensors: give at least one tensor, not two numbers", name);
+        return v_err();
+    }
+    if (e->as_name) {
+        diag_error(E->d, e->as_loc, "'as' names block instances; name a tensor by assigning it");
+        return v_err();
+    }
+    Attrs at;
+    int in[2];
+    for (int j = 0; j < 2; j++) {
+        if (v[j].k != V_TENSOR || graph_node(E->g, v[j].node)->dtype != DT_I32) continue;
+        if (v[1 - j].k != V_TENSOR || graph_node(E->g, v[1 - j].node)->dtype == DT_I32) continue;
+        attrs_defaults(OP_FLOAT, &at);
+        v[j] = make_node(E, f, OP_FLOAT, 1, &v[j].node, &at, e->loc, NULL);
+        if (v[j].k == V_ERR) return v[j];
+    }
+    if (v[0].k == V_TENSOR && v[1].k == V_TENSOR) {
+        attrs_defaults(op, &at);
+        in[0] = v[0].node, in[1] = v[1].node;
+        return make_node(E, f, op, 2, in, &at, e->loc, hint);
+    }
+    int t = v[0].k == V_TENSOR ? 0 : 1;
+    if (t == 1) /* number OP x is x OP' number */
+        op = op == OP_LT ? OP_GT : op == OP_GT ? OP_LT : op == OP_LE ? OP_GE : op == OP_GE ? OP_LE : op;
+    /* the scalar rows follow the binary ones in the same order (ops.def) */
+    OpKind sop = (OpKind)(OP_EQ_SCALAR + (op - OP_EQ));
+    attrs_defaults(sop, &at);
+    at.value = num(&v[1 - t]);
+    return make_node(E, f, sop, 1, &v[t].node, &at, e->loc, hint ? hint : name);
+}
+
 /* split(x, n, axis=-1): n equal slices, bound to the assignment's targets. */
 static Value eval_split(Elab *E, Frame *f, const Expr *e, const Name *targets) {
     Value x = v_err(), parts = v_err();
@@ -785,21 +850,35 @@ static Value eval_call(Elab *E, Frame *f, const Expr *e, const Name *targets) {
         }
         return eval_split(E, f, e, targets);
     }
-    if (!strcmp(e->name, "sqrt")) {
+    if (!strcmp(e->name, "sqrt")) { /* of a number: a number; of a tensor: the op */
         if (!e->args || e->args->next || e->args->kw) {
-            diag_error(E->d, e->loc, "sqrt takes one number (no keyword)");
+            diag_error(E->d, e->loc, "sqrt takes one tensor or number (no keyword)");
             return v_err();
         }
         Value v = eval(E, f, e->args->value, NULL);
         if (v.k == V_ERR) return v;
-        if (!is_num(&v) || num(&v) < 0) {
-            diag_error(E->d, e->loc, "sqrt takes a non-negative number, not %s", kind_name[v.k]);
+        if (v.k == V_TENSOR) {
+            if (e->as_name) {
+                diag_error(E->d, e->as_loc, "'as' names block instances; name a tensor by assigning it");
+                return v_err();
+            }
+            Attrs at;
+            attrs_defaults(OP_SQRT, &at);
+            return make_node(E, f, OP_SQRT, 1, &v.node, &at, e->loc, hint);
+        }
+        if (!is_num(&v)) {
+            diag_error(E->d, e->loc, "sqrt takes a tensor or a non-negative number, not %s", kind_name[v.k]);
+            return v_err();
+        }
+        if (num(&v) < 0) {
+            diag_error(E->d, e->loc, "sqrt of a negative number (%g)", num(&v));
             return v_err();
         }
         return v_float(sqrt(num(&v)));
     }
     OpKind op = op_lookup(e->name);
     if (op == OP_GELU) return eval_gelu(E, f, e, hint);
+    if (op >= OP_EQ && op <= OP_GE) return eval_compare(E, f, e, op, hint);
     if (op != OP_COUNT) return eval_op_call(E, f, e, op, NULL, hint);
     if (E->d->stopped) return v_err();
     const char *sugg = suggest_callee(E, e->name);

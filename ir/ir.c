@@ -163,7 +163,7 @@ static const AttrField attr_fields[] = {
     F(dim1, ATTR_INT),         F(heads, ATTR_INT),   F(kv_heads, ATTR_INT), F(transpose_a, ATTR_BOOL),
     F(transpose_b, ATTR_BOOL), F(causal, ATTR_BOOL), F(keepdim, ATTR_BOOL), F(eps, ATTR_FLOAT),
     F(p, ATTR_FLOAT),          F(alpha, ATTR_FLOAT), F(beta, ATTR_FLOAT),   F(theta, ATTR_FLOAT),
-    F(shape, ATTR_SHAPE),      F(mask, ATTR_TENSOR), F(bias, ATTR_TENSOR),
+    F(value, ATTR_FLOAT),      F(shape, ATTR_SHAPE), F(mask, ATTR_TENSOR),  F(bias, ATTR_TENSOR),
 };
 #undef F
 

@@ -136,6 +136,7 @@ enum {
     OPF_ELEM = 1 << 1,      /* fusion class: may join an elementwise chain (codegen/fuse.c) */
     OPF_RECOMPUTE = 1 << 2, /* recompute permission: recomputing gives the forward's bits */
     OPF_INTERNAL = 1 << 3,  /* inserted by a pass (cast), not callable from the DSL */
+    OPF_NOGRAD = 1 << 4,    /* a constant to the backward: no gradient flows through it (comparisons) */
 };
 
 /* What an op's backward reads of the forward pass (the op table's grad column). */
@@ -168,7 +169,7 @@ typedef struct {
     int64_t axis, start, len, dim0, dim1, heads, kv_heads;
     int64_t mask, bias; /* tensor attributes: input indices */
     bool transpose_a, transpose_b, causal, keepdim;
-    double eps, p, alpha, beta, theta;
+    double eps, p, alpha, beta, theta, value;
     Shape shape; /* reshape target; a -1 entry is inferred */
 } Attrs;
 

@@ -173,10 +173,20 @@ bool shape_linear(const Graph *g, Node *n, char *err, size_t err_len) {
     return set_out(n, &out, prec_dtype(g, n, -1), 0, err, err_len);
 }
 
+/* An i32 input of a comparison (OPF_NOGRAD) is compared as it is, exactly:
+ * the dtype a comparison's input i must have given input j's. */
+static DType cmp_dtype(const Graph *g, const Node *n, int j) {
+    bool cmp = op_table[n->op].flags & OPF_NOGRAD;
+    return cmp && graph_node(g, n->in[j])->dtype == DT_I32 ? DT_I32 : prec_dtype(g, n, 0);
+}
+
+/* add ... div and the comparisons: two inputs of the dtype the op computes
+ * in (a comparison's: two i32 too; its output is then the activation dtype,
+ * 0/1), the shapes broadcast. */
 bool shape_broadcast(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!check_inputs(g, n, err, err_len)) return false;
     const Node *x = IN(0), *y = IN(1);
-    DType want = prec_dtype(g, n, 0);
+    DType want = cmp_dtype(g, n, 0);
     if (x->dtype != want || y->dtype != want)
         return FAIL("inputs must be %s, got %s%s and %s%s", dtype_name(want), dtype_name(x->dtype), SHP(&x->shape),
                     dtype_name(y->dtype), SHP(&y->shape));
@@ -221,7 +231,7 @@ bool shape_where(const Graph *g, Node *n, char *err, size_t err_len) {
 }
 
 bool shape_same(const Graph *g, Node *n, char *err, size_t err_len) {
-    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", cmp_dtype(g, n, 0), err, err_len)) return false;
     const Shape *x = &IN(0)->shape;
     if (n->op == OP_SOFTMAX && x->ndim < 1) return FAIL("x must have rank >= 1: %s", SHP(x));
     if (n->op == OP_DROPOUT && !(n->attr.p >= 0 && n->attr.p < 1))
@@ -446,4 +456,11 @@ bool shape_cast(const Graph *g, Node *n, char *err, size_t err_len) {
     if (!dtype_is_float(x->dtype) || !dtype_is_float(n->dtype) || x->dtype == n->dtype)
         return FAIL("cannot cast %s%s to %s", dtype_name(x->dtype), SHP(&x->shape), dtype_name(n->dtype));
     return set_out(n, &x->shape, n->dtype, 0, err, err_len);
+}
+
+/* float(x): an i32 tensor's values as f32 (exact up to 2^24 in magnitude, as
+ * C's conversion rounds beyond). */
+bool shape_float(const Graph *g, Node *n, char *err, size_t err_len) {
+    if (!check_inputs(g, n, err, err_len) || !want_dtype(g, n, 0, "x", prec_dtype(g, n, 0), err, err_len)) return false;
+    return set_out(n, &IN(0)->shape, prec_dtype(g, n, -1), 0, err, err_len);
 }

@@ -2,7 +2,7 @@
  *
  * requires: a verified graph with a loss. provides: which nodes contribute to
  * the loss (live), which get a gradient (need_grad: a float dtype, live, depending
- * on a parameter), the backward order, and per backward step the forward
+ * on a parameter, through no OPF_NOGRAD op), the backward order, and per backward step the forward
  * buffers it reads, from the op table's grad column. The gradient kernels
  * themselves are the runtime's *_bwd functions; every one accumulates into
  * its inputs' gradients, so a tensor used several times sums its
@@ -26,13 +26,24 @@ void ad_build(const Graph *g, Autodiff *ad) {
         const Node *x = graph_node(g, i);
         for (int j = 0; j < x->n_in; j++) ad->live[x->in[j]] = true;
     }
-    /* need_grad: a live float tensor (f32, bf16) that depends on a parameter; its
-     * gradient has its dtype (a parameter's is f32: a cast's backward widens) */
+    /* reaches the loss along edges a gradient flows on: not into the inputs
+     * of an OPF_NOGRAD op (a comparison); need_grad marks it first */
+    for (int i = 0; i < n; i++) ad->need_grad[i] = false;
+    ad->need_grad[g->loss] = true;
+    for (int i = g->loss; i >= 0; i--) {
+        const Node *x = graph_node(g, i);
+        if (!ad->need_grad[i] || (op_table[x->op].flags & OPF_NOGRAD)) continue;
+        for (int j = 0; j < x->n_in; j++) ad->need_grad[x->in[j]] = true;
+    }
+    /* need_grad: a float tensor (f32, bf16) on such a path that depends on a
+     * parameter through no OPF_NOGRAD op; its gradient has its dtype (a
+     * parameter's is f32: a cast's backward widens) */
     for (int i = 0; i < n; i++) {
         const Node *x = graph_node(g, i);
-        bool dep = x->op == OP_PARAM;
+        bool dep = x->op == OP_PARAM, reaches = ad->need_grad[i];
         for (int j = 0; j < x->n_in && !dep; j++) dep = ad->need_grad[x->in[j]];
-        ad->need_grad[i] = dep && ad->live[i] && dtype_is_float(x->dtype);
+        if (op_table[x->op].flags & OPF_NOGRAD) dep = false;
+        ad->need_grad[i] = dep && reaches && dtype_is_float(x->dtype);
     }
     for (int i = n - 1; i >= 0; i--)
         if (ad->need_grad[i] && !(op_table[graph_node(g, i)->op].flags & OPF_LEAF)) VEC_PUSH(ad->bwd, i);

@@ -18,35 +18,51 @@ enum {
     ACC_OP_SUB = 5,
     ACC_OP_MUL = 6,
     ACC_OP_DIV = 7,
-    ACC_OP_WHERE = 8,
-    ACC_OP_SCALE = 9,
-    ACC_OP_SHIFT = 10,
-    ACC_OP_GELU = 11,
-    ACC_OP_RELU = 12,
-    ACC_OP_SILU = 13,
-    ACC_OP_TANH = 14,
-    ACC_OP_EXP = 15,
-    ACC_OP_GELU_ERF = 16,
-    ACC_OP_SIGMOID = 17,
-    ACC_OP_LOG = 18,
-    ACC_OP_LAYERNORM = 19,
-    ACC_OP_RMSNORM = 20,
-    ACC_OP_SOFTMAX = 21,
-    ACC_OP_ATTENTION = 22,
-    ACC_OP_ROPE = 23,
-    ACC_OP_EMBEDDING = 24,
-    ACC_OP_CROSS_ENTROPY = 25,
-    ACC_OP_DROPOUT = 26,
-    ACC_OP_RESHAPE = 27,
-    ACC_OP_TRANSPOSE = 28,
-    ACC_OP_SLICE = 29,
-    ACC_OP_CONCAT = 30,
-    ACC_OP_SUM = 31,
-    ACC_OP_MEAN = 32,
-    ACC_OP_MAX = 33,
-    ACC_OP_MIN = 34,
-    ACC_OP_CAST = 35,
-    ACC_OP_COUNT = 36
+    ACC_OP_EQ = 8,
+    ACC_OP_NE = 9,
+    ACC_OP_LT = 10,
+    ACC_OP_LE = 11,
+    ACC_OP_GT = 12,
+    ACC_OP_GE = 13,
+    ACC_OP_EQ_SCALAR = 14,
+    ACC_OP_NE_SCALAR = 15,
+    ACC_OP_LT_SCALAR = 16,
+    ACC_OP_LE_SCALAR = 17,
+    ACC_OP_GT_SCALAR = 18,
+    ACC_OP_GE_SCALAR = 19,
+    ACC_OP_WHERE = 20,
+    ACC_OP_SCALE = 21,
+    ACC_OP_SHIFT = 22,
+    ACC_OP_GELU = 23,
+    ACC_OP_RELU = 24,
+    ACC_OP_SILU = 25,
+    ACC_OP_TANH = 26,
+    ACC_OP_EXP = 27,
+    ACC_OP_GELU_ERF = 28,
+    ACC_OP_SIGMOID = 29,
+    ACC_OP_LOG = 30,
+    ACC_OP_SQRT = 31,
+    ACC_OP_RSQRT = 32,
+    ACC_OP_ABS = 33,
+    ACC_OP_LAYERNORM = 34,
+    ACC_OP_RMSNORM = 35,
+    ACC_OP_SOFTMAX = 36,
+    ACC_OP_ATTENTION = 37,
+    ACC_OP_ROPE = 38,
+    ACC_OP_EMBEDDING = 39,
+    ACC_OP_CROSS_ENTROPY = 40,
+    ACC_OP_DROPOUT = 41,
+    ACC_OP_RESHAPE = 42,
+    ACC_OP_TRANSPOSE = 43,
+    ACC_OP_SLICE = 44,
+    ACC_OP_CONCAT = 45,
+    ACC_OP_SUM = 46,
+    ACC_OP_MEAN = 47,
+    ACC_OP_MAX = 48,
+    ACC_OP_MIN = 49,
+    ACC_OP_FLOAT = 50,
+    ACC_OP_CAST = 51,
+    ACC_OP_COUNT = 52
 };
 
 /* The ops with kernels (every op but the leaves), in table order:
@@ -60,6 +76,18 @@ enum {
     X(SUB, sub, 2) \
     X(MUL, mul, 2) \
     X(DIV, div, 2) \
+    X(EQ, eq, 2) \
+    X(NE, ne, 2) \
+    X(LT, lt, 2) \
+    X(LE, le, 2) \
+    X(GT, gt, 2) \
+    X(GE, ge, 2) \
+    X(EQ_SCALAR, eq_scalar, 1) \
+    X(NE_SCALAR, ne_scalar, 1) \
+    X(LT_SCALAR, lt_scalar, 1) \
+    X(LE_SCALAR, le_scalar, 1) \
+    X(GT_SCALAR, gt_scalar, 1) \
+    X(GE_SCALAR, ge_scalar, 1) \
     X(WHERE, where, 0) \
     X(SCALE, scale, 1) \
     X(SHIFT, shift, 1) \
@@ -71,6 +99,9 @@ enum {
     X(GELU_ERF, gelu_erf, 1) \
     X(SIGMOID, sigmoid, 1) \
     X(LOG, log, 1) \
+    X(SQRT, sqrt, 1) \
+    X(RSQRT, rsqrt, 1) \
+    X(ABS, abs, 1) \
     X(LAYERNORM, layernorm, 0) \
     X(RMSNORM, rmsnorm, 0) \
     X(SOFTMAX, softmax, 0) \
@@ -87,6 +118,7 @@ enum {
     X(MEAN, mean, 0) \
     X(MAX, max, 0) \
     X(MIN, min, 0) \
+    X(FLOAT, float, 0) \
     X(CAST, cast, 0)
 
 /* The plain unary elementwise ops (one input, no attributes), whose
@@ -101,7 +133,10 @@ enum {
     X(EXP, exp, out) \
     X(GELU_ERF, gelu_erf, x) \
     X(SIGMOID, sigmoid, out) \
-    X(LOG, log, x)
+    X(LOG, log, x) \
+    X(SQRT, sqrt, out) \
+    X(RSQRT, rsqrt, out) \
+    X(ABS, abs, x)
 
 /* The binary elementwise ops (two inputs, numpy broadcasting, no
  * attributes): X(CODE, name, reads), reads 1 if the backward reads the
@@ -111,7 +146,35 @@ enum {
     X(ADD, add, 0) \
     X(SUB, sub, 0) \
     X(MUL, mul, 1) \
-    X(DIV, div, 1)
+    X(DIV, div, 1) \
+    X(EQ, eq, 0) \
+    X(NE, ne, 0) \
+    X(LT, lt, 0) \
+    X(LE, le, 0) \
+    X(GT, gt, 0) \
+    X(GE, ge, 0)
+
+/* The comparisons of two tensors (OPF_NOGRAD binary rows): X(CODE,
+ * name). Of i32 operands: k_cmp_i32_fwd(op, out, a, b, ndim, shapes). */
+#define ACC_EW_CMP_OPS(X) \
+    X(EQ, eq) \
+    X(NE, ne) \
+    X(LT, lt) \
+    X(LE, le) \
+    X(GT, gt) \
+    X(GE, ge)
+
+/* The comparisons of a tensor with a number (one input, the attribute
+ * value): X(CODE, name, BINARY), BINARY the code of the comparison of two
+ * tensors whose math (EW_<BINARY>(x, value), ew_ops.h) they share.
+ * k_<name>_fwd(out, x, value, n): out = x OP value, 0 or 1; no gradient. */
+#define ACC_EW_CMP_SCALAR_OPS(X) \
+    X(EQ_SCALAR, eq_scalar, EQ) \
+    X(NE_SCALAR, ne_scalar, NE) \
+    X(LT_SCALAR, lt_scalar, LT) \
+    X(LE_SCALAR, le_scalar, LE) \
+    X(GT_SCALAR, gt_scalar, GT) \
+    X(GE_SCALAR, ge_scalar, GE)
 
 #endif
 
@@ -146,6 +209,54 @@ enum {
 #define k_div_bwd(...) g_div_bwd(D, __VA_ARGS__)
 #define k_div_fwd_bf16(...) g_div_fwd_bf16(D, __VA_ARGS__)
 #define k_div_bwd_bf16(...) g_div_bwd_bf16(D, __VA_ARGS__)
+#define k_eq_fwd(...) g_eq_fwd(D, __VA_ARGS__)
+#define k_eq_bwd(...) g_eq_bwd(D, __VA_ARGS__)
+#define k_eq_fwd_bf16(...) g_eq_fwd_bf16(D, __VA_ARGS__)
+#define k_eq_bwd_bf16(...) g_eq_bwd_bf16(D, __VA_ARGS__)
+#define k_ne_fwd(...) g_ne_fwd(D, __VA_ARGS__)
+#define k_ne_bwd(...) g_ne_bwd(D, __VA_ARGS__)
+#define k_ne_fwd_bf16(...) g_ne_fwd_bf16(D, __VA_ARGS__)
+#define k_ne_bwd_bf16(...) g_ne_bwd_bf16(D, __VA_ARGS__)
+#define k_lt_fwd(...) g_lt_fwd(D, __VA_ARGS__)
+#define k_lt_bwd(...) g_lt_bwd(D, __VA_ARGS__)
+#define k_lt_fwd_bf16(...) g_lt_fwd_bf16(D, __VA_ARGS__)
+#define k_lt_bwd_bf16(...) g_lt_bwd_bf16(D, __VA_ARGS__)
+#define k_le_fwd(...) g_le_fwd(D, __VA_ARGS__)
+#define k_le_bwd(...) g_le_bwd(D, __VA_ARGS__)
+#define k_le_fwd_bf16(...) g_le_fwd_bf16(D, __VA_ARGS__)
+#define k_le_bwd_bf16(...) g_le_bwd_bf16(D, __VA_ARGS__)
+#define k_gt_fwd(...) g_gt_fwd(D, __VA_ARGS__)
+#define k_gt_bwd(...) g_gt_bwd(D, __VA_ARGS__)
+#define k_gt_fwd_bf16(...) g_gt_fwd_bf16(D, __VA_ARGS__)
+#define k_gt_bwd_bf16(...) g_gt_bwd_bf16(D, __VA_ARGS__)
+#define k_ge_fwd(...) g_ge_fwd(D, __VA_ARGS__)
+#define k_ge_bwd(...) g_ge_bwd(D, __VA_ARGS__)
+#define k_ge_fwd_bf16(...) g_ge_fwd_bf16(D, __VA_ARGS__)
+#define k_ge_bwd_bf16(...) g_ge_bwd_bf16(D, __VA_ARGS__)
+#define k_eq_scalar_fwd(...) g_eq_scalar_fwd(D, __VA_ARGS__)
+#define k_eq_scalar_bwd(...) g_eq_scalar_bwd(D, __VA_ARGS__)
+#define k_eq_scalar_fwd_bf16(...) g_eq_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_eq_scalar_bwd_bf16(...) g_eq_scalar_bwd_bf16(D, __VA_ARGS__)
+#define k_ne_scalar_fwd(...) g_ne_scalar_fwd(D, __VA_ARGS__)
+#define k_ne_scalar_bwd(...) g_ne_scalar_bwd(D, __VA_ARGS__)
+#define k_ne_scalar_fwd_bf16(...) g_ne_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_ne_scalar_bwd_bf16(...) g_ne_scalar_bwd_bf16(D, __VA_ARGS__)
+#define k_lt_scalar_fwd(...) g_lt_scalar_fwd(D, __VA_ARGS__)
+#define k_lt_scalar_bwd(...) g_lt_scalar_bwd(D, __VA_ARGS__)
+#define k_lt_scalar_fwd_bf16(...) g_lt_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_lt_scalar_bwd_bf16(...) g_lt_scalar_bwd_bf16(D, __VA_ARGS__)
+#define k_le_scalar_fwd(...) g_le_scalar_fwd(D, __VA_ARGS__)
+#define k_le_scalar_bwd(...) g_le_scalar_bwd(D, __VA_ARGS__)
+#define k_le_scalar_fwd_bf16(...) g_le_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_le_scalar_bwd_bf16(...) g_le_scalar_bwd_bf16(D, __VA_ARGS__)
+#define k_gt_scalar_fwd(...) g_gt_scalar_fwd(D, __VA_ARGS__)
+#define k_gt_scalar_bwd(...) g_gt_scalar_bwd(D, __VA_ARGS__)
+#define k_gt_scalar_fwd_bf16(...) g_gt_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_gt_scalar_bwd_bf16(...) g_gt_scalar_bwd_bf16(D, __VA_ARGS__)
+#define k_ge_scalar_fwd(...) g_ge_scalar_fwd(D, __VA_ARGS__)
+#define k_ge_scalar_bwd(...) g_ge_scalar_bwd(D, __VA_ARGS__)
+#define k_ge_scalar_fwd_bf16(...) g_ge_scalar_fwd_bf16(D, __VA_ARGS__)
+#define k_ge_scalar_bwd_bf16(...) g_ge_scalar_bwd_bf16(D, __VA_ARGS__)
 #define k_where_fwd(...) g_where_fwd(D, __VA_ARGS__)
 #define k_where_bwd(...) g_where_bwd(D, __VA_ARGS__)
 #define k_where_fwd_bf16(...) g_where_fwd_bf16(D, __VA_ARGS__)
@@ -190,6 +301,18 @@ enum {
 #define k_log_bwd(...) g_log_bwd(D, __VA_ARGS__)
 #define k_log_fwd_bf16(...) g_log_fwd_bf16(D, __VA_ARGS__)
 #define k_log_bwd_bf16(...) g_log_bwd_bf16(D, __VA_ARGS__)
+#define k_sqrt_fwd(...) g_sqrt_fwd(D, __VA_ARGS__)
+#define k_sqrt_bwd(...) g_sqrt_bwd(D, __VA_ARGS__)
+#define k_sqrt_fwd_bf16(...) g_sqrt_fwd_bf16(D, __VA_ARGS__)
+#define k_sqrt_bwd_bf16(...) g_sqrt_bwd_bf16(D, __VA_ARGS__)
+#define k_rsqrt_fwd(...) g_rsqrt_fwd(D, __VA_ARGS__)
+#define k_rsqrt_bwd(...) g_rsqrt_bwd(D, __VA_ARGS__)
+#define k_rsqrt_fwd_bf16(...) g_rsqrt_fwd_bf16(D, __VA_ARGS__)
+#define k_rsqrt_bwd_bf16(...) g_rsqrt_bwd_bf16(D, __VA_ARGS__)
+#define k_abs_fwd(...) g_abs_fwd(D, __VA_ARGS__)
+#define k_abs_bwd(...) g_abs_bwd(D, __VA_ARGS__)
+#define k_abs_fwd_bf16(...) g_abs_fwd_bf16(D, __VA_ARGS__)
+#define k_abs_bwd_bf16(...) g_abs_bwd_bf16(D, __VA_ARGS__)
 #define k_layernorm_fwd(...) g_layernorm_fwd(D, __VA_ARGS__)
 #define k_layernorm_bwd(...) g_layernorm_bwd(D, __VA_ARGS__)
 #define k_layernorm_fwd_bf16(...) g_layernorm_fwd_bf16(D, __VA_ARGS__)
@@ -254,6 +377,10 @@ enum {
 #define k_min_bwd(...) g_min_bwd(D, __VA_ARGS__)
 #define k_min_fwd_bf16(...) g_min_fwd_bf16(D, __VA_ARGS__)
 #define k_min_bwd_bf16(...) g_min_bwd_bf16(D, __VA_ARGS__)
+#define k_float_fwd(...) g_float_fwd(D, __VA_ARGS__)
+#define k_float_bwd(...) g_float_bwd(D, __VA_ARGS__)
+#define k_float_fwd_bf16(...) g_float_fwd_bf16(D, __VA_ARGS__)
+#define k_float_bwd_bf16(...) g_float_bwd_bf16(D, __VA_ARGS__)
 #define k_cast_fwd(...) g_cast_fwd(D, __VA_ARGS__)
 #define k_cast_bwd(...) g_cast_bwd(D, __VA_ARGS__)
 #define k_cast_fwd_bf16(...) g_cast_fwd_bf16(D, __VA_ARGS__)

@@ -578,6 +578,50 @@ static void binary_bwd(int op, KT *da, KT *db, const KT *dout, const KT *a, cons
 ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
 #undef K_BINARY_KERNELS
 
+/* The comparisons of i32 operands, exact: out = a OP b (op a comparison's
+ * code, ACC_EW_CMP_OPS), broadcasting as binary_fwd; and of an i32 x with a
+ * number (op a *_SCALAR code), compared in double (exact for every int32
+ * and float). 0 or 1 in the instance's type. */
+static float cmp_i32(int op, int32_t x, int32_t y) {
+    switch (op) {
+#define CMP_I32(code, name) \
+    case ACC_OP_##code: return EW_##code(x, y);
+        ACC_EW_CMP_OPS(CMP_I32)
+#undef CMP_I32
+    default: return 0.0f;
+    }
+}
+
+void KN(k_cmp_i32_fwd)(int op, KT *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *os,
+                       const int64_t *as, const int64_t *bs) {
+    Bcast bc;
+    bcast_init(&bc, ndim, os, as, bs);
+    if (bc.n <= 0) return;
+    int64_t L = bc.os[bc.nd - 1], rows = bc.n / L;
+    int64_t sa = bc.astr[bc.nd - 1] ? 1 : 0, sb = bc.bstr[bc.nd - 1] ? 1 : 0;
+#pragma omp parallel for if (bc.n >= K_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t oa, ob;
+        bcast_row_offsets(&bc, r, &oa, &ob);
+        for (int64_t j = 0; j < L; j++) KST(out, r * L + j, cmp_i32(op, a[oa + j * sa], b[ob + j * sb]));
+    }
+}
+
+static float cmp_scalar_i32(int op, int32_t x, float value) {
+    switch (op) {
+#define CMP_SCALAR_I32(code, name, binary) \
+    case ACC_OP_##code: return EW_##binary((double)x, (double)value);
+        ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR_I32)
+#undef CMP_SCALAR_I32
+    default: return 0.0f;
+    }
+}
+
+void KN(k_cmp_scalar_i32_fwd)(int op, KT *out, const int32_t *x, float value, int64_t n) {
+#pragma omp parallel for if (n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) KST(out, i, cmp_scalar_i32(op, x[i], value));
+}
+
 /* ---- linear: matmul with a bias ------------------------------------------ */
 
 // out (M, N) = x @ op(w) + b. fp32: the GEMM, then the bias add of
@@ -657,6 +701,19 @@ static inline float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f 
 static inline float ew_log(float v) { return logf(v); }
 static inline float ew_log_bwd(float g, float x) { return g / x; }
 
+/* sqrt (NaN below 0); its derivative from the output: 1 / (2 sqrt(x)) */
+static inline float ew_sqrt(float v) { return sqrtf(v); }
+static inline float ew_sqrt_bwd(float g, float out) { return g / (2.0f * out); }
+
+/* 1 / sqrt(x) (IEEE division of the rounded sqrt, as on the device); its
+ * derivative -x^-3/2 / 2 from the output: -out^3 / 2 */
+static inline float ew_rsqrt(float v) { return 1.0f / sqrtf(v); }
+static inline float ew_rsqrt_bwd(float g, float out) { return -0.5f * g * out * out * out; }
+
+/* |x|; its derivative sign(x), 0 at 0 (PyTorch's) */
+static inline float ew_abs(float v) { return fabsf(v); }
+static inline float ew_abs_bwd(float g, float x) { return x > 0.0f ? g : x < 0.0f ? -g : 0.0f; }
+
 void KN(k_scale_fwd)(KT *out, const KT *x, float alpha, int64_t n) {
 #pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
     for (int64_t i = 0; i < n; i++) KST(out, i, ew_scale(KLD(x, i), alpha));
@@ -703,6 +760,26 @@ void KN(k_shift_bwd)(KT *dx, const KT *dout, int64_t n) { KN(k_add_into)(dx, dou
     }
 ACC_EW_UNARY_OPS(K_UNARY_KERNELS)
 #undef K_UNARY_KERNELS
+
+/* The comparisons with a number (acc_ops.h): out[i] = x[i] OP value, 0 or
+ * 1, the math of the comparisons of two tensors (ew_ops.h). No gradient
+ * flows through them: the backward entry is never called and does nothing. */
+#define K_CMP_SCALAR_KERNELS(code, name, binary)                                                        \
+    void KN(k_##name##_fwd)(KT * out, const KT *x, float value, int64_t n) {                            \
+        _Pragma("omp parallel for simd if (parallel : n >= K_PAR_MIN)") for (int64_t i = 0; i < n; i++) \
+            KST(out, i, EW_##binary(KLD(x, i), value));                                                 \
+    }                                                                                                   \
+    void KN(k_##name##_bwd)(KT * dx, const KT *dout, int64_t n) { (void)dx, (void)dout, (void)n; }
+ACC_EW_CMP_SCALAR_OPS(K_CMP_SCALAR_KERNELS)
+#undef K_CMP_SCALAR_KERNELS
+
+/* float(x): an i32 tensor's values as f32 (the output is f32 in both
+ * instances); no backward (an i32 input gets no gradient; never called). */
+void KN(k_float_fwd)(float *out, const int32_t *x, int64_t n) {
+#pragma omp parallel for simd if (parallel : n >= K_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) out[i] = (float)x[i];
+}
+void KN(k_float_bwd)(int32_t *dx, const float *dout, int64_t n) { (void)dx, (void)dout, (void)n; }
 
 /* ---- dropout ------------------------------------------------------------ */
 
@@ -765,7 +842,8 @@ K_CLONES static void KN(ew_binary)(int op, int right, float *restrict v, const f
     }
 }
 
-/* v[j] = op(v[j]) for j < len, op scale, shift or a plain unary op: its math
+/* v[j] = op(v[j]) for j < len, op scale, shift, a comparison with a number
+ * (param) or a plain unary op: its math
  * (ew_* above) in a simd loop, as its own kernel runs it. */
 K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_t len) {
     switch (op) {
@@ -781,6 +859,10 @@ K_CLONES static void KN(ew_unary)(int op, float param, float *restrict v, int64_
     case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = ew_##name(v[j]); break;
         ACC_EW_UNARY_OPS(EW_UNARY_CASE)
 #undef EW_UNARY_CASE
+#define EW_CMP_SCALAR_CASE(code, name, binary) \
+    case ACC_OP_##code: _Pragma("omp simd") for (int64_t j = 0; j < len; j++) v[j] = EW_##binary(v[j], param); break;
+        ACC_EW_CMP_SCALAR_OPS(EW_CMP_SCALAR_CASE)
+#undef EW_CMP_SCALAR_CASE
     default: break;
     }
 }

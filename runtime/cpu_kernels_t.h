@@ -57,6 +57,13 @@ void KDN(k_linear_bwd)(KDT *dx, KDT *dw, KDT *db, const KDT *dout, const KDT *x,
                              const int64_t *out_shape, const int64_t *a_shape, const int64_t *b_shape);
 ACC_EW_BINARY_OPS(K_BINARY_DECL)
 #undef K_BINARY_DECL
+/* The comparisons of i32 operands, exact (the schedule's call for a
+ * comparison whose inputs are i32): out = a OP b, 0 or 1, op the
+ * comparison's code (ACC_EW_CMP_OPS), broadcasting; and x OP value, op a
+ * *_SCALAR code (ACC_EW_CMP_SCALAR_OPS). No backward (i32 inputs). */
+void KDN(k_cmp_i32_fwd)(int op, KDT *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *out_shape,
+                        const int64_t *a_shape, const int64_t *b_shape);
+void KDN(k_cmp_scalar_i32_fwd)(int op, KDT *out, const int32_t *x, float value, int64_t n);
 
 /* ---- elementwise unary (n elements) ------------------------------------- */
 
@@ -76,6 +83,14 @@ void KDN(k_shift_bwd)(KDT *dx, const KDT *dout, int64_t n);
     void KDN(k_##name##_bwd)(KDT * dx, const KDT *dout, const KDT *saved, int64_t n);
 ACC_EW_UNARY_OPS(K_UNARY_DECL)
 #undef K_UNARY_DECL
+/* The comparisons with a number (ACC_EW_CMP_SCALAR_OPS: eq_scalar, ...):
+ * out = x OP value, 0 or 1. No gradient: the backward does nothing (never
+ * called). */
+#define K_CMP_SCALAR_DECL(code, name, binary)                                  \
+    void KDN(k_##name##_fwd)(KDT * out, const KDT *x, float value, int64_t n); \
+    void KDN(k_##name##_bwd)(KDT * dx, const KDT *dout, int64_t n);
+ACC_EW_CMP_SCALAR_OPS(K_CMP_SCALAR_DECL)
+#undef K_CMP_SCALAR_DECL
 
 /* ---- normalisation and softmax ------------------------------------------ */
 
@@ -176,6 +191,10 @@ void KDN(k_cast_fwd)(KDT *out, const float *x, int64_t n);
 void KDN(k_cast_bwd)(float *dx, const KDT *dout, int64_t n);
 void KDN(k_uncast_fwd)(float *out, const KDT *x, int64_t n);
 void KDN(k_uncast_bwd)(KDT *dx, const float *dout, int64_t n);
+/* float(x): out = x (i32) as f32, in both instances; no backward (an i32
+ * input gets no gradient: never called). */
+void KDN(k_float_fwd)(float *out, const int32_t *x, int64_t n);
+void KDN(k_float_bwd)(int32_t *dx, const float *dout, int64_t n);
 
 /* ---- data movement ------------------------------------------------------ */
 

@@ -29,6 +29,29 @@
 #define EW_DIV(x, y) ((x) / (y))
 #define EW_DIV_DA(g, x, y) ((g) / (y))
 #define EW_DIV_DB(g, x, y) (-(g) * (x) / ((y) * (y)))
+/* The comparisons: 1 where the relation holds, else 0 (any relation with a
+ * NaN is false, so ne of a NaN is 1, as IEEE and PyTorch have it). No
+ * gradient flows through them (OPF_NOGRAD: their backward is never
+ * scheduled; the terms are 0 for the generated kernels' sake). The
+ * comparisons with a number (ACC_EW_CMP_SCALAR_OPS) use the same macros. */
+#define EW_EQ(x, y) ((x) == (y) ? 1.0f : 0.0f)
+#define EW_EQ_DA(g, x, y) 0.0f
+#define EW_EQ_DB(g, x, y) 0.0f
+#define EW_NE(x, y) ((x) != (y) ? 1.0f : 0.0f)
+#define EW_NE_DA(g, x, y) 0.0f
+#define EW_NE_DB(g, x, y) 0.0f
+#define EW_LT(x, y) ((x) < (y) ? 1.0f : 0.0f)
+#define EW_LT_DA(g, x, y) 0.0f
+#define EW_LT_DB(g, x, y) 0.0f
+#define EW_LE(x, y) ((x) <= (y) ? 1.0f : 0.0f)
+#define EW_LE_DA(g, x, y) 0.0f
+#define EW_LE_DB(g, x, y) 0.0f
+#define EW_GT(x, y) ((x) > (y) ? 1.0f : 0.0f)
+#define EW_GT_DA(g, x, y) 0.0f
+#define EW_GT_DB(g, x, y) 0.0f
+#define EW_GE(x, y) ((x) >= (y) ? 1.0f : 0.0f)
+#define EW_GE_DA(g, x, y) 0.0f
+#define EW_GE_DB(g, x, y) 0.0f
 
 /* The operands a binary op's backward entry point takes after dout, by the
  * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>(element type)), and the

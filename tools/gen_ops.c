@@ -78,6 +78,22 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         if ((rows[i].flags & OPF_ELEM) && rows[i].max_in == 2 && !*rows[i].attrs)
             fprintf(f, " \\\n    X(%s, %s, %d)", rows[i].enum_name, stem_of(&rows[i]), rows[i].grad_reads != 0);
+    fprintf(f, "\n\n/* The comparisons of two tensors (OPF_NOGRAD binary rows): X(CODE,\n"
+               " * name). Of i32 operands: k_cmp_i32_fwd(op, out, a, b, ndim, shapes). */\n"
+               "#define ACC_EW_CMP_OPS(X)");
+    for (int i = 0; i < n; i++)
+        if ((rows[i].flags & OPF_NOGRAD) && rows[i].max_in == 2)
+            fprintf(f, " \\\n    X(%s, %s)", rows[i].enum_name, stem_of(&rows[i]));
+    fprintf(f, "\n\n/* The comparisons of a tensor with a number (one input, the attribute\n"
+               " * value): X(CODE, name, BINARY), BINARY the code of the comparison of two\n"
+               " * tensors whose math (EW_<BINARY>(x, value), ew_ops.h) they share.\n"
+               " * k_<name>_fwd(out, x, value, n): out = x OP value, 0 or 1; no gradient. */\n"
+               "#define ACC_EW_CMP_SCALAR_OPS(X)");
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].attrs, "value:f!")) {
+            size_t len = strlen(rows[i].enum_name) - strlen("_SCALAR");
+            fprintf(f, " \\\n    X(%s, %s, %.*s)", rows[i].enum_name, stem_of(&rows[i]), (int)len, rows[i].enum_name);
+        }
     fprintf(f, "\n\n#endif\n\n"
                "/* On a device target (cuda_schedule.h defines ACC_SCHEDULE_ON_DEVICE) the\n"
                " * host schedule's k_<stem>_fwd / _bwd of every op are the device layer's\n"

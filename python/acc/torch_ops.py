@@ -194,6 +194,9 @@ class Converter:
         if v.kind == "pending" and v.info.get("plain") is not None:  # a pattern's start, needed as itself
             v.name = self.name_of(v.info["plain"])
             return v.name
+        if v.info.get("alias") is not None:  # the same acc tensor under another torch dtype (bool.float())
+            v.name = self.name_of(v.info["alias"])
+            return v.name
         if v.kind == "pending":
             raise ImportFailure("unsupported: %s" % v.what, v.node)
         args = [self.name_of(i) for i in v.ins]
@@ -202,6 +205,8 @@ class Converter:
         kw = v.info.get("kw_ins", ())  # the last inputs are keyword operands (attention's mask=, bias=)
         if kw:
             args = args[:len(args) - len(kw)] + ["%s=%s" % (k, a) for k, a in zip(kw, args[len(args) - len(kw):])]
+        if v.info.get("num") is not None:  # a comparison with a number: gt(x, 0.5)
+            args.append(fmt(v.info["num"]))
         if v.op in ("add", "sub", "mul", "div") and not v.attrs:
             expr = "%s %s %s" % (args[0], {"add": "+", "sub": "-", "mul": "*", "div": "/"}[v.op], args[1])
         else:
@@ -241,13 +246,25 @@ def is_val(x):
 
 
 def h_identity(c, n, a, k):
+    """An alias (clone, contiguous, ...) or a dtype conversion: x.bool() of
+    an i32 or f32 x is x != 0; .float() of a bool (acc's comparisons give
+    float32 0/1 already) is the same tensor, of an integer tensor acc's
+    float(x); nothing else converts."""
     v = a[0]
     out_dt = dtype_of(n)
+    if out_dt == v.dtype:
+        return v
     if out_dt == "bool" and v.dtype in ("i32", "f32") and v.kind in ("leaf", "op"):  # mask.bool(): mask != 0
         return cond_val(c, n, v, False)
-    need(out_dt == v.dtype, "%s: a conversion from %s to %s; acc computes in float32 and cannot change a "
-         "tensor's dtype" % (n.target, v.dtype, out_dt), n)
-    return v
+    if out_dt == "f32" and v.dtype == "bool" and is_bool_val(v):
+        f = Val("op", v.shape, "f32", op="alias", node=n, scope=c.scope, info={"alias": v})
+        f.sym = v.sym
+        return f
+    if out_dt == "f32" and v.dtype == "i32" and v.kind in ("leaf", "op"):
+        return c.op("float", [v], [], shape_of(n), "f32", n)
+    raise ImportFailure("%s: a conversion from %s to %s; acc converts bool and integer tensors to float32 only "
+                        "(its comparisons give float32 0/1, its integers are indices)" % (n.target, v.dtype, out_dt),
+                        n)
 
 
 def h_reshape(c, n, a, k):
@@ -417,10 +434,21 @@ def is_const(v):
     return is_val(v) and v.kind == "const"
 
 
+def as_float(c, n, v):
+    """v, an integer tensor that PyTorch promotes to float32 here, as acc's
+    float(v) (exact up to 2^24 in magnitude, as PyTorch's promotion)."""
+    if is_val(v) and v.dtype == "i32" and v.kind in ("leaf", "op"):
+        return c.op("float", [v], [], v.shape, "f32", n, v.sym)
+    return v
+
+
 def binary(c, n, op, x, y):
-    """add/sub/mul/div of two tensors, or a tensor and a number."""
+    """add/sub/mul/div of two tensors, or a tensor and a number; an integer
+    tensor in a float32 result is promoted (float)."""
     if not is_val(x) and not is_val(y):
         raise ImportFailure("%s of two numbers" % n.target, n)
+    if dtype_of(n) == "f32":
+        x, y = as_float(c, n, x), as_float(c, n, y)
     if not is_val(y) or not is_val(x):  # a tensor and a number
         t, s = (x, y) if is_val(x) else (y, x)
         s = float(s)
@@ -442,8 +470,8 @@ def binary(c, n, op, x, y):
     if op == "mul":
         for p, q in ((x, y), (y, x)):
             if p.kind == "pending" and p.info.get("pat") == "rstd" and p.info["x"] is q:
-                return c.pending("x * rsqrt(mean(x^2) + eps) without a weight (acc's rmsnorm has one)", n,
-                                 shape_of(n), pat="rms0", x=q, eps=p.info["eps"])
+                return c.pending("x * rsqrt(mean(x^2) + eps)", n, shape_of(n), pat="rms0", x=q,
+                                 eps=p.info["eps"], plain=c.op("mul", [x, y], [], shape_of(n), "f32", n))
             if p.kind == "pending" and p.info.get("pat") == "rms0" and q.kind in ("leaf", "op") and \
                     len(q.shape) == 1 and q.shape[0] == p.shape[-1]:
                 return c.op("rmsnorm", [p.info["x"], q], [("eps", p.info["eps"])], shape_of(n), "f32", n)
@@ -453,9 +481,9 @@ def binary(c, n, op, x, y):
                                  shape_of(n), pat="mulconst", x=q, k=p.const)
     if op == "div":
         if y.kind == "pending" and y.info.get("pat") == "std":
-            return c.pending("x / sqrt(mean(x^2) + eps) without a weight (acc's rmsnorm has one)", n, shape_of(n),
-                             pat="rms0", x=x, eps=y.info["eps"]) if y.info["x"] is x else \
-                c.pending("aten.div.Tensor by sqrt(...)", n, shape_of(n))
+            return c.pending("x / sqrt(mean(x^2) + eps)", n, shape_of(n), pat="rms0", x=x, eps=y.info["eps"],
+                             plain=c.op("div", [x, y], [], shape_of(n), "f32", n)) if y.info["x"] is x else \
+                c.op("div", [x, y], [], shape_of(n), "f32", n)
     if op == "add" and x.kind == "pending" and y.kind == "pending" and \
             x.info.get("pat") == "mulconst" and y.info.get("pat") == "mulconst":
         r = rope(c, n, x, y) or rope(c, n, y, x)
@@ -574,19 +602,52 @@ def shape_of_item(n, i):
 
 def cond_val(c, n, v, neg):
     """A bool mask known as `v != 0` (neg False) or `v == 0` (neg True):
-    only where (and masked_fill) take it, as their cond."""
-    return c.pending("a bool tensor (acc has no bool tensors; where and masked_fill take mask != 0, mask == 0 "
-                     "and mask.bool() of an i32 or f32 mask as their condition)", n, shape_of(n), "bool",
-                     pat="cond", x=v, neg=neg)
+    where (and masked_fill) take v itself as their cond; anything else reads
+    the comparison ne(v, 0.0) or eq(v, 0.0) (plain)."""
+    plain = c.op("eq" if neg else "ne", [v], [], shape_of(n), "bool", n)
+    plain.info["num"] = 0.0
+    return c.pending("a bool tensor", n, shape_of(n), "bool", pat="cond", x=v, neg=neg, plain=plain)
 
 
-def h_compare_zero(neg):
+def is_bool_val(v):
+    """A bool tensor acc holds: a comparison (float32 0/1), or the mask != 0
+    pattern (written as one where its value is needed)."""
+    return is_val(v) and v.dtype == "bool" and (v.kind in ("leaf", "op") or v.info.get("plain") is not None)
+
+
+MIRROR = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def compare(c, n, op, x, y):
+    """acc's comparison op of two tensors (broadcasting) or of a tensor and
+    a number; a bool result, which acc holds as float32 0 and 1."""
+    if not is_val(x) and not is_val(y):
+        raise ImportFailure("%s of two numbers" % n.target, n)
+    if not is_val(x):  # s < t is t > s
+        x, y, op = y, x, MIRROR[op]
+    for t in (x, y):
+        need(not is_val(t) or t.kind != "const", "%s with a constant tensor: acc models have no constant tensors"
+             % n.target, n)
+    if not is_val(y):
+        s = float(y)
+        need(math.isfinite(s), "%s with the number %r: acc's DSL has no infinite or NaN literal" % (n.target, s), n)
+        v = c.op(op, [x], [], shape_of(n), "bool", n)
+        v.info["num"] = s
+        return v
+    return c.op(op, [unexpand(x), unexpand(y)], [], shape_of(n), "bool", n)
+
+
+def h_compare(op):
+    """eq/ne/lt/le/gt/ge (.Tensor, .Scalar). m != 0 and m == 0 of an i32 or
+    f32 tensor stay the mask pattern where and masked_fill take as m itself
+    (no comparison written), and are written as the comparison elsewhere."""
+
     def h(c, n, a, k):
         v, s = a[0], a[1]
-        if is_val(v) and v.kind in ("leaf", "op") and not is_val(s) and s == 0:
-            return cond_val(c, n, v, neg)
-        return c.pending("%s (acc knows mask != 0 and mask == 0 of an i32 or f32 tensor, against the number 0, "
-                         "as a where condition only)" % n.target, n, shape_of(n), "bool")
+        if op in ("ne", "eq") and is_val(v) and v.kind in ("leaf", "op") and v.dtype != "bool" and \
+                not is_val(s) and s == 0:
+            return cond_val(c, n, v, op == "eq")
+        return compare(c, n, op, v, s)
 
     return h
 
@@ -604,16 +665,19 @@ def fill_like(c, n, t, s):
 
 
 def where(c, n, cond, x, y):
-    """acc's where(cond, x, y); x or y may be a number (filled from the other)."""
-    need(is_val(cond) and cond.kind == "pending" and cond.info.get("pat") == "cond",
-         "%s with a condition acc cannot take: it takes mask != 0, mask == 0 or mask.bool() of an i32 or f32 "
-         "mask (an input or a computed tensor)" % n.target, n)
+    """acc's where(cond, x, y); x or y may be a number (filled from the other).
+    cond: m != 0 or m == 0 (m itself, the branches swapped for ==), or any
+    other bool tensor (a comparison's 0/1)."""
+    need(is_bool_val(cond), "%s with a condition acc cannot take: it takes a bool tensor (a comparison, or "
+         "mask.bool() of an i32 or f32 mask)" % n.target, n)
     if not is_val(x) and not is_val(y):
         raise ImportFailure("%s of two numbers" % n.target, n)
     x = unexpand(x) if is_val(x) else fill_like(c, n, unexpand(y), x)
     y = unexpand(y) if is_val(y) else fill_like(c, n, x, y)
     for t in (x, y):
         need(t.kind != "const", "%s with a constant tensor: acc models have no constant tensors" % n.target, n)
+    if cond.info.get("pat") != "cond":
+        return c.op("where", [unexpand(cond), x, y], [], shape_of(n), "f32", n)
     if cond.info["neg"]:
         x, y = y, x
     return c.op("where", [cond.info["x"], x, y], [], shape_of(n), "f32", n)
@@ -632,19 +696,22 @@ def h_masked_fill(c, n, a, k):
 
 
 def h_rsqrt(c, n, a, k):
+    """acc's rsqrt; inside RMSNorm (rsqrt(mean(x*x) + eps)) the start of
+    that pattern, written as rsqrt where its value is needed."""
     v = a[0]
+    r = c.op("rsqrt", [v], [], shape_of(n), "f32", n)
     if v.kind == "pending" and v.info.get("pat") == "meansq_eps":
-        return c.pending("aten.rsqrt (acc has no rsqrt; it is known inside RMSNorm)", n, shape_of(n), pat="rstd",
-                         x=v.info["x"], eps=v.info["eps"])
-    return c.pending("aten.rsqrt (acc has no rsqrt)", n, shape_of(n))
+        return c.pending("aten.rsqrt", n, shape_of(n), pat="rstd", x=v.info["x"], eps=v.info["eps"], plain=r)
+    return r
 
 
 def h_sqrt(c, n, a, k):
+    """acc's sqrt; sqrt(mean(x*x) + eps) is RMSNorm's divisor (see h_rsqrt)."""
     v = a[0]
+    r = c.op("sqrt", [v], [], shape_of(n), "f32", n)
     if v.kind == "pending" and v.info.get("pat") == "meansq_eps":
-        return c.pending("aten.sqrt (acc has no sqrt; it is known inside RMSNorm)", n, shape_of(n), pat="std",
-                         x=v.info["x"], eps=v.info["eps"])
-    return c.pending("aten.sqrt (acc has no sqrt)", n, shape_of(n))
+        return c.pending("aten.sqrt", n, shape_of(n), pat="std", x=v.info["x"], eps=v.info["eps"], plain=r)
+    return r
 
 
 def h_rms_norm(c, n, a, k):
@@ -792,23 +859,25 @@ def h_sdpa(c, n, a, k):
 
 def sdpa_mask(c, n, m, full):
     """scaled_dot_product_attention's attn_mask as acc's attention takes it:
-    a boolean key-padding mask (m != 0 or m.bool() of an i32 or f32 [B, Tk]
-    tensor, viewed as [B, 1, 1, Tk]; True attends) becomes mask= [B, Tk]; a
-    float mask, added to the scores, becomes bias= (broadcast to [B, H, Tq,
-    Tk] as PyTorch broadcasts it)."""
+    a boolean key-padding mask ([B, Tk] viewed as [B, 1, 1, Tk]; True
+    attends: m != 0 or m.bool() of an i32 or f32 m becomes mask=m, any other
+    bool tensor such as ids != pad or m == 0 mask= that comparison's 0/1)
+    becomes mask= [B, Tk]; a float mask, added to the scores, becomes bias=
+    (broadcast to [B, H, Tq, Tk] as PyTorch broadcasts it)."""
     b, h, t, s = full
     m = unexpand(m) if is_val(m) else m
-    if is_val(m) and m.kind == "pending" and m.info.get("pat") == "cond":
-        need(not m.info["neg"], "scaled_dot_product_attention with attn_mask = (m == 0): acc's mask attends where "
-             "it is nonzero; pass m != 0 (or m.bool()) of a mask that is 1 at the tokens to attend", n)
+    if is_bool_val(m):
         need(tuple(m.shape) in ((b, 1, 1, s), (b, 1, s)),
              "scaled_dot_product_attention with a boolean attn_mask of shape %s: acc's mask is per key, [B, 1, 1, "
              "Tk] = %s (a key-padding mask); a mask over queries too can be a float attn_mask (0 where attended, a large negative number such as -1e4 elsewhere)"
              % (list(m.shape), [b, 1, 1, s]), n)
-        return c.reshape(m.info["x"], (b, s), n)
+        if m.info.get("pat") == "cond":  # m != 0: mask=m; m == 0: mask=eq(m, 0.0)
+            x = c.reshape(m.info["x"], (b, s), n)
+            return x if not m.info["neg"] else cond_val(c, n, x, True).info["plain"]
+        return c.reshape(m, (b, s), n)
     need(is_val(m) and m.kind in ("leaf", "op") and m.dtype == "f32",
-         "scaled_dot_product_attention with this attn_mask (%s): acc takes a boolean key-padding mask (m != 0 or "
-         "m.bool() of an i32 or f32 [B, Tk] tensor, viewed as [B, 1, 1, Tk]) or a float mask added to the scores"
+         "scaled_dot_product_attention with this attn_mask (%s): acc takes a boolean key-padding mask (a "
+         "comparison or m.bool() of a [B, Tk] tensor, viewed as [B, 1, 1, Tk]) or a float mask added to the scores"
          % (m.what if is_val(m) and m.kind == "pending" else getattr(m, "dtype", type(m).__name__)), n)
     shape = tuple(m.shape)
     need(1 <= len(shape) <= 4 and all(x in (1, y) for x, y in zip(shape[::-1], full[::-1])),
@@ -904,8 +973,19 @@ OPS = {
     "aten.where.ScalarOther": h_where,
     "aten.masked_fill.Scalar": h_masked_fill,
     "aten.masked_fill.Tensor": h_masked_fill,
-    "aten.ne.Scalar": h_compare_zero(False),
-    "aten.eq.Scalar": h_compare_zero(True),
+    "aten.eq.Scalar": h_compare("eq"),
+    "aten.ne.Scalar": h_compare("ne"),
+    "aten.lt.Scalar": h_compare("lt"),
+    "aten.le.Scalar": h_compare("le"),
+    "aten.gt.Scalar": h_compare("gt"),
+    "aten.ge.Scalar": h_compare("ge"),
+    "aten.eq.Tensor": h_compare("eq"),
+    "aten.ne.Tensor": h_compare("ne"),
+    "aten.lt.Tensor": h_compare("lt"),
+    "aten.le.Tensor": h_compare("le"),
+    "aten.gt.Tensor": h_compare("gt"),
+    "aten.ge.Tensor": h_compare("ge"),
+    "aten.abs.default": h_unary("abs"),
     "aten.layer_norm.default": h_layer_norm,
     "aten.rms_norm.default": h_rms_norm,
     "aten.pow.Tensor_Scalar": h_pow,

@@ -56,6 +56,20 @@ void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n);
 void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n);
 void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n);
 void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n);
+/* the comparisons of int32 operands, exact (cpu_kernels_t.h's
+ * k_cmp_i32_fwd, k_cmp_scalar_i32_fwd): out 0 or 1 */
+void g_cmp_i32_fwd(acc_dev *d, int op, float *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *so,
+                   const int64_t *sa, const int64_t *sb);
+void g_cmp_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *a, const int32_t *b, int ndim,
+                        const int64_t *so, const int64_t *sa, const int64_t *sb);
+void g_cmp_scalar_i32_fwd(acc_dev *d, int op, float *out, const int32_t *x, float value, int64_t n);
+void g_cmp_scalar_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *x, float value, int64_t n);
+/* float(x) of an i32 x (f32 out in both instances; the backward does
+ * nothing: an i32 input gets no gradient) */
+void g_float_fwd(acc_dev *d, float *out, const int32_t *x, int64_t n);
+void g_float_bwd(acc_dev *d, int32_t *dx, const float *dout, int64_t n);
+void g_float_fwd_bf16(acc_dev *d, float *out, const int32_t *x, int64_t n);
+void g_float_bwd_bf16(acc_dev *d, int32_t *dx, const float *dout, int64_t n);
 /* their f32 instance: copies, as the CPU's */
 void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n);
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
@@ -78,6 +92,15 @@ void g_shift_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);
     void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, const float *saved, int64_t n);
 ACC_EW_UNARY_OPS(G_UNARY_DECL)
 #undef G_UNARY_DECL
+/* the comparisons with a number (acc_ops.h): out = x OP value, 0 or 1; no
+ * gradient (the backward does nothing) */
+#define G_CMP_SCALAR_DECL(code, name, binary)                                                       \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, float value, int64_t n);            \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, int64_t n);                       \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float value, int64_t n); \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n);
+ACC_EW_CMP_SCALAR_OPS(G_CMP_SCALAR_DECL)
+#undef G_CMP_SCALAR_DECL
 void g_layernorm_fwd(acc_dev *d, float *y, float *stats, const float *x, const float *w, const float *b, int64_t N,
                      int64_t C, float eps);
 void g_layernorm_bwd(acc_dev *d, float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,

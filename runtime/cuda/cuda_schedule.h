@@ -22,6 +22,11 @@
 #define k_fill_bf16(...) g_fill_bf16(D, __VA_ARGS__)
 #define k_uncast_fwd_bf16(...) g_uncast_fwd_bf16(D, __VA_ARGS__)
 #define k_uncast_bwd_bf16(...) g_uncast_bwd_bf16(D, __VA_ARGS__)
+/* the comparisons of i32 operands (codegen/cpu.c, emit_binary, emit_scalar) */
+#define k_cmp_i32_fwd(...) g_cmp_i32_fwd(D, __VA_ARGS__)
+#define k_cmp_i32_fwd_bf16(...) g_cmp_i32_fwd_bf16(D, __VA_ARGS__)
+#define k_cmp_scalar_i32_fwd(...) g_cmp_scalar_i32_fwd(D, __VA_ARGS__)
+#define k_cmp_scalar_i32_fwd_bf16(...) g_cmp_scalar_i32_fwd_bf16(D, __VA_ARGS__)
 /* attention's call with a mask or a bias (codegen/cpu.c, emit_attention) */
 #define k_attention_masked_fwd(...) g_attention_masked_fwd(D, __VA_ARGS__)
 #define k_attention_masked_bwd(...) g_attention_masked_bwd(D, __VA_ARGS__)

@@ -348,14 +348,34 @@ DEVFN float ew_sigmoid_bwd(float g, float out) { return g * out * (1.0f - out); 
 DEVFN float ew_log(float v) { return logf(v); }
 DEVFN float ew_log_bwd(float g, float x) { return g / x; }
 
-/* The casts of the precision pass, both ways and both directions. p0 out,
- * p1 x; i0 n, i1 x bf16, i2 out bf16, i3 accumulate: out = x, or out += x,
- * converted (widened on load, rounded to nearest even on store). */
+/* sqrt (NaN below 0; NVRTC's sqrtf is IEEE-rounded without fast math); its
+ * derivative from the output: 1 / (2 sqrt(x)) */
+DEVFN float ew_sqrt(float v) { return sqrtf(v); }
+DEVFN float ew_sqrt_bwd(float g, float out) { return g / (2.0f * out); }
+
+/* 1 / sqrt(x), an IEEE division of the rounded sqrt (the CPU's bits, not
+ * rsqrtf's approximation); its derivative from the output: -out^3 / 2 */
+DEVFN float ew_rsqrt(float v) { return 1.0f / sqrtf(v); }
+DEVFN float ew_rsqrt_bwd(float g, float out) { return -0.5f * g * out * out * out; }
+
+/* |x|; its derivative sign(x), 0 at 0 */
+DEVFN float ew_abs(float v) { return fabsf(v); }
+DEVFN float ew_abs_bwd(float g, float x) { return x > 0.0f ? g : x < 0.0f ? -g : 0.0f; }
+
+/* The casts of the precision pass, both ways and both directions, and
+ * float(x) of an i32 x. p0 out, p1 x; i0 n, i1 x bf16 (2: x is i32), i2 out
+ * bf16, i3 accumulate: out = x, or out += x, converted (widened on load,
+ * rounded to nearest even on store). */
 KERNEL ck_convert(acc_kargs a) {
     float x[KA_VEC], v[KA_VEC];
     int hx = (int)a.i[1], ho = (int)a.i[2];
     for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(a.p[1], i, a.i[0], hx, x);
+        if (hx == 2) {
+            const int *xi = (const int *)a.p[1];
+            UNROLL for (int j = 0; j < KA_VEC; j++) x[j] = i + j < a.i[0] ? (float)xi[i + j] : 0.0f;
+        } else {
+            ld8(a.p[1], i, a.i[0], hx, x);
+        }
         if (a.i[3]) {
             ld8(a.p[0], i, a.i[0], ho, v);
             UNROLL for (int j = 0; j < KA_VEC; j++) x[j] += v[j];
@@ -383,14 +403,18 @@ KERNEL ck_bias_bf16(acc_kargs a) {
     }
 }
 
-/* op (scale, shift or a plain unary op, ACC_OP_*) of v; alpha: scale's
- * factor or shift's term.
+/* op (scale, shift, a comparison with a number or a plain unary op,
+ * ACC_OP_*) of v; alpha: scale's factor, shift's term or the number.
  * Shared by ck_unary_fwd and the chains of ck_ew_chain; the cases are the
  * op table's (acc_ops.h). */
 DEVFN float unary_op(int op, float v, float alpha) {
     switch (op) {
     case ACC_OP_SCALE: return ew_scale(v, alpha);
     case ACC_OP_SHIFT: return ew_shift(v, alpha);
+#define CMP_SCALAR_FWD(code, name, binary) \
+    case ACC_OP_##code: return EW_##binary(v, alpha);
+        ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR_FWD)
+#undef CMP_SCALAR_FWD
 #define UNARY_FWD(code, name, saved) \
     case ACC_OP_##code: return ew_##name(v);
         ACC_EW_UNARY_OPS(UNARY_FWD)
@@ -399,15 +423,44 @@ DEVFN float unary_op(int op, float v, float alpha) {
     }
 }
 
-/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*), i2 bf16; f0 alpha (scale) */
+/* A comparison of int32 values, exact: x OP y (op a comparison's code), or
+ * x OP value in double (op a *_SCALAR code; exact for every int32 and
+ * float). The cases are the op table's (acc_ops.h). */
+DEVFN float cmp_i32(int op, int x, int y) {
+    switch (op) {
+#define CMP_I32(code, name) \
+    case ACC_OP_##code: return EW_##code(x, y);
+        ACC_EW_CMP_OPS(CMP_I32)
+#undef CMP_I32
+    default: return 0.0f;
+    }
+}
+DEVFN float cmp_scalar_i32(int op, int x, float value) {
+    switch (op) {
+#define CMP_SCALAR_I32(code, name, binary) \
+    case ACC_OP_##code: return EW_##binary((double)x, (double)value);
+        ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR_I32)
+#undef CMP_SCALAR_I32
+    default: return 0.0f;
+    }
+}
+
+/* p0 out, p1 x; i0 n, i1 op (ACC_OP_*), i2 bf16 (out; x too unless i3),
+ * i3 x is int32 (a comparison with the number f0); f0 alpha (scale) */
 KERNEL ck_unary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1];
     int op = (int)a.i[1], h = (int)a.i[2];
     float v[KA_VEC];
     for (long long i = VSTART; i < a.i[0]; i += VSTRIDE) {
-        ld8(x, i, a.i[0], h, v);
-        UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = unary_op(op, v[j], a.f[0]);
+        if (a.i[3]) {
+            const int *xi = (const int *)a.p[1];
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] =
+                i + j < a.i[0] ? cmp_scalar_i32(op, xi[i + j], a.f[0]) : 0.0f;
+        } else {
+            ld8(x, i, a.i[0], h, v);
+            UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = unary_op(op, v[j], a.f[0]);
+        }
         st8(out, i, a.i[0], h, v);
     }
 }
@@ -467,7 +520,8 @@ DEVFN int binary_reads(int op) {
 
 /* p0 out, p1 a, p2 b; i0 n, i1 op (ACC_OP_ADD..DIV), i2..i7 out dims (six, padded),
  * i8..i13 a's strides and i14..i19 b's, over out's dims (0: broadcast);
- * i20 bf16 (every tensor). */
+ * i20 bf16 (out; a and b too unless i21); i21 a and b are int32 (a
+ * comparison, exact). */
 KERNEL ck_binary_fwd(acc_kargs a) {
     float *out = a.p[0];
     const float *x = a.p[1], *y = a.p[2];
@@ -475,7 +529,8 @@ KERNEL ck_binary_fwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         long long ia = 0, ib = 0;
         idx6(i, &a.i[2], &a.i[8], &a.i[14], small, &ia, &ib);
-        stx(out, i, binary_op((int)a.i[1], ldx(x, ia, h), ldx(y, ib, h)), h);
+        if (a.i[21]) stx(out, i, cmp_i32((int)a.i[1], ((const int *)x)[ia], ((const int *)y)[ib]), h);
+        else stx(out, i, binary_op((int)a.i[1], ldx(x, ia, h), ldx(y, ib, h)), h);
     }
 }
 

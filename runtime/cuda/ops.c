@@ -420,6 +420,35 @@ static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const flo
     binary_fwd_x(d, op, out, x, y, ndim, so, sa, sb, 0);
 }
 
+/* the comparisons of int32 operands (exact): ck_binary_fwd on int32 a and b,
+ * ck_unary_fwd on an int32 x; out f32 or bf16 (h) */
+static void cmp_i32_x(acc_dev *d, int op, void *out, const int32_t *x, const int32_t *y, int ndim, const int64_t *so,
+                      const int64_t *sa, const int64_t *sb, int h) {
+    acc_kargs a = {{DP(out), DP(x), DP(y)}, {elems(ndim, so), op}, {0}};
+    broadcast_args(&a, 2, ndim, so, sa, sb);
+    a.i[20] = h;
+    a.i[21] = 1;
+    dev_launch(d, KID_ck_binary_fwd, a.i[0], KA_BLOCK, &a);
+}
+void g_cmp_i32_fwd(acc_dev *d, int op, float *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *so,
+                   const int64_t *sa, const int64_t *sb) {
+    cmp_i32_x(d, op, out, a, b, ndim, so, sa, sb, 0);
+}
+void g_cmp_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *a, const int32_t *b, int ndim,
+                        const int64_t *so, const int64_t *sa, const int64_t *sb) {
+    cmp_i32_x(d, op, out, a, b, ndim, so, sa, sb, 1);
+}
+static void cmp_scalar_i32_x(acc_dev *d, int op, void *out, const int32_t *x, float value, int64_t n, int h) {
+    acc_kargs a = {{DP(out), DP(x)}, {n, op, h, 1}, {value}};
+    dev_launch(d, KID_ck_unary_fwd, (n + KA_VEC - 1) / KA_VEC, KA_BLOCK, &a); /* KA_VEC elements a thread */
+}
+void g_cmp_scalar_i32_fwd(acc_dev *d, int op, float *out, const int32_t *x, float value, int64_t n) {
+    cmp_scalar_i32_x(d, op, out, x, value, n, 0);
+}
+void g_cmp_scalar_i32_fwd_bf16(acc_dev *d, int op, acc_bf16 *out, const int32_t *x, float value, int64_t n) {
+    cmp_scalar_i32_x(d, op, out, x, value, n, 1);
+}
+
 /* The gradient of one operand (which: 0 a, 1 b) of shape sx. When sx is a
  * suffix of out's shape (a bias), a column reduction over the leading rows;
  * otherwise one thread per element of dx. h: every tensor is bf16 (sums in
@@ -577,6 +606,12 @@ void g_cast_fwd_bf16(acc_dev *d, acc_bf16 *out, const float *x, int64_t n) { con
 void g_cast_bwd_bf16(acc_dev *d, float *dx, const acc_bf16 *dout, int64_t n) { convert(d, dx, dout, n, 1, 0, 1); }
 void g_uncast_fwd_bf16(acc_dev *d, float *out, const acc_bf16 *x, int64_t n) { convert(d, out, x, n, 1, 0, 0); }
 void g_uncast_bwd_bf16(acc_dev *d, acc_bf16 *dx, const float *dout, int64_t n) { convert(d, dx, dout, n, 0, 1, 1); }
+/* float(x) of an i32 x: out is f32 in both instances; no backward (an i32
+ * input gets no gradient: never called) */
+void g_float_fwd(acc_dev *d, float *out, const int32_t *x, int64_t n) { convert(d, out, x, n, 2, 0, 0); }
+void g_float_bwd(acc_dev *d, int32_t *dx, const float *dout, int64_t n) { (void)d, (void)dx, (void)dout, (void)n; }
+void g_float_fwd_bf16(acc_dev *d, float *out, const int32_t *x, int64_t n) { g_float_fwd(d, out, x, n); }
+void g_float_bwd_bf16(acc_dev *d, int32_t *dx, const float *dout, int64_t n) { g_float_bwd(d, dx, dout, n); }
 /* the f32 instance, as the CPU's: a copy (never emitted: fp32 has no casts) */
 void g_cast_fwd(acc_dev *d, float *out, const float *x, int64_t n) { copy_flat(d, out, x, n, 0); }
 void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat(d, dx, dout, n, 1); }
@@ -591,6 +626,24 @@ void g_cast_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) { copy_flat
     }
 ACC_EW_UNARY_OPS(UNARY)
 #undef UNARY
+
+/* the comparisons with a number (acc_ops.h): ck_unary_fwd's cases; no
+ * gradient (the backward is never called and does nothing) */
+#define CMP_SCALAR(code, name, binary)                                                               \
+    void g_##name##_fwd(acc_dev *d, float *out, const float *x, float value, int64_t n) {            \
+        unary(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, value, n);                           \
+    }                                                                                                \
+    void g_##name##_bwd(acc_dev *d, float *dx, const float *dout, int64_t n) {                       \
+        (void)d, (void)dx, (void)dout, (void)n;                                                      \
+    }                                                                                                \
+    void g_##name##_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float value, int64_t n) { \
+        unary_x(d, KID_ck_unary_fwd, ACC_OP_##code, out, x, NULL, value, n, 1);                      \
+    }                                                                                                \
+    void g_##name##_bwd_bf16(acc_dev *d, acc_bf16 *dx, const acc_bf16 *dout, int64_t n) {            \
+        (void)d, (void)dx, (void)dout, (void)n;                                                      \
+    }
+ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR)
+#undef CMP_SCALAR
 
 /* scale, shift and the plain unary ops over bf16 */
 void g_scale_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, float alpha, int64_t n) {

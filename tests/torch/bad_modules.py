@@ -83,23 +83,22 @@ class QueryMask(nn.Module):
         return y.mean()
 
 
-class ZeroMask(nn.Module):
+class ToLong(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(8, 8)
 
-    def forward(self, x, m):
-        q = self.fc(x).view(2, 4, 2, 4).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, q, q, attn_mask=(m == 0)[:, None, None, :])  # refused: m == 0
-        return y.mean()
+    def forward(self, x):
+        k = (self.fc(x) * 4.0).long()  # refused: a float cast to an integer
+        return (self.fc(x) * k).mean()
 
 
 def query_mask():
     return QueryMask(), (torch.randn(2, 4, 8), torch.randint(0, 2, (2, 1, 4, 4)))
 
 
-def zero_mask():
-    return ZeroMask(), (torch.randn(2, 4, 8), torch.randint(0, 2, (2, 4)))
+def to_long():
+    return ToLong(), (torch.randn(2, 4, 8),)
 
 
 def padded():

@@ -18,7 +18,14 @@ imports each builder and checks one step against PyTorch):
           mask (keep.bool()[:, None, None, :]) into
           F.scaled_dot_product_attention (acc's mask=), and a float
           additive mask ((1.0 - m[:, None, None, :]) * -10000.0) plus a
-          learned relative-position bias [H, T, T] (acc's bias=).
+          learned relative-position bias [H, T, T] (acc's bias=);
+  masks(): masks and casts as PyTorch users write them: a padding mask
+          (pad == 0)[:, None, None, :] into
+          F.scaled_dot_product_attention, (ids != pad).float() and
+          masked_fill(ids == pad, 0.0) over the features, x * (x > 0).float(),
+          a comparison with a parameter (broadcast), ids.float(), an
+          integer mask in float arithmetic, sqrt, rsqrt and abs, and an
+          RMSNorm without a weight.
 """
 import torch
 import torch.nn as nn
@@ -120,6 +127,31 @@ class NewOps(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class Masks(nn.Module):
+    def __init__(self, vocab=20, dim=16, heads=2, pad=1):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.thr = nn.Parameter(torch.randn(dim) * 0.5)
+        self.head = nn.Linear(dim, vocab)
+        self.dim, self.heads, self.pad = dim, heads, pad
+
+    def forward(self, ids, padm, targets):
+        b, t = ids.shape
+        x = self.emb(ids)
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in self.qkv(x).split(self.dim, -1))
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=(padm == 0)[:, None, None, :])  # 1 marks padding
+        h = self.proj(o.transpose(1, 2).reshape(b, t, self.dim))
+        h = h * (h > 0).float() + 0.1 * h * (h <= self.thr)  # relu written out; a parameter compared
+        h = h * (ids != self.pad).float()[:, :, None] + h.masked_fill((ids == self.pad)[:, :, None], 0.0)
+        n = torch.sqrt(h.abs() + 1.0) - torch.rsqrt(h * h + 0.5) + self.thr
+        n = n * torch.rsqrt((n * n).mean(-1, keepdim=True) + 1e-6)  # RMSNorm without a weight
+        n = n + n * padm[:, :, None] * 0.5  # an integer mask promoted to float32
+        logits = self.head(n + ids.float()[:, :, None] * 0.01)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 class BertLayer(nn.Module):
     def __init__(self, dim=32, heads=4):
         super().__init__()
@@ -184,3 +216,10 @@ def newops():
     torch.manual_seed(5)
     mask = torch.randint(0, 2, (2, 8, 1))  # per position, broadcast over the features
     return NewOps(), (torch.randn(2, 8, 16), mask, torch.randint(0, 5, (2, 8)))
+
+
+def masks():
+    torch.manual_seed(7)
+    ids = torch.randint(2, 20, (2, 8))
+    ids[0, 5:] = 1  # the first sequence padded (pad id 1)
+    return Masks(), (ids, (ids == 1).long(), torch.randint(0, 20, (2, 8)))

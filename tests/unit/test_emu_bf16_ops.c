@@ -233,6 +233,38 @@ static void test_casts(void) {
         expect_bits16("uncast_bwd_bf16", h, g, n);
         free(h), free(hf);
     }
+    /* float(x) of an i32 x: f32 in both instances, exact (2^24 and its
+     * negative too), at an odd length and one past a 16-byte boundary */
+    int32_t xi[1003];
+    for (int64_t i = 0; i < n; i++) xi[i] = (int32_t)(i * 2654435761u % 100003u) - 50000;
+    xi[1] = 16777216, xi[2] = -16777216;
+    for (int off = 0; off < 2; off++) {
+        float *hf = hmalloc(n * sizeof *hf), *gf = dcopy32(f0, n);
+        memcpy(hf, f0, n * sizeof *hf);
+        const int32_t *gxi = (const int32_t *)dcopy32((const float *)xi, n);
+        k_float_fwd_bf16(hf + off, xi + off, n - off);
+        g_float_fwd_bf16(dev, gf + off, gxi + off, n - off);
+        expect_bits32("float_fwd", hf, gf, n);
+        g_float_fwd(dev, gf + off, gxi + off, n - off);
+        expect_bits32("float_fwd (f32 instance)", hf, gf, n);
+        /* the comparisons of i32 operands: ck_binary_fwd's int32 path (x
+         * against itself reversed, broadcast [n] by [1]) and ck_unary_fwd's */
+        const int64_t so[1] = {n - off}, s1[1] = {1};
+        k_cmp_i32_fwd(ACC_OP_LT, hf + off, xi + off, xi + n - 1, 1, so, so, s1);
+        g_cmp_i32_fwd(dev, ACC_OP_LT, gf + off, gxi + off, gxi + n - 1, 1, so, so, s1);
+        expect_bits32("cmp_i32_fwd", hf, gf, n);
+        k_cmp_scalar_i32_fwd(ACC_OP_NE_SCALAR, hf + off, xi + off, 16777216.0f, n - off);
+        g_cmp_scalar_i32_fwd(dev, ACC_OP_NE_SCALAR, gf + off, gxi + off, 16777216.0f, n - off);
+        expect_bits32("cmp_scalar_i32_fwd", hf, gf, n);
+        acc_bf16 *hb = dup16(h0, n), *gb = dcopy16(h0, n);
+        k_cmp_i32_fwd_bf16(ACC_OP_GE, hb + off, xi + off, xi + 3, 1, so, so, s1);
+        g_cmp_i32_fwd_bf16(dev, ACC_OP_GE, gb + off, gxi + off, gxi + 3, 1, so, so, s1);
+        expect_bits16("cmp_i32_fwd_bf16", hb, gb, n);
+        k_cmp_scalar_i32_fwd_bf16(ACC_OP_LE_SCALAR, hb + off, xi + off, -7.5f, n - off);
+        g_cmp_scalar_i32_fwd_bf16(dev, ACC_OP_LE_SCALAR, gb + off, gxi + off, -7.5f, n - off);
+        expect_bits16("cmp_scalar_i32_fwd_bf16", hb, gb, n);
+        free(hf), free(hb);
+    }
     free(x), free(f0), free(hx), free(h0);
     dev_close();
 }
@@ -283,6 +315,16 @@ static void test_unary(void) {
         else expect_near16(what, hdx, gdx, n);
         free(hdx);
     }
+    /* the comparisons with a number (NaN, infinities, a tie at x[9]) */
+    acc_bf16 x9 = x[9];
+    x[9] = gx[9] = acc_f32_bf16(0.5f);
+#define CMP_SCALAR(code, name, binary)           \
+    k_##name##_fwd_bf16(hout, x, 0.5f, n);       \
+    g_##name##_fwd_bf16(dev, gout, gx, 0.5f, n); \
+    expect_bits16(#name "_fwd_bf16", hout, gout, n);
+    ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR)
+#undef CMP_SCALAR
+    x[9] = gx[9] = x9;
     /* scale */
     k_scale_fwd_bf16(hout, x, 0.37f, n);
     g_scale_fwd_bf16(dev, gout, gx, 0.37f, n);

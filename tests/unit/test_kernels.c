@@ -359,6 +359,26 @@ static double ref_add(double x, double y) { return x + y; }
 static double ref_sub(double x, double y) { return x - y; }
 static double ref_mul(double x, double y) { return x * y; }
 static double ref_div(double x, double y) { return x / y; }
+static double ref_eq(double x, double y) { return x == y; }
+static double ref_ne(double x, double y) { return x != y; }
+static double ref_lt(double x, double y) { return x < y; }
+static double ref_le(double x, double y) { return x <= y; }
+static double ref_gt(double x, double y) { return x > y; }
+static double ref_ge(double x, double y) { return x >= y; }
+
+/* The comparisons (0/1 out, no gradient) are checked on operands from a
+ * grid of quarters, so that ties occur (eq's 1, le's and ge's edges). */
+static bool is_cmp(const char *op) {
+    static const char *const cmp[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(op, cmp[i])) return true;
+    return false;
+}
+static float *grid_buf(int64_t n) {
+    float *p = xmalloc((size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((int)(rnd_u32() % 9) - 4) * 0.25f;
+    return p;
+}
 
 /* The binary ops under test, from the table: their kernels (the backward
  * given the operands if it reads them) and their references. */
@@ -440,8 +460,13 @@ static void test_binary(void) {
             memcpy(c.s0, bs->os, sizeof c.s0);
             memcpy(c.s1, bs->as, sizeof c.s1);
             memcpy(c.s2, bs->bs, sizeof c.s2);
-            case_in(&c, rnd_buf(an, -1, 1), an, 1);
-            case_in(&c, !strcmp(op->name, "div") ? rnd_signed_buf(bn, 0.5f, 1.5f) : rnd_buf(bn, -1, 1), bn, 1);
+            bool cmp = is_cmp(op->name);
+            case_in(&c, cmp ? grid_buf(an) : rnd_buf(an, -1, 1), an, 1);
+            case_in(&c,
+                    cmp                        ? grid_buf(bn)
+                    : !strcmp(op->name, "div") ? rnd_signed_buf(bn, 0.5f, 1.5f)
+                                               : rnd_buf(bn, -1, 1),
+                    bn, 1);
             c.fwd(&c);
             double *ref = xmalloc((size_t)on * sizeof *ref);
             bin_ref(ref, op, c.x[0], c.x[1], c.nd, c.s0, c.s1, c.s2);
@@ -458,6 +483,10 @@ static void test_binary(void) {
                     printf("  in-place forward of %s\n", name);
                 free(y);
             }
+            /* a comparison's gradient is 0 away from ties: b off the grid by
+             * an eighth, more than any step h below */
+            if (cmp)
+                for (int64_t i = 0; i < bn; i++) c.x[1][i] += 0.125f;
             if (on > 1000) /* one b element feeds many outputs: see gradcheck */
                 c.h = 1e-2f;
             gradcheck(&c, on > 1000 ? 8 : 200);
@@ -479,6 +508,9 @@ static double ref_exp(double x) { return exp(x); }
 static double ref_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
 static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double ref_log(double x) { return log(x); }
+static double ref_sqrt(double x) { return sqrt(x); }
+static double ref_rsqrt(double x) { return 1.0 / sqrt(x); }
+static double ref_abs(double x) { return fabs(x); }
 
 /* The unary ops under test: scale (its factor alpha in the case's f0),
  * shift (its term beta in f0), then
@@ -529,9 +561,10 @@ static void test_unary(void) {
             c.i0 = op;
             c.f0 = -1.7f;
             case_in(&c,
-                    !strcmp(u->name, "relu")  ? rnd_signed_buf(n, 0.05f, 2.0f)
-                    : !strcmp(u->name, "log") ? rnd_buf(n, 0.2f, 3.0f)
-                                              : rnd_buf(n, -2.5f, 2.5f),
+                    !strcmp(u->name, "relu") || !strcmp(u->name, "abs") ? rnd_signed_buf(n, 0.05f, 2.0f)
+                    : !strcmp(u->name, "log") || !strcmp(u->name, "sqrt") || !strcmp(u->name, "rsqrt")
+                        ? rnd_buf(n, 0.2f, 3.0f)
+                        : rnd_buf(n, -2.5f, 2.5f),
                     n, 1);
             c.fwd(&c);
             double err = 0.0;
@@ -551,6 +584,124 @@ static void test_unary(void) {
             gradcheck(&c, big ? 8 : 200);
             case_free(&c);
         }
+}
+
+/* abs at 0: PyTorch's gradient sign(0) = 0; sqrt and rsqrt at 0: +inf and
+ * inf, of a negative: NaN (no finite differences there). */
+static void test_unary_edges(void) {
+    float x[3] = {0.0f, -0.0f, -1.0f}, y[3], dx[3] = {0.5f, 0.5f, 0.5f}, g[3] = {1.0f, 1.0f, 1.0f};
+    k_abs_fwd(y, x, 3);
+    ASSERT_TRUE(y[0] == 0.0f && y[1] == 0.0f && !signbit(y[1]) && y[2] == 1.0f);
+    k_abs_bwd(dx, g, x, 3);
+    ASSERT_TRUE(dx[0] == 0.5f && dx[1] == 0.5f && dx[2] == -0.5f);
+    k_sqrt_fwd(y, x, 3);
+    ASSERT_TRUE(y[0] == 0.0f && isnan(y[2]));
+    k_rsqrt_fwd(y, x, 3);
+    ASSERT_TRUE(isinf(y[0]) && y[0] > 0 && isinf(y[1]) && isnan(y[2]));
+}
+
+/* The comparisons with a number (ACC_EW_CMP_SCALAR_OPS): the forward on a
+ * grid with ties against the double relation, in place; a NaN compares
+ * false (ne: true); the gradient (none) by finite differences off the ties. */
+static void cs_fwd(Case *c) {
+    switch (c->i0) {
+#define CS_FWD(code, name, binary) \
+    case ACC_OP_##code: k_##name##_fwd(c->out, c->x[0], c->f0, c->on); break;
+        ACC_EW_CMP_SCALAR_OPS(CS_FWD)
+#undef CS_FWD
+    default: break;
+    }
+}
+static void cs_bwd(Case *c) {
+    switch (c->i0) {
+#define CS_BWD(code, name, binary) \
+    case ACC_OP_##code: k_##name##_bwd(c->dx[0], c->dout, c->on); break;
+        ACC_EW_CMP_SCALAR_OPS(CS_BWD)
+#undef CS_BWD
+    default: break;
+    }
+}
+static double (*cs_ref(int binary))(double, double) {
+    return binary == ACC_OP_EQ   ? ref_eq
+           : binary == ACC_OP_NE ? ref_ne
+           : binary == ACC_OP_LT ? ref_lt
+           : binary == ACC_OP_LE ? ref_le
+           : binary == ACC_OP_GT ? ref_gt
+                                 : ref_ge;
+}
+static void test_cmp_scalar(void) {
+    const struct {
+        int code;
+        const char *name;
+        double (*ref)(double, double);
+    } ops[] = {
+#define CS_OP(code, name, binary) {ACC_OP_##code, #name, cs_ref(ACC_OP_##binary)},
+        ACC_EW_CMP_SCALAR_OPS(CS_OP)
+#undef CS_OP
+    };
+    ASSERT(6, (int)(sizeof ops / sizeof *ops));
+    static char names[6][48];
+    for (int k = 0; k < 6; k++) {
+        int64_t n = 500;
+        snprintf(names[k], sizeof names[0], "%s n=%lld", ops[k].name, (long long)n);
+        Case c = case_new(names[k], cs_fwd, cs_bwd, n, 0);
+        c.i0 = ops[k].code;
+        c.f0 = 0.25f;
+        case_in(&c, grid_buf(n), n, 1);
+        c.x[0][0] = NAN;
+        c.fwd(&c);
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += c.out[i] != (float)ops[k].ref(c.x[0][i], c.f0);
+        if (!ASSERT(0, bad)) printf("  forward of %s\n", names[k]);
+        ASSERT_TRUE(c.out[0] == (ops[k].code == ACC_OP_NE_SCALAR ? 1.0f : 0.0f));
+        c.x[0][0] = 1.0f;
+        for (int64_t i = 0; i < n; i++) c.x[0][i] += 0.125f; /* off the ties */
+        gradcheck(&c, 50);
+        case_free(&c);
+    }
+}
+
+/* The comparisons of i32 operands are exact: 2^24 + 1 and 2^24 differ,
+ * though they are one float; broadcast [2,3] against [3] and [2,1]; with a
+ * number compared in double. Against the integer relation. */
+static void test_cmp_i32(void) {
+    static const int codes[6] = {ACC_OP_EQ, ACC_OP_NE, ACC_OP_LT, ACC_OP_LE, ACC_OP_GT, ACC_OP_GE};
+    static const int scodes[6] = {ACC_OP_EQ_SCALAR, ACC_OP_NE_SCALAR, ACC_OP_LT_SCALAR,
+                                  ACC_OP_LE_SCALAR, ACC_OP_GT_SCALAR, ACC_OP_GE_SCALAR};
+    const int32_t a[6] = {16777217, 16777216, -5, INT32_MAX, INT32_MIN, 0};
+    const int32_t b3[3] = {16777216, 16777216, -5}, b21[2] = {16777217, 0};
+    const int64_t so[2] = {2, 3}, s3[2] = {1, 3}, s21[2] = {2, 1};
+    int bad = 0;
+    for (int k = 0; k < 6; k++) {
+        float out[6];
+        for (int form = 0; form < 3; form++) {
+            if (form < 2) k_cmp_i32_fwd(codes[k], out, a, form ? b21 : b3, 2, so, so, form ? s21 : s3);
+            else k_cmp_scalar_i32_fwd(scodes[k], out, a, 16777216.0f, 6);
+            for (int e = 0; e < 6; e++) {
+                int64_t x = a[e], y = form == 0 ? b3[e % 3] : form == 1 ? b21[e / 3] : 16777216;
+                int want = k == 0   ? x == y
+                           : k == 1 ? x != y
+                           : k == 2 ? x < y
+                           : k == 3 ? x <= y
+                           : k == 4 ? x > y
+                                    : x >= y;
+                bad += out[e] != (float)want;
+            }
+        }
+    }
+    ASSERT(0, bad);
+}
+
+/* float(x): i32 values as f32, exact up to 2^24 in magnitude. It has no
+ * gradient (an i32 input), so nothing to check by differences: the forward
+ * check stands for its entry in test_fd_coverage. */
+static void test_float(void) {
+    int32_t x[6] = {0, -1, 7, 16777216, -16777216, 123456};
+    float y[6];
+    k_float_fwd(y, x, 6);
+    int bad = 0;
+    for (int i = 0; i < 6; i++) bad += y[i] != (float)(double)x[i] || (double)y[i] != (double)x[i];
+    if (test_true(__FILE__, __LINE__, "float", bad == 0)) fd_mark("float (no gradient: an i32 input)");
 }
 
 /* ---- layernorm, rmsnorm, softmax ---------------------------------------- */
@@ -1545,6 +1696,27 @@ static void test_ew_chain(void) {
     }
     ASSERT(0, bad);
     ASSERT(5 * N_BIN_OPS * 2 * (N_UN_OPS + 2), cases);
+    /* a comparison with a number in a chain (after shift, before mul by an
+     * operand: relu written out) gives its own kernel's bits, ties included */
+    enum { NC = 777 };
+    float *x = grid_buf(NC), *o = rnd_buf(NC, -1, 1), *want = zero_buf(NC), *got = zero_buf(NC);
+    int64_t full[1] = {NC};
+    bad = 0;
+#define CS_CHAIN(code, name, binary)                            \
+    k_shift_fwd(want, x, 0.25f, NC);                            \
+    k_##name##_fwd(want, want, 0.5f, NC);                       \
+    k_mul_fwd(want, want, o, 1, full, full, full);              \
+    {                                                           \
+        k_ew_op ops[3] = {{ACC_OP_SHIFT, NULL, 1, 0, 0.25f, 0}, \
+                          {ACC_OP_##code, NULL, 1, 0, 0.5f, 0}, \
+                          {ACC_OP_MUL, o, NC, 0, 0.0f, 0}};     \
+        k_ew_chain(got, x, ops, 3, NC, 5, 3);                   \
+    }                                                           \
+    bad += memcmp(want, got, sizeof(float) * NC) != 0;
+    ACC_EW_CMP_SCALAR_OPS(CS_CHAIN)
+#undef CS_CHAIN
+    ASSERT(0, bad);
+    free(x), free(o), free(want), free(got);
 }
 
 /* The precision pass's casts. Their gradient is the identity converted
@@ -1604,6 +1776,10 @@ int main(void) {
     test_linear();
     test_binary();
     test_unary();
+    test_unary_edges();
+    test_cmp_scalar();
+    test_float();
+    test_cmp_i32();
     test_norms();
     test_attention();
     test_attention_masked();

@@ -220,6 +220,29 @@ static void test_same(void) {
     EXPECT_OK(OP_SHIFT, &sh, "[2,3,4]", DT_F32, 0, x);
     EXPECT_OK(OP_SHIFT, &sh, "[]", DT_F32, 0, s);
     EXPECT_ERR(OP_SHIFT, &sh, "x must be f32, got i32[2,3]", i);
+    /* the comparisons with a number: x's shape, f32 (0/1), of an i32 x too
+     * (compared exactly); of two tensors: two i32 give f32 too, an i32 and
+     * an f32 are the front end's to convert (float) */
+    for (int k = OP_EQ_SCALAR; k <= OP_GE_SCALAR; k++) {
+        Attrs cv = defaults((OpKind)k);
+        cv.value = 0.5;
+        EXPECT_OK((OpKind)k, &cv, "[2,3,4]", DT_F32, 0, x);
+        EXPECT_OK((OpKind)k, &cv, "[]", DT_F32, 0, s);
+        EXPECT_OK((OpKind)k, &cv, "[2,3]", DT_F32, 0, i);
+    }
+    int i1 = I32(1, 3);
+    for (int k = OP_EQ; k <= OP_GE; k++) {
+        Attrs cv = defaults((OpKind)k);
+        EXPECT_OK((OpKind)k, &cv, "[2,3]", DT_F32, 0, i, i1);
+        EXPECT_ERR((OpKind)k, &cv, "inputs must be i32, got i32[2,3] and f32[2,3,4]", i, x);
+        EXPECT_ERR((OpKind)k, &cv, "inputs must be f32, got f32[2,3,4] and i32[2,3]", x, i);
+    }
+    EXPECT_ERR(OP_GELU, &a, "x must be f32, got i32[2,3]", i);
+    /* float: i32 in, f32 out, any shape */
+    Attrs fl = defaults(OP_FLOAT);
+    EXPECT_OK(OP_FLOAT, &fl, "[2,3]", DT_F32, 0, i);
+    EXPECT_ERR(OP_FLOAT, &fl, "x must be i32, got f32[2,3,4]", x);
+    EXPECT_ERR(OP_FLOAT, &fl, "takes 1 input, got 2", i, i);
     dp.p = 0;
     EXPECT_OK(OP_DROPOUT, &dp, "[2,3,4]", DT_F32, 0, x);
     dp.p = 0.999;
