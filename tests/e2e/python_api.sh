@@ -56,6 +56,21 @@ m.init_params(1)
 t = m.parameter("fc1.w")
 assert t.__dlpack_device__() == (2, 0), t
 print(f"python_api: cuda: {t!r}")
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is not None and torch.cuda.is_available():  # torch sees the same device memory
+    x = torch.from_dlpack(t)
+    want = m.read("fc1.w")
+    assert x.is_cuda and tuple(x.shape) == want.shape, (x.device, x.shape)
+    assert (x.cpu().numpy() == want).all(), "torch.from_dlpack reads other values"
+    x.mul_(2.0)
+    torch.cuda.synchronize()
+    assert (m.read("fc1.w") == 2.0 * want).all(), "a write through torch is not the model's"
+    g = torch.from_dlpack(m.grad("fc1.w"))
+    assert g.is_cuda and g.data_ptr() != x.data_ptr()
+    print("python_api: cuda: torch.from_dlpack sees and writes the parameter's device memory")
 PY
     ;;
 train)
