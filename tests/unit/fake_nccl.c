@@ -9,16 +9,7 @@
 
 #include <nccl.h>
 
-typedef struct {
-    const char *call;
-    const void *send;
-    void *recv;
-    size_t count;
-    int dtype, op;
-    void *stream;
-    int destroyed, inits;
-    int async, async_polls; /* what ncclCommGetAsyncError reports; its calls */
-} FakeNcclLog;
+#include "fake_nccl.h"
 
 FakeNcclLog *fake_nccl_log(void);
 static FakeNcclLog log_;

@@ -24,18 +24,8 @@
 #include <string.h>
 
 #include "accrt_nccl.h"
+#include "fake_nccl.h"
 #include "test.h"
-
-typedef struct {
-    const char *call;
-    const void *send;
-    void *recv;
-    size_t count;
-    int dtype, op;
-    void *stream;
-    int destroyed, inits;
-    int async, async_polls; /* what ncclCommGetAsyncError reports; its calls */
-} FakeNcclLog;
 
 /* ncclDataType_t and ncclRedOp_t values (nccl.h) */
 enum { NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8, NCCL_SUM = 0 };
