@@ -578,19 +578,9 @@ static void binary_bwd(int op, KT *da, KT *db, const KT *dout, const KT *a, cons
 ACC_EW_BINARY_OPS(K_BINARY_KERNELS)
 #undef K_BINARY_KERNELS
 
-/* The comparisons of i32 operands, exact: out = a OP b (op a comparison's
- * code, ACC_EW_CMP_OPS), broadcasting as binary_fwd; and of an i32 x with a
- * number (op a *_SCALAR code), compared in double (exact for every int32
- * and float). 0 or 1 in the instance's type. */
-static float cmp_i32(int op, int32_t x, int32_t y) {
-    switch (op) {
-#define CMP_I32(code, name) \
-    case ACC_OP_##code: return EW_##code(x, y);
-        ACC_EW_CMP_OPS(CMP_I32)
-#undef CMP_I32
-    default: return 0.0f;
-    }
-}
+/* The comparisons of i32 operands, exact: out = a OP b, broadcasting as
+ * binary_fwd, and x OP a number (ew_ops.h). 0 or 1 in the instance's type. */
+EW_CMP_I32_FUNCTIONS(static inline)
 
 void KN(k_cmp_i32_fwd)(int op, KT *out, const int32_t *a, const int32_t *b, int ndim, const int64_t *os,
                        const int64_t *as, const int64_t *bs) {
@@ -603,23 +593,13 @@ void KN(k_cmp_i32_fwd)(int op, KT *out, const int32_t *a, const int32_t *b, int 
     for (int64_t r = 0; r < rows; r++) {
         int64_t oa, ob;
         bcast_row_offsets(&bc, r, &oa, &ob);
-        for (int64_t j = 0; j < L; j++) KST(out, r * L + j, cmp_i32(op, a[oa + j * sa], b[ob + j * sb]));
-    }
-}
-
-static float cmp_scalar_i32(int op, int32_t x, float value) {
-    switch (op) {
-#define CMP_SCALAR_I32(code, name, binary) \
-    case ACC_OP_##code: return EW_##binary((double)x, (double)value);
-        ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR_I32)
-#undef CMP_SCALAR_I32
-    default: return 0.0f;
+        for (int64_t j = 0; j < L; j++) KST(out, r * L + j, ew_cmp_i32(op, a[oa + j * sa], b[ob + j * sb]));
     }
 }
 
 void KN(k_cmp_scalar_i32_fwd)(int op, KT *out, const int32_t *x, float value, int64_t n) {
 #pragma omp parallel for if (n >= K_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) KST(out, i, cmp_scalar_i32(op, x[i], value));
+    for (int64_t i = 0; i < n; i++) KST(out, i, ew_cmp_scalar_i32(op, x[i], value));
 }
 
 /* ---- linear: matmul with a bias ------------------------------------------ */

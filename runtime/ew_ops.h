@@ -52,6 +52,29 @@
 #define EW_GE(x, y) ((x) >= (y) ? 1.0f : 0.0f)
 #define EW_GE_DA(g, x, y) 0.0f
 #define EW_GE_DB(g, x, y) 0.0f
+/* The comparisons of int32 operands, exact, written once as the functions
+ * each target declares with its own qualifier (QUAL: static inline on the
+ * host, DEVFN in kernels.cu): ew_cmp_i32, of two int32 values (op a
+ * comparison's code, ACC_EW_CMP_OPS), and ew_cmp_scalar_i32, of an int32 x
+ * with a number (op a *_SCALAR code), compared in double (exact for every
+ * int32 and float). 0 or 1. */
+/* clang-format off */
+#define EW_CMP_I32_CASE(code, name) case ACC_OP_##code: return EW_##code(x, y);
+#define EW_CMP_SCALAR_I32_CASE(code, name, binary) case ACC_OP_##code: return EW_##binary((double)x, (double)value);
+/* clang-format on */
+#define EW_CMP_I32_FUNCTIONS(QUAL)                             \
+    QUAL float ew_cmp_i32(int op, int x, int y) {              \
+        switch (op) {                                          \
+            ACC_EW_CMP_OPS(EW_CMP_I32_CASE)                    \
+        default: return 0.0f;                                  \
+        }                                                      \
+    }                                                          \
+    QUAL float ew_cmp_scalar_i32(int op, int x, float value) { \
+        switch (op) {                                          \
+            ACC_EW_CMP_SCALAR_OPS(EW_CMP_SCALAR_I32_CASE)      \
+        default: return 0.0f;                                  \
+        }                                                      \
+    }
 
 /* The operands a binary op's backward entry point takes after dout, by the
  * reads column of ACC_EW_BINARY_OPS (ACC_EW_BWD_OPERANDS_<reads>(element type)), and the

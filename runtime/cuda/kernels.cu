@@ -423,27 +423,8 @@ DEVFN float unary_op(int op, float v, float alpha) {
     }
 }
 
-/* A comparison of int32 values, exact: x OP y (op a comparison's code), or
- * x OP value in double (op a *_SCALAR code; exact for every int32 and
- * float). The cases are the op table's (acc_ops.h). */
-DEVFN float cmp_i32(int op, int x, int y) {
-    switch (op) {
-#define CMP_I32(code, name) \
-    case ACC_OP_##code: return EW_##code(x, y);
-        ACC_EW_CMP_OPS(CMP_I32)
-#undef CMP_I32
-    default: return 0.0f;
-    }
-}
-DEVFN float cmp_scalar_i32(int op, int x, float value) {
-    switch (op) {
-#define CMP_SCALAR_I32(code, name, binary) \
-    case ACC_OP_##code: return EW_##binary((double)x, (double)value);
-        ACC_EW_CMP_SCALAR_OPS(CMP_SCALAR_I32)
-#undef CMP_SCALAR_I32
-    default: return 0.0f;
-    }
-}
+/* The comparisons of int32 values, exact (ew_ops.h). */
+EW_CMP_I32_FUNCTIONS(DEVFN)
 
 /* p0 out, p1 x; i0 n, i1 op (ACC_OP_*), i2 bf16 (out; x too unless i3),
  * i3 x is int32 (a comparison with the number f0); f0 alpha (scale) */
@@ -456,7 +437,7 @@ KERNEL ck_unary_fwd(acc_kargs a) {
         if (a.i[3]) {
             const int *xi = (const int *)a.p[1];
             UNROLL for (int j = 0; j < KA_VEC; j++) v[j] =
-                i + j < a.i[0] ? cmp_scalar_i32(op, xi[i + j], a.f[0]) : 0.0f;
+                i + j < a.i[0] ? ew_cmp_scalar_i32(op, xi[i + j], a.f[0]) : 0.0f;
         } else {
             ld8(x, i, a.i[0], h, v);
             UNROLL for (int j = 0; j < KA_VEC; j++) v[j] = unary_op(op, v[j], a.f[0]);
@@ -529,7 +510,7 @@ KERNEL ck_binary_fwd(acc_kargs a) {
     for (long long i = GSTART; i < a.i[0]; i += GSTRIDE) {
         long long ia = 0, ib = 0;
         idx6(i, &a.i[2], &a.i[8], &a.i[14], small, &ia, &ib);
-        if (a.i[21]) stx(out, i, cmp_i32((int)a.i[1], ((const int *)x)[ia], ((const int *)y)[ib]), h);
+        if (a.i[21]) stx(out, i, ew_cmp_i32((int)a.i[1], ((const int *)x)[ia], ((const int *)y)[ib]), h);
         else stx(out, i, binary_op((int)a.i[1], ldx(x, ia, h), ldx(y, ib, h)), h);
     }
 }
