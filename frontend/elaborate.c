@@ -359,6 +359,7 @@ static Value make_leaf(Elab *E, Frame *f, OpKind op, const char *name, DType dt,
 /* ---- expressions ---------------------------------------------------------- */
 
 static Value eval(Elab *E, Frame *f, const Expr *e, const Name *targets);
+static Value compare(Elab *E, Frame *f, OpKind op, const char *what, Value v[2], Loc loc, const char *hint);
 
 static Value int_arith(Elab *E, int op, int64_t a, int64_t b, Loc loc) {
     int64_t r = 0;
@@ -387,6 +388,17 @@ static Value int_arith(Elab *E, int op, int64_t a, int64_t b, Loc loc) {
 static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
     Value a = eval(E, f, e->lhs, NULL), b = eval(E, f, e->rhs, NULL);
     if (a.k == V_ERR || b.k == V_ERR) return v_err();
+    if (e->op >= BIN_EQ) {
+        static const char *const sym[] = {"'=='", "'!='", "'<'", "'<='", "'>'", "'>='"};
+        const char *what = sym[e->op - BIN_EQ];
+        if ((a.k != V_TENSOR && !is_num(&a)) || (b.k != V_TENSOR && !is_num(&b))) {
+            diag_error(E->d, e->loc, "%s compares tensors and numbers, not %s and %s", what, kind_name[a.k],
+                       kind_name[b.k]);
+            return v_err();
+        }
+        Value v[2] = {a, b};
+        return compare(E, f, (OpKind)(OP_EQ + (e->op - BIN_EQ)), what, v, e->loc, hint);
+    }
     if (a.k == V_INT && b.k == V_INT) return int_arith(E, e->op, a.i, b.i, e->loc);
     if (is_num(&a) && is_num(&b)) {
         double x = num(&a), y = num(&b), r = 0;
@@ -644,12 +656,20 @@ static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
         return v_err();
     }
     if (bad) return v_err();
-    if (v[0].k != V_TENSOR && v[1].k != V_TENSOR) {
-        diag_error(E->d, e->loc, "%s compares tensors: give at least one tensor, not two numbers", name);
-        return v_err();
-    }
     if (e->as_name) {
         diag_error(E->d, e->as_loc, "'as' names block instances; name a tensor by assigning it");
+        return v_err();
+    }
+    return compare(E, f, op, name, v, e->loc, hint);
+}
+
+/* The relation op of v[0] and v[1], each a tensor or a number: the call
+ * eq(a, b) .. ge(a, b) and the operators a == b .. a >= b (what: the call's
+ * name or the operator, for the message). */
+static Value compare(Elab *E, Frame *f, OpKind op, const char *what, Value v[2], Loc loc, const char *hint) {
+    const char *name = op_table[op].name;
+    if (v[0].k != V_TENSOR && v[1].k != V_TENSOR) {
+        diag_error(E->d, loc, "%s compares tensors: give at least one tensor, not two numbers", what);
         return v_err();
     }
     Attrs at;
@@ -658,13 +678,13 @@ static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
         if (v[j].k != V_TENSOR || graph_node(E->g, v[j].node)->dtype != DT_I32) continue;
         if (v[1 - j].k != V_TENSOR || graph_node(E->g, v[1 - j].node)->dtype == DT_I32) continue;
         attrs_defaults(OP_FLOAT, &at);
-        v[j] = make_node(E, f, OP_FLOAT, 1, &v[j].node, &at, e->loc, NULL);
+        v[j] = make_node(E, f, OP_FLOAT, 1, &v[j].node, &at, loc, NULL);
         if (v[j].k == V_ERR) return v[j];
     }
     if (v[0].k == V_TENSOR && v[1].k == V_TENSOR) {
         attrs_defaults(op, &at);
         in[0] = v[0].node, in[1] = v[1].node;
-        return make_node(E, f, op, 2, in, &at, e->loc, hint);
+        return make_node(E, f, op, 2, in, &at, loc, hint);
     }
     int t = v[0].k == V_TENSOR ? 0 : 1;
     if (t == 1) /* number OP x is x OP' number */
@@ -673,7 +693,7 @@ static Value eval_compare(Elab *E, Frame *f, const Expr *e, OpKind op, const cha
     OpKind sop = (OpKind)(OP_EQ_SCALAR + (op - OP_EQ));
     attrs_defaults(sop, &at);
     at.value = num(&v[1 - t]);
-    return make_node(E, f, sop, 1, &v[t].node, &at, e->loc, hint ? hint : name);
+    return make_node(E, f, sop, 1, &v[t].node, &at, loc, hint ? hint : name);
 }
 
 /* split(x, n, axis=-1): n equal slices, bound to the assignment's targets. */

@@ -26,14 +26,19 @@ struct Arg {
     Arg *next;
 };
 
+/* E_BINOP's comparisons, in the order of the op table's eq .. ge rows (the
+ * arithmetic operators are their own character) */
+typedef enum { BIN_EQ = 256, BIN_NE, BIN_LT, BIN_LE, BIN_GT, BIN_GE } BinCmp;
+
 struct Expr {
     ExprKind kind;
     Loc loc;
     int64_t ival;
     double fval;
     const char *name;    /* E_NAME, E_CALL callee */
-    int op;              /* E_BINOP: '+', '-', '*', '/', '%' */
+    int op;              /* E_BINOP: '+', '-', '*', '/', '%' or a BinCmp */
     Expr *lhs, *rhs;     /* E_BINOP; E_NEG uses lhs */
+    bool paren;          /* written in parentheses */
     Arg *args;           /* E_CALL */
     Expr *items;         /* E_LIST, linked by next */
     const char *as_name; /* E_CALL: "f(x) as name" instance name */

@@ -51,6 +51,14 @@ static Expr *mk_binop(ParseState *ps, int op, Expr *a, Expr *b, Loc loc) {
     return e;
 }
 
+/* a < b < c parses, so that it gets its own message: it would compare a's
+ * 0/1 with c, not test both relations as in Python */
+static Expr *mk_compare(ParseState *ps, int op, Expr *a, Expr *b, Loc loc) {
+    if (a->kind == E_BINOP && a->op >= BIN_EQ && !a->paren)
+        diag_error(ps->d, loc, "comparisons do not chain: write (a < b) * (b < c) for both, or (a < b) < c");
+    return mk_binop(ps, op, a, b, loc);
+}
+
 static Stmt *mk_stmt(ParseState *ps, StmtKind k, Loc loc) {
     Stmt *s = pool_alloc(ps->pool, sizeof *s);
     s->kind = k;
@@ -107,6 +115,7 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
 %token KW_BLOCK "block" KW_REPEAT "repeat" KW_AS "as" KW_RETURN "return"
 %token KW_LOSS "loss" KW_SAVE "save" KW_RECOMPUTE "recompute" KW_PRECISION "precision" KW_OPTIMIZER_STATE "optimizer_state"
 %token KW_TRUE "true" KW_FALSE "false" AT_SAVE "@save" AT_RECOMPUTE "@recompute"
+%token CMP_EQ "==" CMP_NE "!=" CMP_LE "<=" CMP_GE ">="
 
 %type <e> expr primary call exprs exprs_opt repeat_count
 %type <a> args args_opt arg
@@ -115,6 +124,7 @@ static Name *mk_name(ParseState *ps, const char *name, Loc loc, Expr *dflt) {
 %type <t> type
 %type <hint> hint
 
+%left "==" "!=" '<' "<=" '>' ">="
 %left '+' '-'
 %left '*' '/' '%'
 %precedence NEG
@@ -220,6 +230,12 @@ expr
     | expr '*' expr                 { $$ = mk_binop(ps, '*', $1, $3, LOC(@2)); }
     | expr '/' expr                 { $$ = mk_binop(ps, '/', $1, $3, LOC(@2)); }
     | expr '%' expr                 { $$ = mk_binop(ps, '%', $1, $3, LOC(@2)); }
+    | expr "==" expr                { $$ = mk_compare(ps, BIN_EQ, $1, $3, LOC(@2)); }
+    | expr "!=" expr                { $$ = mk_compare(ps, BIN_NE, $1, $3, LOC(@2)); }
+    | expr '<' expr                 { $$ = mk_compare(ps, BIN_LT, $1, $3, LOC(@2)); }
+    | expr "<=" expr                { $$ = mk_compare(ps, BIN_LE, $1, $3, LOC(@2)); }
+    | expr '>' expr                 { $$ = mk_compare(ps, BIN_GT, $1, $3, LOC(@2)); }
+    | expr ">=" expr                { $$ = mk_compare(ps, BIN_GE, $1, $3, LOC(@2)); }
     | '-' expr %prec NEG            { $$ = mk_expr(ps, E_NEG, LOC(@1)); $$->lhs = $2; }
     | primary
     ;
@@ -230,7 +246,7 @@ primary
     | "true"                        { $$ = mk_expr(ps, E_BOOL, LOC(@1)); $$->ival = 1; }
     | "false"                       { $$ = mk_expr(ps, E_BOOL, LOC(@1)); $$->ival = 0; }
     | IDENT                         { $$ = mk_expr(ps, E_NAME, LOC(@1)); $$->name = $1; }
-    | '(' expr ')'                  { $$ = $2; }
+    | '(' expr ')'                  { $$ = $2; $$->paren = true; }
     | '[' exprs_opt ']'             { $$ = mk_expr(ps, E_LIST, LOC(@$)); $$->items = $2; }
     | call
     ;
@@ -303,7 +319,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, void *scanner, ParseSt
                            s == YYSYMBOL_KW_FALSE || sym_is(s, "'('") || sym_is(s, "'['") || sym_is(s, "'-'")))
             continue;
         if (after_expr && (sym_is(s, "'+'") || sym_is(s, "'-'") || sym_is(s, "'*'") || sym_is(s, "'/'") ||
-                           sym_is(s, "'%'") || s == YYSYMBOL_KW_AS))
+                           sym_is(s, "'%'") || sym_is(s, "'<'") || sym_is(s, "'>'") || s == YYSYMBOL_CMP_EQ ||
+                           s == YYSYMBOL_CMP_NE || s == YYSYMBOL_CMP_LE || s == YYSYMBOL_CMP_GE || s == YYSYMBOL_KW_AS))
             continue;
         sym_text(s, bufs[n_words], sizeof bufs[n_words]);
         words[n_words] = bufs[n_words];
