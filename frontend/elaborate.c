@@ -385,6 +385,16 @@ static Value int_arith(Elab *E, int op, int64_t a, int64_t b, Loc loc) {
     return v_int(r);
 }
 
+/* v, or float(v) when v is an i32 tensor: arithmetic on token ids or an
+ * integer mask (1 - mask, x * mask) computes in floats, as PyTorch promotes
+ * an int tensor meeting a float one (exact up to 2^24 in magnitude). */
+static Value promote_i32(Elab *E, Frame *f, Value v, Loc loc) {
+    if (v.k != V_TENSOR || graph_node(E->g, v.node)->dtype != DT_I32) return v;
+    Attrs at;
+    attrs_defaults(OP_FLOAT, &at);
+    return make_node(E, f, OP_FLOAT, 1, &v.node, &at, loc, NULL);
+}
+
 static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
     Value a = eval(E, f, e->lhs, NULL), b = eval(E, f, e->rhs, NULL);
     if (a.k == V_ERR || b.k == V_ERR) return v_err();
@@ -420,6 +430,11 @@ static Value eval_binop(Elab *E, Frame *f, const Expr *e, const char *hint) {
             return v_err();
         }
         return v_float(r);
+    }
+    if (e->op != '%') {
+        a = promote_i32(E, f, a, e->loc);
+        b = promote_i32(E, f, b, e->loc);
+        if (a.k == V_ERR || b.k == V_ERR) return v_err();
     }
     Attrs at;
     if (a.k == V_TENSOR && b.k == V_TENSOR && e->op != '%') {
@@ -675,10 +690,8 @@ static Value compare(Elab *E, Frame *f, OpKind op, const char *what, Value v[2],
     Attrs at;
     int in[2];
     for (int j = 0; j < 2; j++) {
-        if (v[j].k != V_TENSOR || graph_node(E->g, v[j].node)->dtype != DT_I32) continue;
         if (v[1 - j].k != V_TENSOR || graph_node(E->g, v[1 - j].node)->dtype == DT_I32) continue;
-        attrs_defaults(OP_FLOAT, &at);
-        v[j] = make_node(E, f, OP_FLOAT, 1, &v[j].node, &at, loc, NULL);
+        v[j] = promote_i32(E, f, v[j], loc);
         if (v[j].k == V_ERR) return v[j];
     }
     if (v[0].k == V_TENSOR && v[1].k == V_TENSOR) {
@@ -937,6 +950,8 @@ static Value eval_expr(Elab *E, Frame *f, const Expr *e, const Name *targets) {
         }
         if (v.k == V_FLOAT) return v_float(-v.f);
         if (v.k == V_TENSOR) {
+            v = promote_i32(E, f, v, e->loc);
+            if (v.k == V_ERR) return v;
             Attrs at;
             attrs_defaults(OP_SCALE, &at);
             at.alpha = -1;

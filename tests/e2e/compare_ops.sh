@@ -3,7 +3,8 @@
 # elaborate to the same IR, node for node, as their calls
 # (tests/e2e/compare_calls.acdsl): the same relation (a swapped < and >, or
 # a number on the left not mirrored, would differ), the same operands and the
-# same precedence. Source locations are left out of the comparison. Run from
+# same precedence; an i32 operand of arithmetic converted as float(idx) is.
+# Source locations are left out of the comparison. Run from
 # the source root.
 set -u
 acc=$1
