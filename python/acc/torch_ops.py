@@ -443,12 +443,13 @@ def as_float(c, n, v):
 
 
 def binary(c, n, op, x, y):
-    """add/sub/mul/div of two tensors, or a tensor and a number; an integer
-    tensor in a float32 result is promoted (float)."""
+    """add/sub/mul/div of two tensors, or a tensor and a number. An integer
+    tensor is promoted (float), also where PyTorch's result stays an integer
+    tensor (1 - mask): acc's arithmetic is float, of the same values up to
+    2^24 in magnitude; an index computed so is refused where it is used."""
     if not is_val(x) and not is_val(y):
         raise ImportFailure("%s of two numbers" % n.target, n)
-    if dtype_of(n) == "f32":
-        x, y = as_float(c, n, x), as_float(c, n, y)
+    x, y = as_float(c, n, x), as_float(c, n, y)
     if not is_val(y) or not is_val(x):  # a tensor and a number
         t, s = (x, y) if is_val(x) else (y, x)
         s = float(s)

@@ -148,6 +148,7 @@ class Masks(nn.Module):
         n = torch.sqrt(h.abs() + 1.0) - torch.rsqrt(h * h + 0.5) + self.thr
         n = n * torch.rsqrt((n * n).mean(-1, keepdim=True) + 1e-6)  # RMSNorm without a weight
         n = n + n * padm[:, :, None] * 0.5  # an integer mask promoted to float32
+        n = n - n * (1 - padm)[:, :, None] * 0.25  # integer arithmetic on the mask, then promoted
         logits = self.head(n + ids.float()[:, :, None] * 0.01)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
