@@ -105,6 +105,18 @@ void pl_offload_search(Ctx *c, Decision *dec, int64_t budget) {
             }
         }
         if (improved) continue;
+        /* pairs: two recomputed tensors of one block (or both outside
+         * blocks) offloaded together: the copies of both may hide where
+         * those of either alone do not */
+        for (int k = 0; k < nd && !improved && !spent(&q); k++)
+            for (int l = k + 1; l < nd && !improved && !spent(&q); l++) {
+                int i = dropped[k], j = dropped[l];
+                if (dec[i] != DEC_RECOMPUTE || dec[j] != DEC_RECOMPUTE || c->group[i] != c->group[j]) continue;
+                memcpy(trial, dec, (size_t)n * sizeof(Decision));
+                trial[i] = trial[j] = DEC_OFFLOAD;
+                if (better(&q, trial)) memcpy(dec, trial, (size_t)n * sizeof(Decision)), improved = true;
+            }
+        if (improved) continue;
         /* trades: the largest saved tensors offloaded, the costliest recomputations saved */
         for (int a = 1; a < ns; a++)
             for (int b = a; b > 0 && bytes_of(c, saved[b]) > bytes_of(c, saved[b - 1]); b--) {
