@@ -209,6 +209,7 @@ typedef struct {
     int n_flips, n_pairs, na;  /* this round's flips, interacting pairs, anchors */
     double work;               /* spent so far in this phase (FLIP_WORK) */
     int hood;                  /* the neighbourhood: 0 flips, 1 and keeps, 2 and pairs through a closure */
+    bool presolve;             /* GLPK's MIP presolver on (else the LP's simplex first) */
     Eval base;                 /* dec's score at the start of the round */
     int64_t *base_prof, *prof; /* [2n + 2] */
     bool *in_lp;               /* [2n + 2] */
@@ -359,9 +360,15 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.presolve = GLP_ON;
+    io.presolve = F->presolve ? GLP_ON : GLP_OFF;
     io.mir_cuts = io.cov_cuts = GLP_ON;
     io.tm_lim = pl_ms_left(c);
+    if (!F->presolve) { /* glp_intopt then needs the LP's optimal basis */
+        glp_smcp sm;
+        glp_init_smcp(&sm);
+        sm.msg_lev = GLP_MSG_OFF;
+        if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) return false;
+    }
     int nodes_given =
         (FLIP_WORK - F->work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - F->work) / nnz) : FLIP_NODE_LIMIT;
     int nc = glp_get_num_cols(lp);
@@ -506,8 +513,16 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
         char err[200];
         F.hood = hood;
         memcpy(dec, start, n * sizeof(Decision));
-        if (!lp_guarded(flip_rounds, &F, err, sizeof err)) /* dec: the last plan taken */
-            pl_solver_failed(c, err), F.prog.lp = NULL;    /* the program went with GLPK's environment */
+        F.presolve = true;
+        bool ok = lp_guarded(flip_rounds, &F, err, sizeof err); /* else dec: the last plan taken */
+        if (!ok) {            /* GLPK's MIP presolver fails on a program it reduces to rows without columns
+                      ("glp_add_cols: ncs = 0"): again from dec, without it */
+            F.prog.lp = NULL; /* the program went with GLPK's environment */
+            lp_build_free(&F.prog);
+            F.presolve = false;
+            ok = lp_guarded(flip_rounds, &F, err, sizeof err);
+        }
+        if (!ok) pl_solver_failed(c, err), F.prog.lp = NULL;
         lp_build_free(&F.prog);
         Eval e;
         pl_evaluate(c, dec, false, &e, NULL);

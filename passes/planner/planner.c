@@ -62,6 +62,14 @@ static bool offload_fixed(void) {
     return e && *e == '1';
 }
 
+/* ACC_OFFLOAD_SEARCH=0 (for tests): with --host-budget, the plan of the
+ * integer programs and the searches around them as it is, without the
+ * local search over the three fates (pl_offload_search). */
+static bool offload_search(void) {
+    const char *e = getenv("ACC_OFFLOAD_SEARCH");
+    return !(e && *e == '0');
+}
+
 static int exhaustive_max(void) {
     const char *e = getenv("ACC_EXHAUSTIVE_MAX");
     int k = e && *e ? atoi(e) : EXHAUSTIVE_MAX;
@@ -811,7 +819,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
          * offloaded at their full time; over three fates with exposed times
          * nothing is proven, and a copy may hide entirely, so the covering
          * rows' prices are no lower bound: the bound is 0. */
-        if (status != PLAN_INFEASIBLE && !offload_fixed()) pl_offload_search(&c, p->dec, budget);
+        if (status != PLAN_INFEASIBLE && !offload_fixed() && offload_search()) pl_offload_search(&c, p->dec, budget);
         if (status == PLAN_OPTIMAL) status = PLAN_HEURISTIC;
         p->bound = 0;
     } else {
