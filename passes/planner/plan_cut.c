@@ -1,6 +1,8 @@
 /* plan_cut.c - cutting a plan until it fits: the covering program over the
  * steps of the current plan that are over the target (GLPK, identical
- * tensors of identical blocks aggregated), and restoring, most expensive
+ * tensors of identical blocks aggregated; with offload_cols, a tensor is
+ * recomputed or offloaded, whichever the program finds cheaper together
+ * with the others, within the host budget), and restoring, most expensive
  * first, the drops the cut made that the target can afford to save again.
  *
  * requires: a Ctx (plan_core.c) and a plan. provides: a plan whose max-live

@@ -28,9 +28,12 @@
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
  *
- * With --host-budget the searches offload the drops of a seed set at their
- * copies' full time, and plan_offload.c then chooses each tensor's fate
- * (kept, recomputed, offloaded) by the copies' exposed time.
+ * With --host-budget the integer programs (the cut, the flip search) decide
+ * offloading beside recomputing, each copy at its full time, and
+ * plan_offload.c then refines each tensor's fate (kept, recomputed,
+ * offloaded) by the copies' exposed time. Where no program decides (other
+ * policies, the enumeration, ACC_OFFLOAD_FIXED, the widened set when the
+ * programs find no plan), the drops of a seed set are offloads.
  *
  * Layering (calls go one way, down): planner.c (the context, the policies,
  * the exchange search and the driver, plan_make) -> plan_offload.c (offload
@@ -178,14 +181,6 @@ static void read_by_backward(const Ctx *c, bool *read) {
     }
 }
 
-/* With host memory for offloading (o->host_bytes), the seed set: which
- * tensors the searches offload when they drop them. Those the backward reads
- * whose two copies take less time than their recomputation (wide: all of
- * them), the most time saved first, while their bytes together fit the host
- * memory (so any plan's host arena fits it). Dropping one then costs its
- * full transfer, an upper bound of its exposed time, in every search;
- * pl_offload_search then chooses each tensor's fate freely. Returns the
- * number of tensors in the set. */
 /* Into order, the free tensors the backward reads whose two copies take
  * less time than their recomputation (wide: all of them), the most time
  * saved first, then by node; returns how many. */
@@ -205,6 +200,15 @@ static int offload_order(const Ctx *c, bool wide, int *order) {
     return m;
 }
 
+/* With host memory for offloading (o->host_bytes), the seed set: which
+ * tensors the searches offload when they drop them, where no integer
+ * program decides offloading (offload_in_programs). Those the backward reads
+ * whose two copies take less time than their recomputation (wide: all of
+ * them), the most time saved first, while their bytes together fit the host
+ * memory (so any plan's host arena fits it). Dropping one then costs its
+ * full transfer, an upper bound of its exposed time, in every search;
+ * pl_offload_search then chooses each tensor's fate freely. Returns the
+ * number of tensors in the set. */
 static int choose_offloads(Ctx *c, bool wide) {
     int n = c->g->nodes.n, in_set = 0;
     int *order = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(int));
@@ -815,10 +819,10 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     }
     if (o->host_bytes > 0) {
         /* offload a free decision, scored as the code runs. The searches
-         * above were exact over two fates with the seed set's drops
-         * offloaded at their full time; over three fates with exposed times
-         * nothing is proven, and a copy may hide entirely, so the covering
-         * rows' prices are no lower bound: the bound is 0. */
+         * above priced every copy at its full time (the programs' offload
+         * columns, or the seed set's drops); over three fates with exposed
+         * times nothing is proven, and a copy may hide entirely, so the
+         * covering rows' prices are no lower bound: the bound is 0. */
         if (status != PLAN_INFEASIBLE && !offload_fixed() && offload_search()) pl_offload_search(&c, p->dec, budget);
         if (status == PLAN_OPTIMAL) status = PLAN_HEURISTIC;
         p->bound = 0;
