@@ -81,6 +81,13 @@ void pl_evaluate_exposed(Ctx *c, const Decision *dec, Eval *e, int64_t *host) {
     *host = s->host_bytes;
 }
 
+int64_t pl_host_used(const Ctx *c, const Decision *dec) {
+    int64_t used = 0;
+    for (int i = 0; i < c->g->nodes.n; i++)
+        if (dec[i] == DEC_OFFLOAD) used += c->host_size[i];
+    return used;
+}
+
 void pl_apply_forced(const Ctx *c, Decision *dec) {
     for (int i = 0; i < c->g->nodes.n; i++) {
         if (!c->cand[i]) dec[i] = DEC_SAVE;

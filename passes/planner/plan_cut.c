@@ -1,6 +1,8 @@
 /* plan_cut.c - cutting a plan until it fits: the covering program over the
  * steps of the current plan that are over the target (GLPK, identical
- * tensors of identical blocks aggregated), and restoring, most expensive
+ * tensors of identical blocks aggregated; with offload_cols, a tensor is
+ * recomputed or offloaded, whichever the program finds cheaper together
+ * with the others, within the host budget), and restoring, most expensive
  * first, the drops the cut made that the target can afford to save again.
  *
  * requires: a Ctx (plan_core.c) and a plan. provides: a plan whose max-live
@@ -21,12 +23,14 @@
 #define KNAPSACK_NODE_LIMIT 20000
 
 /* cover_min_cost's integer program over the m item classes (rep: a class's
- * first item, count: its size; on an answer, count: how many it takes). */
+ * first item, count: its size; on an answer, count: how many it recomputes,
+ * n_off: how many it offloads). */
 typedef struct {
-    const double *cost, *a, *need;
+    const double *cost, *off, *a, *need, *host;
+    double host_room;
     int stride, n_rows, m;
     const int *rep;
-    int *count;
+    int *count, *n_off;
     LpBuild prog; /* freed by cover_min_cost, even when GLPK fails midway */
     double best;  /* -1: no answer */
 } Cover;
@@ -37,10 +41,27 @@ static void cover_solve(void *arg) {
     LpBuild *b = &v->prog;
     lp_build_init(b, NULL, false);
     for (int r = 0; r < v->n_rows; r++) lp_row(b, GLP_LO, v->need[r], 0);
+    int *col = v->n_off;        /* class k's offload column, 0: none (n_off is written back from it) */
     for (int k = 0; k < m; k++) /* microseconds: GLPK's tolerances are absolute */
         lp_col(b, NULL, true, 0, v->count[k], v->cost[v->rep[k]] * 1e6);
+    int host_row = 0;
+    for (int k = 0; k < m; k++) {
+        col[k] = 0;
+        if (!v->off || v->off[v->rep[k]] < 0) continue;
+        col[k] = lp_col(b, NULL, true, 0, v->count[k], v->off[v->rep[k]] * 1e6);
+        if (v->count[k] > 1) { /* recomputed and offloaded together at most the class's size */
+            int r = lp_row(b, GLP_UP, 0, v->count[k]);
+            lp_coef(b, r, k + 1, 1), lp_coef(b, r, col[k], 1);
+        }
+        if (!host_row) host_row = lp_row(b, GLP_UP, 0, v->host_room / 1e3); /* kilobytes */
+        lp_coef(b, host_row, col[k], v->host[v->rep[k]] / 1e3);
+    }
     for (int r = 0; r < v->n_rows; r++)
-        for (int k = 0; k < m; k++) lp_coef(b, r + 1, k + 1, v->a[(size_t)v->rep[k] * stride + r]);
+        for (int k = 0; k < m; k++) {
+            double a = v->a[(size_t)v->rep[k] * stride + r];
+            lp_coef(b, r + 1, k + 1, a);
+            if (col[k]) lp_coef(b, r + 1, col[k], a); /* an offload frees what a drop does */
+        }
     lp_load(b);
     glp_prob *lp = b->lp;
     glp_scale_prob(lp, GLP_SF_AUTO);
@@ -59,22 +80,28 @@ static void cover_solve(void *arg) {
     v->best = -1;
     if (lp_mip_found(lp, rc)) {
         v->best = glp_mip_obj_val(lp) / 1e6;
-        for (int k = 0; k < m; k++) v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+        for (int k = 0; k < m; k++) {
+            v->count[k] = (int)lround(glp_mip_col_val(lp, k + 1));
+            col[k] = col[k] ? (int)lround(glp_mip_col_val(lp, col[k])) : 0;
+        }
     }
     lp_build_free(b);
 }
 
 
-/* min cost.x over binary x[0..n) s.t. sum_i a[i * stride + r] x_i >= need[r]
- * for each of n_rows rows (a 0/1 knapsack when n_rows is 1). Returns the
- * optimal cost (and x), or -1 if even taking everything leaves a row short.
- * Items with equal cost and equal coefficients in every row (the same tensor
- * of identical blocks) become one integer variable bounded by their count: no
- * symmetric branching. */
-static double cover_min_cost(Ctx *c, const double *cost, const double *a, int stride, int n_rows, int n,
-                             const double *need, bool *x) {
+/* min cost over items i in [0, n), each taken (recomputed) at cost[i] or,
+ * where off[i] >= 0 (off may be NULL), offloaded at off[i] - not both -
+ * s.t. sum over taken i of a[i * stride + r] >= need[r] for each of n_rows
+ * rows (a 0/1 knapsack when n_rows is 1), the offloaded items' host[i]
+ * within host_room. Returns the optimal cost, x[i] DEC_SAVE (not taken),
+ * DEC_RECOMPUTE or DEC_OFFLOAD, or -1 if even taking everything leaves a row
+ * short. Items with equal costs, host bytes and coefficients in every row
+ * (the same tensor of identical blocks) become one integer variable per
+ * fate bounded by their count: no symmetric branching. */
+static double cover_min_cost(Ctx *c, const double *cost, const double *off, const double *host, double host_room,
+                             const double *a, int stride, int n_rows, int n, const double *need, Decision *x) {
     bool any = false;
-    for (int i = 0; i < n; i++) x[i] = false;
+    for (int i = 0; i < n; i++) x[i] = DEC_SAVE;
     for (int r = 0; r < n_rows; r++) {
         double total = 0;
         for (int i = 0; i < n; i++) total += a[(size_t)i * stride + r];
@@ -86,20 +113,22 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
     int *cls = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* item -> class */
     int *rep = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int)); /* class -> first item */
     int *count = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int));
+    int *n_off = pool_alloc(&mem, (size_t)(n + 1) * sizeof(int));
     int m = 0;
     for (int i = 0; i < n; i++) {
         int k = 0;
         for (; k < m; k++) {
-            if (cost[rep[k]] != cost[i]) continue;
+            int j = rep[k];
+            if (cost[j] != cost[i] || (off && (off[j] != off[i] || (off[i] >= 0 && host[j] != host[i])))) continue;
             int r = 0;
-            while (r < n_rows && a[(size_t)rep[k] * stride + r] == a[(size_t)i * stride + r]) r++;
+            while (r < n_rows && a[(size_t)j * stride + r] == a[(size_t)i * stride + r]) r++;
             if (r == n_rows) break;
         }
         if (k == m) rep[m] = i, count[m] = 0, m++;
         cls[i] = k;
         count[k]++;
     }
-    Cover v = {cost, a, need, stride, n_rows, m, rep, count, {0}, -1};
+    Cover v = {cost, off, a, need, host, host_room, stride, n_rows, m, rep, count, n_off, {0}, -1};
     char err[200];
     if (!lp_guarded(cover_solve, &v, err, sizeof err)) /* the program went with GLPK's environment */
         pl_solver_failed(c, err), v.best = -1, v.prog.lp = NULL;
@@ -107,10 +136,11 @@ static double cover_min_cost(Ctx *c, const double *cost, const double *a, int st
     double best = v.best;
     if (best >= 0) {
         for (int i = 0; i < n; i++)
-            if (count[cls[i]] > 0) x[i] = true, count[cls[i]]--;
+            if (count[cls[i]] > 0) x[i] = DEC_RECOMPUTE, count[cls[i]]--;
+            else if (n_off[cls[i]] > 0) x[i] = DEC_OFFLOAD, n_off[cls[i]]--;
     } else { /* GLPK gave no answer in time: take everything */
         best = 0;
-        for (int i = 0; i < n; i++) x[i] = true, best += cost[i];
+        for (int i = 0; i < n; i++) x[i] = DEC_RECOMPUTE, best += cost[i];
     }
     pool_free(&mem);
     return best;
@@ -150,11 +180,12 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
     Pool mem = {0};                                                      /* called in loops: returned when it ends */
     double *a = pool_alloc(&mem, (size_t)n * CUT_ROWS * sizeof(double)); /* item k, row r: a[k * CUT_ROWS + r] */
     double *cost = pool_alloc(&mem, (size_t)n * sizeof(double)), need[CUT_ROWS];
+    double *off = pool_alloc(&mem, (size_t)n * sizeof(double)), *host = pool_alloc(&mem, (size_t)n * sizeof(double));
     int *id = pool_alloc(&mem, (size_t)n * sizeof(int)), *item = pool_alloc(&mem, (size_t)n * sizeof(int));
     int *clist = pool_alloc(&mem, (size_t)n * sizeof(int));
     int *stamp = pool_alloc(&mem, (size_t)n * sizeof(int)), *fwd_at = pool_alloc(&mem, (size_t)n * sizeof(int));
     int *bwd_at = pool_alloc(&mem, (size_t)n * sizeof(int)), row_t[CUT_ROWS];
-    bool *x = pool_alloc(&mem, (size_t)n * sizeof(bool));
+    Decision *x = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     Decision *tmp = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     int *last_fwd = NULL, *first_bwd = NULL; /* these grow with the schedule */
     int64_t *live = NULL;
@@ -183,6 +214,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             if (st->kind == ST_BWD) bwd_at[st->node] = t;
         }
         int m = 0, n_rows = 0, t = e.peak_step;
+        double host_room = c->offload_cols ? (double)(c->o->host_bytes - pl_host_used(c, dec)) : 0;
         bool made = false; /* tmp holds a cut */
         for (;;) {
             int r = n_rows;
@@ -198,6 +230,7 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
                     continue;
                 if (item[i] < 0) {
                     item[i] = m, id[m] = i, cost[m] = closure_time(c, dec, i, stamp, ++mark, clist);
+                    off[m] = pl_may_offload(c, i) ? c->transfer[i] : -1, host[m] = (double)c->host_size[i];
                     for (int q = 0; q < CUT_ROWS; q++) a[(size_t)m * CUT_ROWS + q] = 0;
                     m++;
                 }
@@ -206,11 +239,14 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             }
             if (!any) break; /* nothing makes room at t */
             n_rows++;
-            if (cover_min_cost(c, cost, a, CUT_ROWS, n_rows, m, need, x) < 0)
-                for (int k = 0; k < m; k++) x[k] = a[(size_t)k * CUT_ROWS + r] > 0 || x[k];
+            if (cover_min_cost(c, cost, c->offload_cols ? off : NULL, host, host_room > 0 ? host_room : 0, a, CUT_ROWS,
+                               n_rows, m, need, x) < 0)
+                for (int k = 0; k < m; k++)
+                    if (a[(size_t)k * CUT_ROWS + r] > 0) x[k] = DEC_RECOMPUTE;
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
             for (int k = 0; k < m; k++)
-                if (x[k]) pl_drop_closure(c, tmp, id[k]);
+                if (x[k] == DEC_RECOMPUTE) pl_drop_closure(c, tmp, id[k]);
+                else if (x[k] == DEC_OFFLOAD) tmp[id[k]] = DEC_OFFLOAD; /* nothing feeds it: no closure */
             made = true;
             Eval et;
             pl_evaluate(c, tmp, false, &et, NULL);
@@ -218,7 +254,10 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
             /* the step of the current plan where the cut's peak falls */
             sched_rebuild(c->g, c->ad, tmp, &c->so, &c->scratch);
             int u = et.peak_step;
-            while (u < c->scratch.steps.n && c->scratch.steps.v[u].kind == ST_RECOMPUTE) u++;
+            while (u < c->scratch.steps.n &&
+                   (c->scratch.steps.v[u].kind == ST_RECOMPUTE || c->scratch.steps.v[u].kind == ST_OFFLOAD ||
+                    c->scratch.steps.v[u].kind == ST_FETCH))
+                u++; /* to the forward, seed or backward step it precedes */
             if (u == c->scratch.steps.n) break;
             const Step *st = &c->scratch.steps.v[u];
             t = st->kind == ST_FWD ? fwd_at[st->node] : st->kind == ST_BWD ? bwd_at[st->node] : s.first_bwd_step;
@@ -241,17 +280,18 @@ void pl_restore(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     VEC(int) dropped = {0};
     for (int i = 0; i < n; i++)
-        if (dec[i] == DEC_RECOMPUTE && c->forced[i] < 0) VEC_PUSH(dropped, i);
+        if (dec[i] != DEC_SAVE && c->forced[i] < 0) VEC_PUSH(dropped, i);
     if (dropped.n) pl_sort_by_time(c, dropped.v, dropped.n);
     Eval cur;
     pl_evaluate(c, dec, false, &cur, NULL);
     for (int k = 0; k < dropped.n; k++) {
         int i = dropped.v[k];
+        Decision was = dec[i];
         dec[i] = DEC_SAVE;
         Eval e;
         pl_evaluate(c, dec, false, &e, NULL);
         if (e.max_live <= target && e.cost <= cur.cost) cur = e;
-        else dec[i] = DEC_RECOMPUTE;
+        else dec[i] = was;
         if (pl_out_of_time(c)) break;
     }
     VEC_FREE(dropped);

@@ -1,25 +1,29 @@
-/* plan_offload.c - offload as a free decision of the planner.
+/* plan_offload.c - offload as a free decision of the planner, by the
+ * copies' exposed time.
  *
- * The searches (plan_cut.c, plan_search.c, the exchange in planner.c) price
- * a plan by sched_measure: each tensor of the seed set that choose_offloads
- * picks (copies cheaper than recomputing, within the host budget) is
- * offloaded when dropped, at the full time of its two copies, an upper bound
- * of what it costs. Here the plan they found is improved by moves among the
- * three fates of every tensor the backward reads - kept, recomputed or
- * offloaded, whether or not the seed set holds it - each plan scored as its
- * code runs (pl_evaluate_exposed: allocated, its copies on the copy stream,
- * costing only the time the step waits for them) and kept only when its
- * arena fits the budget and its host arena the host budget:
+ * The searches price a plan by sched_measure, every copy at the full time
+ * of its two transfers, an upper bound of what it costs: in the integer
+ * programs (plan_cut.c, plan_search.c) a tensor the backward reads has an
+ * offload column beside its recompute one and the chosen fates are
+ * DEC_OFFLOAD and DEC_RECOMPUTE; where no program decides (the policies'
+ * and enumeration's plans, the widened set) the drops of the seed set that
+ * choose_offloads picks are offloads. Here the plan they found is improved
+ * by moves among the three fates of every tensor the backward reads - kept,
+ * recomputed or offloaded - each plan scored as its code runs
+ * (pl_evaluate_exposed: allocated, its copies on the copy stream, costing
+ * only the time the step waits for them) and kept only when its arena fits
+ * the budget and its host arena the host budget:
  *
  *   - single moves of a dropped tensor: recomputed <-> offloaded, or saved;
+ *   - pairs: two recomputed tensors of one block offloaded together;
  *   - trades: offload a saved tensor (its copies may hide behind compute)
  *     and save a recomputed one in the room it leaves.
  *
  * A move is applied as soon as it lowers the cost (the dropped tensors
  * costliest first), and the scan repeated while one does; the evaluations
  * are counted (OFFLOAD_EVALS, OFFLOAD_WORK), so the plan does not depend on
- * the machine. The result is never worse than the seed plan by the exact
- * model: the search starts there.
+ * the machine. The result is never worse than the searches' plan by the
+ * exact model: the search starts there.
  */
 #include <string.h>
 
@@ -104,6 +108,18 @@ void pl_offload_search(Ctx *c, Decision *dec, int64_t budget) {
                 }
             }
         }
+        if (improved) continue;
+        /* pairs: two recomputed tensors of one block (or both outside
+         * blocks) offloaded together: the copies of both may hide where
+         * those of either alone do not */
+        for (int k = 0; k < nd && !improved && !spent(&q); k++)
+            for (int l = k + 1; l < nd && !improved && !spent(&q); l++) {
+                int i = dropped[k], j = dropped[l];
+                if (dec[i] != DEC_RECOMPUTE || dec[j] != DEC_RECOMPUTE || c->group[i] != c->group[j]) continue;
+                memcpy(trial, dec, (size_t)n * sizeof(Decision));
+                trial[i] = trial[j] = DEC_OFFLOAD;
+                if (better(&q, trial)) memcpy(dec, trial, (size_t)n * sizeof(Decision)), improved = true;
+            }
         if (improved) continue;
         /* trades: the largest saved tensors offloaded, the costliest recomputations saved */
         for (int a = 1; a < ns; a++)

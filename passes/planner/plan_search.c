@@ -60,41 +60,67 @@ static int anchor_profile(Ctx *c, const Decision *dec, int64_t *prof, Eval *e) {
 #define FLIP_WORK 6e5
 #define FLIP_MAX_ENTRIES 60000
 
+/* Whether flip f (of node flip[f] to fate[f]) drops a tensor the backward
+ * reads to recompute it, with the intermediates it needs. */
+static bool drops_closure(const Ctx *c, const int *flip, const Decision *fate, int f) {
+    return c->read[flip[f]] && fate[f] == DEC_RECOMPUTE;
+}
+
 /* The flip search's program around plan dec. Columns 1..n_flips: x_f, flip f
- * (drop a saved tensor the backward reads, with the intermediates it needs;
- * save a dropped one; keep a dropped intermediate). Then one column r_j per
- * intermediate j that may be recomputed: 1 when it is. The objective is the
- * recompute time of the flipped plan less `*constant`, exactly: a read tensor
- * costs its time when dropped; an intermediate when dropped and some
- * recomputed node reads it (r_j >= r_k for each consumer k, unless j is
- * kept), or when a flip's closure drops it (r_j >= x_f) - so two flips that
- * share the intermediates their recomputation needs pay for them once. */
-static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int n_flips, double *constant, int *rcol,
-                         int *scratch /* [3n] */, LpBuild *p) {
+ * of node flip[f] to fate[f] (a tensor the backward reads to any other of
+ * its fates - kept, recomputed with the intermediates it needs, offloaded
+ * where pl_may_offload - at most one of them; keep a dropped intermediate,
+ * or a saved one some drop's closure would recompute). Then one column r_j
+ * per intermediate j that may be recomputed: 1 when it is. The objective is
+ * the cost of the flipped plan less `*constant`, exactly for the recompute
+ * time: a read tensor costs its fate's (pl_fate_cost); an intermediate its
+ * time when dropped and some recomputed node reads it (r_j >= r_k for each
+ * consumer k, unless j is kept), or when a flip's closure drops it (r_j >=
+ * x_f) - so two flips that share the intermediates their recomputation
+ * needs pay for them once. With offload flips, the host bytes of the
+ * offloads stay within the host budget (each tensor's own: a sum, at least
+ * the host arena). */
+static void flip_program(const Ctx *c, const Decision *dec, const int *flip, const Decision *fate, int n_flips,
+                         double *constant, int *rcol, int *scratch /* [3n] */, LpBuild *p) {
     int n = c->g->nodes.n;
-    int *xcol = scratch, *stamp = scratch + n, *list = scratch + 2 * n;
+    int *xcol = scratch, *stamp = scratch + n, *list = scratch + 2 * n; /* xcol: a node's first flip */
     for (int i = 0; i < n; i++) xcol[i] = rcol[i] = 0, stamp[i] = -1;
     lp_build_init(p, NULL, false);
     *constant = 0;
+    bool host = false; /* some flip offloads, or stops offloading */
     for (int f = 0; f < n_flips; f++) {
         int i = flip[f];
-        xcol[i] = lp_col(p, NULL, true, 0, 1, c->read[i] ? (dec[i] == DEC_SAVE ? 1 : -1) * c->drop[i] * 1e6 : 0);
+        double obj = c->read[i] ? pl_fate_cost(c, i, fate[f]) - pl_fate_cost(c, i, dec[i]) : 0;
+        int col = lp_col(p, NULL, true, 0, 1, obj * 1e6);
+        if (!xcol[i]) xcol[i] = col;
+        host |= fate[f] == DEC_OFFLOAD || dec[i] == DEC_OFFLOAD;
     }
     for (int i = 0; i < n; i++)
-        if (c->cand[i] && c->read[i] && dec[i] == DEC_RECOMPUTE) *constant += c->drop[i];
+        if (c->cand[i] && c->read[i] && dec[i] != DEC_SAVE) *constant += pl_fate_cost(c, i, dec[i]);
+    for (int f = 1; f < n_flips; f++) /* a node's flips are exclusive */
+        if (flip[f] == flip[f - 1]) {
+            int r = lp_row(p, GLP_UP, 0, 1);
+            lp_coef(p, r, f, 1), lp_coef(p, r, f + 1, 1);
+        }
+    if (host) {
+        int r = lp_row(p, GLP_UP, 0, (double)(c->o->host_bytes - pl_host_used(c, dec)) / 1e3); /* kilobytes */
+        for (int f = 0; f < n_flips; f++)
+            if (fate[f] == DEC_OFFLOAD || dec[flip[f]] == DEC_OFFLOAD)
+                lp_coef(p, r, f + 1, (fate[f] == DEC_OFFLOAD ? 1 : -1) * (double)c->host_size[flip[f]] / 1e3);
+    }
     /* r columns: dropped intermediates, and those some flip's closure drops */
     for (int f = 0; f < n_flips; f++)
-        if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
+        if (drops_closure(c, flip, fate, f)) {
             int m = pl_closure_list(c, dec, flip[f], stamp, f, list, 0);
             for (int k = 0; k < m; k++) rcol[list[k]] = -1;
         }
     for (int i = 0; i < n; i++)
         if (c->cand[i] && !c->read[i] && (dec[i] == DEC_RECOMPUTE || rcol[i] < 0))
             rcol[i] = lp_col(p, NULL, false, 0, 1, c->time[i] * 1e6);
-    int ind[4];
-    double val[4];
+    int ind[6];
+    double val[6];
     for (int f = 0; f < n_flips; f++) /* r_j >= x_f for j in f's closure */
-        if (c->read[flip[f]] && dec[flip[f]] == DEC_SAVE) {
+        if (drops_closure(c, flip, fate, f)) {
             int m = pl_closure_list(c, dec, flip[f], stamp, n + f, list, 0);
             for (int k = 0; k < m; k++) { /* unless j is kept: r_j + x_j >= x_f */
                 int r = lp_row(p, GLP_LO, 0, 0);
@@ -115,9 +141,11 @@ static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int
             if (!c->read[k]) {
                 if (!rcol[k]) continue;
                 ind[++len] = rcol[k], val[len] = -1;
-            } else if (xcol[k]) { /* k recomputed: cur_k + (1 - 2 cur_k) x_k */
+            } else if (xcol[k]) { /* k recomputed: cur_k + each flip's change of it */
                 lo = dec[k] == DEC_RECOMPUTE;
-                ind[++len] = xcol[k], val[len] = dec[k] == DEC_RECOMPUTE ? 1 : -1;
+                for (int g = xcol[k] - 1; g < n_flips && flip[g] == k; g++)
+                    if ((fate[g] == DEC_RECOMPUTE) != (dec[k] == DEC_RECOMPUTE))
+                        ind[++len] = g + 1, val[len] = fate[g] == DEC_RECOMPUTE ? -1 : 1;
             } else if (dec[k] == DEC_RECOMPUTE) {
                 lo = 1;
             } else {
@@ -132,13 +160,14 @@ static void flip_program(const Ctx *c, const Decision *dec, const int *flip, int
 /* dec with flips f[0..m) applied into out: the drops first (each with the
  * intermediates of dec it needs), then the saves and the keeps (an
  * intermediate kept from the forward pass although a drop's closure would
- * recompute it). */
-static void apply_flips(const Ctx *c, const Decision *dec, const int *flip, const int *f, int m, Decision *out) {
+ * recompute it) and the offloads. */
+static void apply_flips(const Ctx *c, const Decision *dec, const int *flip, const Decision *fate, const int *f, int m,
+                        Decision *out) {
     memcpy(out, dec, (size_t)c->g->nodes.n * sizeof(Decision));
     for (int k = 0; k < m; k++)
-        if (dec[flip[f[k]]] == DEC_SAVE && c->read[flip[f[k]]]) pl_drop_closure(c, out, flip[f[k]]);
+        if (drops_closure(c, flip, fate, f[k])) pl_drop_closure(c, out, flip[f[k]]);
     for (int k = 0; k < m; k++)
-        if (dec[flip[f[k]]] == DEC_RECOMPUTE || !c->read[flip[f[k]]]) out[flip[f[k]]] = DEC_SAVE;
+        if (!drops_closure(c, flip, fate, f[k])) out[flip[f[k]]] = fate[f[k]];
 }
 
 /* The flip program's callback: the node limit, and the plan itself (no flip)
@@ -180,15 +209,18 @@ typedef struct {
     int n_flips, n_pairs, na;  /* this round's flips, interacting pairs, anchors */
     double work;               /* spent so far in this phase (FLIP_WORK) */
     int hood;                  /* the neighbourhood: 0 flips, 1 and keeps, 2 and pairs through a closure */
+    bool presolve;             /* GLPK's MIP presolver on (else the LP's simplex first) */
     Eval base;                 /* dec's score at the start of the round */
     int64_t *base_prof, *prof; /* [2n + 2] */
     bool *in_lp;               /* [2n + 2] */
     Decision *tmp;             /* [n] */
-    int *flip;                 /* [n] */
+    int *flip;                 /* [2n] each flip's node, a node's flips together */
+    Decision *fate;            /* [2n] each flip's fate for its node */
     double *delta;             /* [flip * na + anchor]; pairs after the flips: their interaction */
     LpBuild prog;              /* the round's program (pl_flip_search frees it, should GLPK fail midway) */
-    bool *pick;                /* [n] */
-    int *picked, *fcol;        /* [n] */
+    bool *pick;                /* [2n] */
+    int *picked;               /* [2n] */
+    int *fcol;                 /* [n] each node's first flip, -1 */
     int *pair, *pcol;          /* [2 n ACC_MAX_IN], [n ACC_MAX_IN] */
     int *rcol_of;              /* [n] */
     int *program;              /* [3n] flip_program's scratch */
@@ -208,16 +240,26 @@ static bool collect_flips(Flip *F) {
     bool *keep = F->pick; /* [n] scratch: saved intermediates some drop's closure recomputes */
     for (int i = 0; i < n; i++) keep[i] = false, fcol[i] = -1;
     for (int i = 0; i < n; i++)
-        if (c->cand[i] && c->forced[i] < 0 && c->read[i] && dec[i] == DEC_SAVE) {
+        if (c->cand[i] && c->forced[i] < 0 && c->read[i] && dec[i] != DEC_RECOMPUTE) {
             int m = pl_closure_list(c, dec, i, fcol, i, F->picked, 0);
             for (int k = 0; k < m && F->hood > 0; k++) keep[F->picked[k]] = true;
         }
-    for (int i = 0; i < n; i++)
-        if (c->cand[i] && c->forced[i] < 0 && (c->read[i] || dec[i] == DEC_RECOMPUTE || keep[i])) flip[n_flips++] = i;
+    Decision *fate = F->fate;
+    for (int i = 0; i < n; i++) {
+        if (!c->cand[i] || c->forced[i] >= 0 || !(c->read[i] || dec[i] == DEC_RECOMPUTE || keep[i])) continue;
+        if (!c->read[i]) { /* an intermediate: kept */
+            flip[n_flips] = i, fate[n_flips++] = DEC_SAVE;
+            continue;
+        }
+        /* a read tensor: saved <-> recomputed, then offloaded or not */
+        flip[n_flips] = i, fate[n_flips++] = dec[i] == DEC_SAVE ? DEC_RECOMPUTE : DEC_SAVE;
+        if (dec[i] == DEC_OFFLOAD) flip[n_flips] = i, fate[n_flips++] = DEC_RECOMPUTE;
+        else if (pl_may_offload(c, i)) flip[n_flips] = i, fate[n_flips++] = DEC_OFFLOAD;
+    }
     F->n_flips = n_flips;
     if (n_flips == 0 || F->work >= FLIP_WORK || (double)n_flips * F->na > FLIP_MAX_ENTRIES) return false;
     for (int i = 0; i < n; i++) fcol[i] = -1;
-    for (int f = 0; f < n_flips; f++) fcol[flip[f]] = f;
+    for (int f = n_flips - 1; f >= 0; f--) fcol[flip[f]] = f; /* a node's first flip; the others follow it */
     /* a flip interacts with the flips of the inputs of its node and, for a
      * drop, of the intermediates its closure recomputes with it: saving
      * such an input spares that recomputation, and its transient */
@@ -226,16 +268,16 @@ static bool collect_flips(Flip *F) {
     for (int f = 0; f < n_flips && n_pairs < max_pairs; f++) {
         list[0] = flip[f];
         int m = 1;
-        if (F->hood == 2 && c->read[flip[f]] && dec[flip[f]] == DEC_SAVE)
-            m = pl_closure_list(c, dec, flip[f], stamp, f, list, 1);
+        if (F->hood == 2 && drops_closure(c, flip, fate, f)) m = pl_closure_list(c, dec, flip[f], stamp, f, list, 1);
         for (int l = 0; l < m; l++) {
             const Node *x = graph_node(c->g, list[l]);
-            for (int q = 0; q < x->n_in && n_pairs < max_pairs; q++) {
-                int g2 = fcol[x->in[q]];
-                bool dup = g2 < 0 || g2 == f;
-                for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
-                if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
-            }
+            for (int q = 0; q < x->n_in && n_pairs < max_pairs; q++)
+                for (int g2 = fcol[x->in[q]]; g2 >= 0 && g2 < n_flips && flip[g2] == x->in[q] && n_pairs < max_pairs;
+                     g2++) {
+                    bool dup = g2 == f;
+                    for (int p = 0; p < n_pairs && !dup; p++) dup = pair[2 * p] == g2 && pair[2 * p + 1] == f;
+                    if (!dup) pair[2 * n_pairs] = g2, pair[2 * n_pairs + 1] = f, n_pairs++;
+                }
         }
     }
     F->n_pairs = n_pairs;
@@ -252,7 +294,8 @@ static void price_flips(Flip *F) {
     for (int f = 0; f < n_flips + n_pairs && !pl_out_of_time(c); f++) {
         int one[1] = {f};
         Eval e;
-        apply_flips(c, F->dec, F->flip, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2, F->tmp);
+        apply_flips(c, F->dec, F->flip, F->fate, f < n_flips ? one : &pair[2 * (f - n_flips)], f < n_flips ? 1 : 2,
+                    F->tmp);
         anchor_profile(c, F->tmp, F->prof, &e);
         double *d = &delta[(size_t)f * na];
         for (int k = 0; k < na; k++) d[k] = (double)(F->prof[k] - F->base_prof[k]);
@@ -293,7 +336,7 @@ static void round_program(Flip *F, double *constant) {
     Ctx *c = F->c;
     int n = c->g->nodes.n, n_flips = F->n_flips, na = F->na;
     LpBuild *lp = &F->prog;
-    flip_program(c, F->dec, F->flip, n_flips, constant, F->rcol_of, F->program, lp);
+    flip_program(c, F->dec, F->flip, F->fate, n_flips, constant, F->rcol_of, F->program, lp);
     sched_rebuild(c->g, c->ad, F->dec, &c->so, &c->scratch);
     for (int i = 0; i < n; i++) F->recomputed[i] = 0;
     for (int t = 0; t < c->scratch.steps.n; t++)
@@ -317,9 +360,15 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.presolve = GLP_ON;
+    io.presolve = F->presolve ? GLP_ON : GLP_OFF;
     io.mir_cuts = io.cov_cuts = GLP_ON;
     io.tm_lim = pl_ms_left(c);
+    if (!F->presolve) { /* glp_intopt then needs the LP's optimal basis */
+        glp_smcp sm;
+        glp_init_smcp(&sm);
+        sm.msg_lev = GLP_MSG_OFF;
+        if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) return false;
+    }
     int nodes_given =
         (FLIP_WORK - F->work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - F->work) / nnz) : FLIP_NODE_LIMIT;
     int nc = glp_get_num_cols(lp);
@@ -385,7 +434,7 @@ static bool improve_round(Flip *F, double constant) {
             if (F->pick[f]) F->picked[m++] = f;
         }
         Eval e;
-        apply_flips(c, F->dec, F->flip, F->picked, m, F->tmp);
+        apply_flips(c, F->dec, F->flip, F->fate, F->picked, m, F->tmp);
         anchor_profile(c, F->tmp, F->prof, &e);
         bool added = false; /* steps over the target that the program did not have */
         for (int k = 0; k < na; k++)
@@ -444,9 +493,10 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     F.prof = pool_alloc(&F.mem, ns_max * sizeof(int64_t));
     F.in_lp = pool_alloc(&F.mem, ns_max * sizeof(bool));
     F.tmp = pool_alloc(&F.mem, n * sizeof(Decision));
-    F.flip = pool_alloc(&F.mem, n * sizeof(int));
-    F.pick = pool_alloc(&F.mem, n * sizeof(bool));
-    F.picked = pool_alloc(&F.mem, n * sizeof(int));
+    F.flip = pool_alloc(&F.mem, 2 * n * sizeof(int)); /* a read tensor has two flips at most */
+    F.fate = pool_alloc(&F.mem, 2 * n * sizeof(Decision));
+    F.pick = pool_alloc(&F.mem, 2 * n * sizeof(bool));
+    F.picked = pool_alloc(&F.mem, 2 * n * sizeof(int));
     F.fcol = pool_alloc(&F.mem, n * sizeof(int));
     F.pair = pool_alloc(&F.mem, n * 2 * ACC_MAX_IN * sizeof(int));
     F.pcol = pool_alloc(&F.mem, n * ACC_MAX_IN * sizeof(int));
@@ -463,8 +513,16 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
         char err[200];
         F.hood = hood;
         memcpy(dec, start, n * sizeof(Decision));
-        if (!lp_guarded(flip_rounds, &F, err, sizeof err)) /* dec: the last plan taken */
-            pl_solver_failed(c, err), F.prog.lp = NULL;    /* the program went with GLPK's environment */
+        F.presolve = true;
+        bool ok = lp_guarded(flip_rounds, &F, err, sizeof err); /* else dec: the last plan taken */
+        if (!ok) {            /* GLPK's MIP presolver fails on a program it reduces to rows without columns
+                      ("glp_add_cols: ncs = 0"): again from dec, without it */
+            F.prog.lp = NULL; /* the program went with GLPK's environment */
+            lp_build_free(&F.prog);
+            F.presolve = false;
+            ok = lp_guarded(flip_rounds, &F, err, sizeof err);
+        }
+        if (!ok) pl_solver_failed(c, err), F.prog.lp = NULL;
         lp_build_free(&F.prog);
         Eval e;
         pl_evaluate(c, dec, false, &e, NULL);

@@ -28,9 +28,12 @@
  * User constraints (DSL annotations and patterns, --save/--recompute) bind
  * every policy; a tensor that is both must-save and must-recompute is saved.
  *
- * With --host-budget the searches offload the drops of a seed set at their
- * copies' full time, and plan_offload.c then chooses each tensor's fate
- * (kept, recomputed, offloaded) by the copies' exposed time.
+ * With --host-budget the integer programs (the cut, the flip search) decide
+ * offloading beside recomputing, each copy at its full time, and
+ * plan_offload.c then refines each tensor's fate (kept, recomputed,
+ * offloaded) by the copies' exposed time. Where no program decides (other
+ * policies, the enumeration, ACC_OFFLOAD_FIXED, the widened set when the
+ * programs find no plan), the drops of a seed set are offloads.
  *
  * Layering (calls go one way, down): planner.c (the context, the policies,
  * the exchange search and the driver, plan_make) -> plan_offload.c (offload
@@ -60,6 +63,14 @@
 static bool offload_fixed(void) {
     const char *e = getenv("ACC_OFFLOAD_FIXED");
     return e && *e == '1';
+}
+
+/* ACC_OFFLOAD_SEARCH=0 (for tests): with --host-budget, the plan of the
+ * integer programs and the searches around them as it is, without the
+ * local search over the three fates (pl_offload_search). */
+static bool offload_search(void) {
+    const char *e = getenv("ACC_OFFLOAD_SEARCH");
+    return !(e && *e == '0');
 }
 
 static int exhaustive_max(void) {
@@ -170,8 +181,28 @@ static void read_by_backward(const Ctx *c, bool *read) {
     }
 }
 
+/* Into order, the free tensors the backward reads whose two copies take
+ * less time than their recomputation (wide: all of them), the most time
+ * saved first, then by node; returns how many. */
+static int offload_order(const Ctx *c, bool wide, int *order) {
+    int m = 0;
+    for (int i = 0; i < c->g->nodes.n; i++)
+        if (c->o->host_bytes > 0 && c->cand[i] && c->read[i] && c->forced[i] < 0 &&
+            (wide || c->transfer[i] < c->time[i]))
+            order[m++] = i;
+    for (int a = 1; a < m; a++) /* insertion sort (candidates are few) */
+        for (int b = a; b > 0; b--) {
+            int p = order[b - 1], q = order[b];
+            double sp = c->time[p] - c->transfer[p], sq = c->time[q] - c->transfer[q];
+            if (sq > sp || (sq == sp && q < p)) order[b - 1] = q, order[b] = p;
+            else break;
+        }
+    return m;
+}
+
 /* With host memory for offloading (o->host_bytes), the seed set: which
- * tensors the searches offload when they drop them. Those the backward reads
+ * tensors the searches offload when they drop them, where no integer
+ * program decides offloading (offload_in_programs). Those the backward reads
  * whose two copies take less time than their recomputation (wide: all of
  * them), the most time saved first, while their bytes together fit the host
  * memory (so any plan's host arena fits it). Dropping one then costs its
@@ -179,32 +210,23 @@ static void read_by_backward(const Ctx *c, bool *read) {
  * pl_offload_search then chooses each tensor's fate freely. Returns the
  * number of tensors in the set. */
 static int choose_offloads(Ctx *c, bool wide) {
-    int n = c->g->nodes.n, m = 0, in_set = 0;
+    int n = c->g->nodes.n, in_set = 0;
     int *order = acc_xrealloc(NULL, (size_t)(n > 0 ? n : 1) * sizeof(int));
+    c->offload_cols = false; /* the set decides what a drop is */
     for (int i = 0; i < n; i++) {
-        c->transfer[i] = cost_transfer_time(graph_node(c->g, i), c->o->hw);
+        const Node *x = graph_node(c->g, i); /* its host buffers, as the schedule sizes them */
+        int64_t t = node_tensor_bytes(x) > 0 ? node_tensor_bytes(x) : 1, a = x->aux_elems * 4;
+        c->host_size[i] = (t + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN + (a + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN;
+        c->transfer[i] = cost_transfer_time(x, c->o->hw);
         c->drop[i] = c->time[i];
         c->offload[i] = false;
-        if (c->o->host_bytes > 0 && c->cand[i] && c->read[i] && c->forced[i] < 0 &&
-            (wide || c->transfer[i] < c->time[i]))
-            order[m++] = i;
     }
-    /* by time saved, then node order: insertion sort (candidates are few) */
-    for (int a = 1; a < m; a++)
-        for (int b = a; b > 0; b--) {
-            int p = order[b - 1], q = order[b];
-            double sp = c->time[p] - c->transfer[p], sq = c->time[q] - c->transfer[q];
-            if (sq > sp || (sq == sp && q < p)) order[b - 1] = q, order[b] = p;
-            else break;
-        }
+    int m = offload_order(c, wide, order);
     int64_t used = 0;
     for (int k = 0; k < m; k++) {
         int i = order[k];
-        const Node *x = graph_node(c->g, i); /* its host buffers, as the schedule sizes them */
-        int64_t t = node_tensor_bytes(x) > 0 ? node_tensor_bytes(x) : 1, a = x->aux_elems * 4;
-        int64_t bytes = (t + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN + (a + ACC_ALIGN - 1) / ACC_ALIGN * ACC_ALIGN;
-        if (used + bytes > c->o->host_bytes) continue;
-        used += bytes;
+        if (used + c->host_size[i] > c->o->host_bytes) continue;
+        used += c->host_size[i];
         c->offload[i] = true;
         c->drop[i] = c->transfer[i];
         in_set++;
@@ -236,6 +258,36 @@ static bool widen_offloads(Ctx *c) {
     return c->o->host_bytes > 0 && !offload_fixed() && choose_offloads(c, true) > before;
 }
 
+/* With --host-budget (unless ACC_OFFLOAD_FIXED=1), for the searches of
+ * `optimal` past the enumeration: the integer programs decide offloading,
+ * an offload column beside the recompute column of each tensor that may be
+ * offloaded (pl_may_offload), so that one program weighs recomputing one
+ * tensor against copying another. The seed set is emptied: a drop is a
+ * recomputation, an offload is DEC_OFFLOAD. */
+static void offload_in_programs(Ctx *c) {
+    if (c->o->host_bytes <= 0 || offload_fixed()) return;
+    for (int i = 0; i < c->g->nodes.n; i++) c->offload[i] = false, c->drop[i] = c->time[i];
+    c->offload_cols = true;
+}
+
+/* A policy's plan when the programs decide offloads (offload_cols): its
+ * drops whose copies take less time than their recomputation offloaded
+ * instead, the most time saved first, within the host budget - what the
+ * seed set makes of a policy's drops. */
+static void offload_cheap_drops(const Ctx *c, Decision *dec) {
+    if (!c->offload_cols) return;
+    int *order = acc_xrealloc(NULL, (size_t)(c->g->nodes.n + 1) * sizeof(int));
+    int m = offload_order(c, false, order);
+    int64_t used = pl_host_used(c, dec);
+    for (int k = 0; k < m; k++) {
+        int i = order[k];
+        if (dec[i] != DEC_RECOMPUTE || !pl_may_offload(c, i) || used + c->host_size[i] > c->o->host_bytes) continue;
+        used += c->host_size[i];
+        dec[i] = DEC_OFFLOAD;
+    }
+    free(order);
+}
+
 static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptions *o) {
     int n = g->nodes.n;
     memset(c, 0, sizeof *c);
@@ -245,6 +297,7 @@ static void ctx_init(Ctx *c, const Graph *g, const Autodiff *ad, const PlanOptio
     c->drop = pool_alloc(&c->mem, (size_t)n * sizeof(double));
     c->offload = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
     c->transfer = pool_alloc(&c->mem, (size_t)n * sizeof(double));
+    c->host_size = pool_alloc(&c->mem, (size_t)n * sizeof(int64_t));
     c->forced = pool_alloc(&c->mem, (size_t)n * sizeof(int));
     c->cand = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
     c->read = pool_alloc(&c->mem, (size_t)n * sizeof(bool));
@@ -362,6 +415,15 @@ static int cmp_net(const void *a, const void *b) {
  * predicted peak stays within target, verified by simulation; repeat. This
  * finds the chains (drop a tensor and what feeds it together) that one-at-a-
  * time knapsack steps cannot see. */
+/* Drop node i for the exchange search: offloaded when the programs decide
+ * offloads (pl_may_offload), its two copies take less time than its
+ * recomputation and its host bytes fit host_left; else recomputed, with the
+ * intermediates it needs. */
+static void exchange_drop(const Ctx *c, Decision *dec, int i, int64_t host_left) {
+    if (pl_may_offload(c, i) && c->transfer[i] < c->time[i] && c->host_size[i] <= host_left) dec[i] = DEC_OFFLOAD;
+    else pl_drop_closure(c, dec, i);
+}
+
 static void exchange(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     const bool *read = c->read;
@@ -374,12 +436,13 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         if (pl_out_of_time(c)) break;
         Eval base;
         pl_evaluate(c, dec, false, &base, NULL);
+        int64_t host_left = c->offload_cols ? c->o->host_bytes - pl_host_used(c, dec) : 0;
         int nd = 0, nsv = 0;
         bool improved = false;
         for (int i = 0; i < n && !improved && !pl_out_of_time(c); i++) {
             if (!c->cand[i] || c->forced[i] >= 0 || !read[i]) continue;
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            if (dec[i] == DEC_SAVE) pl_drop_closure(c, tmp, i);
+            if (dec[i] == DEC_SAVE) exchange_drop(c, tmp, i, host_left);
             else tmp[i] = DEC_SAVE;
             Eval e;
             pl_evaluate(c, tmp, false, &e, NULL);
@@ -389,7 +452,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
                 improved = true;
             } else if (dec[i] == DEC_SAVE && mv.dmem < 0) {
                 drops[nd++] = mv;
-            } else if (dec[i] == DEC_RECOMPUTE && mv.dcost < 0) {
+            } else if (dec[i] != DEC_SAVE && mv.dcost < 0) {
                 saves[nsv++] = mv;
             }
         }
@@ -410,7 +473,7 @@ static void exchange(Ctx *c, Decision *dec, int64_t target) {
         if (np) qsort(pairs, np, sizeof *pairs, cmp_net);
         for (size_t k = 0; k < np && k < 8 && !improved && !pl_out_of_time(c); k++) {
             memcpy(tmp, dec, (size_t)n * sizeof(Decision));
-            pl_drop_closure(c, tmp, drops[(int)pairs[k][2]].node);
+            exchange_drop(c, tmp, drops[(int)pairs[k][2]].node, host_left);
             tmp[saves[(int)pairs[k][3]].node] = DEC_SAVE;
             Eval e;
             pl_evaluate(c, tmp, false, &e, NULL);
@@ -508,6 +571,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         if (best < INFINITY && pl_out_of_time(c)) break;
         Policy pol = plan_policy(seeds[k]);
         policy_decisions(c, &pol, dec);
+        offload_cheap_drops(c, dec);
         evaluate_within(c, dec, budget, &e);
         if (e.arena > budget || e.cost >= best) continue;
         double seed_cost = e.cost;
@@ -518,6 +582,7 @@ static bool best_of_heuristics(Ctx *c, Decision *out, int64_t budget, bool polis
         }
         if (e.arena > budget) { /* the improvement did not allocate within the budget: the policy's plan */
             policy_decisions(c, &pol, dec);
+            offload_cheap_drops(c, dec);
             e.cost = seed_cost;
         }
         if (e.cost < best) {
@@ -739,7 +804,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         bool found;
         status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, &found) ? PLAN_OPTIMAL : PLAN_HEURISTIC;
         if (!found) status = PLAN_INFEASIBLE;
-    } else if (best_of_heuristics(&c, p->dec, budget, true) ||
+    } else if ((offload_in_programs(&c), best_of_heuristics(&c, p->dec, budget, true)) ||
                (widen_offloads(&c) && best_of_heuristics(&c, p->dec, budget, true))) {
         status = PLAN_HEURISTIC;
     } else {
@@ -754,11 +819,11 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     }
     if (o->host_bytes > 0) {
         /* offload a free decision, scored as the code runs. The searches
-         * above were exact over two fates with the seed set's drops
-         * offloaded at their full time; over three fates with exposed times
-         * nothing is proven, and a copy may hide entirely, so the covering
-         * rows' prices are no lower bound: the bound is 0. */
-        if (status != PLAN_INFEASIBLE && !offload_fixed()) pl_offload_search(&c, p->dec, budget);
+         * above priced every copy at its full time (the programs' offload
+         * columns, or the seed set's drops); over three fates with exposed
+         * times nothing is proven, and a copy may hide entirely, so the
+         * covering rows' prices are no lower bound: the bound is 0. */
+        if (status != PLAN_INFEASIBLE && !offload_fixed() && offload_search()) pl_offload_search(&c, p->dec, budget);
         if (status == PLAN_OPTIMAL) status = PLAN_HEURISTIC;
         p->bound = 0;
     } else {

@@ -24,18 +24,22 @@ typedef struct {
     const Graph *g;
     const Autodiff *ad;
     const PlanOptions *o;
-    int64_t budget;   /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
-    Pool mem;         /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
-    double *time;     /* [n] forward time */
-    double *drop;     /* [n] what dropping a read tensor costs: its transfer if offloaded, else its time */
-    bool *offload;    /* [n] the seed set: dropped, it is offloaded rather than recomputed
-                         (--host-budget; cleared by pl_offload_search, whose fates are explicit) */
-    double *transfer; /* [n] its two copies' time, in full */
-    SchedOptions so;  /* every schedule the planner builds: the optimizer, the offloaded set */
-    int *forced;      /* [n] -1 free, else the Decision the user forces */
-    bool *cand;       /* [n] may be dropped */
-    bool *read;       /* [n] read by the backward (else an intermediate) */
-    int *group;       /* [n] block instance index, -1 at top level */
+    int64_t budget;     /* the schedule's share of the budget (plan_schedule_budget; 0: unbounded) */
+    Pool mem;           /* the arrays that live as long as the Ctx (ctx_free frees them in one call) */
+    double *time;       /* [n] forward time */
+    double *drop;       /* [n] what dropping a read tensor costs: its transfer if offloaded, else its time */
+    bool *offload;      /* [n] the seed set: dropped, it is offloaded rather than recomputed (--host-budget:
+                           policies, ACC_OFFLOAD_FIXED, the enumeration, the widened set; empty while
+                           offload_cols; cleared by pl_offload_search, whose fates are explicit) */
+    double *transfer;   /* [n] its two copies' time, in full */
+    int64_t *host_size; /* [n] its host buffers' bytes (tensor and tail), as the schedule sizes them */
+    bool offload_cols;  /* the integer programs (cut, flip search) decide offloading: a tensor of
+                           pl_may_offload has an offload column beside its recompute one */
+    SchedOptions so;    /* every schedule the planner builds: the optimizer, the offloaded set */
+    int *forced;        /* [n] -1 free, else the Decision the user forces */
+    bool *cand;         /* [n] may be dropped */
+    bool *read;         /* [n] read by the backward (else an intermediate) */
+    int *group;         /* [n] block instance index, -1 at top level */
     int n_groups;
     int n_evals;
     double t_start;
@@ -88,6 +92,23 @@ int pl_bound_rows(Ctx *c, const Schedule *s, const int *last_fwd, const int *fir
 double pl_covering_bound(Ctx *c, int64_t budget);
 
 /* ---- plan_core.c: what every file above uses ---- */
+
+/* Whether the programs may offload node i (DEC_OFFLOAD): with offload_cols,
+ * a free tensor the backward reads, not of the seed set (whose drops are
+ * offloads already), whose host buffers alone fit the host budget. */
+static inline bool pl_may_offload(const Ctx *c, int i) {
+    return c->offload_cols && c->cand[i] && c->read[i] && c->forced[i] < 0 && !c->offload[i] &&
+           c->host_size[i] <= c->o->host_bytes;
+}
+/* What node i's fate d costs the searches: nothing kept, its time
+ * recomputed (its transfer if the seed set offloads its drops), its two
+ * copies in full offloaded (an upper bound of their exposed time). */
+static inline double pl_fate_cost(const Ctx *c, int i, Decision d) {
+    return d == DEC_SAVE ? 0 : d == DEC_OFFLOAD ? c->transfer[i] : c->drop[i];
+}
+/* The host bytes of dec's offloads (DEC_OFFLOAD), each tensor's own: at
+ * least its host arena, which reuses space. */
+int64_t pl_host_used(const Ctx *c, const Decision *dec);
 
 /* Whether the deadline (--time-limit) has passed, less a reserve for what
  * follows the searches (recorded in c->timed_out): scoring the final plan in
