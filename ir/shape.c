@@ -307,8 +307,8 @@ bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
         if (m->dtype != DT_I32 && m->dtype != DT_F32)
             return FAIL("mask must be i32 or f32, got %s%s", dtype_name(m->dtype), SHP(&m->shape));
         if (m->shape.ndim == 2 && !attn_operand_strides(&m->shape, full, true, st))
-            return FAIL("a rank-2 mask is a key-padding mask [B, Tk] = [%" PRId64 ",%" PRId64 "] (each dimension "
-                        "or 1), got %s; a mask over queries and keys [Tq, Tk] is written [1, Tq, Tk]",
+            return FAIL("a rank-2 mask is the key-padding mask [B, Tk] = [%" PRId64 ",%" PRId64 "] (B may be 1), "
+                        "got %s; write a mask over queries and keys [Tq, Tk] as [1, Tq, Tk]",
                         full[0], full[3], SHP(&m->shape));
         if (!attn_operand_strides(&m->shape, full, true, st))
             return FAIL("mask %s does not broadcast to [B, heads, Tq, Tk] = %s (rank 2: [B, Tk]; rank 1, 3, 4: "
