@@ -298,36 +298,34 @@ static void emit_softmax(Emit *e, const Step *st, const Node *n, bool fwd) {
 }
 
 /* attention with a mask or a bias: k_attention_masked_fwd(out, lse, q, k, v,
- * mask, mask_i32, bias, bs, dims..., causal) and k_attention_masked_bwd(dq,
- * dk, dv, dbias, dout, q, k, v, out, lse, mask, mask_i32, bias, bs, ...);
- * bs: the bias's element strides over [B, heads, Tq, Tk], 0 where it
- * broadcasts; an absent operand is NULL. A mask gets no gradient (a float
+ * mask, mask_i32, ms, bias, bs, dims..., causal) and
+ * k_attention_masked_bwd(dq, dk, dv, dbias, dout, q, k, v, out, lse, mask,
+ * mask_i32, ms, bias, bs, ...); ms, bs: the mask's and the bias's element
+ * strides over [B, heads, Tq, Tk], 0 where they broadcast (a rank-2 mask is
+ * [B, Tk]); an absent operand is NULL. A mask gets no gradient (a float
  * mask's buffer, zeroed by the schedule, stays zero). */
 static void emit_attention_masked(Emit *e, const Step *st, const Node *n, bool fwd) {
     char p[12][48];
     AttnDims d = attn_dims(e, n);
     int mi = (int)n->attr.mask, bi = (int)n->attr.bias, m_i32 = 0;
     const char *mask = "NULL", *bias = "NULL", *dbias = "NULL";
+    const int64_t full[4] = {d.B, d.H, d.T, d.S};
+    int64_t ms[4] = {0, 0, 0, 0}, bs[4] = {0, 0, 0, 0};
     if (n->attr.mask != ATTR_NONE) {
-        m_i32 = in_node(e, n, mi)->dtype == DT_I32;
+        const Node *m = in_node(e, n, mi);
+        m_i32 = m->dtype == DT_I32;
         mask = m_i32 ? iptr(e, st->in[mi], p[9]) : ptr(e, st->in[mi], p[9]);
+        ACC_ASSERT(attn_operand_strides(&m->shape, full, true, ms));
     }
-    int64_t bs[4] = {0, 0, 0, 0};
     if (n->attr.bias != ATTR_NONE) {
-        const Shape *b = &in_node(e, n, bi)->shape;
         bias = ptr(e, st->in[bi], p[10]);
         if (!fwd) dbias = ptr(e, st->grad_in[bi], p[11]);
-        int64_t stride = 1;
-        for (int i = 1; i <= b->ndim; i++) {
-            int64_t dim = b->dim[b->ndim - i];
-            bs[4 - i] = dim == 1 ? 0 : stride;
-            stride *= dim;
-        }
+        ACC_ASSERT(attn_operand_strides(&in_node(e, n, bi)->shape, full, false, bs));
     }
     fprintf(e->out,
-            "    {\n        static const int64_t bs[] = {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-            "};\n        ",
-            bs[0], bs[1], bs[2], bs[3]);
+            "    {\n        static const int64_t ms[] = {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+            "}, bs[] = {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "};\n        ",
+            ms[0], ms[1], ms[2], ms[3], bs[0], bs[1], bs[2], bs[3]);
     if (fwd)
         fprintf(e->out, "k_attention_masked_fwd%s(%s, %s, %s, %s, %s, ", sfx(e, n), ptr(e, st->out, p[0]),
                 ptr(e, st->aux, p[1]), ptr(e, st->in[0], p[2]), ptr(e, st->in[1], p[3]), ptr(e, st->in[2], p[4]));
@@ -337,7 +335,7 @@ static void emit_attention_masked(Emit *e, const Step *st, const Node *n, bool f
                 ptr(e, st->grad_out, p[3]), ptr(e, st->in[0], p[4]), ptr(e, st->in[1], p[5]), ptr(e, st->in[2], p[6]),
                 ptr(e, st->out, p[7]), ptr(e, st->aux, p[8]));
     fprintf(e->out,
-            "%s, %d, %s, bs, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+            "%s, %d, ms, %s, bs, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
             ", %d);\n    }\n",
             mask, m_i32, bias, d.B, d.T, d.S, d.H, d.KVH, d.D, n->attr.causal);
 }

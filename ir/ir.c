@@ -116,6 +116,23 @@ bool shape_eq(const Shape *a, const Shape *b) {
     return true;
 }
 
+bool attn_operand_strides(const Shape *s, const int64_t full[4], bool key_padding, int64_t st[4]) {
+    /* the axis of [B, heads, Tq, Tk] each dimension of s stands for */
+    static const int pad_axes[2] = {0, 3};
+    int axes[4];
+    if (s->ndim < 1 || s->ndim > 4) return false;
+    for (int i = 0; i < s->ndim; i++) axes[i] = key_padding && s->ndim == 2 ? pad_axes[i] : 4 - s->ndim + i;
+    for (int a = 0; a < 4; a++) st[a] = 0;
+    int64_t stride = 1;
+    for (int i = s->ndim - 1; i >= 0; i--) {
+        int64_t d = s->dim[i];
+        if (d != 1 && d != full[axes[i]]) return false;
+        st[axes[i]] = d == 1 ? 0 : stride;
+        stride *= d;
+    }
+    return true;
+}
+
 const char *shape_str(const Shape *s, char *buf) {
     char *p = buf;
     *p++ = '[';

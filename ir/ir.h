@@ -128,6 +128,12 @@ bool shape_eq(const Shape *a, const Shape *b);
 /* "[4,1024,768]"; buf of at least ACC_SHAPE_STR bytes */
 #define ACC_SHAPE_STR 160
 const char *shape_str(const Shape *s, char *buf);
+/* attention's mask and bias over the scores [B, heads, Tq, Tk]: a shape of
+ * rank 1, 3 or 4 aligns with them from the last dimension, a rank-2 mask
+ * (key_padding) is [B, Tk]; each dimension equal to the full one or 1.
+ * st: the element strides over [B, heads, Tq, Tk] of a row-major tensor of
+ * shape s, 0 where it broadcasts. False when s does not broadcast so. */
+bool attn_operand_strides(const Shape *s, const int64_t full[4], bool key_padding, int64_t st[4]);
 
 /* ---- the op table ------------------------------------------------------- */
 

@@ -299,24 +299,27 @@ bool shape_attention(const Graph *g, Node *n, char *err, size_t err_len) {
     if (bi != ATTR_NONE && bi != want_in++)
         return FAIL("bias is not input %" PRId64 " (%%%" PRId64 ")", want_in - 1, bi);
     if (n->n_in != want_in) return FAIL("takes %" PRId64 " inputs with its mask and bias, got %d", want_in, n->n_in);
+    const int64_t full[4] = {q->dim[0], h, q->dim[1], k->dim[1]};
+    const Shape fs = {4, {full[0], full[1], full[2], full[3]}};
+    int64_t st[4];
     if (mi != ATTR_NONE) {
         const Node *m = IN(mi);
-        Shape want = {2, {q->dim[0], k->dim[1]}};
         if (m->dtype != DT_I32 && m->dtype != DT_F32)
             return FAIL("mask must be i32 or f32, got %s%s", dtype_name(m->dtype), SHP(&m->shape));
-        if (!shape_eq(&m->shape, &want))
-            return FAIL("mask must be [B, Tk] = %s (nonzero: attend), got %s", SHP(&want), SHP(&m->shape));
+        if (m->shape.ndim == 2 && !attn_operand_strides(&m->shape, full, true, st))
+            return FAIL("a rank-2 mask is the key-padding mask [B, Tk] = [%" PRId64 ",%" PRId64 "] (B may be 1), "
+                        "got %s; write a mask over queries and keys [Tq, Tk] as [1, Tq, Tk]",
+                        full[0], full[3], SHP(&m->shape));
+        if (!attn_operand_strides(&m->shape, full, true, st))
+            return FAIL("mask %s does not broadcast to [B, heads, Tq, Tk] = %s (rank 2: [B, Tk]; rank 1, 3, 4: "
+                        "aligned from the last dimension)",
+                        SHP(&m->shape), SHP(&fs));
     }
     if (bi != ATTR_NONE) {
         const Node *b = IN(bi);
-        Shape full = {4, {q->dim[0], h, q->dim[1], k->dim[1]}};
         if (b->dtype != DT_F32) return FAIL("bias must be f32, got %s%s", dtype_name(b->dtype), SHP(&b->shape));
-        bool ok = b->shape.ndim >= 1 && b->shape.ndim <= 4;
-        for (int i = 1; ok && i <= b->shape.ndim; i++) {
-            int64_t bd = b->shape.dim[b->shape.ndim - i];
-            ok = bd == 1 || bd == full.dim[4 - i];
-        }
-        if (!ok) return FAIL("bias %s does not broadcast to [B, heads, Tq, Tk] = %s", SHP(&b->shape), SHP(&full));
+        if (!attn_operand_strides(&b->shape, full, false, st))
+            return FAIL("bias %s does not broadcast to [B, heads, Tq, Tk] = %s", SHP(&b->shape), SHP(&fs));
     }
     return set_out(n, q, prec_dtype(g, n, -1), q->dim[0] * h * q->dim[1], err, err_len);
 }

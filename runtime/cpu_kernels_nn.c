@@ -409,34 +409,44 @@ static void att_mask(float *S, int64_t i0, int64_t qn, int64_t s0, int64_t kn) {
         for (int64_t j = K_MAX(0, i0 + i + 1 - s0); j < kn; j++) S[i * ATT_KB + j] = -INFINITY;
 }
 
-/* The optional operands of a masked attention: mask (B, S), i32 or float,
- * nonzero: the key is attended; bias (float), added to the scaled scores,
- * element (b, h, t, s) at b*bs[0] + h*bs[1] + t*bs[2] + s*bs[3] (a stride 0
- * where it broadcasts). NULL for plain attention. */
+/* The optional operands of a masked attention: mask, i32 or float, nonzero:
+ * key s is attended by query t of head h of batch b, element (b, h, t, s) at
+ * b*ms[0] + h*ms[1] + t*ms[2] + s*ms[3]; bias (float), added to the scaled
+ * scores, element (b, h, t, s) at b*bs[0] + h*bs[1] + t*bs[2] + s*bs[3] (a
+ * stride 0 where either broadcasts). NULL for plain attention. */
 typedef struct {
     const void *mask;
     int mask_i32;
+    const int64_t *ms;
     const float *bias;
     const int64_t *bs;
 } AttMB;
 
+/* whether the mask element at offset i keeps its key */
 static inline int att_keep(const AttMB *mb, int64_t i) {
     return mb->mask_i32 ? ((const int32_t *)mb->mask)[i] != 0 : ((const float *)mb->mask)[i] != 0.0f;
 }
 
+/* the offset of mask (or bias, with st = bs) element (b, h, t, 0) */
+static inline int64_t att_at(const int64_t *st, int64_t b, int64_t h, int64_t t) {
+    return b * st[0] + h * st[1] + t * st[2];
+}
+
 /* The scores of query rows i0.. of head h of batch b against keys s0..
  * (qn x kn, ld ATT_KB): the bias added, -inf where the mask drops the key. */
-static void att_adjust(float *Sc, const AttMB *mb, int64_t S, int64_t b, int64_t h, int64_t i0, int64_t qn, int64_t s0,
+static void att_adjust(float *Sc, const AttMB *mb, int64_t b, int64_t h, int64_t i0, int64_t qn, int64_t s0,
                        int64_t kn) {
     for (int64_t i = 0; i < qn; i++) {
         float *s = Sc + i * ATT_KB;
         if (mb->bias) {
-            const float *br = mb->bias + b * mb->bs[0] + h * mb->bs[1] + (i0 + i) * mb->bs[2];
+            const float *br = mb->bias + att_at(mb->bs, b, h, i0 + i);
             for (int64_t j = 0; j < kn; j++) s[j] += br[(s0 + j) * mb->bs[3]];
         }
-        if (mb->mask)
+        if (mb->mask) {
+            int64_t mr = att_at(mb->ms, b, h, i0 + i);
             for (int64_t j = 0; j < kn; j++)
-                if (!att_keep(mb, b * S + s0 + j)) s[j] = -INFINITY;
+                if (!att_keep(mb, mr + (s0 + j) * mb->ms[3])) s[j] = -INFINITY;
+        }
     }
 }
 
@@ -513,7 +523,7 @@ static void KN(att_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT 
                         att_scores(sc, qf, ldqf, kf, ldkf, qi, qstride, kb + s0 * kstride, kstride, qn, kn, D, dc,
                                    scale, qw, kw);
                         if (causal && s0 + kn - 1 > i0) att_mask(sc, i0, qn, s0, kn);
-                        if (mb) att_adjust(sc, mb, S, b, h, i0, qn, s0, kn);
+                        if (mb) att_adjust(sc, mb, b, h, i0, qn, s0, kn);
                         KN(att_fwd_block)(sc, qn, kn, m, l, corr);
                         if (s0 > 0)
                             for (int64_t i = 0; i < qn; i++) k_scal(o + i * ldo, corr[i], en);
@@ -537,9 +547,9 @@ void KN(k_attention_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT
 }
 
 void KN(k_attention_masked_fwd)(KT *out, float *lse, const KT *q, const KT *k, const KT *v, const void *mask,
-                                int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S,
-                                int64_t H, int64_t KVH, int64_t D, int causal) {
-    AttMB mb = {mask, mask_i32, bias, bs};
+                                int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs, int64_t B,
+                                int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    AttMB mb = {mask, mask_i32, ms, bias, bs};
     KN(att_fwd)(out, lse, q, k, v, &mb, B, T, S, H, KVH, D, causal);
 }
 
@@ -637,7 +647,7 @@ static void KN(att_bwd)(KT *dq, KT *dk, KT *dv, const KT *dout, const KT *q, con
                                 att_scores(P, qf, ldqf, kf, ldkf, qi, qstride, kj, kstride, qn, kn, D, dc, scale, qw,
                                            kw);
                                 if (causal && s0 + kn - 1 > i0) att_mask(P, i0, qn, s0, kn);
-                                if (mb) att_adjust(P, mb, S, b, h, i0, qn, s0, kn);
+                                if (mb) att_adjust(P, mb, b, h, i0, qn, s0, kn);
                                 KN(att_bwd_probs)(P, qn, kn, L);
                                 if (dva) { /* dv_j += P^T dout_i */
                                     const float *ge = one ? gf : att_rows(qw, gi + e0, qstride, qn, en, &ldf);
@@ -712,7 +722,7 @@ static void KN(att_bias_grad)(float *dbias, const KT *dout, const KT *q, const K
                             const KT *kb = k + b * S * kstride + (h / group) * D,
                                      *vb = v + b * S * kstride + (h / group) * D;
                             for (int64_t s = 0; s < send; s++) {
-                                if (mb->mask && !att_keep(mb, b * S + s)) continue;
+                                if (mb->mask && !att_keep(mb, att_at(mb->ms, b, h, t) + s * mb->ms[3])) continue;
                                 float sc = scale * att_kdot(q + row, kb + s * kstride, D) + br[s * bs[3]];
                                 float p = expf(sc - L), dp = att_kdot(dout + row, vb + s * kstride, D);
                                 db[s * bs[3]] += p * (dp - Di);
@@ -723,9 +733,9 @@ static void KN(att_bias_grad)(float *dbias, const KT *dout, const KT *q, const K
 
 void KN(k_attention_masked_bwd)(KT *dq, KT *dk, KT *dv, float *dbias, const KT *dout, const KT *q, const KT *k,
                                 const KT *v, const KT *out, const float *lse, const void *mask, int mask_i32,
-                                const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
-                                int64_t KVH, int64_t D, int causal) {
-    AttMB mb = {mask, mask_i32, bias, bs};
+                                const int64_t *ms, const float *bias, const int64_t *bs, int64_t B, int64_t T,
+                                int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    AttMB mb = {mask, mask_i32, ms, bias, bs};
     if (KVH <= 0) KVH = H;
     if (dq || dk || dv) KN(att_bwd)(dq, dk, dv, dout, q, k, v, out, lse, &mb, B, T, S, H, KVH, D, causal);
     if (dbias && bias) KN(att_bias_grad)(dbias, dout, q, k, v, out, lse, &mb, B, T, S, H, KVH, D, causal);

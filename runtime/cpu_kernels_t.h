@@ -125,21 +125,23 @@ void KDN(k_attention_fwd)(KDT *out, float *lse, const KDT *q, const KDT *k, cons
 void KDN(k_attention_bwd)(KDT *dq, KDT *dk, KDT *dv, const KDT *dout, const KDT *q, const KDT *k, const KDT *v,
                           const KDT *out, const float *lse, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH,
                           int64_t D, int causal);
-/* Attention with a key mask and/or an additive bias (either NULL): mask
- * (B, S), int32 (mask_i32) or float, nonzero: the key is attended, zero: it
- * is dropped; bias (float) is added to the scaled scores, element
- * (b, h, t, s) at b*bs[0] + h*bs[1] + t*bs[2] + s*bs[3] (stride 0 where it
- * broadcasts). A query row whose keys are all dropped (by the mask, a -inf
- * bias or causality) gives zeros, its lse +inf, and no gradient. */
+/* Attention with a mask and/or an additive bias (either NULL): mask, int32
+ * (mask_i32) or float, element (b, h, t, s) at b*ms[0] + h*ms[1] + t*ms[2] +
+ * s*ms[3]: nonzero, query t of head h attends key s; zero: that key is
+ * dropped for it (a key-padding mask (B, S) is ms = {S, 0, 0, 1}); bias
+ * (float) is added to the scaled scores, element (b, h, t, s) at b*bs[0] +
+ * h*bs[1] + t*bs[2] + s*bs[3] (strides 0 where either broadcasts). A query
+ * row whose keys are all dropped (by the mask, a -inf bias or causality)
+ * gives zeros, its lse +inf, and no gradient. */
 void KDN(k_attention_masked_fwd)(KDT *out, float *lse, const KDT *q, const KDT *k, const KDT *v, const void *mask,
-                                 int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S,
-                                 int64_t H, int64_t KVH, int64_t D, int causal);
+                                 int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs, int64_t B,
+                                 int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 /* dq, dk, dv, dbias += ... (any may be NULL; dbias sums over what the bias
  * broadcasts over). reads: q, k, v, out, lse, mask, bias. */
 void KDN(k_attention_masked_bwd)(KDT *dq, KDT *dk, KDT *dv, float *dbias, const KDT *dout, const KDT *q, const KDT *k,
                                  const KDT *v, const KDT *out, const float *lse, const void *mask, int mask_i32,
-                                 const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
-                                 int64_t KVH, int64_t D, int causal);
+                                 const int64_t *ms, const float *bias, const int64_t *bs, int64_t B, int64_t T,
+                                 int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 
 /* ---- rotary position embedding ------------------------------------------ */
 

@@ -653,6 +653,20 @@ def h_compare(op):
     return h
 
 
+def h_not(c, n, a, k):
+    """~b and logical_not(b) of a bool tensor acc holds: m != 0 becomes
+    m == 0 and back (the mask pattern kept), any other comparison eq(b, 0.0)
+    of its 0/1 (exact, NaN included: ~(x < y) is true where x is NaN)."""
+    v = a[0]
+    need(is_bool_val(v), "%s of a tensor that is not a bool tensor acc computes (a comparison, or mask.bool() of "
+         "an i32 or f32 mask): acc has no integer bitwise operations" % n.target, n)
+    if v.info.get("pat") == "cond":
+        return cond_val(c, n, v.info["x"], not v.info["neg"])
+    e = c.op("eq", [v], [], shape_of(n), "bool", n)
+    e.info["num"] = 0.0
+    return e
+
+
 def fill_like(c, n, t, s):
     """A tensor of t's shape filled with the number s: t * 0.0 + s (acc has no
     constant tensors; exact where t is finite)."""
@@ -852,34 +866,46 @@ def h_sdpa(c, n, a, k):
     m = g(3, "attn_mask", None)
     if m is not None:
         ins.append(sdpa_mask(c, n, m, (b, h, t, kk.shape[2])))
-        kw.append("mask" if m.kind == "pending" else "bias")
+        kw.append("mask" if is_bool_val(unexpand(m) if is_val(m) else m) else "bias")
     o = c.op("attention", ins, attrs, (b, t, h * d), "f32", n)
     o.info["kw_ins"] = tuple(kw)
     return c.heads_from_acc(o, h, n)
 
 
 def sdpa_mask(c, n, m, full):
-    """scaled_dot_product_attention's attn_mask as acc's attention takes it:
-    a boolean key-padding mask ([B, Tk] viewed as [B, 1, 1, Tk]; True
-    attends: m != 0 or m.bool() of an i32 or f32 m becomes mask=m, any other
-    bool tensor such as ids != pad or m == 0 mask= that comparison's 0/1)
-    becomes mask= [B, Tk]; a float mask, added to the scores, becomes bias=
-    (broadcast to [B, H, Tq, Tk] as PyTorch broadcasts it)."""
+    """scaled_dot_product_attention's attn_mask as acc's attention takes it.
+    A boolean mask (True attends) of any shape that broadcasts to [B, H, Tq,
+    Tk], aligned from the last dimension as PyTorch aligns it, becomes mask=:
+    m != 0 or m.bool() of an i32 or f32 m the tensor m itself, m == 0
+    eq(m, 0.0), any other bool tensor (ids != pad, a comparison of segment
+    ids) that comparison's 0/1. A key-padding mask ([B or 1, 1, 1, Tk]) is
+    passed as acc's rank-2 [B, Tk]; a mask over queries too as a rank-4
+    [B or 1, H or 1, Tq, Tk] (acc reads a rank-2 mask as [B, Tk], so a [Tq,
+    Tk] one must not stay rank 2). A float mask, added to the scores,
+    becomes bias= (broadcast to [B, H, Tq, Tk] as PyTorch broadcasts it)."""
     b, h, t, s = full
     m = unexpand(m) if is_val(m) else m
     if is_bool_val(m):
-        need(tuple(m.shape) in ((b, 1, 1, s), (b, 1, s)),
-             "scaled_dot_product_attention with a boolean attn_mask of shape %s: acc's mask is per key, [B, 1, 1, "
-             "Tk] = %s (a key-padding mask); a mask over queries too can be a float attn_mask (0 where attended, a large negative number such as -1e4 elsewhere)"
-             % (list(m.shape), [b, 1, 1, s]), n)
+        shape = tuple(m.shape)
+        need(1 <= len(shape) <= 4 and all(x in (1, y) for x, y in zip(shape[::-1], full[::-1])),
+             "scaled_dot_product_attention with a boolean attn_mask of shape %s: it must broadcast to [B, H, Tq, "
+             "Tk] = %s" % (list(shape), list(full)), n)
+        p4 = (1,) * (4 - len(shape)) + shape
+        to = (p4[0], s) if p4[1] == 1 and p4[2] == 1 else p4  # [B, Tk] key padding, else rank 4
         if m.info.get("pat") == "cond":  # m != 0: mask=m; m == 0: mask=eq(m, 0.0)
-            x = c.reshape(m.info["x"], (b, s), n)
-            return x if not m.info["neg"] else cond_val(c, n, x, True).info["plain"]
-        return c.reshape(m, (b, s), n)
+            x = c.reshape(m.info["x"], to, n)
+            if not m.info["neg"]:
+                return x
+            e = c.op("eq", [x], [], to, "bool", n)
+            e.info["num"] = 0.0
+            return e
+        return c.reshape(m, to, n)
     need(is_val(m) and m.kind in ("leaf", "op") and m.dtype == "f32",
-         "scaled_dot_product_attention with this attn_mask (%s): acc takes a boolean key-padding mask (a "
-         "comparison or m.bool() of a [B, Tk] tensor, viewed as [B, 1, 1, Tk]) or a float mask added to the scores"
-         % (m.what if is_val(m) and m.kind == "pending" else getattr(m, "dtype", type(m).__name__)), n)
+         "scaled_dot_product_attention with this attn_mask (%s): acc takes a boolean mask it computes (a "
+         "comparison, or m.bool() of an i32 or f32 tensor; not a constant such as a causal tril buffer: use "
+         "is_causal=True) or a float mask added to the scores"
+         % (m.what if is_val(m) and m.kind == "pending" else "a constant tensor" if is_val(m) and m.kind == "const"
+            else getattr(m, "dtype", type(m).__name__)), n)
     shape = tuple(m.shape)
     need(1 <= len(shape) <= 4 and all(x in (1, y) for x, y in zip(shape[::-1], full[::-1])),
          "scaled_dot_product_attention with a float attn_mask of shape %s: it must broadcast to [B, H, Tq, Tk] = %s"
@@ -986,6 +1012,8 @@ OPS = {
     "aten.le.Tensor": h_compare("le"),
     "aten.gt.Tensor": h_compare("gt"),
     "aten.ge.Tensor": h_compare("ge"),
+    "aten.bitwise_not.default": h_not,
+    "aten.logical_not.default": h_not,
     "aten.abs.default": h_unary("abs"),
     "aten.layer_norm.default": h_layer_norm,
     "aten.rms_norm.default": h_rms_norm,

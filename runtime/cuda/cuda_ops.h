@@ -124,21 +124,21 @@ void g_attention_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, 
                           int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 /* with a key mask and/or a bias (cpu_kernels_t.h, k_attention_masked_fwd) */
 void g_attention_masked_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v,
-                            const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T,
-                            int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
+                            const void *mask, int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs,
+                            int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 void g_attention_masked_bwd(acc_dev *d, float *dq, float *dk, float *dv, float *dbias, const float *dout,
                             const float *q, const float *k, const float *v, const float *out, const float *lse,
-                            const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T,
-                            int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
+                            const void *mask, int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs,
+                            int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 void g_attention_masked_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
-                                 const acc_bf16 *v, const void *mask, int mask_i32, const float *bias,
-                                 const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                                 int causal);
+                                 const acc_bf16 *v, const void *mask, int mask_i32, const int64_t *ms,
+                                 const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
+                                 int64_t KVH, int64_t D, int causal);
 void g_attention_masked_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, float *dbias,
                                  const acc_bf16 *dout, const acc_bf16 *q, const acc_bf16 *k, const acc_bf16 *v,
                                  const acc_bf16 *out, const float *lse, const void *mask, int mask_i32,
-                                 const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
-                                 int64_t KVH, int64_t D, int causal);
+                                 const int64_t *ms, const float *bias, const int64_t *bs, int64_t B, int64_t T,
+                                 int64_t S, int64_t H, int64_t KVH, int64_t D, int causal);
 void g_rope_fwd(acc_dev *d, float *out, const float *x, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
 void g_rope_bwd(acc_dev *d, float *dx, const float *dout, int64_t B, int64_t T, int64_t H, int64_t D, float theta);
 int g_embedding_fwd(acc_dev *d, float *out, const int32_t *idx, const float *table, int64_t N, int64_t V, int64_t C);

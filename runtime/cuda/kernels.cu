@@ -2662,13 +2662,16 @@ DEVFN float lane_dot(const float *x, const float *y, int lane, long long D, int 
     return s;
 }
 
-/* The key mask and the bias of a masked attention (runtime/cpu_kernels_t.h,
+/* The mask and the bias of a masked attention (runtime/cpu_kernels_t.h,
  * k_attention_masked_fwd), which takes these kernels whatever its head
- * dimension: mask (B, S) float, or int32 when i8 is set, nonzero: attended;
- * bias float, element (b, h, t, s) at b*i9 + h*i10 + t*i11 + s*i12 (0 where
- * it broadcasts). Either pointer NULL: none (plain attention). A query row
- * whose keys are all dropped gives zeros and lse +inf (no gradient). */
-DEVFN int att_dropped(const acc_kargs *a, const float *mask, long long i) {
+ * dimension: mask float, or int32 when i8 is set, element (b, h, t, s) at
+ * b*i13 + h*i14 + t*i15 + s*i16, nonzero: query t of head h attends key s;
+ * bias float, element (b, h, t, s) at b*i9 + h*i10 + t*i11 + s*i12 (strides
+ * 0 where either broadcasts). Either pointer NULL: none (plain attention).
+ * A query row whose keys are all dropped gives zeros and lse +inf (no
+ * gradient). */
+DEVFN int att_dropped(const acc_kargs *a, const float *mask, long long b, long long h, long long t, long long s) {
+    long long i = b * a->i[13] + h * a->i[14] + t * a->i[15] + s * a->i[16];
     return mask && (a->i[8] ? ((const int *)mask)[i] == 0 : mask[i] == 0.0f);
 }
 
@@ -2691,7 +2694,7 @@ KERNEL ck_attention_fwd_wide(acc_kargs a) {
         for (int j = 0; j < ATT_R; j++) o[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
-            if (att_dropped(&a, a.p[5], b * S + s)) continue;
+            if (att_dropped(&a, a.p[5], b, h, t, s)) continue;
             const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
                         *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
             float sc = warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[6], b, h, t, s);
@@ -2728,7 +2731,7 @@ KERNEL ck_attention_bwd_dq_wide(acc_kargs a) {
         for (int j = 0; j < ATT_R; j++) g[j] = 0.0f;
         long long send = a.i[6] ? t + 1 : S;
         for (long long s = 0; s < send; s++) {
-            if (att_dropped(&a, a.p[8], b * S + s)) continue;
+            if (att_dropped(&a, a.p[8], b, h, t, s)) continue;
             const float *k = xp(a.p[3], ((b * S + s) * KVH + kvh) * D, hb),
                         *v = xp(a.p[4], ((b * S + s) * KVH + kvh) * D, hb);
             float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[9], b, h, t, s) - lse);
@@ -2753,12 +2756,12 @@ KERNEL ck_attention_bwd_dkdv_wide(acc_kargs a) {
     float scale = 1.0f / sqrtf((float)D);
     WARP_ROWS(r, a.i[0] * KVH * S) {
         long long s = r % S, kvh = (r / S) % KVH, b = r / (S * KVH), krow = ((b * S + s) * KVH + kvh) * D;
-        if (att_dropped(&a, a.p[9], b * S + s)) continue; /* a dropped key gets no gradient */
         const float *k = xp(a.p[4], krow, hb), *v = xp(a.p[5], krow, hb);
         float gk[ATT_R], gv[ATT_R];
         for (int j = 0; j < ATT_R; j++) gk[j] = gv[j] = 0.0f;
         for (long long h = kvh * G; h < (kvh + 1) * G; h++)
             for (long long t = a.i[6] ? s : 0; t < T; t++) {
+                if (att_dropped(&a, a.p[9], b, h, t, s)) continue; /* no gradient where the key is dropped */
                 long long row = ((b * T + t) * H + h) * D;
                 const float *q = xp(a.p[3], row, hb), *dO = xp(a.p[2], row, hb);
                 float p = expf(warp_sum(lane_dot(q, k, lane, D, hb)) * scale + att_bias(&a, a.p[10], b, h, t, s) -
@@ -2801,7 +2804,7 @@ KERNEL ck_attention_bwd_bias(acc_kargs a) {
             for (long long h = a.i[10] ? h1 : 0; h < (a.i[10] ? h1 + 1 : H); h++)
                 for (long long t = a.i[11] ? t1 : 0; t < (a.i[11] ? t1 + 1 : T); t++)
                     for (long long s = a.i[12] ? s1 : 0; s < (a.i[12] ? s1 + 1 : S); s++) {
-                        if ((a.i[6] && s > t) || att_dropped(&a, a.p[8], b * S + s)) continue;
+                        if ((a.i[6] && s > t) || att_dropped(&a, a.p[8], b, h, t, s)) continue;
                         long long row = ((b * T + t) * H + h) * D, krow = ((b * S + s) * KVH + h / G) * D;
                         const float *q = xp(a.p[2], row, hb), *dO = xp(a.p[1], row, hb);
                         float sc = warp_sum(lane_dot(q, xp(a.p[3], krow, hb), lane, D, hb)) * scale +

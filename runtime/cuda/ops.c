@@ -899,34 +899,36 @@ void g_attention_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, 
     attention_bwd(d, 1, dq, dk, dv, dout, q, k, v, out, lse, B, T, S, H, KVH, D, causal);
 }
 
-/* Attention with a key mask and/or a bias (cpu_kernels_t.h,
+/* Attention with a mask and/or a bias (cpu_kernels_t.h,
  * k_attention_masked_fwd): the one-warp-per-row kernels, whatever the head
  * dimension, with the mask (p5 forward) and the bias; kargs i8 the mask's
- * int32 flag, i9..i12 the bias's strides. (The tiled and tensor-core
- * kernels take no mask or bias.) */
+ * int32 flag, i9..i12 the bias's strides, i13..i16 the mask's. (The tiled
+ * and tensor-core kernels take no mask or bias.) */
 static void attention_mb_ints(acc_kargs *a, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                              int causal, int h, int mask_i32, const int64_t *bs) {
+                              int causal, int h, int mask_i32, const int64_t *ms, const int64_t *bs) {
     attention_ints(a, B, T, S, H, KVH, D, causal);
     a->i[7] = h, a->i[8] = mask_i32;
-    for (int j = 0; j < 4; j++) a->i[9 + j] = bs[j];
+    for (int j = 0; j < 4; j++) a->i[9 + j] = bs[j], a->i[13 + j] = ms[j];
 }
 
 static void attention_masked_fwd(acc_dev *d, int h, void *out, float *lse, const void *q, const void *k, const void *v,
-                                 const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B,
-                                 int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+                                 const void *mask, int mask_i32, const int64_t *ms, const float *bias,
+                                 const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                                 int causal) {
     if (D > KA_ATT_MAX_D) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
     }
     acc_kargs a = {{DP(out), lse, DP(q), DP(k), DP(v), DP(mask), DP(bias)}, {0}, {0}};
-    attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, bs);
+    attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, ms, bs);
     launch_warps(d, KID_ck_attention_fwd_wide, B * H * T, &a);
 }
 
 static void attention_masked_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv, float *dbias, const void *dout,
                                  const void *q, const void *k, const void *v, const void *out, const float *lse,
-                                 const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B,
-                                 int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+                                 const void *mask, int mask_i32, const int64_t *ms, const float *bias,
+                                 const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
+                                 int causal) {
     if (D > KA_ATT_MAX_D) {
         dev_fail(d, ACC_ERR_ARG, __FILE__, __LINE__, "attention head dimension %lld > %d", (long long)D, KA_ATT_MAX_D);
         return;
@@ -935,56 +937,56 @@ static void attention_masked_bwd(acc_dev *d, int h, void *dq, void *dk, void *dv
     if (B * H * T * 4 <= d->scratch_bytes) {
         delta = (float *)d->scratch;
         acc_kargs a = {{delta, DP(dout), DP(out)}, {0}, {0}};
-        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, bs);
+        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, ms, bs);
         launch_warps(d, KID_ck_attention_delta, B * H * T, &a);
     }
     if (dq) {
         acc_kargs a = {{DP(dq), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta, DP(mask), DP(bias)}, {0}, {0}};
-        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, bs);
+        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, ms, bs);
         launch_warps(d, KID_ck_attention_bwd_dq_wide, B * H * T, &a);
     }
     if (dk || dv) {
         acc_kargs a = {
             {DP(dk), DP(dv), DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta, DP(mask), DP(bias)}, {0}, {0}};
-        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, bs);
+        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, ms, bs);
         launch_warps(d, KID_ck_attention_bwd_dkdv_wide, B * a.i[4] * S, &a);
     }
     if (dbias && bias) {
         acc_kargs a = {{dbias, DP(dout), DP(q), DP(k), DP(v), DP(out), DP(lse), delta, DP(mask), DP(bias)}, {0}, {0}};
-        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, bs);
+        attention_mb_ints(&a, B, T, S, H, KVH, D, causal, h, mask_i32, ms, bs);
         int64_t elems = (bs[0] ? B : 1) * (bs[1] ? H : 1) * (bs[2] ? T : 1) * (bs[3] ? S : 1);
         launch_warps(d, KID_ck_attention_bwd_bias, elems, &a);
     }
 }
 
 void g_attention_masked_fwd(acc_dev *d, float *out, float *lse, const float *q, const float *k, const float *v,
-                            const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T,
-                            int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
-    attention_masked_fwd(d, 0, out, lse, q, k, v, mask, mask_i32, bias, bs, B, T, S, H, KVH, D, causal);
+                            const void *mask, int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs,
+                            int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    attention_masked_fwd(d, 0, out, lse, q, k, v, mask, mask_i32, ms, bias, bs, B, T, S, H, KVH, D, causal);
 }
 
 void g_attention_masked_bwd(acc_dev *d, float *dq, float *dk, float *dv, float *dbias, const float *dout,
                             const float *q, const float *k, const float *v, const float *out, const float *lse,
-                            const void *mask, int mask_i32, const float *bias, const int64_t *bs, int64_t B, int64_t T,
-                            int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
-    attention_masked_bwd(d, 0, dq, dk, dv, dbias, dout, q, k, v, out, lse, mask, mask_i32, bias, bs, B, T, S, H, KVH, D,
-                         causal);
+                            const void *mask, int mask_i32, const int64_t *ms, const float *bias, const int64_t *bs,
+                            int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    attention_masked_bwd(d, 0, dq, dk, dv, dbias, dout, q, k, v, out, lse, mask, mask_i32, ms, bias, bs, B, T, S, H,
+                         KVH, D, causal);
 }
 
 void g_attention_masked_fwd_bf16(acc_dev *d, acc_bf16 *out, float *lse, const acc_bf16 *q, const acc_bf16 *k,
-                                 const acc_bf16 *v, const void *mask, int mask_i32, const float *bias,
-                                 const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H, int64_t KVH, int64_t D,
-                                 int causal) {
-    attention_masked_fwd(d, 1, out, lse, q, k, v, mask, mask_i32, bias, bs, B, T, S, H, KVH, D, causal);
+                                 const acc_bf16 *v, const void *mask, int mask_i32, const int64_t *ms,
+                                 const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
+                                 int64_t KVH, int64_t D, int causal) {
+    attention_masked_fwd(d, 1, out, lse, q, k, v, mask, mask_i32, ms, bias, bs, B, T, S, H, KVH, D, causal);
 }
 
 void g_attention_masked_bwd_bf16(acc_dev *d, acc_bf16 *dq, acc_bf16 *dk, acc_bf16 *dv, float *dbias,
                                  const acc_bf16 *dout, const acc_bf16 *q, const acc_bf16 *k, const acc_bf16 *v,
                                  const acc_bf16 *out, const float *lse, const void *mask, int mask_i32,
-                                 const float *bias, const int64_t *bs, int64_t B, int64_t T, int64_t S, int64_t H,
-                                 int64_t KVH, int64_t D, int causal) {
-    attention_masked_bwd(d, 1, dq, dk, dv, dbias, dout, q, k, v, out, lse, mask, mask_i32, bias, bs, B, T, S, H, KVH, D,
-                         causal);
+                                 const int64_t *ms, const float *bias, const int64_t *bs, int64_t B, int64_t T,
+                                 int64_t S, int64_t H, int64_t KVH, int64_t D, int causal) {
+    attention_masked_bwd(d, 1, dq, dk, dv, dbias, dout, q, k, v, out, lse, mask, mask_i32, ms, bias, bs, B, T, S, H,
+                         KVH, D, causal);
 }
 
 /* ---- rope, embedding, loss, dropout ---------------------------------------------------- */

@@ -38,8 +38,8 @@ CASES = [
      False),
     ("padded", "the example targets hold ignore_index (-100), which aten.cross_entropy_loss.default skips",
      "# refused: ignore_index", False),
-    ("query_mask", "scaled_dot_product_attention with a boolean attn_mask of shape [2, 1, 4, 4]: acc's mask is "
-     "per key", "# refused: a boolean mask over queries", False),
+    ("query_mask", "scaled_dot_product_attention with this attn_mask (a constant tensor): acc takes a boolean mask it computes",
+     "# refused: a constant mask", False),
     ("to_long", "a conversion from f32 to i32; acc converts bool and integer tensors to "
      "float32 only", "# refused: a float cast to an integer", False),
     ("not_a_loss", "forward must return the training loss, one float32 scalar; it returns a tensor of shape [4, 8]",

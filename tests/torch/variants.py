@@ -153,6 +153,36 @@ class Masks(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class QKMasks(nn.Module):
+    """Boolean attention masks over queries and keys: a block-diagonal [Tq,
+    Tk] mask of packed sequences from segment ids, a [B, 1, Tq, Tk] one
+    (a sliding window with padding and a row that attends to nothing) read
+    from an integer tensor through ~(win == 0), and a [Tq, Tk] one through
+    logical_not of a comparison."""
+
+    def __init__(self, vocab=20, dim=16, heads=2):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.qkv = nn.ModuleList(nn.Linear(dim, 3 * dim) for _ in range(3))
+        self.proj = nn.ModuleList(nn.Linear(dim, dim) for _ in range(3))
+        self.head = nn.Linear(dim, vocab)
+        self.dim, self.heads = dim, heads
+
+    def attend(self, i, x, mask):
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in self.qkv[i](x).split(self.dim, -1))
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return x + self.proj[i](o.transpose(1, 2).reshape(b, t, self.dim))
+
+    def forward(self, ids, seg, win, targets):
+        x = self.emb(ids)
+        x = self.attend(0, x, seg[:, None] == seg[None, :])  # [Tq, Tk]: block-diagonal
+        x = self.attend(1, x, ~(win == 0)[:, None])  # [B, 1, Tq, Tk]
+        x = self.attend(2, x, torch.logical_not(seg[:, None] < seg[None, :]))  # own and earlier sequences
+        logits = self.head(x)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 class BertLayer(nn.Module):
     def __init__(self, dim=32, heads=4):
         super().__init__()
@@ -224,3 +254,14 @@ def masks():
     ids = torch.randint(2, 20, (2, 8))
     ids[0, 5:] = 1  # the first sequence padded (pad id 1)
     return Masks(), (ids, (ids == 1).long(), torch.randint(0, 20, (2, 8)))
+
+
+def qkmasks():
+    torch.manual_seed(8)
+    seg = torch.tensor([0, 0, 0, 1, 1, 1, 1, 2])  # three sequences packed into one row of 8
+    t = torch.arange(8)
+    win = ((t[None, :] <= t[:, None]) & (t[None, :] > t[:, None] - 3)).long().repeat(2, 1, 1)  # a window of 3
+    win[1, :, 6:] = 0  # the second sequence padded: keys 6, 7 dropped
+    win[0, 2] = 0  # query 2 of the first attends to nothing: zeros
+    win[1] *= 2  # any nonzero attends
+    return QKMasks(), (torch.randint(0, 20, (2, 8)), seg, win, torch.randint(0, 20, (2, 8)))

@@ -656,21 +656,23 @@ static void bench_attention(int reps) {
  * one over the other's sums): within a few bf16 roundings of the float
  * instance's sum, masked and not. */
 static void test_attention_aliased(void) {
-    int64_t B = 2, T = 9, H = 2, D = 8, n = B * T * H * D, bs[4] = {0, T * T, T, 1};
+    int64_t B = 2, T = 9, H = 2, D = 8, n = B * T * H * D, bs[4] = {0, T * T, T, 1}, ms[4] = {T, 0, 0, 1};
     int32_t mask[18];
     for (int i = 0; i < 18; i++) mask[i] = i % 4 != 3;
     acc_bf16 *x = brand(n, -2, 2), *g = brand(n, -1, 1), *o16 = bbuf(n);
     float *xf = widen(x, n), *gf = widen(g, n), *o32 = fbuf(n), *l = fbuf(B * H * T), *bias = frand(H * T * T, -1, 1);
     for (int masked = 0; masked < 2; masked++) {
-        if (masked) k_attention_masked_fwd(o32, l, xf, xf, xf, mask, 1, bias, bs, B, T, T, H, H, D, 0);
+        if (masked) k_attention_masked_fwd(o32, l, xf, xf, xf, mask, 1, ms, bias, bs, B, T, T, H, H, D, 0);
         else k_attention_fwd(o32, l, xf, xf, xf, B, T, T, H, H, D, 0);
         for (int64_t i = 0; i < n; i++) o16[i] = acc_f32_bf16(o32[i]), o32[i] = acc_bf16_f32(o16[i]);
         float *d32 = fbuf(n), *db = fbuf(H * T * T);
         acc_bf16 *d16 = bbuf(n);
         memset(d32, 0, (size_t)n * sizeof *d32), memset(d16, 0, (size_t)n * sizeof *d16);
         if (masked) {
-            k_attention_masked_bwd(d32, d32, d32, db, gf, xf, xf, xf, o32, l, mask, 1, bias, bs, B, T, T, H, H, D, 0);
-            k_attention_masked_bwd_bf16(d16, d16, d16, db, g, x, x, x, o16, l, mask, 1, bias, bs, B, T, T, H, H, D, 0);
+            k_attention_masked_bwd(d32, d32, d32, db, gf, xf, xf, xf, o32, l, mask, 1, ms, bias, bs, B, T, T, H, H, D,
+                                   0);
+            k_attention_masked_bwd_bf16(d16, d16, d16, db, g, x, x, x, o16, l, mask, 1, ms, bias, bs, B, T, T, H, H, D,
+                                        0);
         } else {
             k_attention_bwd(d32, d32, d32, gf, xf, xf, xf, o32, l, B, T, T, H, H, D, 0);
             k_attention_bwd_bf16(d16, d16, d16, g, x, x, x, o16, l, B, T, T, H, H, D, 0);

@@ -340,21 +340,26 @@ static double worst_ratio_inf(const float *want, const float *got, int64_t n, do
     return m;
 }
 
-/* Attention with a key mask and a bias (the one-warp-per-row kernels and
- * ck_attention_bwd_bias) against k_attention_masked_fwd/bwd: an int32 mask
- * that drops every key of batch 0 (zeros, lse +inf, no gradient) and some
- * of batch 1, a float mask, biases broadcast over batch, heads and queries
- * or none, causal and not, GQA, a head wider than the tiles, with the
- * backward's delta from the workspace and computed in the kernels. */
+/* Attention with a mask and a bias (the one-warp-per-row kernels and
+ * ck_attention_bwd_bias) against k_attention_masked_fwd/bwd: a key-padding
+ * mask [B, S] that drops every key of batch 0 (zeros, lse +inf, no
+ * gradient) and some of batch 1; masks over queries and keys [T, S]
+ * (block-diagonal), [B, 1, T, S] and [B, H, T, S] whose query row 1 drops
+ * every key; int32 and float masks, biases broadcast over batch, heads and
+ * queries or none, causal and not, GQA, a head wider than the tiles, with
+ * the backward's delta from the workspace and computed in the kernels. */
 static void test_attention_masked(void) {
     static const struct {
         int64_t B, T, S, H, KVH, D;
         int causal, mask; /* 0 none, 1 int32, 2 float */
         int64_t bias[4];  /* dims over [B, H, T, S], 1: broadcast; 0: no bias */
+        int over;         /* the mask: 0 [B, S], 1 [T, S], 2 [B, 1, T, S], 3 [B, H, T, S] */
     } cases[] = {
-        {2, 9, 11, 4, 2, 16, 0, 1, {1, 4, 9, 11}}, {2, 9, 9, 2, 2, 16, 1, 2, {2, 1, 1, 9}},
-        {2, 7, 7, 2, 1, 160, 1, 1, {0}},           {2, 6, 10, 2, 2, 8, 0, 0, {2, 2, 6, 10}},
-        {1, 5, 5, 2, 2, 8, 1, 2, {1, 1, 5, 5}},
+        {2, 9, 11, 4, 2, 16, 0, 1, {1, 4, 9, 11}, 0}, {2, 9, 9, 2, 2, 16, 1, 2, {2, 1, 1, 9}, 0},
+        {2, 7, 7, 2, 1, 160, 1, 1, {0}, 0},           {2, 6, 10, 2, 2, 8, 0, 0, {2, 2, 6, 10}, 0},
+        {1, 5, 5, 2, 2, 8, 1, 2, {1, 1, 5, 5}, 0},    {2, 6, 6, 2, 2, 16, 0, 1, {0}, 1},
+        {2, 7, 7, 2, 1, 160, 1, 2, {1, 2, 7, 7}, 1},  {2, 6, 6, 4, 2, 16, 1, 1, {2, 1, 1, 6}, 2},
+        {2, 5, 7, 2, 2, 8, 0, 2, {1, 1, 5, 7}, 3},
     };
     double worst = 0;
     for (int ws = 0; ws < 2; ws++) {
@@ -370,8 +375,16 @@ static void test_attention_masked(void) {
                 bs[j] = bd[j] == 1 && full[j] > 1 ? 0 : stride;
                 stride *= bd[j];
             }
+            int over = cases[c].over;
+            const int64_t md[4] = {over == 1 ? 1 : B, over == 3 ? H : 1, over ? T : 1, S};
+            int64_t ms[4], nm = md[0] * md[1] * md[2] * md[3];
+            stride = 1;
+            for (int j = 3; j >= 0; j--) {
+                ms[j] = md[j] == 1 ? 0 : stride;
+                stride *= md[j];
+            }
             enum { Q, K, V, DO, O, L, DQ, DK, DV, M, BI, DB, N_BUF };
-            int64_t sizes[N_BUF] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, B * S, nb, nb}, total = 0;
+            int64_t sizes[N_BUF] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, nm, nb, nb}, total = 0;
             for (int i = 0; i < N_BUF; i++) total += sizes[i] + 4;
             float *host = malloc((size_t)total * sizeof *host), *h[N_BUF], *g[N_BUF];
             if (!host) return;
@@ -383,8 +396,11 @@ static void test_attention_masked(void) {
             for (int i = Q; i <= DO; i++) fill(h[i], sizes[i], 5u + (unsigned)(i * 11 + D + T));
             for (int i = DQ; i <= DV; i++) fill(h[i], sizes[i], 60u + (unsigned)i);
             fill(h[BI], nb, 77u), fill(h[DB], nb, 78u);
-            for (int64_t j = 0; j < B * S; j++) {
-                int keep = j >= S && j % 3 != 1;
+            for (int64_t j = 0; j < nm; j++) {
+                int64_t s = j % S, t = j / S % md[2];
+                int keep = !over       ? j >= S && j % 3 != 1
+                           : over == 1 ? t != 1 && t * 3 / T == s * 3 / S
+                                       : t != 1 && (j % 3 != 1 || s == t % S);
                 if (cases[c].mask == 1) ((int32_t *)h[M])[j] = keep ? 2 : 0;
                 else h[M][j] = keep ? 0.5f : 0.0f;
             }
@@ -393,12 +409,12 @@ static void test_attention_masked(void) {
             const void *hm = cases[c].mask ? h[M] : NULL, *gm = cases[c].mask ? g[M] : NULL;
             int mi = cases[c].mask == 1, causal = cases[c].causal;
             const float *hb = nb ? h[BI] : NULL, *gb = nb ? g[BI] : NULL;
-            k_attention_masked_fwd(h[O], h[L], h[Q], h[K], h[V], hm, mi, hb, bs, B, T, S, H, KVH, D, causal);
-            g_attention_masked_fwd(d, g[O], g[L], g[Q], g[K], g[V], gm, mi, gb, bs, B, T, S, H, KVH, D, causal);
+            k_attention_masked_fwd(h[O], h[L], h[Q], h[K], h[V], hm, mi, ms, hb, bs, B, T, S, H, KVH, D, causal);
+            g_attention_masked_fwd(d, g[O], g[L], g[Q], g[K], g[V], gm, mi, ms, gb, bs, B, T, S, H, KVH, D, causal);
             k_attention_masked_bwd(h[DQ], h[DK], h[DV], nb ? h[DB] : NULL, h[DO], h[Q], h[K], h[V], h[O], h[L], hm, mi,
-                                   hb, bs, B, T, S, H, KVH, D, causal);
+                                   ms, hb, bs, B, T, S, H, KVH, D, causal);
             g_attention_masked_bwd(d, g[DQ], g[DK], g[DV], nb ? g[DB] : NULL, g[DO], g[Q], g[K], g[V], g[O], g[L], gm,
-                                   mi, gb, bs, B, T, S, H, KVH, D, causal);
+                                   mi, ms, gb, bs, B, T, S, H, KVH, D, causal);
             EXPECT(d->status == ACC_OK, "masked attention: device error: %s", dev_error(d));
             static const char *const names[] = {"q", "k", "v", "dout", "out", "lse", "dq", "dk", "dv", "", "", "dbias"};
             for (int i = O; i <= DB; i++) {
@@ -408,9 +424,9 @@ static void test_attention_masked(void) {
                 EXPECT(r <= 1.0, "masked attention case %zu workspace %d: %s off by %.3g of the tolerance", c, ws,
                        names[i], r);
             }
-            if (cases[c].mask) /* batch 0 attends to nothing */
-                EXPECT(g[O][0] == 0.0f && isinf(g[L][0]), "masked attention case %zu: a fully masked row is not zero",
-                       c);
+            if (cases[c].mask) /* batch 0 (key padding) or query row 1 attends to nothing */
+                EXPECT(g[O][over ? H * D : 0] == 0.0f && isinf(g[L][over ? 1 : 0]),
+                       "masked attention case %zu: a fully masked row is not zero", c);
             free(host);
         }
         acc_device_cuda_emu.close(d);

@@ -429,8 +429,9 @@ static void test_attention(void) {
 
 /* Masked attention in bf16 (the wide FP32-arithmetic kernels and
  * ck_attention_bwd_bias) against k_attention_masked_*_bf16: an int32 mask
- * dropping every key of batch 0 and some of batch 1, a bias [H, T, S] and
- * a causal one [B, 1, 1, S]; the backward from the CPU's out and lse. The
+ * [B, S] dropping every key of batch 0 and some of batch 1, or one over
+ * queries and keys ([B, 1, T, S], [T, S]) whose query row 1 drops every
+ * key; a bias [H, T, S] and a causal one [B, 1, 1, S]; the backward from the CPU's out and lse. The
  * FP32 tolerance plus one bf16 rounding of each stored element; lse and
  * dbias (float) the FP32 tolerance. */
 static void test_attention_masked(void) {
@@ -438,7 +439,11 @@ static void test_attention_masked(void) {
         int64_t B, T, S, H, KVH, D;
         int causal;
         int64_t bias[4];
-    } cases[] = {{2, 9, 11, 4, 2, 16, 0, {1, 4, 9, 11}}, {2, 8, 8, 2, 1, 32, 1, {2, 1, 1, 8}}};
+        int over; /* the mask: 0 [B, S], 1 [T, S], 2 [B, 1, T, S] */
+    } cases[] = {{2, 9, 11, 4, 2, 16, 0, {1, 4, 9, 11}, 0},
+                 {2, 8, 8, 2, 1, 32, 1, {2, 1, 1, 8}, 0},
+                 {2, 8, 8, 2, 2, 16, 1, {1, 2, 8, 8}, 2},
+                 {2, 6, 9, 4, 2, 16, 0, {2, 1, 1, 9}, 1}};
     unsigned char *arena = NULL;
     acc_dev *d = open_emu(4 << 20, 1 << 20, 0, 0, &arena);
     if (!arena) return;
@@ -449,8 +454,12 @@ static void test_attention_masked(void) {
         const int64_t *bd = cases[c].bias;
         int64_t nb = bd[0] * bd[1] * bd[2] * bd[3];
         for (int j = 3; j >= 0; j--) bs[j] = bd[j] == 1 && full[j] > 1 ? 0 : stride, stride *= bd[j];
+        int over = cases[c].over;
+        int64_t md[4] = {over == 1 ? 1 : B, 1, over ? T : 1, S}, ms[4], nm = md[0] * md[2] * md[3];
+        stride = 1;
+        for (int j = 3; j >= 0; j--) ms[j] = md[j] == 1 ? 0 : stride, stride *= md[j];
         enum { Q, K, V, DO, O, L, DQ, DK, DV, M, BI, DB, NT };
-        int64_t sizes[NT] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, B * S, nb, nb};
+        int64_t sizes[NT] = {nq, nk, nk, nq, nq, nl, nq, nk, nk, nm, nb, nb};
         void *h[NT], *g[NT];
         unsigned char *at = arena;
         for (int i = 0; i < NT; i++) {
@@ -462,12 +471,18 @@ static void test_attention_masked(void) {
         for (int i = Q; i <= DV; i++)
             if (i != O && i != L) fill(h[i], sizes[i], 9u + (unsigned)(i * 5 + D), 0);
         for (int64_t j = 0; j < nb; j++) ((float *)h[BI])[j] = (float)((j * 7) % 11) / 11.0f - 0.5f;
-        for (int64_t j = 0; j < B * S; j++) ((int32_t *)h[M])[j] = j >= S && j % 3 != 1;
+        for (int64_t j = 0; j < nm; j++) {
+            int64_t s = j % S, t = j / S % md[2];
+            ((int32_t *)h[M])[j] = !over       ? j >= S && j % 3 != 1
+                                   : over == 1 ? t != 1 && t * 3 / T == s * 3 / S
+                                               : t != 1 && (j % 3 != 1 || s == t % S);
+        }
         for (int i = Q; i < NT; i++)
             if (i != O && i != L) memcpy(g[i], h[i], (size_t)sizes[i] * (i >= M ? 4 : 2));
         const float *hb = h[BI], *gb = g[BI];
-        k_attention_masked_fwd_bf16(h[O], h[L], h[Q], h[K], h[V], h[M], 1, hb, bs, B, T, S, H, KVH, D, cases[c].causal);
-        g_attention_masked_fwd_bf16(d, g[O], g[L], g[Q], g[K], g[V], g[M], 1, gb, bs, B, T, S, H, KVH, D,
+        k_attention_masked_fwd_bf16(h[O], h[L], h[Q], h[K], h[V], h[M], 1, ms, hb, bs, B, T, S, H, KVH, D,
+                                    cases[c].causal);
+        g_attention_masked_fwd_bf16(d, g[O], g[L], g[Q], g[K], g[V], g[M], 1, ms, gb, bs, B, T, S, H, KVH, D,
                                     cases[c].causal);
         double r[NT] = {0};
         r[O] = att_ratio(h[O], g[O], nq, 1, 1e-4, 1e-5, NULL);
@@ -477,10 +492,10 @@ static void test_attention_masked(void) {
                                   : att_ratio((float *)h[L] + j, (float *)g[L] + j, 1, 0, 1e-4, 1e-5, NULL));
         memcpy(g[O], h[O], (size_t)nq * 2);
         memcpy(g[L], h[L], (size_t)nl * 4);
-        k_attention_masked_bwd_bf16(h[DQ], h[DK], h[DV], h[DB], h[DO], h[Q], h[K], h[V], h[O], h[L], h[M], 1, hb, bs, B,
-                                    T, S, H, KVH, D, cases[c].causal);
-        g_attention_masked_bwd_bf16(d, g[DQ], g[DK], g[DV], g[DB], g[DO], g[Q], g[K], g[V], g[O], g[L], g[M], 1, gb, bs,
-                                    B, T, S, H, KVH, D, cases[c].causal);
+        k_attention_masked_bwd_bf16(h[DQ], h[DK], h[DV], h[DB], h[DO], h[Q], h[K], h[V], h[O], h[L], h[M], 1, ms, hb,
+                                    bs, B, T, S, H, KVH, D, cases[c].causal);
+        g_attention_masked_bwd_bf16(d, g[DQ], g[DK], g[DV], g[DB], g[DO], g[Q], g[K], g[V], g[O], g[L], g[M], 1, ms, gb,
+                                    bs, B, T, S, H, KVH, D, cases[c].causal);
         EXPECT(d->status == ACC_OK, "masked bf16 attention: device error: %s", dev_error(d));
         for (int i = DQ; i <= DV; i++) r[i] = att_ratio(h[i], g[i], sizes[i], 1, 1e-4, 1e-5, NULL);
         r[DB] = att_ratio(h[DB], g[DB], nb, 0, 1e-4, 1e-5, NULL);

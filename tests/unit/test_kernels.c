@@ -876,27 +876,28 @@ static void test_attention(void) {
     }
 }
 
-/* ---- attention with a key mask and a bias ------------------------------- */
+/* ---- attention with a mask and a bias ----------------------------------- */
 
-/* c->i1: the mask (0 none, 1 int32 in c->idx, 2 float in x[3]); c->i2: the
- * bias's input (-1 none), its strides in c->s0. */
+/* c->i1: the mask (0 none, 1 int32 in c->idx, 2 float in x[3]), its strides
+ * over [B, H, T, S] in c->s1; c->i2: the bias's input (-1 none), its strides
+ * in c->s0. */
 static const void *attm_mask(const Case *c) { return c->i1 == 1 ? (const void *)c->idx : c->i1 == 2 ? c->x[3] : NULL; }
 
 static void attm_fwd(Case *c) {
-    k_attention_masked_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], attm_mask(c), c->i1 == 1,
+    k_attention_masked_fwd(c->out, c->aux, c->x[0], c->x[1], c->x[2], attm_mask(c), c->i1 == 1, c->s1,
                            c->i2 >= 0 ? c->x[c->i2] : NULL, c->s0, c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5],
                            c->i0);
 }
 
 static void attm_bwd(Case *c) {
     k_attention_masked_bwd(c->dx[0], c->dx[1], c->dx[2], c->i2 >= 0 ? c->dx[c->i2] : NULL, c->dout, c->x[0], c->x[1],
-                           c->x[2], c->out, c->aux, attm_mask(c), c->i1 == 1, c->i2 >= 0 ? c->x[c->i2] : NULL, c->s0,
-                           c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
+                           c->x[2], c->out, c->aux, attm_mask(c), c->i1 == 1, c->s1, c->i2 >= 0 ? c->x[c->i2] : NULL,
+                           c->s0, c->d[0], c->d[1], c->d[2], c->d[3], c->d[4], c->d[5], c->i0);
 }
 
-/* Whether key s of batch b is attended under c's mask. */
-static int attm_keep(const Case *c, int64_t b, int64_t s) {
-    int64_t i = b * c->d[2] + s;
+/* Whether query t of head h of batch b attends key s under c's mask. */
+static int attm_keep(const Case *c, int64_t b, int64_t h, int64_t t, int64_t s) {
+    int64_t i = b * c->s1[0] + h * c->s1[1] + t * c->s1[2] + s * c->s1[3];
     return c->i1 == 1 ? c->idx[i] != 0 : c->i1 == 2 ? c->x[3][i] != 0.0f : 1;
 }
 
@@ -917,7 +918,7 @@ static void attm_ref(const Case *c, double *out, double *lse) {
                     for (int64_t i = 0; i < D; i++) dot += (double)qi[i] * kj[i];
                     sc[s] = dot / sqrt((double)D);
                     if (bias) sc[s] += bias[b * c->s0[0] + h * c->s0[1] + t * c->s0[2] + s * c->s0[3]];
-                    if ((c->i0 && s > t) || !attm_keep(c, b, s)) sc[s] = -INFINITY;
+                    if ((c->i0 && s > t) || !attm_keep(c, b, h, t, s)) sc[s] = -INFINITY;
                     mx = fmax(mx, sc[s]);
                 }
                 for (int64_t s = 0; s < S && mx > -INFINITY; s++) sum += exp(sc[s] - mx);
@@ -947,47 +948,134 @@ static double attm_diff(const float *a, const double *b, int64_t n) {
     return m;
 }
 
+/* The mask of a test case over its dims md ([B, H, T, S], 1: broadcast),
+ * as floats: M_KEYS a key-padding mask [B, 1, 1, S] whose batch 0 drops
+ * every key; M_BLOCKS block-diagonal over [T, S] (packed sequences: three
+ * blocks), M_RANDOM random; both with query row 1 dropping every key. */
+enum { M_KEYS = 1, M_BLOCKS, M_RANDOM };
+static float *attm_make(int kind, const int64_t md[4], int64_t T, int64_t S) {
+    int64_t n = md[0] * md[1] * md[2] * md[3];
+    float *m = zero_buf(n);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t s = e % md[3], t = e / md[3] % md[2], b = e / (md[3] * md[2] * md[1]);
+        int keep = kind == M_KEYS     ? b >= 1 && (rnd_u32() % 3 != 0 || s == 0)
+                   : kind == M_BLOCKS ? t != 1 && t * 3 / T == s * 3 / S
+                                      : t != 1 && (rnd_u32() % 3 != 0 || s == t % S);
+        m[e] = keep ? 0.5f + (float)(e % 2) : 0.0f; /* any nonzero keeps */
+    }
+    return m;
+}
+
 static void test_attention_masked(void) {
-    /* bias shapes as dims over [B, H, T, S] (1: broadcast), 0 in dim 0: no bias */
+    /* bias and mask shapes as dims over [B, H, T, S] (1: broadcast), 0 in
+     * dim 0: none */
     static const struct {
         const char *name;
         int64_t B, T, S, H, KVH, D;
-        int causal, mask;
-        int64_t bias[4];
+        int causal, mask, kind;
+        int64_t mask_dims[4], bias[4];
         int checks;
     } cases[] = {
-        {"attention masked i32, bias [H,T,S]", 2, 5, 6, 2, 2, 4, 0, 1, {1, 2, 5, 6}, 200},
-        {"attention masked f32 causal GQA", 2, 6, 6, 4, 2, 4, 1, 2, {0}, 200},
-        {"attention bias [B,H,T,S] causal", 2, 5, 5, 2, 1, 4, 1, 0, {2, 2, 5, 5}, 200},
-        {"attention bias [B,1,1,S] (additive padding)", 2, 4, 7, 2, 2, 8, 0, 0, {2, 1, 1, 7}, 200},
-        {"attention masked i32, bias [T,S], T=70 S=130 (key blocks)", 2, 70, 130, 2, 2, 16, 0, 1, {1, 1, 70, 130}, 12},
-        {"attention masked i32 causal T=150, bias [B,H,1,1]", 1, 150, 150, 2, 2, 8, 1, 1, {1, 2, 1, 1}, 12},
+        {"attention masked i32, bias [H,T,S]", 2, 5, 6, 2, 2, 4, 0, 1, M_KEYS, {2, 1, 1, 6}, {1, 2, 5, 6}, 200},
+        {"attention masked f32 causal GQA", 2, 6, 6, 4, 2, 4, 1, 2, M_KEYS, {2, 1, 1, 6}, {0}, 200},
+        {"attention bias [B,H,T,S] causal", 2, 5, 5, 2, 1, 4, 1, 0, 0, {0}, {2, 2, 5, 5}, 200},
+        {"attention bias [B,1,1,S] (additive padding)", 2, 4, 7, 2, 2, 8, 0, 0, 0, {0}, {2, 1, 1, 7}, 200},
+        {"attention masked i32, bias [T,S], T=70 S=130 (key blocks)",
+         2,
+         70,
+         130,
+         2,
+         2,
+         16,
+         0,
+         1,
+         M_KEYS,
+         {2, 1, 1, 130},
+         {1, 1, 70, 130},
+         12},
+        {"attention masked i32 causal T=150, bias [B,H,1,1]",
+         1,
+         150,
+         150,
+         2,
+         2,
+         8,
+         1,
+         1,
+         M_KEYS,
+         {1, 1, 1, 150},
+         {1, 2, 1, 1},
+         12},
+        {"attention mask [T,S] i32 block-diagonal", 2, 6, 6, 2, 2, 4, 0, 1, M_BLOCKS, {1, 1, 6, 6}, {0}, 200},
+        {"attention mask [T,S] f32 block-diagonal causal GQA, bias [H,T,S]",
+         2,
+         6,
+         6,
+         4,
+         2,
+         4,
+         1,
+         2,
+         M_BLOCKS,
+         {1, 1, 6, 6},
+         {1, 4, 6, 6},
+         200},
+        {"attention mask [B,1,T,S] i32 causal MQA", 2, 5, 5, 2, 1, 4, 1, 1, M_RANDOM, {2, 1, 5, 5}, {0}, 200},
+        {"attention mask [B,H,T,S] f32, bias [B,1,1,S]",
+         2,
+         4,
+         7,
+         2,
+         2,
+         8,
+         0,
+         2,
+         M_RANDOM,
+         {2, 2, 4, 7},
+         {2, 1, 1, 7},
+         200},
+        {"attention mask [B,H,T,S] i32 T=70 S=130 (key blocks)",
+         1,
+         70,
+         130,
+         2,
+         2,
+         16,
+         0,
+         1,
+         M_RANDOM,
+         {1, 2, 70, 130},
+         {0},
+         12},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t B = cases[i].B, T = cases[i].T, S = cases[i].S, H = cases[i].H, KVH = cases[i].KVH, D = cases[i].D;
         int64_t nq = B * T * H * D, nk = B * S * KVH * D;
+        const int64_t full[4] = {B, H, T, S};
         Case c = case_new(cases[i].name, attm_fwd, attm_bwd, nq, B * H * T);
         c.d[0] = B, c.d[1] = T, c.d[2] = S, c.d[3] = H, c.d[4] = KVH, c.d[5] = D;
         c.i0 = cases[i].causal, c.i1 = cases[i].mask, c.i2 = -1;
         case_in(&c, rnd_buf(nq, -1.5f, 1.5f), nq, 1);
         case_in(&c, rnd_buf(nk, -1.5f, 1.5f), nk, 1);
         case_in(&c, rnd_buf(nk, -1, 1), nk, 1);
-        /* the mask: random keys dropped, in batch 0 all of them (its rows
-         * attend to nothing: zeros, no gradient) */
-        float *mf = zero_buf(B * S);
-        for (int64_t j = 0; j < B * S; j++) mf[j] = j >= S && (rnd_u32() % 3 != 0 || j % S == 0) ? 1.0f : 0.0f;
-        if (c.i1 == 1) {
-            c.idx = xmalloc((size_t)(B * S) * sizeof *c.idx);
-            for (int64_t j = 0; j < B * S; j++) c.idx[j] = mf[j] != 0.0f ? 1 + (int32_t)(j % 3) : 0;
-            free(mf);
-        } else if (c.i1 == 2) {
-            for (int64_t j = 0; j < B * S; j++) mf[j] *= 0.5f + (float)(j % 2); /* any nonzero keeps */
-            case_in(&c, mf, B * S, 0);
-        } else {
-            free(mf);
+        if (c.i1) {
+            const int64_t *md = cases[i].mask_dims;
+            int64_t stride = 1, nm = md[0] * md[1] * md[2] * md[3];
+            for (int j = 3; j >= 0; j--) {
+                c.s1[j] = md[j] == 1 && full[j] > 1 ? 0 : stride;
+                stride *= md[j];
+            }
+            float *mf = attm_make(cases[i].kind, md, T, S);
+            if (c.i1 == 1) {
+                c.idx = xmalloc((size_t)nm * sizeof *c.idx);
+                for (int64_t j = 0; j < nm; j++) c.idx[j] = mf[j] != 0.0f ? 1 + (int32_t)(j % 3) : 0;
+                free(mf);
+            } else {
+                case_in(&c, mf, nm, 0);
+            }
         }
         if (cases[i].bias[0]) {
-            const int64_t *bd = cases[i].bias, full[4] = {B, H, T, S};
+            const int64_t *bd = cases[i].bias;
             int64_t stride = 1, nb = bd[0] * bd[1] * bd[2] * bd[3];
             for (int j = 3; j >= 0; j--) {
                 c.s0[j] = bd[j] == 1 && full[j] > 1 ? 0 : stride;
@@ -1001,23 +1089,34 @@ static void test_attention_masked(void) {
         attm_ref(&c, ro, rl);
         double eo = attm_diff(c.out, ro, nq), el = attm_diff(c.aux, rl, B * H * T);
         if (!ASSERT_TRUE(eo < 1e-5 && el < 1e-5)) printf("  %s forward: out err %g, lse err %g\n", c.name, eo, el);
-        if (c.i1) { /* batch 0 is masked out whole: zeros */
-            int zero = 1;
-            for (int64_t j = 0; j < T * H * D; j++) zero &= c.out[j] == 0.0f;
-            ASSERT_TRUE(zero);
+        /* the rows that attend to no key (batch 0 of a key-padding mask, row
+         * 1 of the others): zeros ... */
+        int64_t empty = 0;
+        int zero = 1;
+        for (int64_t r = 0; r < B * H * T; r++) {
+            if (rl[r] != INFINITY) continue;
+            int64_t t = r % T, h = r / T % H, b = r / (T * H);
+            empty++;
+            for (int64_t j = 0; j < D; j++) zero &= c.out[((b * T + t) * H + h) * D + j] == 0.0f;
         }
-        free(ro);
-        free(rl);
+        if (c.i1 && !ASSERT_TRUE(empty > 0 && zero))
+            printf("  %s: %lld empty rows, zero %d\n", c.name, (long long)empty, zero);
         gradcheck(&c, cases[i].checks);
-        if (c.i1) { /* ... and its queries get no gradient: another backward leaves dq's rows of batch 0 */
+        if (c.i1) { /* ... and their queries get no gradient: another backward leaves those rows of dq */
             int untouched = 1;
             float *before = xmalloc((size_t)nq * sizeof *before);
             memcpy(before, c.dx[0], (size_t)nq * sizeof *before);
             attm_bwd(&c);
-            for (int64_t j = 0; j < T * H * D; j++) untouched &= c.dx[0][j] == before[j];
+            for (int64_t r = 0; r < B * H * T; r++) {
+                if (rl[r] != INFINITY) continue;
+                int64_t t = r % T, h = r / T % H, b = r / (T * H), at = ((b * T + t) * H + h) * D;
+                for (int64_t j = 0; j < D; j++) untouched &= c.dx[0][at + j] == before[at + j];
+            }
             free(before);
             ASSERT_TRUE(untouched);
         }
+        free(ro);
+        free(rl);
         case_free(&c);
     }
     /* a -inf bias drops its key as the mask does: a row of -inf is zero */

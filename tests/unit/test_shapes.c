@@ -321,18 +321,34 @@ static void test_attention(void) {
     EXPECT_ERR(OP_ATTENTION, &a, "not divisible by heads", q, kv, kv);
     a.heads = ATTR_NONE;
     EXPECT_ERR(OP_ATTENTION, &a, "heads must be > 0", q, kv, kv);
-    /* the keyword operands: a [B, Tk] mask (input 3), a bias broadcast to
-     * [B, heads, Tq, Tk] (after the mask) */
+    /* the keyword operands: a mask (input 3), rank 2 the key padding [B,
+     * Tk], ranks 1, 3, 4 broadcast to [B, heads, Tq, Tk] from the last
+     * dimension; a bias broadcast so too (after the mask) */
     a.heads = 12, a.causal = false;
     ASSERT(true, a.mask == ATTR_NONE && a.bias == ATTR_NONE);
     int mi = I32(4, 32), mf = F32(4, 32), mb = F32(4, 64), m3 = I32(4, 1, 32);
+    int m1 = I32(1, 32), mk = F32(32), mqk = I32(1, 64, 32), mb1 = F32(4, 1, 64, 32), mbh = I32(4, 12, 64, 32);
+    int mqk2 = I32(64, 32), mbad = F32(4, 12, 32, 64), m5 = I32(1, 4, 1, 64, 32);
+    int mbf = leaf(&g, DT_BF16, 2, (const int64_t[]){4, 32});
     int bh = F32(12, 64, 32), bb = F32(4, 1, 1, 32), bfull = F32(4, 12, 64, 32), bts = F32(64, 32);
     int bbad = F32(5, 64, 32), bi = I32(12, 64, 32), b5 = F32(1, 4, 12, 64, 32);
     a.mask = 3;
     EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mi);
     EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mf);
-    EXPECT_ERR(OP_ATTENTION, &a, "mask must be [B, Tk] = [4,32] (nonzero: attend), got [4,64]", q, k2, k2, mb);
-    EXPECT_ERR(OP_ATTENTION, &a, "mask must be [B, Tk] = [4,32]", q, k2, k2, m3);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, m1);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mk);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mqk);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mb1);
+    EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mbh);
+    EXPECT_ERR(OP_ATTENTION, &a, "a rank-2 mask is the key-padding mask [B, Tk] = [4,32] (B may be 1), got [4,64]", q,
+               k2, k2, mb);
+    EXPECT_ERR(OP_ATTENTION, &a, "got [64,32]; write a mask over queries and keys [Tq, Tk] as [1, Tq, Tk]", q, k2, k2,
+               mqk2);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask [4,1,32] does not broadcast to [B, heads, Tq, Tk] = [4,12,64,32]", q, k2, k2,
+               m3);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask [4,12,32,64] does not broadcast", q, k2, k2, mbad);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask [1,4,1,64,32] does not broadcast", q, k2, k2, m5);
+    EXPECT_ERR(OP_ATTENTION, &a, "mask must be i32 or f32, got bf16[4,32]", q, k2, k2, mbf);
     EXPECT_ERR(OP_ATTENTION, &a, "takes 4 inputs with its mask and bias, got 3", q, k2, k2);
     a.bias = 4;
     EXPECT_OK(OP_ATTENTION, &a, "[4,64,768]", DT_F32, 4 * 12 * 64, q, k2, k2, mi, bh);
