@@ -236,8 +236,9 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
 }
 
 
-/* Save again, together, the dropped consumers of one tensor, for each tensor
- * with two or more. Dropping the three slices q, k, v of a saved projection
+/* Save again, together, the dropped consumers of one kept intermediate (a
+ * tensor the backward does not read, saved: kept for their recomputations),
+ * for each with two or more. Dropping the three slices q, k, v of a saved projection
  * output frees nothing (the projection is kept until they are recomputed,
  * in their place) but costs three recomputations, and saving any one of them
  * back alone needs more memory (the projection stays, for the other two):
@@ -262,6 +263,7 @@ static void restore_groups(Ctx *c, Decision *dec, int64_t target, Eval *cur) {
     for (int pass = 0; pass < 4 && !pl_out_of_time(c); pass++) {
         bool changed = false;
         for (int s = 0; s < n && !pl_out_of_time(c); s++) {
+            if (!c->cand[s] || c->read[s] || dec[s] != DEC_SAVE) continue; /* a kept intermediate */
             int m = 0;
             for (int k = first[s]; k < fill[s]; k++) {
                 int u = cons[k];
