@@ -55,8 +55,10 @@ typedef struct {
                              * even when GLPK fails midway (lp_guarded) */
 } Bound;
 
-/* A column in [0, 1] costing `time` seconds (the objective is in microseconds). */
-static int lp_binary(Bound *b, double time) { return lp_col(&b->prog, NULL, false, 0, 1, time * 1e6); }
+/* A column in {0, 1} costing `time` seconds (the objective is in
+ * microseconds); integer for the root's cuts (lp_root_value), the simplex
+ * takes it as [0, 1]. */
+static int lp_binary(Bound *b, double time) { return lp_col(&b->prog, NULL, true, 0, 1, time * 1e6); }
 
 /* An intermediate: a candidate the backward does not read, freed after the forward in P0. */
 static bool lp_is_intermediate(const Bound *b, int q) {
@@ -231,6 +233,49 @@ static double lp_value(Ctx *c, glp_prob *lp, bool warm) {
     return warm ? lp_value(c, lp, false) : 0;
 }
 
+/* The root's count of subproblem selections (GLPK selects the root, then,
+ * once its cuts are in, one of its two children) and the best bound seen. */
+typedef struct {
+    int selects;
+    double bound; /* microseconds; -INFINITY: none yet */
+} RootCb;
+
+static void root_cb(glp_tree *tree, void *info) {
+    RootCb *r = info;
+    int best = glp_ios_best_node(tree); /* the active subproblem of least bound: a bound of every one */
+    if (best) {
+        double v = glp_ios_node_bound(tree, best);
+        if (v > r->bound) r->bound = v;
+    }
+    if (glp_ios_reason(tree) == GLP_ISELECT && ++r->selects == 2) glp_ios_terminate(tree);
+}
+
+/* The LP's optimum lp_v (seconds, the basis optimal in lp) raised by the
+ * root of GLPK's branch and bound: Gomory's mixed-integer cuts, which every
+ * 0/1 point of the program satisfies - so every plan does - cut off
+ * fractional covers (a row's last tensor taken in part), then the bound of
+ * the root with its cuts (or the integer optimum, when the root solves the
+ * program). GLPK's tolerances are relative, about 1e-7 to 1e-9: the result
+ * is lowered by 1e-6 of itself so that rounding cannot lift it past a plan.
+ * The root only, and no time limit but --time-limit's: the same answer on a
+ * loaded machine. */
+static double lp_root_value(Ctx *c, glp_prob *lp, double lp_v) {
+    if (!(lp_v > 0 && lp_v < INFINITY) || pl_out_of_time(c)) return lp_v;
+    glp_iocp io;
+    glp_init_iocp(&io);
+    io.msg_lev = GLP_MSG_OFF;
+    io.gmi_cuts = GLP_ON;
+    io.tm_lim = pl_ms_left(c);
+    RootCb r = {0, -INFINITY};
+    io.cb_func = root_cb;
+    io.cb_info = &r;
+    int rc = glp_intopt(lp, &io);
+    double v = r.bound;
+    if (rc == 0 && glp_mip_status(lp) == GLP_OPT) v = glp_mip_obj_val(lp);
+    v = v / 1e6 * (1 - 1e-6);
+    return v > lp_v ? v : lp_v;
+}
+
 /* The rows of the covering program: at each step of P0 (schedule s) where
  * more than the budget is live, the tensors whose dropping frees room there
  * (entries ent_node/ent_size; a step with the same entries as the last row
@@ -316,14 +361,14 @@ static void bound_solve(void *arg) {
     int w = n_f > 0 && b->charges.n ? b->col[f[0]] : 0;
     if (w) { /* the waiver of the early charges is 0 or 1: the smaller of both */
         glp_set_col_bnds(lp, w, GLP_FX, 0, 0);
-        run->bound = lp_value(c, lp, false);
+        run->bound = lp_root_value(c, lp, lp_value(c, lp, false));
         if (c->drop[f[0]] < run->bound) { /* else dropping f[0] alone costs more */
             glp_set_col_bnds(lp, w, GLP_FX, 1, 1);
-            double v1 = lp_value(c, lp, true);
+            double v1 = lp_root_value(c, lp, lp_value(c, lp, false));
             run->bound = v1 < run->bound ? v1 : run->bound;
         }
     } else {
-        run->bound = lp_value(c, lp, false);
+        run->bound = lp_root_value(c, lp, lp_value(c, lp, false));
     }
     lp_build_free(&b->prog);
 }

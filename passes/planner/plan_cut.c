@@ -275,7 +275,56 @@ bool pl_cut_to(Ctx *c, Decision *dec, int64_t target) {
 }
 
 
-/* Save again, most expensive first, what the plan can afford to keep. */
+/* Save again, together, the dropped consumers of one kept intermediate (a
+ * tensor the backward does not read, saved: kept for their
+ * recomputations), for each with two or more. Dropping the three slices q,
+ * k, v of a saved projection output frees nothing (the projection is kept
+ * until they are recomputed, in their place) but costs three
+ * recomputations, and saving any one of them back alone needs more memory
+ * (the projection stays, for the other two): only the three at once give
+ * the time back. Accepted when the plan stays within target and costs
+ * less; repeated while a pass saves something. */
+static void restore_groups(Ctx *c, Decision *dec, int64_t target, Eval *cur) {
+    const Graph *g = c->g;
+    int n = g->nodes.n;
+    int *first = acc_xrealloc(NULL, (size_t)(n + 1) * sizeof(int)), *fill = acc_xrealloc(NULL, (size_t)n * sizeof(int));
+    for (int i = 0; i <= n; i++) first[i] = 0;
+    for (int v = 0; v < n; v++) {
+        const Node *x = graph_node(g, v);
+        for (int j = 0; j < x->n_in; j++) first[x->in[j] + 1]++;
+    }
+    for (int i = 0; i < n; i++) first[i + 1] += first[i], fill[i] = first[i];
+    int *cons = acc_xrealloc(NULL, (size_t)(first[n] + 1) * sizeof(int));
+    int *saved = acc_xrealloc(NULL, (size_t)(first[n] + 1) * sizeof(int)); /* the consumers a group saves */
+    for (int v = 0; v < n; v++) {
+        const Node *x = graph_node(g, v);
+        for (int j = 0; j < x->n_in; j++)
+            if (fill[x->in[j]] == first[x->in[j]] || cons[fill[x->in[j]] - 1] != v) cons[fill[x->in[j]]++] = v;
+    }
+    for (int pass = 0; pass < 4 && !pl_out_of_time(c); pass++) {
+        bool changed = false;
+        for (int s = 0; s < n && !pl_out_of_time(c); s++) {
+            if (!c->cand[s] || c->read[s] || dec[s] != DEC_SAVE) continue; /* a kept intermediate */
+            int m = 0;
+            for (int k = first[s]; k < fill[s]; k++)
+                if (dec[cons[k]] == DEC_RECOMPUTE && c->forced[cons[k]] < 0) saved[m++] = cons[k];
+            if (m < 2) continue;
+            for (int k = 0; k < m; k++) dec[saved[k]] = DEC_SAVE;
+            Eval e;
+            pl_evaluate(c, dec, false, &e, NULL);
+            if (e.max_live <= target && e.cost < cur->cost) {
+                *cur = e, changed = true;
+                continue;
+            }
+            for (int k = 0; k < m; k++) dec[saved[k]] = DEC_RECOMPUTE;
+        }
+        if (!changed) break;
+    }
+    free(first), free(fill), free(cons), free(saved);
+}
+
+/* Save again, most expensive first, what the plan can afford to keep; then
+ * groups (restore_groups). */
 void pl_restore(Ctx *c, Decision *dec, int64_t target) {
     int n = c->g->nodes.n;
     VEC(int) dropped = {0};
@@ -295,4 +344,5 @@ void pl_restore(Ctx *c, Decision *dec, int64_t target) {
         if (pl_out_of_time(c)) break;
     }
     VEC_FREE(dropped);
+    restore_groups(c, dec, target, &cur);
 }
