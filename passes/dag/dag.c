@@ -904,10 +904,12 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         Staged inc = {0}, rounded = {0};
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
-        if (!have && prove_none_fits(d, o->budget, acc_now_s() + 0.05 * limit, p, o->verbose)) {
+        double proof_start = acc_now_s();
+        if (!have && prove_none_fits(d, o->budget, proof_start + 0.05 * limit, p, o->verbose)) {
             staged_free(&inc);
             goto scored;
         }
+        double e0 = t0 + (acc_now_s() - proof_start); /* the evictions' shares, after the proof's time */
         if (!have) {
             have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
             /* evictions with perturbed scores at the budget, the cheapest that fits (pruned) */
@@ -919,13 +921,13 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 best = sim.compute;
             }
             int n_fit = 0;
-            for (int k = 0; acc_now_s() < t0 + 0.3 * limit; k++) {
-                if (!evict_schedule(d, o->budget, tight_kind(k), &trial, t0 + 0.3 * limit)) continue;
+            for (int k = 0; acc_now_s() < e0 + 0.3 * limit; k++) {
+                if (!evict_schedule(d, o->budget, tight_kind(k), &trial, e0 + 0.3 * limit)) continue;
                 DagSim sim;
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (!sim.valid || sim.peak > o->budget) continue;
                 n_fit++;
-                prune_recomputations(d, o->budget, t0 + 0.35 * limit, &trial);
+                prune_recomputations(d, o->budget, e0 + 0.35 * limit, &trial);
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (sim.compute < best) {
                     best = sim.compute, have = true;
@@ -937,15 +939,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
              * cheapest that fits */
             n_fit = 0;
-            for (int k = 0, none = !isfinite(best); none && acc_now_s() < t0 + 0.4 * limit; k++) {
+            for (int k = 0, none = !isfinite(best); none && acc_now_s() < e0 + 0.4 * limit; k++) {
                 EvictKind kind = tight_kind(k);
                 kind.pebble = k + 1;
-                if (!evict_schedule(d, o->budget, kind, &trial, t0 + 0.4 * limit)) continue;
+                if (!evict_schedule(d, o->budget, kind, &trial, e0 + 0.4 * limit)) continue;
                 DagSim sim;
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (!sim.valid || sim.peak > o->budget) continue;
                 n_fit++;
-                prune_recomputations(d, o->budget, t0 + 0.45 * limit, &trial);
+                prune_recomputations(d, o->budget, e0 + 0.45 * limit, &trial);
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (sim.compute < best) {
                     best = sim.compute, have = true;
