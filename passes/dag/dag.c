@@ -472,14 +472,13 @@ static bool materialize(Evict *v, int x) {
  * many outputs made all over the graph, whose rebuild chains, each locking
  * the inputs at hand, fill the budget. */
 #define PEBBLE_STATES 20000
-#define PEBBLE_STATES_FROM_NOTHING 20000
 static bool pebble_stage(Evict *v, int x, uint64_t seed, double deadline) {
     const Dag *d = v->d;
     int *seq[2] = {NULL, NULL}, n_seq[2] = {0, 0};
     double cost[2] = {0, 0};
     int st[2];
     st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, seed, &seq[0], &n_seq[0], &cost[0]);
-    st[1] = dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES_FROM_NOTHING, deadline, seed, &seq[1], &n_seq[1], &cost[1]);
+    st[1] = dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, seed, &seq[1], &n_seq[1], &cost[1]);
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;

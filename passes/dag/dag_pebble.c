@@ -37,6 +37,8 @@
 
 #include "dag_impl.h"
 
+#define PEBBLE_MAX_INTS (16 << 20) /* the states' nodes: at most 64 MB */
+
 typedef struct {
     int off, len; /* T: nodes[off .. off+len), ascending */
     int parent;   /* the state peeled to get here (-1: the first) */
@@ -100,7 +102,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     VEC_PUSH(stack, 0);
     uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
     for (int iter = 0; stack.n; iter++) {
-        if (p.st.n >= max_states || ((iter & 255) == 0 && acc_now_s() > deadline)) {
+        if (p.st.n >= max_states || p.nodes.n > PEBBLE_MAX_INTS || ((iter & 15) == 0 && acc_now_s() > deadline)) {
             stopped = true;
             break;
         }
