@@ -298,6 +298,7 @@ typedef struct {
     bool lazy;
     int max_depth;
     uint64_t noise; /* 0, or the seed of a generator that perturbs the scores */
+    int pebble;     /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
 } EvictKind;
 
 typedef struct {
@@ -465,7 +466,38 @@ static bool materialize(Evict *v, int x) {
     return ok;
 }
 
-/* Run the nodes in order, evicting under the budget, recomputing on demand. */
+/* Stage x by the pebbling search (dag_pebble.c), from what is held or from
+ * nothing, the cheaper: its recomputations, then x; what is held after is x
+ * and its inputs. For a node the eviction cannot rebuild for: one that reads
+ * many outputs made all over the graph, whose rebuild chains, each locking
+ * the inputs at hand, fill the budget. */
+#define PEBBLE_STATES 20000
+static bool pebble_stage(Evict *v, int x, uint64_t seed, double deadline) {
+    const Dag *d = v->d;
+    int *seq[2] = {NULL, NULL}, n_seq[2] = {0, 0};
+    double cost[2] = {0, 0};
+    int st[2];
+    st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, seed, &seq[0], &n_seq[0], &cost[0]);
+    st[1] = dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, seed, &seq[1], &n_seq[1], &cost[1]);
+    int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
+            : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
+                                                                                           : -1;
+    if (k >= 0) {
+        for (int e = 0; e < n_seq[k]; e++) staged_push(v->out, v->t, seq[k][e]);
+        staged_push(v->out, v->t, x);
+        for (int i = 0; i < d->n; i++) v->present[i] = 0;
+        v->used = d->mem[x];
+        v->present[x] = 1, v->touched[x] = ++v->clock;
+        for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
+            v->present[d->in[q]] = 1, v->used += d->mem[d->in[q]], v->touched[d->in[q]] = v->clock;
+    }
+    free(seq[0]), free(seq[1]);
+    return k >= 0;
+}
+
+/* Run the nodes in order, evicting under the budget, recomputing on demand;
+ * with kind.pebble, a node that fails so is staged by pebble_stage from the
+ * state before it. */
 static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged *out, double deadline) {
     int n = d->n;
     Evict v = {.d = d,
@@ -483,12 +515,22 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
     v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.down = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.up = pool_alloc(&mem, (size_t)n * sizeof(int));
+    int *before = kind.pebble > 0 ? pool_alloc(&mem, (size_t)n * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
     bool ok = true;
     for (int t = 0; t < n && ok; t++) {
         v.t = t;
-        ok = materialize(&v, t) && ((t & 63) || acc_now_s() < deadline);
+        int n_ev = out->ev.n;
+        int64_t used = v.used;
+        if (before) memcpy(before, v.present, (size_t)n * sizeof(int));
+        ok = materialize(&v, t);
+        if (!ok && before) { /* back to the state before t (materialize left nothing locked) */
+            memcpy(v.present, before, (size_t)n * sizeof(int));
+            v.used = used, out->ev.n = out->stage.n = n_ev;
+            ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, deadline);
+        }
+        ok = ok && ((t & 63) || acc_now_s() < deadline);
     }
     pool_free(&mem);
     return ok;
@@ -503,10 +545,10 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
  * chains 20-30 nodes deep whose locked inputs fill the budget. */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0};
+    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
-    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k};
+    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0};
 }
 
 /* Drop the recomputations a schedule can do without: each, most expensive
@@ -573,7 +615,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0}, &ev, deadline);
+            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0}, &ev, deadline);
             if (ok) {
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
@@ -770,6 +812,49 @@ static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const S
     return settled;
 }
 
+/* A proof that no schedule fits, past the node-with-inputs bound: the
+ * pebbling search from nothing (dag_pebble.c), run to its end for a node,
+ * finds no way to compute it within the budget. The nodes with the most
+ * memory at their own event first, until deadline. Fills p and returns true
+ * when one is proven. */
+#define PROOF_STATES 400000
+static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPlan *p, bool verbose) {
+    int n = d->n, *order = acc_xcalloc((size_t)n, sizeof(int));
+    int64_t *own = acc_xcalloc((size_t)n, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        order[i] = i, own[i] = d->mem[i];
+        for (int q = d->in_off[i]; q < d->in_off[i + 1]; q++) own[i] += d->mem[d->in[q]];
+    }
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && own[order[b - 1]] < own[order[b]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
+        }
+    int proven = -1;
+    for (int a = 0; a < n && proven < 0 && acc_now_s() < deadline; a++) {
+        int *seq = NULL, n_seq = 0;
+        double c = 0;
+        int st = dag_pebble(d, budget, order[a], NULL, PROOF_STATES, deadline, 0, &seq, &n_seq, &c);
+        free(seq);
+        if (verbose)
+            fprintf(stderr, "acc plan: node %s from nothing: %s\n", d->label[order[a]],
+                    st == DAG_PEBBLE_FOUND  ? "fits"
+                    : st == DAG_PEBBLE_NONE ? "cannot fit (searched to the end)"
+                                            : "search stopped");
+        if (st == DAG_PEBBLE_NONE) proven = order[a];
+    }
+    if (proven >= 0) {
+        snprintf(p->status, sizeof p->status, "infeasible");
+        p->bound_scope = "all schedules";
+        snprintf(p->note, sizeof p->note,
+                 "no schedule fits: node %.40s cannot be computed within the budget from nothing (every way, "
+                 "searched to the end)",
+                 d->label[proven]);
+    }
+    free(order), free(own);
+    return proven >= 0;
+}
+
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len) {
     double t0 = acc_now_s();
     memset(p, 0, sizeof *p);
@@ -818,6 +903,12 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         Staged inc = {0}, rounded = {0};
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
+        double proof_start = acc_now_s();
+        if (!have && prove_none_fits(d, o->budget, proof_start + 0.05 * limit, p, o->verbose)) {
+            staged_free(&inc);
+            goto scored;
+        }
+        double e0 = t0 + (acc_now_s() - proof_start); /* the evictions' shares, after the proof's time */
         if (!have) {
             have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
             /* evictions with perturbed scores at the budget, the cheapest that fits (pruned) */
@@ -829,13 +920,33 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 best = sim.compute;
             }
             int n_fit = 0;
-            for (int k = 0; acc_now_s() < t0 + 0.3 * limit; k++) {
-                if (!evict_schedule(d, o->budget, tight_kind(k), &trial, t0 + 0.3 * limit)) continue;
+            for (int k = 0; acc_now_s() < e0 + 0.3 * limit; k++) {
+                if (!evict_schedule(d, o->budget, tight_kind(k), &trial, e0 + 0.3 * limit)) continue;
                 DagSim sim;
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (!sim.valid || sim.peak > o->budget) continue;
                 n_fit++;
-                prune_recomputations(d, o->budget, t0 + 0.35 * limit, &trial);
+                prune_recomputations(d, o->budget, e0 + 0.35 * limit, &trial);
+                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+                if (sim.compute < best) {
+                    best = sim.compute, have = true;
+                    staged_clear(&inc);
+                    for (int e = 0; e < trial.ev.n; e++) staged_push(&inc, trial.stage.v[e], trial.ev.v[e]);
+                }
+            }
+            if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
+            /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
+             * cheapest that fits */
+            n_fit = 0;
+            for (int k = 0, none = !isfinite(best); none && acc_now_s() < e0 + 0.4 * limit; k++) {
+                EvictKind kind = tight_kind(k);
+                kind.pebble = k + 1;
+                if (!evict_schedule(d, o->budget, kind, &trial, e0 + 0.4 * limit)) continue;
+                DagSim sim;
+                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+                if (!sim.valid || sim.peak > o->budget) continue;
+                n_fit++;
+                prune_recomputations(d, o->budget, e0 + 0.45 * limit, &trial);
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                 if (sim.compute < best) {
                     best = sim.compute, have = true;
@@ -844,7 +955,8 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 }
             }
             staged_free(&trial);
-            if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
+            if (o->verbose)
+                fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
         }
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);

@@ -59,6 +59,14 @@ typedef struct {
 /* false: the graph is too large for it (n > DAG_SEARCH_MAX_NODES). */
 bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
 void dag_search_free(DagSearch *r);
+/* One node from what is held (dag_pebble.c): the recomputations (seq,
+ * malloc'ed, in order; cost their compute) after which x runs within budget,
+ * from the outputs held[i] != 0 (NULL: nothing). NONE: searched to the end,
+ * there are none (with held NULL: no schedule fits at all). seed > 0
+ * perturbs the order of the search. */
+enum { DAG_PEBBLE_FOUND = 1, DAG_PEBBLE_NONE, DAG_PEBBLE_STOPPED };
+int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
+               int **seq, int *n_seq, double *cost);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 

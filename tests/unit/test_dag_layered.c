@@ -6,7 +6,8 @@
  * first runs in the topological order, every read finds a copy) and under the
  * budget, at the compute and peak the plan states, with a gap.
  *
- * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"]
+ * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
+ *                         [--json FILE: write the graph]
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,9 +29,14 @@ static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 /* A source, layers of random width (mean 0.6 sqrt(n)), each node reading one
  * to three nodes of the layer before and with probability 0.15 one of an
  * earlier layer, every node read by a later one, a sink reading the last
- * layer; sizes 20 .. 8,000, costs 0 .. 999. */
-static void layered(Dag *d, int n, uint64_t seed) {
+ * layer; sizes 20 .. 8,000, costs 0 .. 999. With collector > 0, the last
+ * node reads the sink of the layers and that many other nodes drawn from the
+ * whole graph (MOCCASIN's published random graphs end in such a node, which
+ * reads 44 outputs made all over the graph: held to the end they fill the
+ * budget, and rebuilt there they need chains 20 nodes deep). */
+static void layered(Dag *d, int n_all, uint64_t seed, int collector) {
     rng_state = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545f4914f6cdd1dull);
+    int n = collector > 0 ? n_all - 1 : n_all;
     int *layer_of = calloc((size_t)n, sizeof(int)), *start = calloc((size_t)n + 1, sizeof(int));
     int n_layers = 1, next = 1, wmax = (int)(2 * fmax(1.0, 0.6 * sqrt((double)n))) - 1;
     start[0] = 0, start[1] = 1;
@@ -63,10 +69,23 @@ static void layered(Dag *d, int n, uint64_t seed) {
         for (int u = p0; u < p0 + pw; u++)
             if (!read[u]) src[m] = u, dst[m++] = start[l] + rnd_int(0, start[l + 1] - start[l] - 1), read[u] = true;
     }
-    double *cost = calloc((size_t)n, sizeof(double));
-    int64_t *mem = calloc((size_t)n, sizeof(int64_t));
-    for (int i = 0; i < n; i++) cost[i] = i ? rnd_int(0, 999) : 0, mem[i] = 10 * rnd_int(2, 800);
-    dag_from_arrays(d, n, cost, mem, m, src, dst);
+    if (collector > 0) {
+        src = realloc(src, (size_t)(m + collector + 1) * sizeof(int));
+        dst = realloc(dst, (size_t)(m + collector + 1) * sizeof(int));
+        bool *picked = calloc((size_t)n, sizeof(bool));
+        src[m] = n - 1, dst[m++] = n;
+        for (int k = 0; k < collector && k < n - 2; k++) {
+            int u;
+            do u = rnd_int(1, n - 2);
+            while (picked[u]);
+            picked[u] = true, src[m] = u, dst[m++] = n;
+        }
+        free(picked);
+    }
+    double *cost = calloc((size_t)n_all, sizeof(double));
+    int64_t *mem = calloc((size_t)n_all, sizeof(int64_t));
+    for (int i = 0; i < n_all; i++) cost[i] = i ? rnd_int(0, 999) : 0, mem[i] = 10 * rnd_int(2, 800);
+    dag_from_arrays(d, n_all, cost, mem, m, src, dst);
     free(layer_of), free(start), free(src), free(dst), free(read), free(cost), free(mem);
 }
 
@@ -105,7 +124,8 @@ static bool replay(const Dag *d, const int *ev, int n_ev, int64_t *peak, double 
 }
 
 int main(int argc, char **argv) {
-    int n = 150;
+    int n = 150, collector = 0;
+    const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
     const char *fracs = "0.7 0.6";
@@ -114,10 +134,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--seed")) seed = (uint64_t)atoll(argv[a + 1]);
         else if (!strcmp(argv[a], "--limit")) limit = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--fracs")) fracs = argv[a + 1];
+        else if (!strcmp(argv[a], "--collector")) collector = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--json")) json = argv[a + 1];
     }
-    if (n < 3) n = 3;
+    if (n < 4) n = 4;
     Dag d;
-    layered(&d, n, seed);
+    layered(&d, n, seed, collector);
+    if (json) { /* the graph, for acc plan --graph */
+        FILE *f = fopen(json, "w");
+        if (f) dag_write_json(&d, "layered", f), fclose(f);
+    }
     int64_t base = dag_baseline_peak(&d);
     printf("layered graph: %d nodes, %d edges, seed %llu, save-all peak %lld, node with inputs %lld\n", d.n, d.n_edges,
            (unsigned long long)seed, (long long)base, (long long)dag_min_peak(&d));

@@ -185,6 +185,35 @@ typedef struct {
     double worst, worst_staged, max_s, sum_s;
 } Stats;
 
+/* dag_pebble from nothing, node by node: whether every node can be computed
+ * within budget (-1: a search did not finish). Each sequence found, followed
+ * by its node, is appended to a schedule that must be valid and fit: the
+ * search's paths are schedules. Exactness: the least peak of any schedule is
+ * the largest least budget of a node from nothing, so the answer must equal
+ * whether the reference finds a schedule. */
+static int pebble_all(const Dag *d, int64_t budget) {
+    VEC(int) ev = {0};
+    int all = 1;
+    for (int t = 0; t < d->n && all == 1; t++) {
+        int *seq, n_seq;
+        double c;
+        int st = dag_pebble(d, budget, t, NULL, 1 << 16, acc_now_s() + 60, 0, &seq, &n_seq, &c);
+        if (st == DAG_PEBBLE_FOUND) {
+            for (int e = 0; e < n_seq; e++) VEC_PUSH(ev, seq[e]);
+            VEC_PUSH(ev, t);
+        }
+        all = st == DAG_PEBBLE_FOUND ? 1 : st == DAG_PEBBLE_NONE ? 0 : -1;
+        free(seq);
+    }
+    if (all == 1) {
+        DagSim sim;
+        dag_simulate(d, ev.v, ev.n, &sim, NULL);
+        if (!ASSERT_TRUE(sim.valid && sim.peak <= budget)) all = -1;
+    }
+    VEC_FREE(ev);
+    return all;
+}
+
 int main(int argc, char **argv) {
     int graphs = 50, lo_n = 11, hi_n = 14, budgets = 5;
     double limit = 10;
@@ -270,6 +299,10 @@ int main(int argc, char **argv) {
             }
             if (acc || !ref) continue;
             /* the assertions */
+            int peb = pebble_all(&d, budget);
+            if (!ASSERT(any >= 0 ? 1 : 0, peb))
+                printf("  graph %d (%s, n=%d) budget %lld: pebbling from nothing %d, optimum %g\n", g,
+                       shape_name[shape], n, (long long)budget, peb, any);
             char what[320];
             snprintf(what, sizeof what, "graph %d (%s, n=%d) budget %lld: acc %s %g (%s), optimum %g, staged %g", g,
                      shape_name[shape], n, (long long)budget, r.fits ? "fits" : "no plan", r.compute, r.status, any,

@@ -1,0 +1,176 @@
+/* dag_pebble.c - one node computed within a budget from what is held: the
+ * black pebble game for a single target, searched backwards. Not a planner
+ * of whole schedules: dag.c calls it where an eviction schedule fails at a
+ * node (a node reading many outputs produced all over the graph), and to
+ * prove that no schedule fits.
+ *
+ * requires: a Dag, a budget, the target x, the outputs held before (any of
+ * them may be dropped), a cap on the states and a deadline. provides: the
+ * recomputations, in order, after which x runs with every event within the
+ * budget; or, searched to the end, the proof that there are none.
+ *
+ * A state is a set T of nodes whose outputs are all held at one event; the
+ * first is the inputs of x (held at x's event, with x's output). In any
+ * schedule, let f be the node of T whose copy (the one read there) was
+ * computed last: at f's event the other copies of T were already computed
+ * and are still held, and so are f's inputs. So that event holds at least
+ * mem(T + in(f)) and the state before it is T - f + in(f) (a node cannot be
+ * held in two copies both read: the later one would be read). Peeling nodes
+ * this way from x back to nothing follows every schedule that computes x:
+ * the memory of each step is a lower bound on an event of that schedule.
+ * Conversely a path of peels is itself a schedule (reversed, each step
+ * computes f from inputs held and then holds the next state), so the search
+ * is exact: a path to a state that lies within the outputs held (kept from
+ * the start) gives the recomputations; with nothing held, no path at all
+ * means that no schedule computes x within the budget, since every schedule
+ * starts with nothing held. The least peak of any schedule is the largest,
+ * over the nodes, of the least budget under which such a path exists
+ * (computing each node from nothing in turn is a schedule).
+ *
+ * Depth first, states kept in a hash set (a state reached twice is expanded
+ * once); the node peeled first is the latest one not held (the forward order
+ * read backwards), so the path found tends to recompute little; seed > 0
+ * perturbs that order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag_impl.h"
+
+#define PEBBLE_MAX_INTS (16 << 20) /* the states' nodes: at most 64 MB */
+
+typedef struct {
+    int off, len; /* T: nodes[off .. off+len), ascending */
+    int parent;   /* the state peeled to get here (-1: the first) */
+    int peeled;   /* the node peeled from parent */
+} PState;
+
+typedef struct {
+    const Dag *d;
+    const int *held; /* NULL: nothing */
+    VEC(PState) st;
+    VEC(int) nodes;
+    int *hash; /* open addressing, state index + 1, 0 empty */
+    size_t hash_cap;
+} Peb;
+
+static uint64_t set_hash(const int *v, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int k = 0; k < n; k++) h = (h ^ (uint64_t)(uint32_t)v[k]) * 1099511628211ull;
+    return h ^ (uint64_t)n;
+}
+
+/* Index of the state holding set v[0..n) or, when absent, -1 after adding it
+ * (with parent and peeled) in *added. */
+static int find_or_add(Peb *p, const int *v, int n, int parent, int peeled, int *added) {
+    size_t mask = p->hash_cap - 1, k = (size_t)set_hash(v, n) & mask;
+    *added = -1;
+    for (; p->hash[k]; k = (k + 1) & mask) {
+        const PState *s = &p->st.v[p->hash[k] - 1];
+        if (s->len == n && !memcmp(p->nodes.v + s->off, v, (size_t)n * sizeof(int))) return p->hash[k] - 1;
+    }
+    PState s = {p->nodes.n, n, parent, peeled};
+    for (int a = 0; a < n; a++) VEC_PUSH(p->nodes, v[a]);
+    VEC_PUSH(p->st, s);
+    p->hash[k] = p->st.n;
+    *added = p->st.n - 1;
+    return -1;
+}
+
+static bool within_held(const Peb *p, const PState *s) {
+    for (int a = 0; a < s->len; a++)
+        if (!p->held || !p->held[p->nodes.v[s->off + a]]) return false;
+    return true;
+}
+
+int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
+               int **seq, int *n_seq, double *cost) {
+    *seq = NULL, *n_seq = 0, *cost = 0;
+    int64_t m0 = d->mem[x];
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) m0 += d->mem[d->in[q]];
+    if (m0 > budget) return DAG_PEBBLE_NONE; /* x's own event */
+    Peb p = {.d = d, .held = held};
+    p.hash_cap = 1024;
+    while (p.hash_cap < 2 * (size_t)max_states + 2) p.hash_cap *= 2;
+    p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
+    int n = d->n, *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    int *key = acc_xcalloc((size_t)n + 1, sizeof(int)), *order = acc_xcalloc((size_t)n + 1, sizeof(int));
+    VEC(int) stack = {0};
+    int added, goal = -1, status = DAG_PEBBLE_STOPPED;
+    bool stopped = false;
+    find_or_add(&p, d->in + d->in_off[x], d->in_off[x + 1] - d->in_off[x], -1, -1, &added);
+    VEC_PUSH(stack, 0);
+    uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int iter = 0; stack.n; iter++) {
+        if (p.st.n >= max_states || p.nodes.n > PEBBLE_MAX_INTS || ((iter & 15) == 0 && acc_now_s() > deadline)) {
+            stopped = true;
+            break;
+        }
+        int si = stack.v[--stack.n];
+        if (within_held(&p, &p.st.v[si])) {
+            goal = si;
+            break;
+        }
+        int len = p.st.v[si].len, off = p.st.v[si].off;
+        int64_t mt = 0;
+        for (int a = 0; a < len; a++) mt += d->mem[p.nodes.v[off + a]];
+        /* children in order of preference: not held first, then the latest;
+         * pushed least preferred first */
+        for (int a = 0; a < len; a++) {
+            int f = p.nodes.v[off + a];
+            int k = (held && held[f] ? 0 : n) + f;
+            if (seed) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                k = (held && held[f] ? 0 : n) + (int)(rng % (uint64_t)n);
+            }
+            key[a] = k, order[a] = a;
+        }
+        for (int a = 1; a < len; a++)
+            for (int b = a; b > 0 && key[order[b - 1]] > key[order[b]]; b--) {
+                int t = order[b];
+                order[b] = order[b - 1], order[b - 1] = t;
+            }
+        for (int oa = 0; oa < len; oa++) {
+            int a = order[oa];
+            const int *tv = p.nodes.v + p.st.v[si].off; /* the pool may have moved */
+            int f = tv[a];
+            /* T - f + in(f), ascending, and the memory of f's event */
+            int64_t extra = 0;
+            int nt = 0, i = 0, q = d->in_off[f], qe = d->in_off[f + 1];
+            while (i < len || q < qe) {
+                if (i < len && tv[i] == f) {
+                    i++;
+                } else if (q >= qe || (i < len && tv[i] < d->in[q])) {
+                    tmp[nt++] = tv[i++];
+                } else if (i >= len || d->in[q] < tv[i]) {
+                    extra += d->mem[d->in[q]];
+                    tmp[nt++] = d->in[q++];
+                } else {
+                    tmp[nt++] = tv[i++], q++;
+                }
+            }
+            if (mt + extra > budget) continue;
+            find_or_add(&p, tmp, nt, si, f, &added);
+            if (added >= 0) VEC_PUSH(stack, added);
+        }
+    }
+    if (goal >= 0) {
+        status = DAG_PEBBLE_FOUND;
+        int k = 0;
+        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) k++;
+        *seq = acc_xcalloc((size_t)k + 1, sizeof(int));
+        /* from the goal back to the first state: the forward order */
+        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) {
+            int f = p.st.v[s].peeled;
+            (*seq)[(*n_seq)++] = f;
+            *cost += d->cost[f];
+        }
+    } else if (!stopped) { /* every state expanded */
+        status = DAG_PEBBLE_NONE;
+    }
+    VEC_FREE(stack);
+    VEC_FREE(p.st);
+    VEC_FREE(p.nodes);
+    free(p.hash), free(tmp), free(key), free(order);
+    return status;
+}
