@@ -73,7 +73,12 @@ typedef struct {
 /* Improve dec (within budget; target: the max-live its cut aims at) by the
  * flip search. */
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     long long node_limit, bool *found);
+/* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
+ * for the fallback when the heuristics find no plan (a few seconds at most) */
+#define PL_BNB_NODES 400000000LL
+#define PL_BNB_FALLBACK_NODES 2000000LL
 
 /* ---- plan_offload.c: offload as a free decision ---- */
 
