@@ -775,12 +775,12 @@ static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
 
 /* When the heuristics find no plan and there are at most 64 free decisions:
  * the branch and bound at budget, node-limited (bnb_nodes), from save-all;
- * a plan it found without finishing is then polished.
+ * a plan it found without finishing is then polished. Not past --time-limit.
  * Whether it finds a plan depends on the budget only, as in prove_min_peak,
  * which runs it below the stated minimum. */
 static bool fallback_exact(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, PlanStatus *status) {
     long long nodes = bnb_nodes(k);
-    if (nodes == 0 || pl_covering_bound(c, budget) == INFINITY) return false;
+    if (nodes == 0 || pl_out_of_time(c) || pl_covering_bound(c, budget) == INFINITY) return false;
     for (int i = 0; i < c->g->nodes.n; i++) dec[i] = DEC_SAVE;
     pl_apply_forced(c, dec);
     bool found, done = pl_exact_search(c, dec, free_ids, k, budget, INFINITY, nodes, &found);
