@@ -546,8 +546,6 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
  * of its remaining excess reaches the best plan so far (first the
  * heuristics'). Leaves are scored by the exact schedule and allocation. */
 
-#define BNB_NODE_LIMIT 400000000LL
-
 typedef struct {
     Ctx *c;
     int64_t budget;
@@ -561,7 +559,7 @@ typedef struct {
     double *vr_size;
     double fixed, best;
     Decision *best_dec;
-    long long nodes;
+    long long nodes, node_limit;
     bool stopped;         /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
 } Bnb;
@@ -585,7 +583,7 @@ static double bnb_bound(const Bnb *b) {
 static void bnb_visit(Bnb *b, int d) {
     Ctx *c = b->c;
     if (b->stopped) return;
-    if (++b->nodes > BNB_NODE_LIMIT || (b->best < INFINITY && b->nodes % 1024 == 0 && pl_out_of_time(c))) {
+    if (++b->nodes > b->node_limit || (b->best < INFINITY && b->nodes % 1024 == 0 && pl_out_of_time(c))) {
         b->stopped = true;
         return;
     }
@@ -632,13 +630,16 @@ static int cmp_ratio(const void *a, const void *b) {
 
 /* The optimum over the free candidates free_ids[0..k) below budget into dec
  * (which holds the heuristics' plan, or save-all if they found none, with
- * cost `incumbent`, INFINITY for none). Returns whether the search finished
- * (a proof) and sets *found. */
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found) {
+ * cost `incumbent`, INFINITY for none), visiting at most node_limit nodes.
+ * Returns whether the search finished (a proof) and sets *found. Without an
+ * incumbent only the node limit stops it, so whether it finds a plan depends
+ * on the budget alone, not on the clock. */
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     long long node_limit, bool *found) {
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);
-    b.c = c, b.budget = budget, b.k = k, b.best = incumbent;
+    b.c = c, b.budget = budget, b.k = k, b.best = incumbent, b.node_limit = node_limit;
     Pool mem = {0}; /* the search's arrays, freed in one call at its end */
     b.var = pool_alloc(&mem, (size_t)k * sizeof(int));
     b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));

@@ -654,23 +654,31 @@ static void shrink(Ctx *c, Decision *dec) {
     free(tmp);
 }
 
+/* The branch and bound's node limit for k free decisions: a proof's with at
+ * most ACC_EXHAUSTIVE_MAX (benchmarks), else up to 64 the fallback's (when
+ * the heuristics find no plan), 0 above. */
+static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES : k <= 64 ? PL_BNB_FALLBACK_NODES : 0; }
+
 /* Whether no plan peaks below *best (out: its plan). The covering rows of
  * the save-all schedule (plan_bound.c) at one allocation unit less: when
  * their program is infeasible, no plan's max-live, and so no arena, is that
- * small (allocations are multiples of the unit). Else, with at most
- * ACC_EXHAUSTIVE_MAX free decisions (benchmarks), the branch and bound at
- * that budget: a plan it finds lowers *best (the descent missed it) and the
- * search repeats below it; finishing without one is the proof. */
+ * small (allocations are multiples of the unit). Else, with at most 64 free
+ * decisions, the branch and bound at that budget (bnb_nodes): a plan it
+ * finds lowers *best (the descent missed it: one GPT-3-width layer needs
+ * three simultaneous flips from the descent's plan) and the search repeats
+ * below it; finishing without one is the proof. plan_make runs the same
+ * search at a budget the heuristics miss, so its boundary is this one. */
 static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, int64_t *best) {
     int n = c->g->nodes.n;
     if (*best <= ACC_ALIGN || pl_covering_bound(c, *best - ACC_ALIGN) == INFINITY) return true;
-    if (k > exhaustive_max()) return false;
+    long long nodes = bnb_nodes(k);
+    if (nodes == 0) return false;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     bool done = false, found = true;
     while (found && !pl_out_of_time(c)) {
         for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
         pl_apply_forced(c, dec);
-        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, &found);
+        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, nodes, &found);
         if (!found) break;
         Eval e;
         pl_evaluate(c, dec, true, &e, NULL);
@@ -765,6 +773,22 @@ static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
     return best;
 }
 
+/* When the heuristics find no plan and there are at most 64 free decisions:
+ * the branch and bound at budget, node-limited (bnb_nodes), from save-all;
+ * a plan it found without finishing is then polished. Not past --time-limit.
+ * Whether it finds a plan depends on the budget only, as in prove_min_peak,
+ * which runs it below the stated minimum. */
+static bool fallback_exact(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, PlanStatus *status) {
+    long long nodes = bnb_nodes(k);
+    if (nodes == 0 || pl_out_of_time(c) || pl_covering_bound(c, budget) == INFINITY) return false;
+    for (int i = 0; i < c->g->nodes.n; i++) dec[i] = DEC_SAVE;
+    pl_apply_forced(c, dec);
+    bool found, done = pl_exact_search(c, dec, free_ids, k, budget, INFINITY, nodes, &found);
+    *status = done ? PLAN_OPTIMAL : PLAN_HEURISTIC;
+    if (found && !done) polish(c, dec, budget); /* stopped at its first plans: improve them */
+    return found;
+}
+
 void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p) {
     Ctx c;
     ctx_init(&c, g, ad, o);
@@ -802,11 +826,14 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         double incumbent = INFINITY;
         if (best_of_heuristics(&c, p->dec, budget, true)) pl_evaluate(&c, p->dec, false, &e, NULL), incumbent = e.cost;
         bool found;
-        status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, &found) ? PLAN_OPTIMAL : PLAN_HEURISTIC;
+        status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, PL_BNB_NODES, &found) ? PLAN_OPTIMAL
+                                                                                                   : PLAN_HEURISTIC;
         if (!found) status = PLAN_INFEASIBLE;
     } else if ((offload_in_programs(&c), best_of_heuristics(&c, p->dec, budget, true)) ||
                (widen_offloads(&c) && best_of_heuristics(&c, p->dec, budget, true))) {
         status = PLAN_HEURISTIC;
+    } else if (fallback_exact(&c, p->dec, free_ids, k, budget, &status)) {
+        /* the branch and bound found a plan the heuristics missed */
     } else {
         bool exact, proven;
         int64_t least = min_peak(&c, p->dec, &exact, &proven);

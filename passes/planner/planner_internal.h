@@ -73,7 +73,13 @@ typedef struct {
 /* Improve dec (within budget; target: the max-live its cut aims at) by the
  * flip search. */
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
-bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent, bool *found);
+bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
+                     long long node_limit, bool *found);
+/* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
+ * for the fallback when the heuristics find no plan (about 0.2 s on a
+ * 51-decision Llama stack) */
+#define PL_BNB_NODES 400000000LL
+#define PL_BNB_FALLBACK_NODES 200000LL
 
 /* ---- plan_offload.c: offload as a free decision ---- */
 
