@@ -297,8 +297,10 @@ typedef struct {
     int score;
     bool lazy;
     int max_depth;
-    uint64_t noise; /* 0, or the seed of a generator that perturbs the scores */
-    int pebble;     /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
+    uint64_t noise;            /* 0, or the seed of a generator that perturbs the scores */
+    int pebble;                /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
+    int *const *from_nothing;  /* NULL, or [n]: a sequence found from nothing for node i (NULL: none), */
+    const int *n_from_nothing; /* its length: where pebble_stage's own searches stop */
 } EvictKind;
 
 typedef struct {
@@ -472,13 +474,22 @@ static bool materialize(Evict *v, int x) {
  * many outputs made all over the graph, whose rebuild chains, each locking
  * the inputs at hand, fill the budget. */
 #define PEBBLE_STATES 20000
-static bool pebble_stage(Evict *v, int x, uint64_t seed, double deadline) {
+static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothing, const int *n_from_nothing,
+                         double deadline) {
     const Dag *d = v->d;
     int *seq[2] = {NULL, NULL}, n_seq[2] = {0, 0};
     double cost[2] = {0, 0};
     int st[2];
     st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, seed, &seq[0], &n_seq[0], &cost[0]);
     st[1] = dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, seed, &seq[1], &n_seq[1], &cost[1]);
+    if (st[0] != DAG_PEBBLE_FOUND && st[1] != DAG_PEBBLE_FOUND && from_nothing && from_nothing[x]) {
+        free(seq[1]); /* the sequence found for the proof (prove_none_fits), with more states */
+        seq[1] = acc_xcalloc((size_t)n_from_nothing[x] + 1, sizeof(int)), n_seq[1] = n_from_nothing[x];
+        memcpy(seq[1], from_nothing[x], (size_t)n_seq[1] * sizeof(int));
+        cost[1] = 0;
+        for (int e = 0; e < n_seq[1]; e++) cost[1] += d->cost[seq[1][e]];
+        st[1] = DAG_PEBBLE_FOUND;
+    }
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;
@@ -528,7 +539,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
         if (!ok && before) { /* back to the state before t (materialize left nothing locked) */
             memcpy(v.present, before, (size_t)n * sizeof(int));
             v.used = used, out->ev.n = out->stage.n = n_ev;
-            ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, deadline);
+            ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, kind.from_nothing, kind.n_from_nothing, deadline);
         }
         ok = ok && ((t & 63) || acc_now_s() < deadline);
     }
@@ -545,10 +556,10 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
  * chains 20-30 nodes deep whose locked inputs fill the budget. */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0};
+    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
-    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0};
+    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
 }
 
 /* Drop the recomputations a schedule can do without: each, most expensive
@@ -615,7 +626,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0}, &ev, deadline);
+            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0, NULL, NULL}, &ev, deadline);
             if (ok) {
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
@@ -816,9 +827,12 @@ static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const S
  * pebbling search from nothing (dag_pebble.c), run to its end for a node,
  * finds no way to compute it within the budget. The nodes with the most
  * memory at their own event first, until deadline. Fills p and returns true
- * when one is proven. */
-#define PROOF_STATES 400000
-static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPlan *p, bool verbose) {
+ * when one is proven. When every node is found to fit, all is the schedule
+ * that computes each node from nothing in turn (stage t: node t's
+ * recomputations and t): it fits, however much it recomputes. */
+#define PROOF_STATES 2000000
+static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPlan *p, bool verbose, int **seqs,
+                            int *n_seqs, Staged *all) {
     int n = d->n, *order = acc_xcalloc((size_t)n, sizeof(int));
     int64_t *own = acc_xcalloc((size_t)n, sizeof(int64_t));
     for (int i = 0; i < n; i++) {
@@ -830,18 +844,23 @@ static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPl
             int t = order[b];
             order[b] = order[b - 1], order[b - 1] = t;
         }
-    int proven = -1;
+    int proven = -1, n_fit = 0;
     for (int a = 0; a < n && proven < 0 && acc_now_s() < deadline; a++) {
-        int *seq = NULL, n_seq = 0;
         double c = 0;
-        int st = dag_pebble(d, budget, order[a], NULL, PROOF_STATES, deadline, 0, &seq, &n_seq, &c);
-        free(seq);
+        int st =
+            dag_pebble(d, budget, order[a], NULL, PROOF_STATES, deadline, 0, &seqs[order[a]], &n_seqs[order[a]], &c);
+        n_fit += st == DAG_PEBBLE_FOUND;
         if (verbose)
             fprintf(stderr, "acc plan: node %s from nothing: %s\n", d->label[order[a]],
                     st == DAG_PEBBLE_FOUND  ? "fits"
                     : st == DAG_PEBBLE_NONE ? "cannot fit (searched to the end)"
                                             : "search stopped");
         if (st == DAG_PEBBLE_NONE) proven = order[a];
+    }
+    staged_clear(all);
+    for (int t = 0; t < n && n_fit == n; t++) {
+        for (int e = 0; e < n_seqs[t]; e++) staged_push(all, t, seqs[t][e]);
+        staged_push(all, t, t);
     }
     if (proven >= 0) {
         snprintf(p->status, sizeof p->status, "infeasible");
@@ -900,12 +919,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         /* the heuristics; on small graphs the exact search over every
          * schedule; else the relaxation's bound and its rounding, then the
          * search over staged plans */
-        Staged inc = {0}, rounded = {0};
+        Staged inc = {0}, rounded = {0}, all = {0};
+        int **seqs = acc_xcalloc((size_t)n, sizeof(int *)), *n_seqs = acc_xcalloc((size_t)n, sizeof(int));
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
         double proof_start = acc_now_s();
-        if (!have && prove_none_fits(d, o->budget, proof_start + 0.05 * limit, p, o->verbose)) {
-            staged_free(&inc);
+        if (!have && prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
+            staged_free(&inc), staged_free(&all);
+            for (int i = 0; i < n; i++) free(seqs[i]);
+            free(seqs), free(n_seqs);
             goto scored;
         }
         double e0 = t0 + (acc_now_s() - proof_start); /* the evictions' shares, after the proof's time */
@@ -940,7 +962,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             n_fit = 0;
             for (int k = 0, none = !isfinite(best); none && acc_now_s() < e0 + 0.4 * limit; k++) {
                 EvictKind kind = tight_kind(k);
-                kind.pebble = k + 1;
+                kind.pebble = k + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
                 if (!evict_schedule(d, o->budget, kind, &trial, e0 + 0.4 * limit)) continue;
                 DagSim sim;
                 dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
@@ -957,7 +979,22 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             staged_free(&trial);
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
+            if (!have && all.ev.n) { /* each node from nothing in turn, pruned */
+                prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
+                DagSim sim;
+                dag_simulate(d, all.ev.v, all.ev.n, &sim, NULL);
+                if (sim.valid && sim.peak <= o->budget) {
+                    have = true;
+                    for (int e = 0; e < all.ev.n; e++) staged_push(&inc, all.stage.v[e], all.ev.v[e]);
+                }
+                if (o->verbose)
+                    fprintf(stderr, "acc plan: each node from nothing: %d events, compute %.8g\n", all.ev.n,
+                            sim.compute);
+            }
         }
+        staged_free(&all);
+        for (int i = 0; i < n; i++) free(seqs[i]);
+        free(seqs), free(n_seqs);
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);
             goto scored;
