@@ -609,6 +609,26 @@ static void prune_recomputations(const Dag *d, int64_t budget, double deadline, 
     staged_free(&trial);
 }
 
+/* One eviction schedule of kind at the budget (by deadline), pruned of the
+ * recomputations it can do without (by prune_deadline); when it fits and
+ * costs less than *best, it becomes *inc and its compute *best. Returns
+ * whether it fit. */
+static bool try_eviction(const Dag *d, int64_t budget, EvictKind kind, double deadline, double prune_deadline,
+                         Staged *trial, double *best, Staged *inc) {
+    if (!evict_schedule(d, budget, kind, trial, deadline)) return false;
+    DagSim sim;
+    dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
+    if (!sim.valid || sim.peak > budget) return false;
+    prune_recomputations(d, budget, prune_deadline, trial);
+    dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
+    if (sim.compute < *best) {
+        *best = sim.compute;
+        staged_clear(inc);
+        for (int e = 0; e < trial->ev.n; e++) staged_push(inc, trial->stage.v[e], trial->ev.v[e]);
+    }
+    return true;
+}
+
 /* The best of: the greedy descent from keeping everything, and eviction
  * schedules under three scores; each then relieved of drops it can afford
  * (an eviction schedule whose retention plan does not fit as a staged plan is
@@ -942,20 +962,10 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 best = sim.compute;
             }
             int n_fit = 0;
-            for (int k = 0; acc_now_s() < e0 + 0.3 * limit; k++) {
-                if (!evict_schedule(d, o->budget, tight_kind(k), &trial, e0 + 0.3 * limit)) continue;
-                DagSim sim;
-                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-                if (!sim.valid || sim.peak > o->budget) continue;
-                n_fit++;
-                prune_recomputations(d, o->budget, e0 + 0.35 * limit, &trial);
-                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-                if (sim.compute < best) {
-                    best = sim.compute, have = true;
-                    staged_clear(&inc);
-                    for (int e = 0; e < trial.ev.n; e++) staged_push(&inc, trial.stage.v[e], trial.ev.v[e]);
-                }
-            }
+            for (int k = 0; acc_now_s() < e0 + 0.3 * limit; k++)
+                n_fit +=
+                    try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);
+            have = have || n_fit > 0;
             if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
             /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
              * cheapest that fits */
@@ -963,19 +973,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             for (int k = 0, none = !isfinite(best); none && acc_now_s() < e0 + 0.4 * limit; k++) {
                 EvictKind kind = tight_kind(k);
                 kind.pebble = k + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
-                if (!evict_schedule(d, o->budget, kind, &trial, e0 + 0.4 * limit)) continue;
-                DagSim sim;
-                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-                if (!sim.valid || sim.peak > o->budget) continue;
-                n_fit++;
-                prune_recomputations(d, o->budget, e0 + 0.45 * limit, &trial);
-                dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-                if (sim.compute < best) {
-                    best = sim.compute, have = true;
-                    staged_clear(&inc);
-                    for (int e = 0; e < trial.ev.n; e++) staged_push(&inc, trial.stage.v[e], trial.ev.v[e]);
-                }
+                n_fit += try_eviction(d, o->budget, kind, e0 + 0.4 * limit, e0 + 0.45 * limit, &trial, &best, &inc);
             }
+            have = have || n_fit > 0;
             staged_free(&trial);
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
