@@ -801,7 +801,7 @@ static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *to
     free(ev);
 }
 
-/* acc's exact search over every schedule, for graphs of at most 64 nodes,
+/* acc's exact search over every schedule, for graphs of at most 128 nodes,
  * from the incumbent inc (if any) until deadline. Returns true when it
  * settled the question (p holds the optimum, or the proof that nothing
  * fits); else *bound is a lower bound on every schedule (or NAN). */
@@ -906,6 +906,8 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     int *topo = acc_xcalloc((size_t)n, sizeof(int));
     for (int i = 0; i < n; i++) topo[i] = i;
     double base_compute = dag_baseline_compute(d);
+    /* what every schedule computes at least: each node once, and again after each forced window */
+    double floor_any = n <= DAG_DENSE_MAX_NODES ? dag_window_bound(d, o->budget) : base_compute;
     bool ok = true;
     bool fits_as_is = dag_baseline_peak(d) <= o->budget;
     int64_t least = -1; /* the least peak found, when no heuristic fits */
@@ -940,6 +942,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
          * schedule; else the relaxation's bound and its rounding, then the
          * search over staged plans */
         Staged inc = {0}, rounded = {0}, all = {0};
+        if (o->verbose)
+            fprintf(stderr, "acc plan: forced windows: every schedule computes at least %.8g (baseline %.8g)\n",
+                    floor_any, base_compute);
         int **seqs = acc_xcalloc((size_t)n, sizeof(int *)), *n_seqs = acc_xcalloc((size_t)n, sizeof(int));
         bool have = heuristic(d, o->budget, t0 + 0.15 * limit, &inc, o->verbose);
         double any_bound = NAN;
@@ -1061,18 +1066,20 @@ scored:
     if (p->fits) p->note[0] = 0; /* notes are for statuses without a plan */
     if (p->fits && isfinite(p->bound) && p->sim.compute < p->bound - 1e-9 * (1 + fabs(p->bound))) {
         /* a staged bound, and a plan outside the staged space (an eviction schedule) below it */
-        p->bound = base_compute, p->bound_scope = "all schedules";
+        p->bound = floor_any, p->bound_scope = "all schedules";
         if (!strcmp(p->status, "optimal")) snprintf(p->status, sizeof p->status, "feasible");
     }
     if (!strcmp(p->status, "infeasible")) p->bound = p->gap = NAN;
     else if (!isfinite(p->bound) && p->fits && o->method == DAG_ACC) /* every node runs at least once */
-        p->bound = base_compute, p->bound_scope = "all schedules";
+        p->bound = floor_any, p->bound_scope = "all schedules";
     else if (!isfinite(p->bound)) p->bound_scope = ""; /* no bound, no scope */
     /* a solver's claim stands only if the simulator agrees */
     if (!strcmp(p->status, "optimal") && (!p->fits || !(p->sim.compute <= p->bound + 1e-9 * (1 + fabs(p->bound)))))
         snprintf(p->status, sizeof p->status, "%s", p->fits ? "feasible" : "no_solution");
     if (p->fits && isfinite(p->bound)) {
+        /* the forced windows hold for every schedule; the staged bounds are above them or below the plan */
         double b = p->bound < base_compute ? base_compute : p->bound;
+        if (o->method == DAG_ACC && b < floor_any) b = floor_any, p->bound_scope = "all schedules";
         p->bound = b;
         p->gap = p->sim.compute > 0 ? (p->sim.compute - b) / p->sim.compute : 0;
         if (p->gap < 0) p->gap = 0;
