@@ -942,6 +942,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
          * schedule; else the relaxation's bound and its rounding, then the
          * search over staged plans */
         Staged inc = {0}, rounded = {0}, all = {0};
+        double windows = NAN;
+        ok = dag_window_lp(d, o->budget, t0 + 0.05 * limit, o->verbose, &windows, err, err_len);
+        if (ok && windows > floor_any) floor_any = windows;
         if (o->verbose)
             fprintf(stderr, "acc plan: forced windows: every schedule computes at least %.8g (baseline %.8g)\n",
                     floor_any, base_compute);

@@ -64,6 +64,11 @@ void dag_search_free(DagSearch *r);
  * dag_search.c's estimate count from the start (a node that cannot stay held
  * between two first executions that read it is executed again). */
 double dag_window_bound(const Dag *d, int64_t budget);
+/* The same windows as a covering program (dag_milp.c): its relaxation's
+ * optimum plus the baseline bounds every schedule; bound NAN when not solved
+ * by deadline. False with err on a failure of the tool. */
+bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, char *err,
+                   size_t err_len);
 /* One node from what is held (dag_pebble.c): the recomputations (seq,
  * malloc'ed, in order; cost their compute) after which x runs within budget,
  * from the outputs held[i] != 0 (NULL: nothing). NONE: searched to the end,

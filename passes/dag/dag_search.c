@@ -60,7 +60,7 @@ typedef struct {
 typedef struct {
     const Dag *d;
     int n;
-    Set in[DAG_SEARCH_MAX_NODES]; /* inputs of v */
+    Set in[DAG_SEARCH_MAX_NODES];                                              /* inputs of v */
     Set need[DAG_SEARCH_MAX_NODES + 1], inputs_from[DAG_SEARCH_MAX_NODES + 1]; /* ancestors, inputs of t..n-1 */
     double rest[DAG_SEARCH_MAX_NODES + 1]; /* cost of t..n-1, and of the windows between first executions >= t */
     Set blocked[DAG_SEARCH_MAX_NODES + 1]; /* x < t whose window before its next user (>= t) holds a blocking b */
