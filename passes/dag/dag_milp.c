@@ -936,8 +936,9 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
  *       = own[b] + sum over spanning x of mem[x] - budget,
  * still true with each coefficient capped at deficit[b] (y is 0 or 1), and
  * compute >= baseline + sum of cost[x] * y[x,i]. The program's relaxation
- * (y in [0, 1]) is below its integer optimum, so baseline + the LP optimum
- * bounds every schedule. *bound: that, or NAN (not solved by deadline, or
+ * (y in [0, 1]) is below its integer optimum, and both bound every schedule
+ * once the baseline is added: the integer optimum when branch and bound
+ * proves it by the deadline, else the relaxation's. *bound: that, or NAN (not solved by deadline, or
  * too large). */
 #define WINDOW_MAX_NONZEROS 2000000L
 bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, char *err,
@@ -965,7 +966,7 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
     int *row = acc_xcalloc((size_t)n + 1, sizeof(int)), n_rows = 0;
     for (int b = 0; b < n; b++) {
         int64_t deficit = own[b] + span[b] - budget;
-        if (deficit > 0) row[b] = lp_row(&lb, GLP_LO, (double)deficit, 0), n_rows++;
+        if (deficit > 0) row[b] = lp_row(&lb, GLP_LO, 1, 0), n_rows++; /* divided by the deficit: GLPK's tolerances */
     }
     for (int x = 0; x < n; x++)
         for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++]) {
@@ -974,16 +975,17 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
                 if (!row[b]) continue;
                 if (!col) col = lp_col(&lb, NULL, true, 0, 1, d->cost[x]);
                 int64_t deficit = own[b] + span[b] - budget;
-                lp_coef(&lb, row[b], col, (double)(d->mem[x] < deficit ? d->mem[x] : deficit));
+                lp_coef(&lb, row[b], col, d->mem[x] < deficit ? (double)d->mem[x] / (double)deficit : 1);
             }
         }
     if (n_rows) {
         lp_load(&lb);
-        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, false, grace_for(deadline)};
+        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, grace_for(deadline)};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
-        /* the integer optimum, else branch and bound's best bound (at least the relaxation's) */
-        double lo = ok && r.optimal && r.have_sol ? r.obj : ok && r.lp_solved ? fmax(r.lp_obj, r.bound) : NAN;
+        /* the integer optimum, else the relaxation's (branch and bound's bounds are not used: a program it
+         * stopped early or misjudged would leave one that no plan was checked against) */
+        double lo = ok && r.optimal && r.have_sol ? r.obj : ok && r.lp_solved ? r.lp_obj : NAN;
         if (isfinite(lo)) *bound = dag_baseline_compute(d) + lo;
         if (ok) free(r.vals);
     } else {
