@@ -1059,7 +1059,8 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                     DagSim a, b;
                     dag_simulate(d, q.ev, q.n_ev, &b, NULL);
                     dag_simulate(d, inc.ev.v, inc.ev.n, &a, NULL);
-                    if (b.valid && b.peak <= o->budget && b.compute < a.compute) staged_from_events(d, q.ev, q.n_ev, &inc);
+                    if (b.valid && b.peak <= o->budget && b.compute < a.compute)
+                        staged_from_events(d, q.ev, q.n_ev, &inc);
                 }
                 dag_plan_free(&q);
             }
