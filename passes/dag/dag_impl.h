@@ -58,6 +58,9 @@ typedef struct {
 } DagSearch;
 /* false: the graph is too large for it (n > DAG_SEARCH_MAX_NODES). */
 bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
+/* The same, with 64-bit sets (n <= 64) and 128-bit ones (dag_search_wide.c); dag_search_exact picks one. */
+bool dag_search_exact_narrow(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
+bool dag_search_exact_wide(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
 void dag_search_free(DagSearch *r);
 /* A lower bound on the compute of every schedule at budget, for graphs of
  * any size: the baseline plus the executions that the forced windows of

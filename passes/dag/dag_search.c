@@ -38,18 +38,40 @@
 
 #include "dag_impl.h"
 
-/* A set of nodes: one bit per node, 128 bits. GCC's and clang's unsigned
- * __int128 is two machine words whose operations compile to pairs of 64-bit
- * instructions, so a graph of at most 64 nodes pays only the wider key in the
- * state table (16 bytes instead of 8) and not a loop over words. */
+/* A set of nodes: one bit per node. This file is compiled twice: as itself,
+ * with 64-bit sets, for graphs of at most 64 nodes (most, and the speed of
+ * one-word code: measured, 128-bit sets cost about a fifth more per state
+ * there), and by dag_search_wide.c with DAG_SEARCH_WIDE, 128-bit sets (GCC's
+ * and clang's unsigned __int128, two machine words), for 65..128 nodes;
+ * dag_search_exact picks one. */
+#ifdef DAG_SEARCH_WIDE
 __extension__ typedef unsigned __int128 Set;
-
+#define SET_BITS 128
+#define SEARCH_ENTRY dag_search_exact_wide
+#else
+typedef uint64_t Set;
+#define SET_BITS 64
+#define SEARCH_ENTRY dag_search_exact_narrow
+#endif
 static Set bit(int i) { return (Set)1 << i; }
 
 /* The least node in the non-empty set m. */
 static int set_first(Set m) {
+#ifdef DAG_SEARCH_WIDE
     uint64_t lo = (uint64_t)m;
     return lo ? __builtin_ctzll(lo) : 64 + __builtin_ctzll((uint64_t)(m >> 64));
+#else
+    return __builtin_ctzll(m);
+#endif
+}
+
+/* The two words of a set, folded, for the hash. */
+static uint64_t set_fold(Set m) {
+#ifdef DAG_SEARCH_WIDE
+    return (uint64_t)m ^ (uint64_t)(m >> 64) * 0xD6E8FEB86659FD93ull;
+#else
+    return m;
+#endif
 }
 
 typedef struct {
@@ -60,10 +82,10 @@ typedef struct {
 typedef struct {
     const Dag *d;
     int n;
-    Set in[DAG_SEARCH_MAX_NODES];                                              /* inputs of v */
-    Set need[DAG_SEARCH_MAX_NODES + 1], inputs_from[DAG_SEARCH_MAX_NODES + 1]; /* ancestors, inputs of t..n-1 */
-    double rest[DAG_SEARCH_MAX_NODES + 1]; /* cost of t..n-1, and of the windows between first executions >= t */
-    Set blocked[DAG_SEARCH_MAX_NODES + 1]; /* x < t whose window before its next user (>= t) holds a blocking b */
+    Set in[SET_BITS];                                  /* inputs of v */
+    Set need[SET_BITS + 1], inputs_from[SET_BITS + 1]; /* ancestors, inputs of t..n-1 */
+    double rest[SET_BITS + 1]; /* cost of t..n-1, and of the windows between first executions >= t */
+    Set blocked[SET_BITS + 1]; /* x < t whose window before its next user (>= t) holds a blocking b */
     /* the states */
     Set *held;
     double *g;
@@ -102,7 +124,7 @@ static int64_t range_max(const RangeMax *r, int lo, int hi) {
 
 /* The forced windows of every node at budget (see the head comment): win[t]
  * (t = 0..n) the cost of the windows between two first executions >= t that
- * need the same node, summed over the nodes; blocked[t] (NULL, or n <= 128)
+ * need the same node, summed over the nodes; blocked[t] (NULL, or n <= SET_BITS)
  * the nodes x < t whose window before their next user >= t holds a first
  * execution that cannot hold x. Between two consecutive first executions
  * that need x no other node reads x, so b blocks x there exactly when its
@@ -140,6 +162,7 @@ static void window_costs(const Dag *d, int64_t budget, double *win, Set *blocked
     free(r.m), free(own);
 }
 
+#ifndef DAG_SEARCH_WIDE
 double dag_window_bound(const Dag *d, int64_t budget) {
     double *win = acc_xcalloc((size_t)d->n + 1, sizeof(double));
     window_costs(d, budget, win, NULL);
@@ -147,9 +170,10 @@ double dag_window_bound(const Dag *d, int64_t budget) {
     free(win);
     return c;
 }
+#endif
 
 static double h_est(const Search *s, int t, Set P) {
-    Set below = t >= 128 ? ~(Set)0 : bit(t) - 1;
+    Set below = t >= SET_BITS ? ~(Set)0 : bit(t) - 1;
     Set m = s->inputs_from[t] & below & ~P, todo = m;
     double h = s->rest[t];
     /* held, yet blocked before its next user (not held: counted with m) */
@@ -194,8 +218,7 @@ static Open open_pop(Search *s) {
 }
 
 static uint64_t hash_state(int t, Set P) {
-    uint64_t x = (uint64_t)P * 0x9E3779B97F4A7C15ull ^ (uint64_t)(P >> 64) * 0xD6E8FEB86659FD93ull ^
-                 (uint64_t)t * 0xC2B2AE3D27D4EB4Full;
+    uint64_t x = set_fold(P) * 0x9E3779B97F4A7C15ull ^ (uint64_t)t * 0xC2B2AE3D27D4EB4Full;
     return x ^ (x >> 29);
 }
 
@@ -261,21 +284,28 @@ static bool relax(Search *s, int from, int node, int t, Set P, double g, double 
     return true;
 }
 
+#ifndef DAG_SEARCH_WIDE
 void dag_search_free(DagSearch *r) {
     free(r->ev);
     r->ev = NULL, r->n_ev = 0;
 }
 
 bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r) {
+    return d->n <= 64 ? dag_search_exact_narrow(d, budget, upper, deadline, max_states, r)
+                      : dag_search_exact_wide(d, budget, upper, deadline, max_states, r);
+}
+#endif
+
+bool SEARCH_ENTRY(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r) {
     memset(r, 0, sizeof *r);
     r->cost = NAN, r->bound = -INFINITY;
     int n = d->n;
-    if (n < 1 || n > DAG_SEARCH_MAX_NODES) return false;
+    if (n < 1 || n > SET_BITS || n > DAG_SEARCH_MAX_NODES) return false;
     Search s = {0};
     s.d = d, s.n = n;
     for (int v = 0; v < n; v++)
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) s.in[v] |= bit(d->in[k]);
-    Set anc[DAG_SEARCH_MAX_NODES];
+    Set anc[SET_BITS];
     for (int v = 0; v < n; v++) {
         anc[v] = bit(v);
         for (int k = d->in_off[v]; k < d->in_off[v + 1]; k++) anc[v] |= anc[d->in[k]];
@@ -285,7 +315,7 @@ bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadlin
         s.inputs_from[t] = t < n ? s.inputs_from[t + 1] | s.in[t] : 0;
         s.rest[t] = t < n ? s.rest[t + 1] + d->cost[t] : 0;
     }
-    double win[DAG_SEARCH_MAX_NODES + 1];
+    double win[SET_BITS + 1];
     window_costs(d, budget, win, s.blocked);
     for (int t = 0; t <= n; t++) s.rest[t] += win[t];
     s.cap = max_states > 16 ? max_states : 16;
