@@ -957,8 +957,10 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
          * search over staged plans */
         Staged inc = {0}, rounded = {0}, all = {0}, first = {0};
         double windows = NAN;
-        ok = dag_window_lp(d, o->budget, t0 + 0.05 * limit, o->verbose, &windows, err, err_len);
-        if (ok && windows > floor_any) floor_any = windows;
+        char werr[256]; /* no bound from it if GLPK's child cannot start; the solvers below report that */
+        if (dag_window_lp(d, o->budget, t0 + 0.05 * limit, o->verbose, &windows, werr, sizeof werr) &&
+            windows > floor_any)
+            floor_any = windows;
         if (o->verbose)
             fprintf(stderr, "acc plan: forced windows: every schedule computes at least %.8g (baseline %.8g)\n",
                     floor_any, base_compute);
