@@ -45,7 +45,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
  * bad_row: the first violated row, or -1. */
 bool dag_checkmate_accepts(const Dag *d, int64_t budget, const Staged *s, int *bad_row);
 /* The exact search over every schedule (dag_search.c). */
-#define DAG_SEARCH_MAX_NODES 64
+#define DAG_SEARCH_MAX_NODES 128
 #define DAG_SEARCH_STATES 1500000 /* at most about 80 bytes each, the queue included */
 enum { DAG_SEARCH_FOUND = 1, DAG_SEARCH_NONE, DAG_SEARCH_STOPPED };
 typedef struct {
@@ -58,7 +58,20 @@ typedef struct {
 } DagSearch;
 /* false: the graph is too large for it (n > DAG_SEARCH_MAX_NODES). */
 bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
+/* The same, with 64-bit sets (n <= 64) and 128-bit ones (dag_search_wide.c); dag_search_exact picks one. */
+bool dag_search_exact_narrow(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
+bool dag_search_exact_wide(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
 void dag_search_free(DagSearch *r);
+/* A lower bound on the compute of every schedule at budget, for graphs of
+ * any size: the baseline plus the executions that the forced windows of
+ * dag_search.c's estimate count from the start (a node that cannot stay held
+ * between two first executions that read it is executed again). */
+double dag_window_bound(const Dag *d, int64_t budget);
+/* The same windows as a covering program (dag_milp.c): its relaxation's
+ * optimum plus the baseline bounds every schedule; bound NAN when not solved
+ * by deadline. False with err on a failure of the tool. */
+bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, char *err,
+                   size_t err_len);
 /* One node from what is held (dag_pebble.c): the recomputations (seq,
  * malloc'ed, in order; cost their compute) after which x runs within budget,
  * from the outputs held[i] != 0 (NULL: nothing). NONE: searched to the end,

@@ -918,3 +918,83 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
     staged_free(&cur);
     return true;
 }
+
+/* ---- the forced windows' covering program ------------------------------------------- */
+
+/* A lower bound on the compute of every schedule (first executions in the
+ * topological order, recomputations anywhere), for graphs of any shape.
+ *
+ * For node x, its points are its first execution and its users' first
+ * executions, ascending; gap i lies between points i and i + 1, where no
+ * other node reads x. At the first execution of a node b inside a gap of x,
+ * x is held or it is not; if not, x runs again after b and before the next
+ * point: one execution inside that gap, distinct from every other gap's and
+ * from x's first. Let y[x,i] = 1 when x is not held at some first execution
+ * inside gap i. At b, what is held includes b's inputs and every x spanning
+ * b with y = 0, and with b's output stays within the budget:
+ *     sum over spanning x of mem[x] * y[x,i] >= deficit[b]
+ *       = own[b] + sum over spanning x of mem[x] - budget,
+ * still true with each coefficient capped at deficit[b] (y is 0 or 1), and
+ * compute >= baseline + sum of cost[x] * y[x,i]. The program's relaxation
+ * (y in [0, 1]) is below its integer optimum, and both bound every schedule
+ * once the baseline is added: the integer optimum when branch and bound
+ * proves it by the deadline, else the relaxation's. *bound: that, or NAN (not solved by deadline, or
+ * too large). */
+#define WINDOW_MAX_NONZEROS 2000000L
+bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, char *err,
+                   size_t err_len) {
+    int n = d->n;
+    *bound = NAN;
+    int64_t *own = acc_xcalloc((size_t)n + 1, sizeof(int64_t)), *span = acc_xcalloc((size_t)n + 1, sizeof(int64_t));
+    for (int b = 0; b < n; b++) {
+        own[b] = d->mem[b];
+        for (int k = d->in_off[b]; k < d->in_off[b + 1]; k++)
+            if (k == d->in_off[b] || d->in[k] != d->in[k - 1]) own[b] += d->mem[d->in[k]];
+    }
+    /* the gaps: span[b] = what spans b; a gap is worth a column only if it spans a b in deficit */
+    long nz = 0;
+    for (int x = 0; x < n; x++)
+        for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++])
+            for (int b = prev + 1; b < d->out[k]; b++) span[b] += d->mem[x], nz++;
+    if (nz > WINDOW_MAX_NONZEROS) {
+        free(own), free(span);
+        return true;
+    }
+    bool ok = true;
+    LpBuild lb = {0};
+    lp_build_init(&lb, "windows", false);
+    int *row = acc_xcalloc((size_t)n + 1, sizeof(int)), n_rows = 0;
+    for (int b = 0; b < n; b++) {
+        int64_t deficit = own[b] + span[b] - budget;
+        if (deficit > 0) row[b] = lp_row(&lb, GLP_LO, 1, 0), n_rows++; /* divided by the deficit: GLPK's tolerances */
+    }
+    for (int x = 0; x < n; x++)
+        for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++]) {
+            int col = 0;
+            for (int b = prev + 1; b < d->out[k]; b++) {
+                if (!row[b]) continue;
+                if (!col) col = lp_col(&lb, NULL, true, 0, 1, d->cost[x]);
+                int64_t deficit = own[b] + span[b] - budget;
+                lp_coef(&lb, row[b], col, d->mem[x] < deficit ? (double)d->mem[x] / (double)deficit : 1);
+            }
+        }
+    if (n_rows) {
+        lp_load(&lb);
+        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, grace_for(deadline)};
+        LpResult r;
+        ok = lp_run_watched(&j, &r, err, err_len);
+        /* the integer optimum, else the relaxation's (branch and bound's bounds are not used: a program it
+         * stopped early or misjudged would leave one that no plan was checked against) */
+        double lo = ok && r.optimal && r.have_sol ? r.obj : ok && r.lp_solved ? r.lp_obj : NAN;
+        if (isfinite(lo)) *bound = dag_baseline_compute(d) + lo;
+        if (ok) free(r.vals);
+    } else {
+        *bound = dag_baseline_compute(d); /* nothing is in deficit: the baseline fits */
+    }
+    if (verbose)
+        fprintf(stderr, "acc plan: forced windows LP: %d rows, %d columns, bound %.8g\n", n_rows, lb.n_cols, *bound);
+    free(row);
+    lp_build_free(&lb);
+    free(own), free(span);
+    return ok;
+}
