@@ -756,6 +756,13 @@ static int64_t min_peak_search(Ctx *c, Decision *out, bool *proven) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
+    while (k <= 64 && best > ACC_ALIGN && !pl_out_of_time(c)) {
+        memcpy(dec, out, (size_t)n * sizeof(Decision));
+        if (!pl_peak_search(c, dec, free_ids, k, best - ACC_ALIGN)) break;
+        pl_evaluate(c, dec, true, &e, NULL);
+        best = e.arena;
+        memcpy(out, dec, (size_t)n * sizeof(Decision));
+    }
     if (!c->timed_out) *proven = prove_min_peak(c, out, free_ids, k, &best);
     return best;
 }

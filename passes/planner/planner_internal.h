@@ -73,6 +73,10 @@ typedef struct {
 /* Improve dec (within budget; target: the max-live its cut aims at) by the
  * flip search. */
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
+/* Lower dec's max-live to target by single and paired flips among the free
+ * decisions free_ids[0..k) that lower the bytes over target summed over its
+ * schedule; whether its arena then fits target. A heuristic. */
+bool pl_peak_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t target);
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
                      long long node_limit, bool *found);
 /* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
