@@ -664,7 +664,7 @@ static void bnb_visit(Bnb *b, int d) {
         b->stopped = true;
         return;
     }
-    if (b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return;
+    if (b->best < INFINITY && b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return; /* no plan yet: no bound */
     if (d == b->k) {
         Eval e;
         pl_evaluate(c, b->dec, false, &e, NULL);
