@@ -360,15 +360,9 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.presolve = F->presolve ? GLP_ON : GLP_OFF;
+    io.presolve = GLP_ON; /* off: lp_intopt_from_basis */
     io.mir_cuts = io.cov_cuts = GLP_ON;
     io.tm_lim = pl_ms_left(c);
-    if (!F->presolve) { /* glp_intopt then needs the LP's optimal basis */
-        glp_smcp sm;
-        glp_init_smcp(&sm);
-        sm.msg_lev = GLP_MSG_OFF;
-        if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) return false;
-    }
     int nodes_given =
         (FLIP_WORK - F->work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - F->work) / nnz) : FLIP_NODE_LIMIT;
     int nc = glp_get_num_cols(lp);
@@ -379,7 +373,8 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     FlipCb cb = {nodes_given, start, false};
     io.cb_func = flip_callback;
     io.cb_info = &cb;
-    int rc = glp_intopt(lp, &io);
+    int rc = F->presolve ? glp_intopt(lp, &io) : lp_intopt_from_basis(lp, &io);
+    if (rc == LP_NO_BASIS) return false;
     int nodes_left = cb.nodes_left;
     F->work += nnz * (nodes_given - nodes_left + 1);
     if (rc == GLP_ETMLIM) c->timed_out = true;
