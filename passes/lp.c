@@ -188,6 +188,15 @@ bool lp_mip_found(glp_prob *lp, int rc) {
     return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(lp) == GLP_OPT || glp_mip_status(lp) == GLP_FEAS);
 }
 
+int lp_intopt_from_basis(glp_prob *lp, glp_iocp *io) {
+    glp_smcp sm;
+    glp_init_smcp(&sm);
+    sm.msg_lev = GLP_MSG_OFF;
+    if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) return LP_NO_BASIS;
+    io->presolve = GLP_OFF;
+    return glp_intopt(lp, io);
+}
+
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len) {
     if (!path) return true;
     glp_term_out(GLP_OFF);

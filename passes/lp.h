@@ -81,6 +81,14 @@ void lp_node_limit(glp_tree *tree, void *left);
 /* Whether glp_intopt, returning rc, left an integer solution: optimal, or
  * the best found when a callback stopped it. */
 bool lp_mip_found(glp_prob *lp, int rc);
+/* glp_intopt without its presolver (io->presolve is set off), which needs
+ * an optimal basis of the LP relaxation: the primal simplex first, with
+ * GLPK's default options, quiet. Returns glp_intopt's code, or
+ * LP_NO_BASIS when the simplex fails or ends without an optimum (the
+ * planner's cut and flip search; plan_bound.c keeps its own simplex, with
+ * limits, whose basis its root solve reuses). */
+#define LP_NO_BASIS (-1)
+int lp_intopt_from_basis(glp_prob *lp, glp_iocp *io);
 
 /* Write lp in CPLEX LP format to path (nothing if path is NULL). */
 bool lp_write(glp_prob *lp, const char *path, char *err, size_t err_len);

@@ -65,9 +65,6 @@ static void cover_solve(void *arg) {
     lp_load(b);
     glp_prob *lp = b->lp;
     glp_scale_prob(lp, GLP_SF_AUTO);
-    glp_smcp sm;
-    glp_init_smcp(&sm);
-    sm.msg_lev = GLP_MSG_OFF;
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
@@ -76,7 +73,7 @@ static void cover_solve(void *arg) {
     int nodes_left = KNAPSACK_NODE_LIMIT;
     io.cb_func = lp_node_limit;
     io.cb_info = &nodes_left;
-    int rc = glp_simplex(lp, &sm) == 0 ? glp_intopt(lp, &io) : -1;
+    int rc = lp_intopt_from_basis(lp, &io);
     v->best = -1;
     if (lp_mip_found(lp, rc)) {
         v->best = glp_mip_obj_val(lp) / 1e6;

@@ -360,15 +360,9 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     glp_iocp io;
     glp_init_iocp(&io);
     io.msg_lev = GLP_MSG_OFF;
-    io.presolve = F->presolve ? GLP_ON : GLP_OFF;
+    io.presolve = GLP_ON; /* off: lp_intopt_from_basis */
     io.mir_cuts = io.cov_cuts = GLP_ON;
     io.tm_lim = pl_ms_left(c);
-    if (!F->presolve) { /* glp_intopt then needs the LP's optimal basis */
-        glp_smcp sm;
-        glp_init_smcp(&sm);
-        sm.msg_lev = GLP_MSG_OFF;
-        if (glp_simplex(lp, &sm) != 0 || glp_get_status(lp) != GLP_OPT) return false;
-    }
     int nodes_given =
         (FLIP_WORK - F->work) / nnz < FLIP_NODE_LIMIT ? (int)((FLIP_WORK - F->work) / nnz) : FLIP_NODE_LIMIT;
     int nc = glp_get_num_cols(lp);
@@ -379,7 +373,8 @@ static bool solve_program(Flip *F, glp_prob *lp, double nnz) {
     FlipCb cb = {nodes_given, start, false};
     io.cb_func = flip_callback;
     io.cb_info = &cb;
-    int rc = glp_intopt(lp, &io);
+    int rc = F->presolve ? glp_intopt(lp, &io) : lp_intopt_from_basis(lp, &io);
+    if (rc == LP_NO_BASIS) return false;
     int nodes_left = cb.nodes_left;
     F->work += nnz * (nodes_given - nodes_left + 1);
     if (rc == GLP_ETMLIM) c->timed_out = true;
@@ -533,6 +528,83 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget) {
     free(F.delta), free(F.start);
 }
 
+/* ---- the peak search: a plan under a target max-live ---------------------------
+ * The descent steers by cost and its shrink step takes a flip only when it
+ * lowers the max-live. Where the peak is reached at several places of the
+ * schedule (a two-layer Llama: in each layer's backward), no single flip or
+ * pair lowers it, although flips that each lower one place do together
+ * (that Llama's least peak needs seven changed decisions from the descent's
+ * plan). So this search lowers the bytes over the target summed over the
+ * anchor steps, which each such flip does. */
+
+/* Bytes over floor summed over dec's anchor steps; *peak: the most live. */
+static int64_t peak_excess(Ctx *c, const Decision *dec, int64_t floor, int64_t *prof, int64_t *peak) {
+    Eval e;
+    int na = anchor_profile(c, dec, prof, &e);
+    int64_t over = 0;
+    for (int a = 0; a < na; a++) over += prof[a] > floor ? prof[a] - floor : 0;
+    *peak = e.max_live;
+    return over;
+}
+
+/* Flip node i of dec: save it if dropped, else drop it with the
+ * intermediates its recomputation needs (a saved intermediate: dropped). */
+static void peak_flip(const Ctx *c, Decision *dec, int i) {
+    if (dec[i] != DEC_SAVE) dec[i] = DEC_SAVE;
+    else if (c->read[i]) pl_drop_closure(c, dec, i);
+    else dec[i] = DEC_RECOMPUTE;
+}
+
+/* Descend from dec on the bytes over floor until a plan's max-live fits
+ * target (true, in dec) or no single or paired flip lowers them. */
+static bool peak_descent(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t floor, int64_t target) {
+    size_t n = (size_t)c->g->nodes.n;
+    int64_t *prof = acc_xrealloc(NULL, (2 * n + 2) * sizeof(int64_t));
+    Decision *one = acc_xrealloc(NULL, n * sizeof(Decision)), *two = acc_xrealloc(NULL, n * sizeof(Decision));
+    int64_t peak, o, cur = peak_excess(c, dec, floor, prof, &peak);
+    bool improved = true;
+    while (peak > target && improved && !pl_out_of_time(c)) {
+        improved = false;
+        for (int x = 0; x < k && !improved; x++) {
+            memcpy(one, dec, n * sizeof(Decision));
+            peak_flip(c, one, free_ids[x]);
+            if ((o = peak_excess(c, one, floor, prof, &peak)) < cur || peak <= target)
+                cur = o, improved = true, memcpy(dec, one, n * sizeof(Decision));
+        }
+        for (int x = 0; x < k && !improved; x++) {
+            memcpy(one, dec, n * sizeof(Decision));
+            peak_flip(c, one, free_ids[x]);
+            for (int y = x + 1; y < k && !improved; y++) {
+                if (one[free_ids[y]] != dec[free_ids[y]]) continue; /* the first flip's closure moved it */
+                memcpy(two, one, n * sizeof(Decision));
+                peak_flip(c, two, free_ids[y]);
+                if ((o = peak_excess(c, two, floor, prof, &peak)) < cur || peak <= target)
+                    cur = o, improved = true, memcpy(dec, two, n * sizeof(Decision));
+            }
+        }
+        if (!improved) peak_excess(c, dec, floor, prof, &peak); /* dec's own, not the last tried */
+    }
+    free(prof), free(one), free(two);
+    return peak <= target;
+}
+
+bool pl_peak_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t target) {
+    size_t n = (size_t)c->g->nodes.n;
+    Decision *start = acc_xrealloc(NULL, n * sizeof(Decision));
+    memcpy(start, dec, n * sizeof(Decision));
+    bool fits = false;
+    for (int s = 0; s <= 6 && !fits; s++) {
+        memcpy(dec, start, n * sizeof(Decision));
+        if (peak_descent(c, dec, free_ids, k, target - (s ? target >> (8 - s) : 0), target)) {
+            Eval e;
+            pl_evaluate(c, dec, true, &e, NULL);
+            fits = e.arena <= target;
+        }
+    }
+    free(start);
+    return fits;
+}
+
 /* ---- exact search by branch and bound (benchmarks) ---------------------------
  * For ENUMERATE_MAX < free decisions <= ACC_EXHAUSTIVE_MAX: a depth-first
  * search over the free decisions, the tensors the backward reads first (most
@@ -587,7 +659,7 @@ static void bnb_visit(Bnb *b, int d) {
         b->stopped = true;
         return;
     }
-    if (b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return;
+    if (b->best < INFINITY && b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return; /* no plan yet: no bound */
     if (d == b->k) {
         Eval e;
         pl_evaluate(c, b->dec, false, &e, NULL);

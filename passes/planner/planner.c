@@ -671,7 +671,7 @@ static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES 
 static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, int64_t *best) {
     int n = c->g->nodes.n;
     if (*best <= ACC_ALIGN || pl_covering_bound(c, *best - ACC_ALIGN) == INFINITY) return true;
-    long long nodes = bnb_nodes(k);
+    long long nodes = bnb_nodes(k) == PL_BNB_FALLBACK_NODES ? PL_BNB_PROOF_NODES : bnb_nodes(k);
     if (nodes == 0) return false;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     bool done = false, found = true;
@@ -701,7 +701,7 @@ static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, in
  * minimum M fits with a peak of exactly M, at M - 64 it does not (the
  * polish does not change whether the search finds a plan), and no policy
  * peaks below M. */
-static int64_t min_peak_search(Ctx *c, Decision *out, bool *proven) {
+static int64_t min_peak_search(Ctx *c, Decision *out, int64_t enough, bool *proven) {
     int n = c->g->nodes.n;
     int *free_ids = pool_alloc(&c->mem, (size_t)n * sizeof(int)); /* once per Ctx: its pool */
     int k = 0;
@@ -756,17 +756,26 @@ static int64_t min_peak_search(Ctx *c, Decision *out, bool *proven) {
         best = e.arena;
         memcpy(out, dec, (size_t)n * sizeof(Decision));
     }
-    if (!c->timed_out) *proven = prove_min_peak(c, out, free_ids, k, &best);
+    while (k <= 64 && best > ACC_ALIGN && !pl_out_of_time(c)) {
+        memcpy(dec, out, (size_t)n * sizeof(Decision));
+        if (!pl_peak_search(c, dec, free_ids, k, best - ACC_ALIGN)) break;
+        pl_evaluate(c, dec, true, &e, NULL);
+        best = e.arena;
+        memcpy(out, dec, (size_t)n * sizeof(Decision));
+    }
+    if (!c->timed_out && best > enough) *proven = prove_min_peak(c, out, free_ids, k, &best);
     return best;
 }
 
 /* min_peak_search within the deadline: --time-limit, else (an error path,
  * bounded even without a limit) PLAN_MIN_PEAK_DEFAULT_S from now. *exact:
- * the search ended by itself. */
-static int64_t min_peak(Ctx *c, Decision *out, bool *exact, bool *proven) {
+ * the search ended by itself. A minimum of at most `enough` (plan_make's
+ * budget; 0 from plan_min_peak) is not proven: the plan fits, and no error
+ * states it. */
+static int64_t min_peak(Ctx *c, Decision *out, int64_t enough, bool *exact, bool *proven) {
     double deadline = c->deadline;
     if (deadline <= 0) c->deadline = acc_now_s() + PLAN_MIN_PEAK_DEFAULT_S;
-    int64_t best = min_peak_search(c, out, proven);
+    int64_t best = min_peak_search(c, out, enough, proven);
     *exact = !c->timed_out;
     *proven = *proven && *exact && offload_set_complete(c);
     if (deadline <= 0) c->deadline = 0, c->timed_out = false;
@@ -836,7 +845,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         /* the branch and bound found a plan the heuristics missed */
     } else {
         bool exact, proven;
-        int64_t least = min_peak(&c, p->dec, &exact, &proven);
+        int64_t least = min_peak(&c, p->dec, budget, &exact, &proven);
         if (least <= budget) { /* the smallest plan found fits: improve it */
             polish(&c, p->dec, budget);
         } else { /* p->dec: the plan at the smallest peak */
@@ -875,7 +884,7 @@ void plan_min_peak(const Graph *g, const Autodiff *ad, const PlanOptions *o, Pla
     out->dec = acc_xrealloc(NULL, (size_t)g->nodes.n * sizeof(Decision));
     for (int i = 0; i < g->nodes.n; i++) out->n_candidates += c.cand[i] && c.forced[i] < 0;
     widen_offloads(&c); /* the least memory offloading reaches (plan_make widens the set before its descent) */
-    out->min_peak_bytes = min_peak(&c, out->dec, &out->min_peak_exact, &out->min_peak_proven);
+    out->min_peak_bytes = min_peak(&c, out->dec, 0, &out->min_peak_exact, &out->min_peak_proven);
     finish(&c, out, PLAN_HEURISTIC);
     ctx_free(&c);
 }

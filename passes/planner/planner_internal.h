@@ -73,6 +73,10 @@ typedef struct {
 /* Improve dec (within budget; target: the max-live its cut aims at) by the
  * flip search. */
 void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
+/* Lower dec's max-live to target by single and paired flips among the free
+ * decisions free_ids[0..k) that lower the bytes over target summed over its
+ * schedule; whether its arena then fits target. A heuristic. */
+bool pl_peak_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t target);
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
                      long long node_limit, bool *found);
 /* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
@@ -80,6 +84,10 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
  * 51-decision Llama stack) */
 #define PL_BNB_NODES 400000000LL
 #define PL_BNB_FALLBACK_NODES 200000LL
+/* below the stated minimum (prove_min_peak), where finishing is the proof:
+ * about 0.7 s (10 s under the sanitizers); two GPT-2 layers at C=64 need
+ * 600,000 nodes, two GPT-3-width layers 880,000 */
+#define PL_BNB_PROOF_NODES 1000000LL
 
 /* ---- plan_offload.c: offload as a free decision ---- */
 

@@ -1,0 +1,40 @@
+#!/bin/sh
+# exact_min.sh ACC MIN MODEL [-D ...]: the planner reaches a minimum known
+# from the exhaustive search (issue 18). MIN is the least arena over all
+# plans, measured once by the branch and bound (ACC_EXHAUSTIVE_MAX=64, which
+# takes minutes, too long for the suite): `acc compile --budget 1` must state
+# it, and at --budget MIN the CPU target must plan and run with a measured
+# peak equal to the planned one, within MIN.
+set -eu
+acc=$1 min=$2 model=$3
+shift 3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+
+"$acc" compile "$model" --target cpu "$@" --budget 1 -o "$dir/one" >/dev/null 2>"$dir/one.err" || true
+m=$(sed -n 's/.*is below the minimum of \([0-9]*\) bytes.*/\1/p' "$dir/one.err")
+if [ "$m" = "$min" ]; then
+    echo "ok   --budget 1: states the minimum $m"
+else
+    cat "$dir/one.err"
+    echo "FAIL: --budget 1 states ${m:-no minimum}, the exhaustive minimum is $min"
+    fail=1
+fi
+
+if "$acc" run "$model" "$@" --budget "$min" --steps 2 >"$dir/run.out" 2>"$dir/run.err"; then
+    planned=$(sed -n 's/.*"peak_bytes_planned": \([0-9]*\).*/\1/p' "$dir/run.out")
+    measured=$(sed -n 's/.*"peak_bytes_measured": \([0-9]*\).*/\1/p' "$dir/run.out")
+    if [ -n "$planned" ] && [ "$planned" = "$measured" ] && [ "$planned" -le "$min" ]; then
+        echo "ok   --budget $min: runs, planned peak $planned, measured $measured"
+    else
+        cat "$dir/run.out"
+        echo "FAIL: --budget $min: planned ${planned:-?}, measured ${measured:-?}"
+        fail=1
+    fi
+else
+    cat "$dir/run.err"
+    echo "FAIL: --budget $min refused or failed to run"
+    fail=1
+fi
+exit $fail
