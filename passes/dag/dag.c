@@ -801,6 +801,19 @@ static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *to
     free(ev);
 }
 
+/* The interval program (dag_interval.c), seeded by acc's heuristic plan
+ * (found until heur_end). False with err on a failure of GLPK's child. */
+static bool plan_intervals(const Dag *d, const DagPlanOptions *o, double deadline, double heur_end, DagPlan *p,
+                           char *err, size_t err_len) {
+    Staged inc = {0};
+    bool have = dag_heuristic(d, o->budget, heur_end, &inc);
+    if (o->verbose) fprintf(stderr, "acc plan: intervals: %s\n", have ? "the heuristic's plan seeds it" : "no seed");
+    bool ok = dag_solve_intervals(d, o->budget, have ? &inc : NULL, o->copies, o->slots > 0 ? o->slots : -1, deadline,
+                                  o->verbose, p, err, err_len);
+    staged_free(&inc);
+    return ok;
+}
+
 /* acc's exact search over every schedule, for graphs of at most 64 nodes,
  * from the incumbent inc (if any) until deadline. Returns true when it
  * settled the question (p holds the optimum, or the proof that nothing
@@ -917,6 +930,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         snprintf(p->status, sizeof p->status, "too_large");
     } else if (o->method == DAG_EXHAUSTIVE || o->method == DAG_EXHAUSTIVE_STAGED) {
         plan_exhaustive(d, o, topo, p);
+    } else if (o->method == DAG_INTERVALS) {
+        ok = plan_intervals(d, o, deadline - fmin(0.05 * limit, 0.75), t0 + 0.15 * limit, p, err, err_len);
+        if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: the baseline, which does not fit */
     } else if (o->method != DAG_ACC) {
         /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
         ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline - fmin(0.05 * limit, 0.75),

@@ -215,7 +215,7 @@ static void tiny(Dag *d) {
 }
 
 static double plan_cost(const Dag *d, DagMethod m, int64_t budget, bool *fits, char *status) {
-    DagPlanOptions o = {m, budget, 20, NULL, false};
+    DagPlanOptions o = {m, budget, 20, NULL, false, 0, 0};
     DagPlan p;
     char err[256];
     ASSERT_TRUE(dag_plan(d, &o, &p, err, sizeof err));

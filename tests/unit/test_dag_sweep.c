@@ -127,7 +127,7 @@ typedef struct {
 static Result run_acc(const Dag *d, int64_t budget, double limit, const char *acc) {
     Result r = {0};
     if (!acc) {
-        DagPlanOptions o = {DAG_ACC, budget, limit, NULL, false};
+        DagPlanOptions o = {DAG_ACC, budget, limit, NULL, false, 0, 0};
         DagPlan p;
         char err[256];
         if (!dag_plan(d, &o, &p, err, sizeof err)) {
