@@ -574,7 +574,14 @@ int64_t dag_min_peak(const Dag *d);
 
 /* DAG_EXHAUSTIVE[_STAGED]: the reference of the tests (dag_exhaustive), for
  * benchmarks; graphs of at most DAG_EXHAUSTIVE_MAX[_STAGED] nodes. */
-typedef enum { DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP, DAG_INTERVALS, DAG_EXHAUSTIVE, DAG_EXHAUSTIVE_STAGED } DagMethod;
+typedef enum {
+    DAG_ACC,
+    DAG_CHECKMATE_MILP,
+    DAG_CHECKMATE_LP,
+    DAG_INTERVALS,
+    DAG_EXHAUSTIVE,
+    DAG_EXHAUSTIVE_STAGED
+} DagMethod;
 
 typedef struct {
     DagMethod method;

@@ -83,7 +83,8 @@ int acc_plan_main(int argc, char **argv) {
             /* exhaustive, exhaustive-staged: the tests' reference, for benchmarks (not in the usage) */
             if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp") &&
                        strcmp(v, "intervals") && strcmp(v, "exhaustive") && strcmp(v, "exhaustive-staged")))
-                return plan_usage_error("--method is acc, checkmate-milp, checkmate-lp or intervals, got", v ? v : "nothing");
+                return plan_usage_error("--method is acc, checkmate-milp, checkmate-lp or intervals, got",
+                                        v ? v : "nothing");
             method = v, i++;
         } else if (!strcmp(a, "--copies")) {
             char *end = NULL;
@@ -129,7 +130,12 @@ int acc_plan_main(int argc, char **argv) {
                         : !strcmp(method, "intervals")         ? DAG_INTERVALS
                         : !strcmp(method, "exhaustive-staged") ? DAG_EXHAUSTIVE_STAGED
                                                                : DAG_EXHAUSTIVE,
-                        budget, limit, emit_lp, verbose, copies, 0};
+                        budget,
+                        limit,
+                        emit_lp,
+                        verbose,
+                        copies,
+                        0};
     DagPlan p;
     if (!dag_plan(&d, &o, &p, err, sizeof err)) {
         fprintf(stderr, "acc: error: %s\n", err);

@@ -73,6 +73,7 @@
 #include "dag_impl.h"
 #include "lp.h"
 
+#define IVL_MAX_NODES 4096  /* the support's table is n^2 bytes */
 #define IVL_BINARY_CAP 6000 /* x columns: the support shrinks (fewer hops) until the program is this small */
 
 typedef struct {
@@ -246,7 +247,7 @@ static void build(const Dag *d, int64_t budget, Ivl *m, LpBuild *b) {
             for (int k = m->y_ev0[a]; k <= m->last[v]; k++) {
                 int y = y_col(m, v, c, k), yp = y_col(m, v, c, k - 1), x = x_col(m, v, c, k);
                 if (c == 0 && k == m->pos[v]) continue; /* fixed at 1 */
-                int r = lp_row(b, GLP_UP, 0, 0); /* y - y_prev - x <= 0 */
+                int r = lp_row(b, GLP_UP, 0, 0);        /* y - y_prev - x <= 0 */
                 lp_coef(b, r, y, 1);
                 if (yp) lp_coef(b, r, yp, -1);
                 if (x) {
@@ -316,8 +317,8 @@ static void build(const Dag *d, int64_t budget, Ivl *m, LpBuild *b) {
     for (int k = 0; k < m->n_ev; k++) mrow[k] = lp_row(b, GLP_UP, 0, ub);
     for (int v = 0; v < n; v++)
         for (int c = 0; c < m->copies[v]; c++)
-            for (int k = 0; k < m->n_ev; k++)
-                if (y_col(m, v, c, k)) lp_coef(b, mrow[k], y_col(m, v, c, k), (double)d->mem[v] / (double)budget);
+            for (int k = m->y_ev0[v * cm + c]; m->y_col0[v * cm + c] && k <= m->last[v]; k++)
+                lp_coef(b, mrow[k], y_col(m, v, c, k), (double)d->mem[v] / (double)budget);
     free(mrow);
     lp_load(b);
 }
@@ -365,6 +366,11 @@ bool dag_solve_intervals(const Dag *d, int64_t budget, const Staged *inc, int co
     int n = d->n;
     double t0 = acc_now_s();
     p->bound_scope = "intervals";
+    if (n <= 0 || n > IVL_MAX_NODES) { /* the support is an n x n table */
+        snprintf(p->status, sizeof p->status, "too_large");
+        snprintf(p->note, sizeof p->note, "the interval program takes graphs of 1 to %d nodes", IVL_MAX_NODES);
+        return true;
+    }
     if (copies < 1) copies = 2;
     if (slots < 0) slots = copies - 1 > 1 ? copies - 1 : 1;
     Ivl m = {0};

@@ -298,8 +298,8 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
     p->n_rows = b.n_rows;
     p->bound_scope = "checkmate";
     if (verbose)
-        fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, built in %.2f s\n",
-                integral ? "MILP" : "LP", b.n_cols, b.n_int, b.n_rows, acc_now_s() - t0);
+        fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, %d nonzeros, built in %.2f s\n",
+                integral ? "MILP" : "LP", b.n_cols, b.n_int, b.n_rows, glp_get_num_nz(b.lp), acc_now_s() - t0);
     if (!lp_write(b.lp, emit_lp, err, err_len)) {
         lp_build_free(&b);
         return false;

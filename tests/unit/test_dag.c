@@ -245,8 +245,8 @@ static void test_tiny_optimum(void) {
         ASSERT(11, (int)dag_exhaustive(&d, 40, staged, NULL, NULL));
         ASSERT(-1, (int)dag_exhaustive(&d, 31, staged, NULL, NULL));
     }
-    static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP};
-    for (int k = 0; k < 3; k++) {
+    static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP, DAG_INTERVALS};
+    for (int k = 0; k < 4; k++) {
         bool fits;
         char status[32];
         double c = plan_cost(&d, methods[k], 32, &fits, status);
@@ -263,6 +263,9 @@ static void test_tiny_optimum(void) {
     ASSERT(false, fits);
     ASSERT_STR("infeasible", status);
     plan_cost(&d, DAG_CHECKMATE_MILP, 31, &fits, status);
+    ASSERT(false, fits);
+    ASSERT_STR("infeasible", status);
+    plan_cost(&d, DAG_INTERVALS, 31, &fits, status);
     ASSERT(false, fits);
     ASSERT_STR("infeasible", status);
     dag_free(&d);

@@ -54,8 +54,8 @@ static double solve(const Dag *d, int64_t budget, int copies, int slots, DagPlan
     dag_simulate(d, p->ev, p->n_ev, &p->sim, NULL);
     bool fits = p->sim.valid && p->sim.peak <= budget;
     if (!ASSERT_TRUE(fits && fabs(p->sim.compute - p->objective) < 1e-6))
-        printf("  plan: valid %d peak %lld budget %lld compute %g objective %g\n", p->sim.valid,
-               (long long)p->sim.peak, (long long)budget, p->sim.compute, p->objective);
+        printf("  plan: valid %d peak %lld budget %lld compute %g objective %g\n", p->sim.valid, (long long)p->sim.peak,
+               (long long)budget, p->sim.compute, p->objective);
     return fits ? p->sim.compute : INFINITY;
 }
 
