@@ -14,7 +14,9 @@
 # BUDGETS (default "0.9 0.8 0.7 0.6 0.5"), RAW (keep the JSON lines here),
 # INTERVALS (default 1; 0 skips --method intervals, run with CM_TIME and
 # shown in a table of its own: status, overhead, bound and its scope, model
-# size beside Checkmate's MILP's).
+# size beside Checkmate's MILP's), METHODS (the methods to run, default
+# all), TABLES_FROM (print the tables from this file of JSON lines, e.g.
+# the RAW files of several runs put together, and run nothing).
 # The whole run takes at most about (ACC_TIME + 3 CM_TIME) x graphs x budgets.
 set -eu
 dir=${1:-../shared/bench-data/checkmate-graphs}
@@ -25,11 +27,13 @@ budgets=${BUDGETS:-"0.9 0.8 0.7 0.6 0.5"}
 raw=${RAW:-$(mktemp)}
 [ -x "$acc" ] || { echo "published.sh: no acc binary at '$acc' (set ACC)" >&2; exit 2; }
 ls "$dir"/*.json >/dev/null 2>&1 || { echo "published.sh: no *.json in '$dir'" >&2; exit 2; }
-: >"$raw"
-for g in "$dir"/*.json; do
+[ -z "${TABLES_FROM:-}" ] || raw=$TABLES_FROM
+[ -n "${TABLES_FROM:-}" ] || : >"$raw"
+[ -n "${TABLES_FROM:-}" ] || for g in "$dir"/*.json; do
     for f in $budgets; do
         methods="acc checkmate-milp checkmate-lp"
         [ "${INTERVALS:-1}" = 0 ] || methods="$methods intervals"
+        methods=${METHODS:-$methods}
         for m in $methods; do
             t=$cm_time
             [ "$m" = acc ] && t=$acc_time
@@ -127,4 +131,4 @@ END {
         }
     }
 }' "$raw"
-[ -n "${RAW:-}" ] || rm -f "$raw"
+[ -n "${RAW:-}" ] || [ -n "${TABLES_FROM:-}" ] || rm -f "$raw"

@@ -801,19 +801,6 @@ static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *to
     free(ev);
 }
 
-/* The interval program (dag_interval.c), seeded by acc's heuristic plan
- * (found until heur_end). False with err on a failure of GLPK's child. */
-static bool plan_intervals(const Dag *d, const DagPlanOptions *o, double deadline, double heur_end, DagPlan *p,
-                           char *err, size_t err_len) {
-    Staged inc = {0};
-    bool have = dag_heuristic(d, o->budget, heur_end, &inc);
-    if (o->verbose) fprintf(stderr, "acc plan: intervals: %s\n", have ? "the heuristic's plan seeds it" : "no seed");
-    bool ok = dag_solve_intervals(d, o->budget, have ? &inc : NULL, o->copies, o->slots > 0 ? o->slots : -1, deadline,
-                                  o->verbose, p, err, err_len);
-    staged_free(&inc);
-    return ok;
-}
-
 /* A schedule whose first executions follow the topological order, in stage
  * form (stage t: the events after t-1's first execution up to t's). False
  * if the first executions are out of order. */
@@ -875,6 +862,30 @@ static bool improve_by_intervals(const Dag *d, const DagPlanOptions *o, const St
         }
     }
     free(q.ev), free(best.ev);
+    staged_free(&seed);
+    return ok;
+}
+
+static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len);
+
+/* --method intervals: the interval program (dag_interval.c) seeded by acc's
+ * best plan: acc's method with half the time limit, then the program until
+ * deadline. What it reports is the program's: its plan (at worst the seed,
+ * a point of it), status and bound. */
+static bool plan_intervals(const Dag *d, const DagPlanOptions *o, double limit, double deadline, DagPlan *p, char *err,
+                           size_t err_len) {
+    DagPlanOptions ao = *o;
+    ao.method = DAG_ACC, ao.time_limit_s = 0.5 * limit;
+    DagPlan a;
+    if (!plan_dag(d, &ao, &a, err, err_len)) return false;
+    Staged seed = {0};
+    bool have = a.fits && staged_from_events(d, a.ev, a.n_ev, &seed);
+    if (o->verbose)
+        fprintf(stderr, "acc plan: intervals: %s\n",
+                have ? "acc's plan seeds the program" : "no seed: acc has no plan");
+    bool ok = dag_solve_intervals(d, o->budget, have ? &seed : NULL, o->copies, o->slots > 0 ? o->slots : -1, deadline,
+                                  o->verbose, p, err, err_len);
+    dag_plan_free(&a);
     staged_free(&seed);
     return ok;
 }
@@ -996,7 +1007,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
     } else if (o->method == DAG_EXHAUSTIVE || o->method == DAG_EXHAUSTIVE_STAGED) {
         plan_exhaustive(d, o, topo, p);
     } else if (o->method == DAG_INTERVALS) {
-        ok = plan_intervals(d, o, deadline - fmin(0.05 * limit, 0.75), t0 + 0.15 * limit, p, err, err_len);
+        ok = plan_intervals(d, o, limit, deadline - fmin(0.05 * limit, 0.75), p, err, err_len);
         if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: the baseline, which does not fit */
     } else if (o->method != DAG_ACC) {
         /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */

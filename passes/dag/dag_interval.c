@@ -425,30 +425,38 @@ bool dag_solve_intervals(const Dag *d, int64_t budget, const Staged *inc, int co
                          : r.have_sol                      ? (r.timed_out ? "time_limit" : "feasible")
                                                            : "no_solution";
         snprintf(p->status, sizeof p->status, "%s", st);
-        p->bound = r.optimal && r.have_sol ? r.obj : r.bound;
-        if (r.have_sol) {
+        p->bound = r.optimal && r.have_sol ? r.obj : isfinite(r.bound) ? r.bound : r.lp_solved ? r.lp_obj : NAN;
+        Staged s = {0};
+        if (!r.have_sol && heur) { /* GLPK found none before the deadline: the seed is the program's best point */
+            for (int e = 0; e < inc->ev.n; e++) staged_push(&s, inc->stage.v[e], inc->ev.v[e]);
+            DagSim sim;
+            dag_simulate(d, s.ev.v, s.ev.n, &sim, NULL);
+            p->objective = sim.compute;
+            snprintf(p->status, sizeof p->status, "time_limit");
+        } else if (r.have_sol) {
             p->objective = r.obj;
             int *node_at = acc_xcalloc((size_t)m.n_ev, sizeof(int));
             for (int k = 0; k < m.n_ev; k++) node_at[k] = -1;
             for (int t = 0; t < n; t++) node_at[m.pos[t]] = t;
             for (int q = 0; q < nr; q++)
                 if (r.vals[q] > 0.5) node_at[rk[q]] = rv[q];
-            Staged s = {0};
             for (int k = 0; k < m.n_ev; k++)
                 if (node_at[k] >= 0) staged_push(&s, m.stage_of[k], node_at[k]);
+            free(node_at);
+        }
+        if (s.ev.n) {
             free(p->ev);
             p->ev = acc_xcalloc((size_t)s.ev.n, sizeof(int));
             memcpy(p->ev, s.ev.v, (size_t)s.ev.n * sizeof(int));
             p->n_ev = s.ev.n;
-            staged_free(&s);
-            free(node_at);
         }
+        staged_free(&s);
         if (verbose)
             fprintf(stderr, "acc plan: intervals: %s, LP %.8g, objective %.8g, bound %.8g, incumbent %s, %.2f s\n", st,
                     r.lp_obj, r.obj, r.bound,
                     !heur             ? "none"
                     : r.heur_accepted ? "accepted"
-                                      : "rejected",
+                                      : "not taken (rejected, or the root LP not solved)",
                     acc_now_s() - t0);
     }
     (void)rc;
