@@ -820,52 +820,6 @@ static bool staged_from_events(const Dag *d, const int *ev, int n_ev, Staged *ou
     return ok && next == d->n;
 }
 
-/* The interval program after the staged search, seeded by the best plan
- * so far (the staged program's, or the heuristic's inc): it reaches plans
- * the staged program cannot (recomputations in any order, and more than
- * once). Its plan replaces p's when the simulator finds it cheaper; its
- * bound (its own plan space) does not replace p's. */
-static bool improve_by_intervals(const Dag *d, const DagPlanOptions *o, const Staged *inc, double deadline, DagPlan *p,
-                                 char *err, size_t err_len) {
-    DagPlan best = {0};
-    if (p->ev) {
-        set_plan_events(&best, p->ev, p->n_ev);
-        score_plan(d, o->budget, &best);
-    }
-    if (inc && (!best.ev || !best.fits)) {
-        set_plan_events(&best, inc->ev.v, inc->ev.n);
-        score_plan(d, o->budget, &best);
-    } else if (inc) {
-        DagSim s;
-        dag_simulate(d, inc->ev.v, inc->ev.n, &s, NULL);
-        if (s.valid && s.peak <= o->budget && s.compute < best.sim.compute) {
-            set_plan_events(&best, inc->ev.v, inc->ev.n);
-            score_plan(d, o->budget, &best);
-        }
-    }
-    Staged seed = {0};
-    bool seeded = best.ev && best.fits && staged_from_events(d, best.ev, best.n_ev, &seed);
-    DagPlan q = {0};
-    q.objective = q.bound = NAN;
-    bool ok = dag_solve_intervals(d, o->budget, seeded ? &seed : NULL, o->copies, o->slots > 0 ? o->slots : -1,
-                                  deadline, o->verbose, &q, err, err_len);
-    if (ok && q.ev) {
-        score_plan(d, o->budget, &q);
-        if (q.fits && (!best.ev || !best.fits || q.sim.compute < best.sim.compute - 1e-9)) {
-            if (o->verbose)
-                fprintf(stderr, "acc plan: the interval program improves the plan: %.8g -> %.8g\n",
-                        best.ev ? best.sim.compute : NAN, q.sim.compute);
-            set_plan_events(p, q.ev, q.n_ev);
-            p->objective = q.sim.compute;
-            if (!strcmp(p->status, "no_solution") || !strcmp(p->status, "optimal"))
-                snprintf(p->status, sizeof p->status, "feasible");
-        }
-    }
-    free(q.ev), free(best.ev);
-    staged_free(&seed);
-    return ok;
-}
-
 static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len);
 
 /* --method intervals: the interval program (dag_interval.c) seeded by acc's
@@ -1115,12 +1069,8 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                      "were not searched to the end");
         } else if (ok) {
             /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
-            double milp_end = deadline - fmin(0.05 * limit, 0.75), ivl_end = milp_end;
-            double share = getenv("ACC_IVL_SHARE") ? atof(getenv("ACC_IVL_SHARE")) : 0; /* EXPERIMENT */
-            if (share > 0) milp_end = acc_now_s() + (1 - share) * (milp_end - acc_now_s());
+            double milp_end = deadline - fmin(0.05 * limit, 0.75);
             ok = dag_solve_acc_milp(d, o->budget, have ? &inc : NULL, milp_end, o->verbose, bound, p, err, err_len);
-            if (ok && share > 0 && acc_now_s() < ivl_end - 0.5)
-                ok = improve_by_intervals(d, o, have ? &inc : NULL, ivl_end, p, err, err_len);
             if (ok && !strcmp(p->status, "infeasible")) {
                 snprintf(p->status, sizeof p->status, "no_solution");
                 snprintf(p->note, sizeof p->note,
