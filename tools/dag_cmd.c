@@ -31,7 +31,7 @@ static const char plan_usage[] = "usage: acc plan --graph FILE.json (--budget SI
                                  "                      intervals (retention intervals, up to C computations\n"
                                  "                      a node; docs/plan-graphs.md)\n"
                                  "  --copies C          intervals: computations per node at most (1..64, default 2)\n"
-                                 "  --time-limit S      seconds (default: acc 20, checkmate 60)\n"
+                                 "  --time-limit S      seconds (default: acc 20, checkmate and intervals 60)\n"
                                  "  --emit=lp PATH      write the integer program (CPLEX LP format)\n"
                                  "  --schedule          include the schedule (node ids in execution order)\n"
                                  "  -v                  progress on stderr\n";
@@ -110,6 +110,8 @@ int acc_plan_main(int argc, char **argv) {
         }
     }
     if (!graph) return plan_usage_error("plan needs --graph FILE.json", NULL);
+    if (emit_lp && !strcmp(method, "intervals"))
+        return plan_usage_error("--emit=lp writes acc's or Checkmate's program, not the interval program", NULL);
     if ((budget >= 0) == isfinite(frac)) return plan_usage_error("plan needs one of --budget and --budget-frac", NULL);
     double t0 = acc_now_s();
     Dag d;
