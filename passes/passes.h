@@ -574,7 +574,14 @@ int64_t dag_min_peak(const Dag *d);
 
 /* DAG_EXHAUSTIVE[_STAGED]: the reference of the tests (dag_exhaustive), for
  * benchmarks; graphs of at most DAG_EXHAUSTIVE_MAX[_STAGED] nodes. */
-typedef enum { DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP, DAG_EXHAUSTIVE, DAG_EXHAUSTIVE_STAGED } DagMethod;
+typedef enum {
+    DAG_ACC,
+    DAG_CHECKMATE_MILP,
+    DAG_CHECKMATE_LP,
+    DAG_INTERVALS,
+    DAG_EXHAUSTIVE,
+    DAG_EXHAUSTIVE_STAGED
+} DagMethod;
 
 typedef struct {
     DagMethod method;
@@ -582,6 +589,8 @@ typedef struct {
     double time_limit_s; /* <= 0: default (acc 20 s, checkmate 60 s) */
     const char *emit_lp; /* write the integer program here (glp_write_lp) */
     bool verbose;        /* progress on stderr */
+    int copies;          /* intervals: computations per node at most (0: 2) */
+    int slots;           /* intervals: recomputations per stage at most (0: copies - 1, at least 1) */
 } DagPlanOptions;
 
 /* dag_plan's searches keep node x stage tables: larger graphs that do not fit

@@ -3,7 +3,8 @@
  * and print one JSON object. The logic is in passes/dag/.
  *
  *   acc plan --graph FILE.json (--budget SIZE | --budget-frac F)
- *            [--method acc|checkmate-milp|checkmate-lp] [--time-limit S]
+ *            [--method acc|checkmate-milp|checkmate-lp|intervals] [--copies C]
+ *            [--time-limit S]
  *            [--emit=lp PATH] [--schedule] [-v]
  *
  * Exit status: 0 the plan fits, 1 bad input or no plan within the budget
@@ -26,8 +27,11 @@ static const char plan_usage[] = "usage: acc plan --graph FILE.json (--budget SI
                                  "  --budget-frac F     F x the peak of running the graph once in topological\n"
                                  "                      order (rounded up to a whole unit)\n"
                                  "  --method M          acc (default), checkmate-milp (Checkmate's MILP),\n"
-                                 "                      checkmate-lp (its LP relaxation, rounded)\n"
-                                 "  --time-limit S      seconds (default: acc 20, checkmate 60)\n"
+                                 "                      checkmate-lp (its LP relaxation, rounded),\n"
+                                 "                      intervals (retention intervals, up to C computations\n"
+                                 "                      a node; docs/plan-graphs.md)\n"
+                                 "  --copies C          intervals: computations per node at most (1..64, default 2)\n"
+                                 "  --time-limit S      seconds (default: acc 20, checkmate and intervals 60)\n"
                                  "  --emit=lp PATH      write the integer program (CPLEX LP format)\n"
                                  "  --schedule          include the schedule (node ids in execution order)\n"
                                  "  -v                  progress on stderr\n";
@@ -58,6 +62,7 @@ int acc_plan_main(int argc, char **argv) {
     double frac = NAN, limit = 0;
     int64_t budget = -1;
     bool schedule = false, verbose = false;
+    int copies = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -77,9 +82,16 @@ int acc_plan_main(int argc, char **argv) {
         } else if (!strcmp(a, "--method")) {
             /* exhaustive, exhaustive-staged: the tests' reference, for benchmarks (not in the usage) */
             if (!v || (strcmp(v, "acc") && strcmp(v, "checkmate-milp") && strcmp(v, "checkmate-lp") &&
-                       strcmp(v, "exhaustive") && strcmp(v, "exhaustive-staged")))
-                return plan_usage_error("--method is acc, checkmate-milp or checkmate-lp, got", v ? v : "nothing");
+                       strcmp(v, "intervals") && strcmp(v, "exhaustive") && strcmp(v, "exhaustive-staged")))
+                return plan_usage_error("--method is acc, checkmate-milp, checkmate-lp or intervals, got",
+                                        v ? v : "nothing");
             method = v, i++;
+        } else if (!strcmp(a, "--copies")) {
+            char *end = NULL;
+            long c = v ? strtol(v, &end, 10) : 0;
+            if (!v || !*v || *end || c < 1 || c > 64)
+                return plan_usage_error("--copies needs a whole number 1..64, got", v ? v : "nothing");
+            copies = (int)c, i++;
         } else if (!strcmp(a, "--time-limit")) {
             if (!v || !opt_seconds(v, false, &limit))
                 return plan_usage_error("--time-limit needs seconds, a number greater than 0 and at most 1e6, got",
@@ -98,6 +110,8 @@ int acc_plan_main(int argc, char **argv) {
         }
     }
     if (!graph) return plan_usage_error("plan needs --graph FILE.json", NULL);
+    if (emit_lp && !strcmp(method, "intervals"))
+        return plan_usage_error("--emit=lp writes acc's or Checkmate's program, not the interval program", NULL);
     if ((budget >= 0) == isfinite(frac)) return plan_usage_error("plan needs one of --budget and --budget-frac", NULL);
     double t0 = acc_now_s();
     Dag d;
@@ -115,9 +129,15 @@ int acc_plan_main(int argc, char **argv) {
     DagPlanOptions o = {!strcmp(method, "acc")                 ? DAG_ACC
                         : !strcmp(method, "checkmate-milp")    ? DAG_CHECKMATE_MILP
                         : !strcmp(method, "checkmate-lp")      ? DAG_CHECKMATE_LP
+                        : !strcmp(method, "intervals")         ? DAG_INTERVALS
                         : !strcmp(method, "exhaustive-staged") ? DAG_EXHAUSTIVE_STAGED
                                                                : DAG_EXHAUSTIVE,
-                        budget, limit, emit_lp, verbose};
+                        budget,
+                        limit,
+                        emit_lp,
+                        verbose,
+                        copies,
+                        0};
     DagPlan p;
     if (!dag_plan(&d, &o, &p, err, sizeof err)) {
         fprintf(stderr, "acc: error: %s\n", err);

@@ -8,7 +8,8 @@
 # overhead (compute / baseline - 1), the gap and the wall time; for acc, the
 # least peak it found when no plan fits.
 # Environment: LIMIT (default 30), SIZES (default "100 250 500 1000"),
-# FRACS (default "0.9 0.8 0.7 0.6"), CHECKMATE (default 1; 0: acc only).
+# FRACS (default "0.9 0.8 0.7 0.6"), CHECKMATE (default 1; 0: acc only),
+# INTERVALS (default 1; 0 skips the --method intervals column).
 set -eu
 acc=${1:-build/acc}
 limit=${LIMIT:-30}
@@ -33,7 +34,7 @@ cell() { # cell METHOD GRAPH FRAC
         printf ' %s, %s s |' "${st:-error}" "$wall"
     fi
 }
-printf '| n | budget |  acc | checkmate-milp | checkmate-lp |\n|---|---|---|---|---|\n'
+printf '| n | budget |  acc | checkmate-milp | checkmate-lp | intervals |\n|---|---|---|---|---|---|\n'
 for n in $sizes; do
     python3 "$(dirname "$0")/random_layered.py" "$n" 1 >"$dir/g$n.json"
     for f in $fracs; do
@@ -45,6 +46,7 @@ for n in $sizes; do
         else
             printf ' - | - |'
         fi
+        if [ "${INTERVALS:-1}" = 1 ]; then cell intervals "$dir/g$n.json" "$f"; else printf ' - |'; fi
         echo
     done
 done

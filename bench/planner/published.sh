@@ -11,8 +11,13 @@
 #
 # Environment: ACC (the acc binary, default build/acc), ACC_TIME (acc's time
 # limit, default 10 s), CM_TIME (each Checkmate method's, default 30 s),
-# BUDGETS (default "0.9 0.8 0.7 0.6 0.5"), RAW (keep the JSON lines here).
-# The whole run takes at most about (ACC_TIME + 2 CM_TIME) x graphs x budgets.
+# BUDGETS (default "0.9 0.8 0.7 0.6 0.5"), RAW (keep the JSON lines here),
+# INTERVALS (default 1; 0 skips --method intervals, run with CM_TIME and
+# shown in a table of its own: status, overhead, bound and its scope, model
+# size beside Checkmate's MILP's), METHODS (the methods to run, default
+# all), TABLES_FROM (print the tables from this file of JSON lines, e.g.
+# the RAW files of several runs put together, and run nothing).
+# The whole run takes at most about (ACC_TIME + 3 CM_TIME) x graphs x budgets.
 set -eu
 dir=${1:-../shared/bench-data/checkmate-graphs}
 acc=${ACC:-build/acc}
@@ -22,10 +27,14 @@ budgets=${BUDGETS:-"0.9 0.8 0.7 0.6 0.5"}
 raw=${RAW:-$(mktemp)}
 [ -x "$acc" ] || { echo "published.sh: no acc binary at '$acc' (set ACC)" >&2; exit 2; }
 ls "$dir"/*.json >/dev/null 2>&1 || { echo "published.sh: no *.json in '$dir'" >&2; exit 2; }
-: >"$raw"
-for g in "$dir"/*.json; do
+[ -z "${TABLES_FROM:-}" ] || raw=$TABLES_FROM
+[ -n "${TABLES_FROM:-}" ] || : >"$raw"
+[ -n "${TABLES_FROM:-}" ] || for g in "$dir"/*.json; do
     for f in $budgets; do
-        for m in acc checkmate-milp checkmate-lp; do
+        methods="acc checkmate-milp checkmate-lp"
+        [ "${INTERVALS:-1}" = 0 ] || methods="$methods intervals"
+        methods=${METHODS:-$methods}
+        for m in $methods; do
             t=$cm_time
             [ "$m" = acc ] && t=$acc_time
             line=$("$acc" plan --graph "$g" --budget-frac "$f" --method "$m" --time-limit "$t" 2>/dev/null) || true
@@ -55,6 +64,7 @@ function sec(x) { return x == "" || x == "null" ? "-" : sprintf("%.1f", x) }
     b = get("budget_frac"); if (!((f, b) in bseen)) { bseen[f, b] = 1; nb[f]++; bud[f, nb[f]] = b }
     fits[k] = get("fits"); ov[k] = get("overhead"); tm[k] = get("time_s"); st[k] = get("status")
     cost[k] = get("compute"); bnd[k] = get("bound"); scope[k] = get("bound_scope"); base[f] = get("baseline_compute")
+    nbin[k] = get("binaries"); nrow[k] = get("rows")
 }
 END {
     printf "Overhead = total compute / baseline compute - 1; time in seconds (limits: acc %s s, Checkmate %s s each).\n", acc_time, cm_time
@@ -104,5 +114,21 @@ END {
         }
     }
     if (!n_opt) printf "| (none) | | | | | |\n"
+    n_ivl = 0
+    for (i = 1; i <= ng; i++) for (j = 1; j <= nb[graphs[i]]; j++) if ((graphs[i] SUBSEP bud[graphs[i], j] SUBSEP "intervals") in st) n_ivl++
+    if (!n_ivl) exit
+    printf "\nThe interval program (--method intervals, %s s; its bound holds for its own plan space: scope\n", cm_time
+    printf "intervals, or intervals (support) when the support was cut), beside Checkmate'"'"'s MILP.\n\n"
+    printf "| graph | budget | intervals status | overhead | bound (scope) | time | binaries / rows | MILP status | MILP overhead | MILP binaries / rows | acc overhead |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
+    for (i = 1; i <= ng; i++) {
+        f = graphs[i]
+        for (j = 1; j <= nb[f]; j++) {
+            b = bud[f, j]
+            v = f SUBSEP b SUBSEP "intervals"; m = f SUBSEP b SUBSEP "checkmate-milp"; a = f SUBSEP b SUBSEP "acc"
+            if (!(v in st)) continue
+            bs = bnd[v] == "" || bnd[v] == "null" ? "-" : sprintf("%.6g (%s)", bnd[v], scope[v])
+            printf "| %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s / %s | %s |\n", f, b, st[v], fits[v] == "true" ? pct(ov[v]) : "no plan", bs, sec(tm[v]), nbin[v], nrow[v], st[m], fits[m] == "true" ? pct(ov[m]) : "no plan", nbin[m], nrow[m], fits[a] == "true" ? pct(ov[a]) : "no plan"
+        }
+    }
 }' "$raw"
-[ -n "${RAW:-}" ] || rm -f "$raw"
+[ -n "${RAW:-}" ] || [ -n "${TABLES_FROM:-}" ] || rm -f "$raw"

@@ -713,20 +713,6 @@ bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out) {
 
 /* ---- the driver ------------------------------------------------------------------- */
 
-/* A schedule's events as stages: an event that is a node's first execution
- * ends that node's stage; the others are recomputations in the stage under
- * way (first executions come in the topological order). */
-static void staged_from_events(const Dag *d, const int *ev, int n_ev, Staged *out) {
-    staged_clear(out);
-    uint8_t *done = acc_xcalloc((size_t)d->n + 1, 1);
-    int t = 0;
-    for (int e = 0; e < n_ev; e++) {
-        staged_push(out, t, ev[e]);
-        if (!done[ev[e]]) done[ev[e]] = 1, t = ev[e] + 1;
-    }
-    free(done);
-}
-
 static void set_plan_events(DagPlan *p, const int *ev, int n_ev) {
     free(p->ev);
     p->ev = acc_xcalloc((size_t)n_ev, sizeof(int));
@@ -813,6 +799,49 @@ static void plan_exhaustive(const Dag *d, const DagPlanOptions *o, const int *to
     }
     snprintf(p->status, sizeof p->status, "%s", c >= 0 ? "optimal" : "infeasible");
     free(ev);
+}
+
+/* A schedule whose first executions follow the topological order, in stage
+ * form (stage t: the events after t-1's first execution up to t's). False
+ * if the first executions are out of order. */
+static bool staged_from_events(const Dag *d, const int *ev, int n_ev, Staged *out) {
+    uint8_t *seen = acc_xcalloc((size_t)d->n, 1);
+    int next = 0;
+    bool ok = true;
+    staged_clear(out);
+    for (int e = 0; e < n_ev && ok; e++) {
+        int v = ev[e], stage = next; /* a recomputation belongs to the next first execution's stage */
+        if (!seen[v]) ok = v == next++;
+        else ok = next < d->n;
+        seen[v] = 1;
+        staged_push(out, stage, v);
+    }
+    free(seen);
+    return ok && next == d->n;
+}
+
+static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *err, size_t err_len);
+
+/* --method intervals: the interval program (dag_interval.c) seeded by acc's
+ * best plan: acc's method with half the time limit, then the program until
+ * deadline. What it reports is the program's: its plan (at worst the seed,
+ * a point of it), status and bound. */
+static bool plan_intervals(const Dag *d, const DagPlanOptions *o, double limit, double deadline, DagPlan *p, char *err,
+                           size_t err_len) {
+    DagPlanOptions ao = *o;
+    ao.method = DAG_ACC, ao.time_limit_s = 0.5 * limit;
+    DagPlan a;
+    if (!plan_dag(d, &ao, &a, err, err_len)) return false;
+    Staged seed = {0};
+    bool have = a.fits && staged_from_events(d, a.ev, a.n_ev, &seed);
+    if (o->verbose)
+        fprintf(stderr, "acc plan: intervals: %s\n",
+                have ? "acc's plan seeds the program" : "no seed: acc has no plan");
+    bool ok = dag_solve_intervals(d, o->budget, have ? &seed : NULL, o->copies, o->slots > 0 ? o->slots : -1, deadline,
+                                  o->verbose, p, err, err_len);
+    dag_plan_free(&a);
+    staged_free(&seed);
+    return ok;
 }
 
 /* acc's exact search over every schedule, for graphs of at most 128 nodes,
@@ -933,6 +962,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         snprintf(p->status, sizeof p->status, "too_large");
     } else if (o->method == DAG_EXHAUSTIVE || o->method == DAG_EXHAUSTIVE_STAGED) {
         plan_exhaustive(d, o, topo, p);
+    } else if (o->method == DAG_INTERVALS) {
+        ok = plan_intervals(d, o, limit, deadline - fmin(0.05 * limit, 0.75), p, err, err_len);
+        if (ok && !p->ev) set_plan_events(p, topo, n); /* no solution: the baseline, which does not fit */
     } else if (o->method != DAG_ACC) {
         /* GLPK's child may overrun its deadline by its grace (dag_milp.c): end it early by as much */
         ok = dag_solve_checkmate(d, o->budget, o->method == DAG_CHECKMATE_MILP, deadline - fmin(0.05 * limit, 0.75),
@@ -1061,8 +1093,14 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                     DagSim a, b;
                     dag_simulate(d, q.ev, q.n_ev, &b, NULL);
                     dag_simulate(d, inc.ev.v, inc.ev.n, &a, NULL);
-                    if (b.valid && b.peak <= o->budget && b.compute < a.compute)
-                        staged_from_events(d, q.ev, q.n_ev, &inc);
+                    Staged better = {0}; /* a staged plan: its first executions are in order */
+                    if (b.valid && b.peak <= o->budget && b.compute < a.compute &&
+                        staged_from_events(d, q.ev, q.n_ev, &better)) {
+                        staged_free(&inc);
+                        inc = better;
+                    } else {
+                        staged_free(&better);
+                    }
                 }
                 dag_plan_free(&q);
             }

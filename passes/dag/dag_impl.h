@@ -40,6 +40,19 @@ bool dag_acc_bound(const Dag *d, int64_t budget, double deadline, bool verbose, 
 bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double deadline, const char *emit_lp,
                          bool verbose, DagPlan *p, char *err, size_t err_len);
 
+/* The memory rows' bound, memory scaled by the budget (a plan over the
+ * budget is never admitted within GLPK's tolerances; relaxation: a bound
+ * that cuts off no plan), and how long GLPK's child may overrun deadline. */
+double dag_memory_ub(const Dag *d, int64_t budget, bool relaxation);
+double dag_grace_for(double deadline);
+/* The interval program (dag_interval.c): at most copies computations per
+ * node (< 1: 2), at most slots recomputations per stage (< 0: copies - 1,
+ * at least 1), both raised to what inc uses; inc (or NULL) is installed as
+ * GLPK's incumbent. Fills p like the solvers above; the bound's scope is
+ * "intervals" (its plan space), "intervals (support)" when the support was
+ * cut to fewer hops. */
+bool dag_solve_intervals(const Dag *d, int64_t budget, const Staged *inc, int copies, int slots, double deadline,
+                         bool verbose, DagPlan *p, char *err, size_t err_len);
 /* Is the staged schedule s a feasible point of Checkmate's program (R, the
  * least S, the FREE the hazards imply, U)? For tests of the formulations;
  * bad_row: the first violated row, or -1. */

@@ -68,7 +68,7 @@ static int64_t gcd64(int64_t a, int64_t b) {
  * Bf + g: the row bound sits half-way, far from both against GLPK's
  * tolerances. When g is tiny against B (sizes in bytes), the bound is put a
  * hair under Bf instead: GLPK's tolerance must not admit a plan over B. */
-static double memory_ub(const Dag *d, int64_t budget, bool relaxation) {
+double dag_memory_ub(const Dag *d, int64_t budget, bool relaxation) {
     int64_t g = 0;
     for (int i = 0; i < d->n; i++) g = gcd64(g, d->mem[i]);
     if (g <= 0) g = 1;
@@ -80,7 +80,7 @@ static double memory_ub(const Dag *d, int64_t budget, bool relaxation) {
 /* How long GLPK's child may overrun the deadline before it is killed: a
  * twentieth of the time it was given, 0.2 .. 1.5 s, so that a command keeps
  * within a tenth of its --time-limit. */
-static double grace_for(double deadline) {
+double dag_grace_for(double deadline) {
     double g = 0.05 * (deadline - acc_now_s());
     return g < 0.2 ? 0.2 : g > 1.5 ? 1.5 : g;
 }
@@ -112,7 +112,7 @@ static int cm_s(const CmIndex *x, int t, int i) { return x->s0 + t * (t - 1) / 2
 
 static void build_checkmate(const Dag *d, int64_t budget, bool integral, bool names, LpBuild *b, CmIndex *x) {
     int n = d->n;
-    double ub = memory_ub(d, budget, !integral), sc = (double)budget;
+    double ub = dag_memory_ub(d, budget, !integral), sc = (double)budget;
     char nm[64];
     lp_build_init(b, "checkmate", names);
     x->n = n;
@@ -298,8 +298,8 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
     p->n_rows = b.n_rows;
     p->bound_scope = "checkmate";
     if (verbose)
-        fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, built in %.2f s\n",
-                integral ? "MILP" : "LP", b.n_cols, b.n_int, b.n_rows, acc_now_s() - t0);
+        fprintf(stderr, "acc plan: checkmate %s: %d columns (%d binary), %d rows, %d nonzeros, built in %.2f s\n",
+                integral ? "MILP" : "LP", b.n_cols, b.n_int, b.n_rows, glp_get_num_nz(b.lp), acc_now_s() - t0);
     if (!lp_write(b.lp, emit_lp, err, err_len)) {
         lp_build_free(&b);
         return false;
@@ -310,7 +310,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
         int nr = n * (n + 1) / 2;
         int *report = acc_xcalloc((size_t)nr, sizeof(int));
         for (int k = 0; k < nr; k++) report[k] = x.r0 + k;
-        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose, grace_for(deadline)};
+        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose, dag_grace_for(deadline)};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
         if (ok) {
@@ -341,7 +341,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
                 b = (LpBuild){0};
                 build_checkmate(d, (int64_t)(shrink[a] * (double)budget), false, false, &b, &x);
             }
-            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose, grace_for(deadline)};
+            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose, dag_grace_for(deadline)};
             LpResult r;
             ok = lp_run_watched(&j, &r, err, err_len);
             if (ok && a == 0) {
@@ -509,7 +509,7 @@ static void acc_index_free(AccIndex *x) {
  * model, for a lower bound over every staged plan; no FREE, no U. */
 static void build_acc(const Dag *d, int64_t budget, AccIndex *x, LpBuild *b, bool names, bool relaxed) {
     int n = d->n;
-    double ub = memory_ub(d, budget, relaxed), sc = (double)budget;
+    double ub = dag_memory_ub(d, budget, relaxed), sc = (double)budget;
     char nm[64];
     lp_build_init(b, relaxed ? "acc_relaxation" : "acc", names);
     double base = 0;
@@ -775,7 +775,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     else
         for (int t = 0; t < n; t++)
             for (int a = 0; a < x.sup[t].n; a++) report[nr++] = x.rcol[t][a];
-    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose, grace_for(deadline)};
+    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose, dag_grace_for(deadline)};
     LpResult r;
     bool ok = lp_run_watched(&j, &r, err, err_len);
     if (ok) {
@@ -980,7 +980,7 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
         }
     if (n_rows) {
         lp_load(&lb);
-        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, grace_for(deadline)};
+        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, dag_grace_for(deadline)};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
         /* the integer optimum, else the relaxation's (branch and bound's bounds are not used: a program it

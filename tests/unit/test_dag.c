@@ -215,7 +215,7 @@ static void tiny(Dag *d) {
 }
 
 static double plan_cost(const Dag *d, DagMethod m, int64_t budget, bool *fits, char *status) {
-    DagPlanOptions o = {m, budget, 20, NULL, false};
+    DagPlanOptions o = {m, budget, 20, NULL, false, 0, 0};
     DagPlan p;
     char err[256];
     ASSERT_TRUE(dag_plan(d, &o, &p, err, sizeof err));
@@ -245,8 +245,8 @@ static void test_tiny_optimum(void) {
         ASSERT(11, (int)dag_exhaustive(&d, 40, staged, NULL, NULL));
         ASSERT(-1, (int)dag_exhaustive(&d, 31, staged, NULL, NULL));
     }
-    static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP};
-    for (int k = 0; k < 3; k++) {
+    static const DagMethod methods[] = {DAG_ACC, DAG_CHECKMATE_MILP, DAG_CHECKMATE_LP, DAG_INTERVALS};
+    for (int k = 0; k < 4; k++) {
         bool fits;
         char status[32];
         double c = plan_cost(&d, methods[k], 32, &fits, status);
@@ -263,6 +263,9 @@ static void test_tiny_optimum(void) {
     ASSERT(false, fits);
     ASSERT_STR("infeasible", status);
     plan_cost(&d, DAG_CHECKMATE_MILP, 31, &fits, status);
+    ASSERT(false, fits);
+    ASSERT_STR("infeasible", status);
+    plan_cost(&d, DAG_INTERVALS, 31, &fits, status);
     ASSERT(false, fits);
     ASSERT_STR("infeasible", status);
     dag_free(&d);
@@ -453,7 +456,7 @@ static void test_search_past_64(void) {
             }
             dag_search_free(&r);
             /* and through the planner: proven over every schedule */
-            DagPlanOptions o = {DAG_ACC, budget, 10, NULL, false};
+            DagPlanOptions o = {DAG_ACC, budget, 10, NULL, false, 0, 0};
             DagPlan p;
             char err[256];
             if (!ASSERT_TRUE(dag_plan(&d, &o, &p, err, sizeof err))) continue;

@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
         double frac = strtod(f, &end);
         if (end == f) break;
         f = end;
-        DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false};
+        DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false, 0, 0};
         DagPlan p;
         char err[200] = "";
         double t0 = acc_now_s();
