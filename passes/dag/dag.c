@@ -493,9 +493,19 @@ static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothin
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;
-    if (k >= 0) {
+    /* and x's inputs one at a time from what is held (dag_improve.c): where the search for x at once stops */
+    Staged alt = {0};
+    double ca = dag_resolve_stage(d, v->budget, x, v->present, 0, deadline, &alt);
+    if (getenv("ACC_DEBUG")) fprintf(stderr, "DEBUG pebble_stage x=%d st=%d,%d cost=%g,%g ca=%g t=%.2f\n", x, st[0], st[1], cost[0], cost[1], ca, acc_now_s());
+    if (ca >= 0 && (k < 0 || ca < cost[k] + d->cost[x])) {
+        for (int e = 0; e < alt.ev.n; e++) staged_push(v->out, v->t, alt.ev.v[e]);
+        k = 2;
+    } else if (k >= 0) {
         for (int e = 0; e < n_seq[k]; e++) staged_push(v->out, v->t, seq[k][e]);
         staged_push(v->out, v->t, x);
+    }
+    staged_free(&alt);
+    if (k >= 0) {
         for (int i = 0; i < d->n; i++) v->present[i] = 0;
         v->used = d->mem[x];
         v->present[x] = 1, v->touched[x] = ++v->clock;
@@ -563,50 +573,78 @@ static EvictKind tight_kind(int k) {
 }
 
 /* Drop the recomputations a schedule can do without: each, most expensive
- * first, is removed if the schedule stays valid and under the budget (its
- * readers then read the earlier copy, held longer); passes until none goes
- * or the deadline. For schedules whose retention plan does not fit as a
- * staged plan (restore_cuts cannot relieve them). */
-static void prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
-    Staged trial = {0};
-    bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
-    for (bool again = true; again && acc_now_s() < deadline;) {
-        again = false;
-        /* the recomputation events, most expensive first */
-        VEC(int) rec = {0};
-        memset(seen, 0, (size_t)d->n * sizeof(bool));
-        for (int e = 0; e < s->ev.n; e++) {
-            if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
-            seen[s->ev.v[e]] = true;
-        }
-        for (int a = 1; a < rec.n; a++)
-            for (int b = a; b > 0 && d->cost[s->ev.v[rec.v[b - 1]]] < d->cost[s->ev.v[rec.v[b]]]; b--) {
-                int x = rec.v[b];
-                rec.v[b] = rec.v[b - 1], rec.v[b - 1] = x;
-            }
-        uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
-        for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
-            drop[rec.v[k]] = 1;
-            staged_clear(&trial);
-            for (int e = 0; e < s->ev.n; e++)
-                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
-            DagSim sim;
-            dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-            if (sim.valid && sim.peak <= budget) again = true;
-            else drop[rec.v[k]] = 0;
-        }
-        if (again) {
-            staged_clear(&trial);
-            for (int e = 0; e < s->ev.n; e++)
-                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
-            staged_clear(s);
-            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
-        }
-        free(drop);
-        VEC_FREE(rec);
+ * first, is removed if the schedule stays under the budget (its readers then
+ * read the earlier copy, held longer), until none goes or the deadline. For
+ * schedules whose retention plan does not fit as a staged plan
+ * (restore_cuts cannot relieve them).
+ *
+ * Incremental, not a replay per candidate (schedules at tight budgets have
+ * 10^4 events and as many recomputations): dropping event r, a copy of v
+ * whose previous copy p is last read at lp < r, adds mem(v) to the events
+ * strictly between lp and r (p is held on to r's readers; r's own interval
+ * is held by p instead, no change there) and changes nothing else; every
+ * read still finds a copy. So r goes when the largest memory over those
+ * events plus mem(v) is within the budget, and the memory is updated there. */
+void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
+    int n_ev = s->ev.n;
+    if (n_ev == 0) return;
+    int64_t *mem_at = acc_xcalloc((size_t)n_ev, sizeof(int64_t));
+    DagSim sim;
+    dag_simulate(d, s->ev.v, n_ev, &sim, mem_at);
+    if (!sim.valid || sim.peak > budget) {
+        free(mem_at);
+        return; /* only a schedule that fits is pruned */
     }
-    free(seen);
-    staged_free(&trial);
+    int *last = staged_last_reads(d, s);
+    int *prev = acc_xcalloc((size_t)n_ev, sizeof(int)), *inst = acc_xcalloc((size_t)d->n, sizeof(int));
+    uint8_t *drop = acc_xcalloc((size_t)n_ev, 1);
+    VEC(int) rec = {0};
+    for (int i = 0; i < d->n; i++) inst[i] = -1;
+    for (int e = 0; e < n_ev; e++) {
+        prev[e] = inst[s->ev.v[e]];
+        inst[s->ev.v[e]] = e;
+        if (prev[e] >= 0) VEC_PUSH(rec, e);
+    }
+    /* the recomputation events, most expensive first (stable: earlier first among equals) */
+    for (int w = 1; w < rec.n; w *= 2) { /* bottom-up merge sort: 10^4 events */
+        int *tmp = acc_xcalloc((size_t)rec.n, sizeof(int));
+        for (int lo = 0; lo < rec.n; lo += 2 * w) {
+            int mid = lo + w < rec.n ? lo + w : rec.n, hi = lo + 2 * w < rec.n ? lo + 2 * w : rec.n;
+            int i = lo, j = mid, k = lo;
+            while (i < mid || j < hi)
+                tmp[k++] = j >= hi || (i < mid && d->cost[s->ev.v[rec.v[i]]] >= d->cost[s->ev.v[rec.v[j]]])
+                               ? rec.v[i++]
+                               : rec.v[j++];
+        }
+        memcpy(rec.v, tmp, (size_t)rec.n * sizeof(int));
+        free(tmp);
+    }
+    int n_drop = 0;
+    for (int k = 0; k < rec.n && ((k & 255) || acc_now_s() < deadline); k++) {
+        int r = rec.v[k], v = s->ev.v[r], p = prev[r];
+        while (drop[p]) p = prev[p]; /* the previous copy still in the schedule */
+        if (last[r] == r) { /* read by nobody: it goes, and nothing is held longer */
+            drop[r] = 1, n_drop++;
+            continue;
+        }
+        int64_t worst = 0;
+        for (int e = last[p] + 1; e < r; e++)
+            if (!drop[e] && mem_at[e] > worst) worst = mem_at[e];
+        if (worst + d->mem[v] > budget) continue;
+        for (int e = last[p] + 1; e < r; e++) mem_at[e] += d->mem[v];
+        if (last[r] > last[p]) last[p] = last[r];
+        drop[r] = 1, n_drop++;
+    }
+    if (n_drop) {
+        int m = 0;
+        for (int e = 0; e < n_ev; e++)
+            if (!drop[e]) s->ev.v[m] = s->ev.v[e], s->stage.v[m] = s->stage.v[e], m++;
+        s->ev.n = s->stage.n = m;
+    }
+    dag_simulate(d, s->ev.v, s->ev.n, &sim, NULL);
+    ACC_ASSERT(sim.valid && sim.peak <= budget); /* the update above is exact */
+    VEC_FREE(rec);
+    free(mem_at), free(last), free(prev), free(inst), free(drop);
 }
 
 /* One eviction schedule of kind at the budget (by deadline), pruned of the
@@ -619,7 +657,7 @@ static bool try_eviction(const Dag *d, int64_t budget, EvictKind kind, double de
     DagSim sim;
     dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
     if (!sim.valid || sim.peak > budget) return false;
-    prune_recomputations(d, budget, prune_deadline, trial);
+    dag_prune_recomputations(d, budget, prune_deadline, trial);
     dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
     if (sim.compute < *best) {
         *best = sim.compute;
@@ -659,7 +697,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         double c0 = as_is ? s.compute : ok ? score(h, &h->cur).cost : NAN;
         if (ok && !as_is) restore_cuts(h);
         if (as_is) {
-            prune_recomputations(d, budget, deadline, &ev);
+            dag_prune_recomputations(d, budget, deadline, &ev);
             dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
         }
         Score sc = as_is ? (Score){s.peak, s.compute, 0} : score(h, &h->cur);
@@ -774,7 +812,7 @@ static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t 
         }
     }
     heur_free(h);
-    prune_recomputations(d, budget, deadline, fit);
+    dag_prune_recomputations(d, budget, deadline, fit);
     return true;
 }
 
@@ -980,7 +1018,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
             if (!have && all.ev.n) { /* each node from nothing in turn, pruned */
-                prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
+                dag_prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
                 DagSim sim;
                 dag_simulate(d, all.ev.v, all.ev.n, &sim, NULL);
                 if (sim.valid && sim.peak <= o->budget) {
@@ -995,6 +1033,11 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         staged_free(&all);
         for (int i = 0; i < n; i++) free(seqs[i]);
         free(seqs), free(n_seqs);
+        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.1 of it,
+         * ending 0.1 before the limit); it stops earlier when a pass changes nothing */
+        if (have)
+            dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.1 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
+                        &inc, o->verbose);
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);
             goto scored;
