@@ -493,19 +493,9 @@ static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothin
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;
-    /* and x's inputs one at a time from what is held (dag_improve.c): where the search for x at once stops */
-    Staged alt = {0};
-    double ca = dag_resolve_stage(d, v->budget, x, v->present, 0, deadline, &alt);
-    if (getenv("ACC_DEBUG")) fprintf(stderr, "DEBUG pebble_stage x=%d st=%d,%d cost=%g,%g ca=%g t=%.2f\n", x, st[0], st[1], cost[0], cost[1], ca, acc_now_s());
-    if (ca >= 0 && (k < 0 || ca < cost[k] + d->cost[x])) {
-        for (int e = 0; e < alt.ev.n; e++) staged_push(v->out, v->t, alt.ev.v[e]);
-        k = 2;
-    } else if (k >= 0) {
+    if (k >= 0) {
         for (int e = 0; e < n_seq[k]; e++) staged_push(v->out, v->t, seq[k][e]);
         staged_push(v->out, v->t, x);
-    }
-    staged_free(&alt);
-    if (k >= 0) {
         for (int i = 0; i < d->n; i++) v->present[i] = 0;
         v->used = d->mem[x];
         v->present[x] = 1, v->touched[x] = ++v->clock;
@@ -623,7 +613,7 @@ void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Sta
     for (int k = 0; k < rec.n && ((k & 255) || acc_now_s() < deadline); k++) {
         int r = rec.v[k], v = s->ev.v[r], p = prev[r];
         while (drop[p]) p = prev[p]; /* the previous copy still in the schedule */
-        if (last[r] == r) { /* read by nobody: it goes, and nothing is held longer */
+        if (last[r] == r) {          /* read by nobody: it goes, and nothing is held longer */
             drop[r] = 1, n_drop++;
             continue;
         }

@@ -47,7 +47,6 @@ static double build_node(const Dag *d, int64_t budget, int t, int x, const int *
     int *seq = NULL, n_seq = 0;
     double c = 0;
     int st = dag_pebble(d, budget - pinned, x, work, IMPROVE_STATES, deadline, 0, &seq, &n_seq, &c);
-    if (st != DAG_PEBBLE_FOUND && getenv("ACC_DEBUG")) fprintf(stderr, "DEBUG build %d: status %d\n", x, st);
     if (st == DAG_PEBBLE_FOUND) {
         for (int k = 0; k < n_seq; k++) staged_push(out, t, seq[k]);
         staged_push(out, t, x);
@@ -59,15 +58,17 @@ static double build_node(const Dag *d, int64_t budget, int t, int x, const int *
 /* Stage t anew from held (1: held at its start; 2: also read after it,
  * pinned, its bytes `across` off the budget), the cheapest of: the search for
  * t at once, and t's missing inputs one at a time, each pinned once built (and
- * the inputs already held pinned), in three orders (the latest first, the
- * earliest first, the largest first). A node that reads many outputs made all
- * over the graph (the last node of MOCCASIN's random graphs reads 44) is where
- * this matters: the search for it at once stops on the way or finds a path
- * that rebuilds the graph many times; one input at a time, each search is
- * small and has the room the inputs not yet built leave. Fills out (stage t,
- * t last); returns its compute, or -1 when nothing was found. */
+ * the inputs already held pinned), in four orders (the most room needed
+ * beyond the inputs of t first, the latest first, the earliest first, the
+ * largest first). One input at a time, each search is smaller and has the
+ * room the inputs not yet built leave; meant for a node that reads many
+ * outputs made all over the graph, where the search at once can stop on the
+ * way. (The last node of MOCCASIN's random_layered_n250 at 0.6 of its peak
+ * is still out of reach: some input's search stops at its 20,000 states in
+ * every order.) Fills out (stage t, t last); returns its compute, or -1 when
+ * nothing was found. */
 double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
-                            Staged *out) {
+                         Staged *out) {
     int n = d->n, deg = d->in_off[t + 1] - d->in_off[t];
     int *work = acc_xcalloc((size_t)n, sizeof(int)), *order = acc_xcalloc((size_t)deg + 1, sizeof(int));
     Staged trial = {0};
@@ -105,7 +106,6 @@ double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, i
         for (int a = 0; a < m && c >= 0; a++) {
             double ci = build_node(d, budget, t, order[a], work, pinned, deadline, &trial);
             c = ci < 0 ? -1 : c + ci;
-            if (ci < 0 && getenv("ACC_DEBUG")) fprintf(stderr, "DEBUG order %d: input %d (%d of %d) failed, room %lld\n", o, order[a], a, m, (long long)(budget - pinned));
             work[order[a]] = 2, pinned += d->mem[order[a]];
         }
         if (c < 0 || pinned + d->mem[t] > budget) continue;
