@@ -314,6 +314,7 @@ typedef struct {
     int clock, n_stamp;
     bool lazy; /* materialize: inputs at hand stay evictable while the missing ones are rebuilt */
     Staged *out;
+    double deadline; /* materialize gives up past it: one node's rebuilds can take seconds at n = 1,000 */
 } Evict;
 
 /* Output bytes of the missing ancestors of p (itself included) that
@@ -399,7 +400,10 @@ static double evict_score(Evict *v, int i) {
 
 static bool materialize(Evict *v, int x) {
     const Dag *d = v->d;
-    if (++v->depth > d->n + 1) return false;
+    if (++v->depth > d->n + 1 || acc_now_s() > v->deadline) {
+        v->depth--;
+        return false;
+    }
     bool ok = true;
     /* inputs at hand are locked first; the missing ones are rebuilt largest
      * missing cone first (what needs the most room runs while least is held).
@@ -452,8 +456,8 @@ static bool materialize(Evict *v, int x) {
             double s = evict_score(v, i);
             if (dep < best_depth || (dep == best_depth && s < bs)) bs = s, best = i, best_depth = dep;
         }
-        if (best < 0) {
-            ok = false; /* everything held is an input being used */
+        if (best < 0 || acc_now_s() > v->deadline) {
+            ok = false; /* everything held is an input being used, or the time is up */
         } else {
             v->present[best] = 0, v->used -= d->mem[best];
         }
@@ -517,7 +521,8 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
                .noise = kind.noise,
                .max_depth = kind.max_depth,
                .lazy = kind.lazy,
-               .out = out};
+               .out = out,
+               .deadline = deadline};
     Pool mem = {0};
     v.stamp = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.present = pool_alloc(&mem, (size_t)n * sizeof(int));
@@ -541,7 +546,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
             v.used = used, out->ev.n = out->stage.n = n_ev;
             ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, kind.from_nothing, kind.n_from_nothing, deadline);
         }
-        ok = ok && ((t & 63) || acc_now_s() < deadline);
+        ok = ok && acc_now_s() < deadline;
     }
     pool_free(&mem);
     return ok;
