@@ -567,79 +567,64 @@ static EvictKind tight_kind(int k) {
     return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
 }
 
-/* Drop the recomputations a schedule can do without: each, most expensive
- * first, is removed if the schedule stays under the budget (its readers then
- * read the earlier copy, held longer), until none goes or the deadline. For
- * schedules whose retention plan does not fit as a staged plan
- * (restore_cuts cannot relieve them).
- *
- * Incremental, not a replay per candidate (schedules at tight budgets have
- * 10^4 events and as many recomputations): dropping event r, a copy of v
- * whose previous copy p is last read at lp < r, adds mem(v) to the events
- * strictly between lp and r (p is held on to r's readers; r's own interval
- * is held by p instead, no change there) and changes nothing else; every
- * read still finds a copy. So r goes when the largest memory over those
- * events plus mem(v) is within the budget, and the memory is updated there. */
-void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
-    int n_ev = s->ev.n;
-    if (n_ev == 0) return;
-    int64_t *mem_at = acc_xcalloc((size_t)n_ev, sizeof(int64_t));
-    DagSim sim;
-    dag_simulate(d, s->ev.v, n_ev, &sim, mem_at);
-    if (!sim.valid || sim.peak > budget) {
-        free(mem_at);
-        return; /* only a schedule that fits is pruned */
-    }
-    int *last = staged_last_reads(d, s);
-    int *prev = acc_xcalloc((size_t)n_ev, sizeof(int)), *inst = acc_xcalloc((size_t)d->n, sizeof(int));
-    uint8_t *drop = acc_xcalloc((size_t)n_ev, 1);
-    VEC(int) rec = {0};
-    for (int i = 0; i < d->n; i++) inst[i] = -1;
-    for (int e = 0; e < n_ev; e++) {
-        prev[e] = inst[s->ev.v[e]];
-        inst[s->ev.v[e]] = e;
-        if (prev[e] >= 0) VEC_PUSH(rec, e);
-    }
-    /* the recomputation events, most expensive first (stable: earlier first among equals) */
-    for (int w = 1; w < rec.n; w *= 2) { /* bottom-up merge sort: 10^4 events */
-        int *tmp = acc_xcalloc((size_t)rec.n, sizeof(int));
-        for (int lo = 0; lo < rec.n; lo += 2 * w) {
-            int mid = lo + w < rec.n ? lo + w : rec.n, hi = lo + 2 * w < rec.n ? lo + 2 * w : rec.n;
+/* The events of rec in descending order of their node's cost, stable (a
+ * merge sort: an eviction schedule at a tight budget can hold 10^5
+ * recomputations, past what an insertion sort can order in time). */
+static void sort_by_cost_desc(const Dag *d, const int *ev, int *rec, int n) {
+    int *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             int i = lo, j = mid, k = lo;
             while (i < mid || j < hi)
-                tmp[k++] = j >= hi || (i < mid && d->cost[s->ev.v[rec.v[i]]] >= d->cost[s->ev.v[rec.v[j]]])
-                               ? rec.v[i++]
-                               : rec.v[j++];
+                tmp[k++] = j >= hi || (i < mid && d->cost[ev[rec[i]]] >= d->cost[ev[rec[j]]]) ? rec[i++] : rec[j++];
         }
-        memcpy(rec.v, tmp, (size_t)rec.n * sizeof(int));
-        free(tmp);
+        memcpy(rec, tmp, (size_t)n * sizeof(int));
     }
-    int n_drop = 0;
-    for (int k = 0; k < rec.n && ((k & 255) || acc_now_s() < deadline); k++) {
-        int r = rec.v[k], v = s->ev.v[r], p = prev[r];
-        while (drop[p]) p = prev[p]; /* the previous copy still in the schedule */
-        if (last[r] == r) {          /* read by nobody: it goes, and nothing is held longer */
-            drop[r] = 1, n_drop++;
-            continue;
+    free(tmp);
+}
+
+/* Drop the recomputations a schedule can do without: each, most expensive
+ * first, is removed if the schedule stays valid and under the budget (its
+ * readers then read the earlier copy, held longer); passes until none goes
+ * or the deadline. For schedules whose retention plan does not fit as a
+ * staged plan (restore_cuts cannot relieve them). */
+void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
+    Staged trial = {0};
+    bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
+    for (bool again = true; again && acc_now_s() < deadline;) {
+        again = false;
+        /* the recomputation events, most expensive first */
+        VEC(int) rec = {0};
+        memset(seen, 0, (size_t)d->n * sizeof(bool));
+        for (int e = 0; e < s->ev.n; e++) {
+            if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
+            seen[s->ev.v[e]] = true;
         }
-        int64_t worst = 0;
-        for (int e = last[p] + 1; e < r; e++)
-            if (!drop[e] && mem_at[e] > worst) worst = mem_at[e];
-        if (worst + d->mem[v] > budget) continue;
-        for (int e = last[p] + 1; e < r; e++) mem_at[e] += d->mem[v];
-        if (last[r] > last[p]) last[p] = last[r];
-        drop[r] = 1, n_drop++;
+        sort_by_cost_desc(d, s->ev.v, rec.v, rec.n);
+        uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
+        for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
+            drop[rec.v[k]] = 1;
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            DagSim sim;
+            dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
+            if (sim.valid && sim.peak <= budget) again = true;
+            else drop[rec.v[k]] = 0;
+        }
+        if (again) {
+            staged_clear(&trial);
+            for (int e = 0; e < s->ev.n; e++)
+                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            staged_clear(s);
+            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+        }
+        free(drop);
+        VEC_FREE(rec);
     }
-    if (n_drop) {
-        int m = 0;
-        for (int e = 0; e < n_ev; e++)
-            if (!drop[e]) s->ev.v[m] = s->ev.v[e], s->stage.v[m] = s->stage.v[e], m++;
-        s->ev.n = s->stage.n = m;
-    }
-    dag_simulate(d, s->ev.v, s->ev.n, &sim, NULL);
-    ACC_ASSERT(sim.valid && sim.peak <= budget); /* the update above is exact */
-    VEC_FREE(rec);
-    free(mem_at), free(last), free(prev), free(inst), free(drop);
+    free(seen);
+    staged_free(&trial);
 }
 
 /* One eviction schedule of kind at the budget (by deadline), pruned of the
