@@ -314,6 +314,10 @@ typedef struct {
     int clock, n_stamp;
     bool lazy; /* materialize: inputs at hand stay evictable while the missing ones are rebuilt */
     Staged *out;
+    /* materialize gives up past this: the deadline plus a second. The deadline itself is checked every 64
+     * nodes (an eviction that ends a little late is still used: under load or a sanitizer the small graphs'
+     * evictions need it), but one node's rebuilds at n = 1,000 took 15 s past it */
+    double hard_deadline;
 } Evict;
 
 /* Output bytes of the missing ancestors of p (itself included) that
@@ -399,7 +403,10 @@ static double evict_score(Evict *v, int i) {
 
 static bool materialize(Evict *v, int x) {
     const Dag *d = v->d;
-    if (++v->depth > d->n + 1) return false;
+    if (++v->depth > d->n + 1 || acc_now_s() > v->hard_deadline) {
+        v->depth--;
+        return false;
+    }
     bool ok = true;
     /* inputs at hand are locked first; the missing ones are rebuilt largest
      * missing cone first (what needs the most room runs while least is held).
@@ -452,8 +459,8 @@ static bool materialize(Evict *v, int x) {
             double s = evict_score(v, i);
             if (dep < best_depth || (dep == best_depth && s < bs)) bs = s, best = i, best_depth = dep;
         }
-        if (best < 0) {
-            ok = false; /* everything held is an input being used */
+        if (best < 0 || acc_now_s() > v->hard_deadline) {
+            ok = false; /* everything held is an input being used, or the time is up */
         } else {
             v->present[best] = 0, v->used -= d->mem[best];
         }
@@ -517,7 +524,8 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
                .noise = kind.noise,
                .max_depth = kind.max_depth,
                .lazy = kind.lazy,
-               .out = out};
+               .out = out,
+               .hard_deadline = deadline + 1.0};
     Pool mem = {0};
     v.stamp = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.present = pool_alloc(&mem, (size_t)n * sizeof(int));
@@ -562,12 +570,29 @@ static EvictKind tight_kind(int k) {
     return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
 }
 
+/* The events of rec in descending order of their node's cost, stable (a
+ * merge sort: an eviction schedule at a tight budget can hold 10^5
+ * recomputations, past what an insertion sort can order in time). */
+static void sort_by_cost_desc(const Dag *d, const int *ev, int *rec, int n) {
+    int *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int i = lo, j = mid, k = lo;
+            while (i < mid || j < hi)
+                tmp[k++] = j >= hi || (i < mid && d->cost[ev[rec[i]]] >= d->cost[ev[rec[j]]]) ? rec[i++] : rec[j++];
+        }
+        memcpy(rec, tmp, (size_t)n * sizeof(int));
+    }
+    free(tmp);
+}
+
 /* Drop the recomputations a schedule can do without: each, most expensive
  * first, is removed if the schedule stays valid and under the budget (its
  * readers then read the earlier copy, held longer); passes until none goes
  * or the deadline. For schedules whose retention plan does not fit as a
  * staged plan (restore_cuts cannot relieve them). */
-static void prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
+void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
     Staged trial = {0};
     bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
     for (bool again = true; again && acc_now_s() < deadline;) {
@@ -579,11 +604,7 @@ static void prune_recomputations(const Dag *d, int64_t budget, double deadline, 
             if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
             seen[s->ev.v[e]] = true;
         }
-        for (int a = 1; a < rec.n; a++)
-            for (int b = a; b > 0 && d->cost[s->ev.v[rec.v[b - 1]]] < d->cost[s->ev.v[rec.v[b]]]; b--) {
-                int x = rec.v[b];
-                rec.v[b] = rec.v[b - 1], rec.v[b - 1] = x;
-            }
+        sort_by_cost_desc(d, s->ev.v, rec.v, rec.n);
         uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
         for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
             drop[rec.v[k]] = 1;
@@ -619,7 +640,7 @@ static bool try_eviction(const Dag *d, int64_t budget, EvictKind kind, double de
     DagSim sim;
     dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
     if (!sim.valid || sim.peak > budget) return false;
-    prune_recomputations(d, budget, prune_deadline, trial);
+    dag_prune_recomputations(d, budget, prune_deadline, trial);
     dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
     if (sim.compute < *best) {
         *best = sim.compute;
@@ -659,7 +680,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         double c0 = as_is ? s.compute : ok ? score(h, &h->cur).cost : NAN;
         if (ok && !as_is) restore_cuts(h);
         if (as_is) {
-            prune_recomputations(d, budget, deadline, &ev);
+            dag_prune_recomputations(d, budget, deadline, &ev);
             dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
         }
         Score sc = as_is ? (Score){s.peak, s.compute, 0} : score(h, &h->cur);
@@ -774,7 +795,7 @@ static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t 
         }
     }
     heur_free(h);
-    prune_recomputations(d, budget, deadline, fit);
+    dag_prune_recomputations(d, budget, deadline, fit);
     return true;
 }
 
@@ -1036,7 +1057,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
             if (!have && all.ev.n) { /* each node from nothing in turn, pruned */
-                prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
+                dag_prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
                 DagSim sim;
                 dag_simulate(d, all.ev.v, all.ev.n, &sim, NULL);
                 if (sim.valid && sim.peak <= o->budget) {
@@ -1051,6 +1072,11 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         staged_free(&all);
         for (int i = 0; i < n; i++) free(seqs[i]);
         free(seqs), free(n_seqs);
+        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.1 of it,
+         * ending 0.1 before the limit); it stops earlier when a pass changes nothing */
+        if (have)
+            dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.1 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
+                        &inc, o->verbose);
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);
             goto scored;

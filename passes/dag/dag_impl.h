@@ -89,10 +89,26 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
  * malloc'ed, in order; cost their compute) after which x runs within budget,
  * from the outputs held[i] != 0 (NULL: nothing). NONE: searched to the end,
  * there are none (with held NULL: no schedule fits at all). seed > 0
- * perturbs the order of the search. */
+ * perturbs the order of the search. held[i] == 2: i is pinned, held
+ * throughout and after (never recomputed), its memory not counted here: the
+ * caller takes it off the budget. */
 enum { DAG_PEBBLE_FOUND = 1, DAG_PEBBLE_NONE, DAG_PEBBLE_STOPPED };
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
                int **seq, int *n_seq, double *cost);
+/* Drop the recomputations a schedule that fits can do without, most
+ * expensive first, while it stays valid and within the budget (dag.c). */
+void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s);
+/* Local improvement of a schedule that fits (dag_improve.c): each stage
+ * re-solved by dag_pebble from what is held at its start, and the pruning,
+ * until nothing changes or deadline; s stays valid and within the budget and
+ * never costs more. */
+void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool verbose);
+/* Stage t anew from held (dag_pebble's: 1 held, 2 pinned with bytes across
+ * off the budget): the cheapest of the search for t at once and of t's
+ * missing inputs one at a time (dag_improve.c). Fills out with the stage's
+ * events, t last; returns their compute, or -1 when none was found. */
+double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
+                         Staged *out);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 

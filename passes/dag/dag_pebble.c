@@ -5,7 +5,8 @@
  * prove that no schedule fits.
  *
  * requires: a Dag, a budget, the target x, the outputs held before (any of
- * them may be dropped), a cap on the states and a deadline. provides: the
+ * them may be dropped, but those pinned: held throughout, their memory off
+ * the budget the caller gives), a cap on the states and a deadline. provides: the
  * recomputations, in order, after which x runs with every event within the
  * budget; or, searched to the end, the proof that there are none.
  *
@@ -105,7 +106,8 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
                int **seq, int *n_seq, double *cost) {
     *seq = NULL, *n_seq = 0, *cost = 0;
     int64_t m0 = d->mem[x];
-    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) m0 += d->mem[d->in[q]];
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
+        if (!held || held[d->in[q]] != 2) m0 += d->mem[d->in[q]];
     if (m0 > budget) return DAG_PEBBLE_NONE; /* x's own event */
     Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
     p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
@@ -134,7 +136,8 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             break;
         }
         int64_t mt = 0;
-        for (int a = 0; a < len; a++) mt += d->mem[cur[a]];
+        for (int a = 0; a < len; a++)
+            if (!held || held[cur[a]] != 2) mt += d->mem[cur[a]];
         /* children in order of preference: not held first, then the latest;
          * pushed least preferred first */
         for (int a = 0; a < len; a++) {
@@ -155,6 +158,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             int a = order[oa];
             const int *tv = cur;
             int f = tv[a];
+            if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
             /* T - f + in(f), ascending, and the memory of f's event */
             int64_t extra = 0;
             int nt = 0, i = 0, q = d->in_off[f], qe = d->in_off[f + 1];
@@ -164,7 +168,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
                 } else if (q >= qe || (i < len && tv[i] < d->in[q])) {
                     tmp[nt++] = tv[i++];
                 } else if (i >= len || d->in[q] < tv[i]) {
-                    extra += d->mem[d->in[q]];
+                    if (!held || held[d->in[q]] != 2) extra += d->mem[d->in[q]];
                     tmp[nt++] = d->in[q++];
                 } else {
                     tmp[nt++] = tv[i++], q++;

@@ -6,14 +6,21 @@
  * first runs in the topological order, every read finds a copy) and under the
  * budget, at the compute and peak the plan states, with a gap.
  *
+ * With --improve MIN_PCT, instead: the local improvement (dag_improve) alone,
+ * from the costliest plan acc makes at tight budgets (each node computed
+ * from nothing in turn by the pebbling search), at each fraction: the result
+ * must replay valid, under the budget, never cost more than the start, and
+ * on the sum over the fractions cost at least MIN_PCT% less.
+ *
  * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
- *                         [--json FILE: write the graph]
+ *                         [--json FILE: write the graph] [--improve MIN_PCT]
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dag/dag_impl.h"
 #include "passes.h"
 #include "test.h"
 
@@ -123,8 +130,43 @@ static bool replay(const Dag *d, const int *ev, int n_ev, int64_t *peak, double 
     return ok;
 }
 
+/* Each node from nothing in turn (dag_pebble), then dag_improve until limit
+ * seconds: both replayed here. Returns the improved compute, adds the start's
+ * to *start_total. */
+static double improve_case(const Dag *d, int64_t budget, double limit, double *start_total) {
+    Staged s = {0};
+    for (int t = 0; t < d->n; t++) {
+        int *seq = NULL, n_seq = 0;
+        double c;
+        int st = dag_pebble(d, budget, t, NULL, 1 << 20, acc_now_s() + limit, 0, &seq, &n_seq, &c);
+        ASSERT(st, DAG_PEBBLE_FOUND);
+        for (int e = 0; e < n_seq; e++) staged_push(&s, t, seq[e]);
+        staged_push(&s, t, t);
+        free(seq);
+    }
+    int64_t peak0, peak1;
+    double c0, c1;
+    ASSERT_TRUE(replay(d, s.ev.v, s.ev.n, &peak0, &c0));
+    ASSERT_TRUE(peak0 <= budget);
+    double t0 = acc_now_s();
+    dag_improve(d, budget, t0 + limit, &s, false);
+    double wall = acc_now_s() - t0;
+    bool valid = replay(d, s.ev.v, s.ev.n, &peak1, &c1);
+    printf("  budget %lld: each node from nothing %.0f (+%.1f%%) -> improved %.0f (+%.1f%%), peak %lld, %.2f s\n",
+           (long long)budget, c0, 100 * (c0 / dag_baseline_compute(d) - 1), c1,
+           100 * (c1 / dag_baseline_compute(d) - 1), (long long)peak1, wall);
+    ASSERT_TRUE(valid);
+    ASSERT_TRUE(peak1 <= budget);
+    ASSERT_TRUE(c1 <= c0);
+    ASSERT_TRUE(wall <= limit + 1);
+    staged_free(&s);
+    *start_total += c0;
+    return c1;
+}
+
 int main(int argc, char **argv) {
     int n = 150, collector = 0;
+    double improve = -1;
     const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
@@ -136,6 +178,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--fracs")) fracs = argv[a + 1];
         else if (!strcmp(argv[a], "--collector")) collector = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--json")) json = argv[a + 1];
+        else if (!strcmp(argv[a], "--improve")) improve = atof(argv[a + 1]);
     }
     if (n < 4) n = 4;
     Dag d;
@@ -147,11 +190,16 @@ int main(int argc, char **argv) {
     int64_t base = dag_baseline_peak(&d);
     printf("layered graph: %d nodes, %d edges, seed %llu, save-all peak %lld, node with inputs %lld\n", d.n, d.n_edges,
            (unsigned long long)seed, (long long)base, (long long)dag_min_peak(&d));
+    double start_total = 0, improved_total = 0;
     for (const char *f = fracs; *f;) {
         char *end;
         double frac = strtod(f, &end);
         if (end == f) break;
         f = end;
+        if (improve >= 0) {
+            improved_total += improve_case(&d, (int64_t)ceil(frac * (double)base), limit, &start_total);
+            continue;
+        }
         DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false, 0, 0};
         DagPlan p;
         char err[200] = "";
@@ -173,6 +221,11 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(isfinite(p.gap) && p.gap >= 0 && isfinite(p.bound) && p.bound <= compute);
         ASSERT_TRUE(wall <= 1.1 * limit);
         dag_plan_free(&p);
+    }
+    if (improve >= 0) {
+        printf("  improvement over the fractions: %.1f%% (at least %.1f%% asserted)\n",
+               100 * (1 - improved_total / start_total), improve);
+        ASSERT_TRUE(improved_total <= (1 - improve / 100) * start_total);
     }
     dag_free(&d);
     TEST_DONE();

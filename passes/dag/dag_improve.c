@@ -1,0 +1,190 @@
+/* dag_improve.c - local improvement of an any-order schedule that fits:
+ * each stage (the recomputations before a node's first execution, and that
+ * execution) re-solved by the pebbling search from what the schedule holds
+ * when the stage begins, then the recomputations the schedule can do without
+ * dropped; passes until one changes nothing or the deadline. Not a planner:
+ * dag.c runs it on its best heuristic plan.
+ *
+ * requires: a Dag, a budget, a schedule in stage form (dag_impl.h) that is
+ * valid and within the budget. provides: the same or a cheaper schedule,
+ * valid and within the budget (every change is kept only when dag_simulate
+ * says so: the simulator, not the search's accounting, decides).
+ *
+ * Why: at tight budgets acc's plans are evictions, pebbled stages or each
+ * node computed from nothing in turn. Such a stage rebuilds its node from
+ * what an eviction happened to keep, or from nothing, although the outputs
+ * the schedule holds at that point (often more of them once the pruning has
+ * let earlier copies live longer) could serve it. The search from those
+ * outputs is the large neighbourhood of one stage; the staged programs
+ * cannot improve these plans (they fix the order of recomputations within a
+ * stage and need the plan's retention to fit as a staged plan).
+ *
+ * The search counts only what the stage's own path holds; the copies held
+ * across the whole stage (read after it) are taken off its budget instead,
+ * so that what it finds usually fits; the replay of the whole schedule
+ * settles it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag_impl.h"
+
+#define IMPROVE_STATES 20000 /* per stage, as a pebbled stage's own search (dag.c) */
+
+static double staged_cost(const Dag *d, const Staged *s, int64_t budget) {
+    DagSim sim;
+    dag_simulate(d, s->ev.v, s->ev.n, &sim, NULL);
+    return sim.valid && sim.peak <= budget ? sim.compute : -1;
+}
+
+/* Append to out (as stage t) the recomputations that compute x from work
+ * (dag_pebble's held: 1 held, 2 pinned), with pinned bytes off the budget,
+ * then x. Returns their compute, or -1 when the search found none. */
+static double build_node(const Dag *d, int64_t budget, int t, int x, const int *work, int64_t pinned, double deadline,
+                         Staged *out) {
+    if (budget <= pinned) return -1;
+    int *seq = NULL, n_seq = 0;
+    double c = 0;
+    int st = dag_pebble(d, budget - pinned, x, work, IMPROVE_STATES, deadline, 0, &seq, &n_seq, &c);
+    if (st == DAG_PEBBLE_FOUND) {
+        for (int k = 0; k < n_seq; k++) staged_push(out, t, seq[k]);
+        staged_push(out, t, x);
+    }
+    free(seq);
+    return st == DAG_PEBBLE_FOUND ? c + d->cost[x] : -1;
+}
+
+/* Stage t anew from held (1: held at its start; 2: also read after it,
+ * pinned, its bytes `across` off the budget), the cheapest of: the search for
+ * t at once, and t's missing inputs one at a time, each pinned once built (and
+ * the inputs already held pinned), in four orders (the most room needed
+ * beyond the inputs of t first, the latest first, the earliest first, the
+ * largest first). One input at a time, each search is smaller and has the
+ * room the inputs not yet built leave; meant for a node that reads many
+ * outputs made all over the graph, where the search at once can stop on the
+ * way. (The last node of MOCCASIN's random_layered_n250 at 0.6 of its peak
+ * is still out of reach: some input's search stops at its 20,000 states in
+ * every order.) Fills out (stage t, t last); returns its compute, or -1 when
+ * nothing was found. */
+double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
+                         Staged *out) {
+    int n = d->n, deg = d->in_off[t + 1] - d->in_off[t];
+    int *work = acc_xcalloc((size_t)n, sizeof(int)), *order = acc_xcalloc((size_t)deg + 1, sizeof(int));
+    Staged trial = {0};
+    staged_clear(out);
+    memcpy(work, held, (size_t)n * sizeof(int));
+    double best = build_node(d, budget, t, t, work, across, deadline, out);
+    /* need: what an input's own event holds beyond itself and the inputs of t (pinned once built): built
+     * last, an input has the least room, what the inputs of t leave */
+    int64_t *need = acc_xcalloc((size_t)n, sizeof(int64_t));
+    for (int q = d->in_off[t]; q < d->in_off[t + 1]; q++) work[d->in[q]] = 3;
+    for (int q = d->in_off[t]; q < d->in_off[t + 1]; q++) {
+        int p = d->in[q];
+        need[p] = 0;
+        for (int r = d->in_off[p]; r < d->in_off[p + 1]; r++)
+            if (work[d->in[r]] != 3 && work[d->in[r]] != 2) need[p] += d->mem[d->in[r]];
+    }
+    for (int o = 0; o < 4 && acc_now_s() < deadline; o++) {
+        memcpy(work, held, (size_t)n * sizeof(int));
+        int64_t pinned = across;
+        int m = 0;
+        for (int q = d->in_off[t]; q < d->in_off[t + 1]; q++) {
+            int p = d->in[q];
+            if (!work[p]) order[m++] = p;
+            else if (work[p] == 1) work[p] = 2, pinned += d->mem[p];
+        }
+        for (int a = 1; a < m; a++) /* few inputs */
+            for (int b = a; b > 0; b--) {
+                int u = order[b - 1], v = order[b];
+                bool swap = o == 0 ? need[u] < need[v] : o == 1 ? u < v : o == 2 ? u > v : d->mem[u] < d->mem[v];
+                if (!swap) break;
+                order[b - 1] = v, order[b] = u;
+            }
+        staged_clear(&trial);
+        double c = 0;
+        for (int a = 0; a < m && c >= 0; a++) {
+            double ci = build_node(d, budget, t, order[a], work, pinned, deadline, &trial);
+            c = ci < 0 ? -1 : c + ci;
+            work[order[a]] = 2, pinned += d->mem[order[a]];
+        }
+        if (c < 0 || pinned + d->mem[t] > budget) continue;
+        staged_push(&trial, t, t);
+        c += d->cost[t];
+        if (best < 0 || c < best) {
+            best = c;
+            staged_clear(out);
+            for (int e = 0; e < trial.ev.n; e++) staged_push(out, t, trial.ev.v[e]);
+        }
+    }
+    staged_free(&trial);
+    free(work), free(order), free(need);
+    return best;
+}
+
+/* One pass over the stages: each with recomputations re-solved from what is
+ * held at its start, kept when the whole schedule fits and costs less.
+ * Returns the number of stages changed; *cost follows s. */
+static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged *s, double *cost) {
+    int changed = 0;
+    int *held = acc_xcalloc((size_t)d->n, sizeof(int));
+    int *last = staged_last_reads(d, s);
+    Staged trial = {0}, stage = {0};
+    for (int a = 0; a < s->ev.n && acc_now_s() < deadline;) {
+        int t = s->stage.v[a], b = a;
+        while (b < s->ev.n && s->stage.v[b] == t) b++;
+        if (b - a < 2 || s->ev.v[b - 1] != t) { /* nothing recomputed here (or not a stage of this form) */
+            a = b;
+            continue;
+        }
+        /* held at a: the copies made before a and read at a or later; those
+         * also read after the stage are pinned, held across it */
+        memset(held, 0, (size_t)d->n * sizeof(int));
+        int64_t across = 0;
+        for (int e = 0; e < a; e++)
+            if (last[e] >= a) {
+                held[s->ev.v[e]] = last[e] >= b ? 2 : 1;
+                if (last[e] >= b) across += d->mem[s->ev.v[e]];
+            }
+        double old = 0;
+        for (int e = a; e < b; e++) old += d->cost[s->ev.v[e]];
+        double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
+        bool kept = false;
+        if (c >= 0 && c < old) {
+            staged_clear(&trial);
+            for (int e = 0; e < a; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            for (int e = 0; e < stage.ev.n; e++) staged_push(&trial, t, stage.ev.v[e]);
+            for (int e = b; e < s->ev.n; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            double tc = staged_cost(d, &trial, budget);
+            if (tc >= 0 && tc < *cost) {
+                staged_clear(s);
+                for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+                *cost = tc, kept = true, changed++;
+                free(last);
+                last = staged_last_reads(d, s);
+            }
+        }
+        a = kept ? a + stage.ev.n : b;
+    }
+    staged_free(&trial), staged_free(&stage);
+    free(held), free(last);
+    return changed;
+}
+
+void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool verbose) {
+    double t0 = acc_now_s(), cost = staged_cost(d, s, budget), start = cost;
+    if (cost < 0) return; /* not a plan that fits: nothing to keep it within */
+    int passes = 0, stages = 0;
+    for (bool again = true; again && acc_now_s() < deadline; passes++) {
+        int k = improve_stages(d, budget, deadline, s, &cost);
+        stages += k;
+        dag_prune_recomputations(d, budget, deadline, s);
+        double pruned = staged_cost(d, s, budget);
+        ACC_ASSERT(pruned >= 0); /* the pruning keeps what fits */
+        again = k > 0 || pruned < cost;
+        cost = pruned;
+    }
+    if (verbose)
+        fprintf(stderr, "acc plan: local improvement: compute %.8g -> %.8g, %d stages re-solved, %d passes, %.3f s\n",
+                start, cost, stages, passes, acc_now_s() - t0);
+}
