@@ -325,8 +325,8 @@ static void child_main(const LpJob *j, int fd) {
     io.ps_heur = GLP_OFF;
     io.br_tech = GLP_BR_DTH;
     /* best local bound proves; in a neighbourhood around the incumbent the best projection dives
-     * to better plans first (the VGG U-Net at 0.3983 of its peak: 37575 -> 35680 in a third of
-     * 30 s, where best bound finds nothing in the whole 30 s) */
+     * to better plans first (the VGG U-Net at 0.3983 of its peak: 37575 -> 35970 -> 35680 in two
+     * neighbourhoods, where the best local bound improves nothing in 30 s) */
     io.bt_tech = j->improve ? GLP_BT_BPH : GLP_BT_BLB;
     ret = glp_intopt(j->lp, &io);
     if (j->verbose) fprintf(stderr, "acc plan:   MILP: return %d in %.2f s\n", ret, acc_now_s() - c0);
