@@ -109,6 +109,7 @@ typedef struct {
     double deadline;
     bool lp_only, verbose;
     double grace_s; /* the child is killed this long after the deadline (0: 1.5 s) */
+    bool improve;   /* a neighbourhood around the incumbent: better plans first, not the bound */
 } LpJob;
 
 typedef struct {

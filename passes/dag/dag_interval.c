@@ -416,7 +416,7 @@ bool dag_solve_intervals(const Dag *d, int64_t budget, const Staged *inc, int co
         for (int c = 1; c < m.copies[v]; c++)
             for (int k = 0; k < m.n_ev && nr < nx; k++)
                 if (x_col(&m, v, c, k)) report[nr] = x_col(&m, v, c, k), rv[nr] = v, rc[nr] = c, rk[nr++] = k;
-    LpJob j = {b.lp, report, nr, heur, deadline, false, verbose, dag_grace_for(deadline)};
+    LpJob j = {b.lp, report, nr, heur, deadline, false, verbose, dag_grace_for(deadline), false};
     LpResult r;
     bool ok = lp_run_watched(&j, &r, err, err_len);
     if (ok) {

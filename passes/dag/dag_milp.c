@@ -310,7 +310,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
         int nr = n * (n + 1) / 2;
         int *report = acc_xcalloc((size_t)nr, sizeof(int));
         for (int k = 0; k < nr; k++) report[k] = x.r0 + k;
-        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose, dag_grace_for(deadline)};
+        LpJob j = {b.lp, report, nr, NULL, deadline, false, verbose, dag_grace_for(deadline), false};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
         if (ok) {
@@ -341,7 +341,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
                 b = (LpBuild){0};
                 build_checkmate(d, (int64_t)(shrink[a] * (double)budget), false, false, &b, &x);
             }
-            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose, dag_grace_for(deadline)};
+            LpJob j = {b.lp, report, ns, NULL, deadline, true, verbose, dag_grace_for(deadline), false};
             LpResult r;
             ok = lp_run_watched(&j, &r, err, err_len);
             if (ok && a == 0) {
@@ -775,7 +775,7 @@ static bool acc_run(const Dag *d, int64_t budget, long cap, const Staged *inc, d
     else
         for (int t = 0; t < n; t++)
             for (int a = 0; a < x.sup[t].n; a++) report[nr++] = x.rcol[t][a];
-    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose, dag_grace_for(deadline)};
+    LpJob j = {b.lp, report, nr, heur, deadline, relaxed, verbose, dag_grace_for(deadline), heur && !full};
     LpResult r;
     bool ok = lp_run_watched(&j, &r, err, err_len);
     if (ok) {
@@ -980,7 +980,7 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
         }
     if (n_rows) {
         lp_load(&lb);
-        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, dag_grace_for(deadline)};
+        LpJob j = {lb.lp, NULL, 0, NULL, deadline, false, verbose, dag_grace_for(deadline), false};
         LpResult r;
         ok = lp_run_watched(&j, &r, err, err_len);
         /* the integer optimum, else the relaxation's (branch and bound's bounds are not used: a program it
