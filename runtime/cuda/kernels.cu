@@ -384,23 +384,13 @@ KERNEL ck_convert(acc_kargs a) {
     }
 }
 
-/* The bf16 linear's bias without an epilogue (ops.c). p0 y, p1 x (bf16);
- * i0 M, i1 N, i2 mode. Mode 0: y (M, N) rows = x (N). Mode 1: y (N) =
- * round(y + the column sums of x (M, N)), summed in float from y, rows in
- * order: one thread per column. */
+/* The bf16 linear's bias without an epilogue (ops.c): p0 y (M, N), p1 x
+ * (N), both bf16; i0 M, i1 N: the rows of y set to x. */
 KERNEL ck_bias_bf16(acc_kargs a) {
     unsigned short *y = (unsigned short *)a.p[0];
     const unsigned short *x = (const unsigned short *)a.p[1];
     long long M = a.i[0], N = a.i[1];
-    if (!a.i[2]) {
-        for (long long i = GSTART; i < M * N; i += GSTRIDE) y[i] = x[i % N];
-        return;
-    }
-    for (long long j = GSTART; j < N; j += GSTRIDE) {
-        float s = bf16_widen(y[j]);
-        for (long long r = 0; r < M; r++) s += bf16_widen(x[r * N + j]);
-        y[j] = bf16_round(s);
-    }
+    for (long long i = GSTART; i < M * N; i += GSTRIDE) y[i] = x[i % N];
 }
 
 /* op (scale, shift, a comparison with a number or a plain unary op,

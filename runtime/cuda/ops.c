@@ -262,6 +262,8 @@ static void binary_fwd(acc_dev *d, int op, float *out, const float *x, const flo
                        const int64_t *sa, const int64_t *sb);
 static void binary_bwd_one(acc_dev *d, int op, int which, float *dx, const float *dout, const float *x, const float *y,
                            int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb);
+static void binary_bwd_x(acc_dev *d, int op, int which, void *dx, const void *dout, const void *x, const void *y,
+                         int ndim, const int64_t *so, const int64_t *sa, const int64_t *sb, int h);
 
 /* ---- linear: a GEMM with a bias epilogue ----------------------------------------- */
 
@@ -340,12 +342,10 @@ void g_matmul_bwd_bf16(acc_dev *d, acc_bf16 *da, acc_bf16 *db, const acc_bf16 *d
     matmul_bwd(d, 1, da, db, dout, a, b, batch, M, N, K, trans_a, trans_b, b_batched);
 }
 
-/* ck_bias_bf16 over (M, N) bf16: mode 0 out rows = b; mode 1 db = round(db +
- * the column sums of dout), summed in float from db's value, rows in order
- * (the CPU's bias gradient, bit for bit). */
-static void bias_bf16(acc_dev *d, int mode, acc_bf16 *y, const acc_bf16 *x, int64_t M, int64_t N) {
-    acc_kargs a = {{DP(y), DP(x)}, {M, N, mode}, {0}};
-    dev_launch(d, KID_ck_bias_bf16, mode ? N : M * N, KA_BLOCK, &a);
+/* ck_bias_bf16: the rows of out (M, N) bf16 set to b (N) */
+static void bias_rows_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *b, int64_t M, int64_t N) {
+    acc_kargs a = {{DP(out), DP(b)}, {M, N}, {0}};
+    dev_launch(d, KID_ck_bias_bf16, M * N, KA_BLOCK, &a);
 }
 
 /* out = round(x op(w) + b), one rounding: the BIAS epilogue in bf16, or
@@ -357,13 +357,14 @@ void g_linear_fwd_bf16(acc_dev *d, acc_bf16 *out, const acc_bf16 *x, const acc_b
     if (K > 0 && gemm_ep(d, 1, DEV_EPI_BIAS, trans_b, 0, N, M, K, w, trans_b ? K : N, x, K, 0.0f, out, N,
                          (void *)(uintptr_t)b) != DEV_NO_ALGO)
         return;
-    bias_bf16(d, 0, out, b, M, N);
+    bias_rows_bf16(d, out, b, M, N);
     if (K > 0) rm_gemm_h(d, 1, out, x, w, M, N, K, 0, trans_b, 0, 0, 0, 1, 1.0f);
 }
 
 /* dx, dw as the matmul's; db: the bias-gradient epilogue's float sums (in
  * the scratch region) added into db with one rounding (g_uncast_bwd_bf16), or
- * without an algorithm ck_bias_bf16's column sums. */
+ * without an algorithm (cuBLASLt has none for bf16 BGRADA/B on an H200) the
+ * two-stage column reduction of a bias add's gradient. */
 void g_linear_bwd_bf16(acc_dev *d, acc_bf16 *dx, acc_bf16 *dw, acc_bf16 *db, const acc_bf16 *dout, const acc_bf16 *x,
                        const acc_bf16 *w, int64_t M, int64_t N, int64_t K, int trans_b) {
     if (d->status != ACC_OK || M < 1 || N < 1) return;
@@ -381,7 +382,8 @@ void g_linear_bwd_bf16(acc_dev *d, acc_bf16 *dx, acc_bf16 *dw, acc_bf16 *db, con
         if (!trans_b) rm_gemm_h(d, 1, dw, x, dout, K, N, M, 1, 0, 0, 0, 0, 1, 1.0f);
         else rm_gemm_h(d, 1, dw, dout, x, N, K, M, 1, 0, 0, 0, 0, 1, 1.0f);
     }
-    if (db) bias_bf16(d, 1, db, dout, M, N);
+    const int64_t so[] = {M, N}, sb[] = {1, N};
+    binary_bwd_x(d, ACC_OP_ADD, 1, db, dout, NULL, NULL, 2, so, so, sb, 1);
 }
 
 /* ---- elementwise ------------------------------------------------------------ */
