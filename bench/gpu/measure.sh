@@ -49,25 +49,7 @@ if command -v ncu >/dev/null 2>&1; then
         --log-file "$out/ncu_step.csv" "$acc" run models/gpt2.acdsl -D B=8 -D T=1024 --target cuda --policy none \
         --steps 1
     # the kernel time by kernel name, largest first
-    [ -s "$out/ncu_step.csv" ] && python3 - "$out/ncu_step.csv" >"$out/ncu_by_kernel.txt" 2>&1 <<'PY'
-import csv, sys, collections
-rows = list(csv.reader(open(sys.argv[1])))
-head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
-cols = rows[head]
-k, t = cols.index("Kernel Name"), cols.index("gpu__time_duration.sum")
-tot = collections.Counter()
-cnt = collections.Counter()
-for r in rows[head + 2:]:
-    try:
-        tot[r[k]] += float(r[t].replace(",", ""))
-        cnt[r[k]] += 1
-    except (ValueError, IndexError):
-        pass
-all_ns = sum(tot.values())
-for name, ns in tot.most_common():
-    print(f"{ns / 1e6:10.3f} ms {100 * ns / all_ns:5.1f}% {cnt[name]:5d}x {name[:100]}")
-print(f"{all_ns / 1e6:10.3f} ms total, {sum(cnt.values())} launches")
-PY
+    [ -s "$out/ncu_step.csv" ] && python3 bench/gpu/ncu_by_kernel.py "$out/ncu_step.csv" >"$out/ncu_by_kernel.txt" 2>&1
     cat "$out/ncu_by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
     rm -f "$out/ncu_step.csv.gz"; [ -s "$out/ncu_step.csv" ] && gzip -k "$out/ncu_step.csv"
 fi

@@ -269,7 +269,8 @@ static int cuda_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
     cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasLtEpilogue_t e = epi == DEV_EPI_BIAS     ? CUBLASLT_EPILOGUE_BIAS
+    cublasLtEpilogue_t e = epi == DEV_EPI_NONE     ? CUBLASLT_EPILOGUE_DEFAULT
+                           : epi == DEV_EPI_BIAS   ? CUBLASLT_EPILOGUE_BIAS
                            : epi == DEV_EPI_BGRADA ? CUBLASLT_EPILOGUE_BGRADA
                                                    : CUBLASLT_EPILOGUE_BGRADB;
     uint64_t wsb = (uint64_t)ws_bytes;
@@ -283,10 +284,10 @@ static int cuda_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     if (!rc) rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e));
-    if (!rc)
+    if (!rc && epi != DEV_EPI_NONE)
         rc =
             BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    if (!rc && bf16)
+    if (!rc && bf16 && epi != DEV_EPI_NONE)
         rc = BLAS_CHECK(c, a->cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                              sizeof bias_type));
     if (!rc)

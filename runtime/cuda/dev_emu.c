@@ -217,16 +217,17 @@ static int emu_gemm(acc_dev *d, int bf16, int ta, int tb, long long m, long long
 }
 
 /* cublasLtMatmul with one epilogue (DevOps.gemm_ep in device.h), checked
- * like cuBLASLt checks its descriptors: the GEMM of emu_gemm, then the bias
+ * like cuBLASLt checks its descriptors: the GEMM of emu_gemm, then nothing
+ * more (DEV_EPI_NONE), the bias
  * added to each row of D, or the bias gradient, the sums over k of op(A)'s
  * rows (BGRADA) or op(B)'s columns (BGRADB) in order of k. The workspace is
  * not used. With ACC_EMU_NO_EPILOGUE=1 it has no algorithm (DEV_NO_ALGO). */
 static int emu_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long m, long long n, long long k,
                        const void *A, long long lda, const void *B, long long ldb, float beta, void *D, long long ldd,
                        void *bias, void *ws, long long ws_bytes) {
-    if (epi != DEV_EPI_BIAS && epi != DEV_EPI_BGRADA && epi != DEV_EPI_BGRADB)
+    if (epi != DEV_EPI_NONE && epi != DEV_EPI_BIAS && epi != DEV_EPI_BGRADA && epi != DEV_EPI_BGRADB)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "gemm_ep: unknown epilogue %d", epi);
-    if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D || !bias ||
+    if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D || !bias != !epi ||
         ws_bytes < 0 || (ws_bytes && !ws))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
                         "gemm_ep: invalid value (epilogue %d m %lld n %lld k %lld lda %lld ldb %lld ldd %lld, bias %s, "
@@ -282,7 +283,7 @@ static int emu_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long 
             for (long long p = 0; p < k; p++) s += ta ? a[p + i * lda] : a[i + p * lda];
             bs[i] = s;
         }
-    } else {
+    } else if (epi == DEV_EPI_BGRADB) {
         for (long long j = 0; j < n; j++) {
             float s = 0.0f;
             for (long long p = 0; p < k; p++) s += tb ? b[j + p * ldb] : b[p + j * ldb];
@@ -302,6 +303,8 @@ static int emu_open(const acc_model_desc *desc, acc_dev **out, unsigned char **a
     e->no_graphs = g && !strcmp(g, "0");
     const char *ne = getenv("ACC_EMU_NO_EPILOGUE");
     e->no_epilogue = ne && !strcmp(ne, "1");
+    const char *sf = getenv("ACC_EMU_STAGE_OUT"); /* stage the misaligned GEMMs from this size (tests) */
+    e->head.stage_out = sf ? atoll(sf) : 0;
     *out = &e->head;
     e->arena_bytes = (size_t)desc->arena_bytes;
     e->arena = aligned_alloc(256, (e->arena_bytes + 255) / 256 * 256);

@@ -31,6 +31,7 @@ typedef struct {
      *   DEV_EPI_BIAS:   D[i, j] += bias[i]                (bias: m elements, read)
      *   DEV_EPI_BGRADA: bias[i] = sum over p of op(A)[i, p] (m floats, written)
      *   DEV_EPI_BGRADB: bias[j] = sum over p of op(B)[p, j] (n floats, written)
+     *   DEV_EPI_NONE:   nothing more                      (bias: NULL)
      * with at most ws_bytes of workspace at ws. bf16: A, B and D hold bf16,
      * the sum is fp32 and D is rounded once, after the bias; the BIAS
      * epilogue's bias is bf16, the bias gradients stay floats. Returns
@@ -42,9 +43,9 @@ typedef struct {
                    void *bias, void *ws, long long ws_bytes);
 } DevOps;
 
-/* The epilogues of DevOps.gemm_ep (cuBLASLt's CUBLASLT_EPILOGUE_BIAS,
- * _BGRADA, _BGRADB). */
-enum { DEV_EPI_BIAS = 1, DEV_EPI_BGRADA, DEV_EPI_BGRADB };
+/* The epilogues of DevOps.gemm_ep (cuBLASLt's CUBLASLT_EPILOGUE_DEFAULT,
+ * _BIAS, _BGRADA, _BGRADB). */
+enum { DEV_EPI_NONE, DEV_EPI_BIAS, DEV_EPI_BGRADA, DEV_EPI_BGRADB };
 #define DEV_NO_ALGO (-1)
 
 /* The head of every backend's instance. */
@@ -59,6 +60,11 @@ struct acc_dev {
     unsigned char *scalars, *scratch;
     long long scratch_bytes;
     int tf32; /* --tf32: attention on tensor cores too (the GEMMs: the backend's math mode) */
+    /* the least elements of C a chunk of a GEMM whose one misaligned
+     * operand is staged through the scratch must have (ops.c's
+     * rm_gemm_staged); 0: 2^22 */
+    long long stage_out;
+    long long staged; /* the chunks run staged so far (tests, profiles) */
 };
 
 /* The kernels' view of acc_scalars is the runtime's. */

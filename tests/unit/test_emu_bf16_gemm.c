@@ -11,6 +11,9 @@
  * - linear, with the emulated cuBLASLt epilogues and without them
  *   (ACC_EMU_NO_EPILOGUE=1: the bias rows and the two-stage column
  *   reduction for the bias gradient);
+ * - the GEMMs with one operand whose rows are not 16-byte aligned, staged
+ *   through the scratch region in chunks (ops.c's rm_gemm_staged), in bf16
+ *   and float, bit for bit equal to the same GEMMs unstaged;
  * - a NaN in an input reaching the stores of every output it feeds;
  * - attention (the FP32-arithmetic tiled, register-tiled and wide kernels,
  *   and the TF32 tensor-core ones, which the bf16 step takes for D <= 64 a
@@ -509,9 +512,74 @@ static void test_attention_masked(void) {
            sizeof cases / sizeof cases[0], worst);
 }
 
+/* ---- GEMMs staged through the scratch region ------------------------------------ */
+
+/* matmul forward and backward (batch 1) twice on the same inputs, unstaged
+ * and staged (every GEMM with one misaligned operand, whatever its size,
+ * through a 2 KiB scratch: several chunks), element type bf16 (h) or
+ * float: the same bits, and how many chunks ran staged. */
+static long long staged_case(acc_dev *d, unsigned char *arena, int h, int64_t M, int64_t N, int64_t K, int ta, int tb) {
+    int64_t na = M * K, nb = K * N, no = M * N, es = h ? 2 : 4, n = na + nb + 3 * no + na + nb;
+    int64_t at[6] = {0}; /* a, b, dout, da, db, out: each at a 256-byte boundary */
+    int64_t sizes[6] = {na, nb, no, na, nb, no}, off = 0;
+    for (int i = 0; i < 6; i++) at[i] = off, off += (sizes[i] * es + 255) / 256 * 256;
+    unsigned char *init = malloc((size_t)off), *got[2] = {malloc((size_t)off), malloc((size_t)off)};
+    acc_bf16 *tmp = malloc((size_t)n * sizeof *tmp);
+    fill(tmp, n, (unsigned)(M * 7 + N * 5 + K * 3 + ta * 2 + tb), 0);
+    for (int i = 0, k = 0; i < 6; i++)
+        for (int64_t j = 0; j < sizes[i]; j++, k++) {
+            if (h) memcpy(init + at[i] + j * 2, &tmp[k], 2);
+            else {
+                float f = acc_bf16_f32(tmp[k]);
+                memcpy(init + at[i] + j * 4, &f, 4);
+            }
+        }
+    long long before = d->staged;
+    for (int staged = 0; staged < 2; staged++) {
+        d->stage_out = staged ? 1 : (1LL << 62);
+        memcpy(arena, init, (size_t)off);
+        void *p[6];
+        for (int i = 0; i < 6; i++) p[i] = arena + at[i];
+        if (h) {
+            g_matmul_fwd_bf16(d, p[5], p[0], p[1], 1, M, N, K, ta, tb, 0);
+            g_matmul_bwd_bf16(d, p[3], p[4], p[2], p[0], p[1], 1, M, N, K, ta, tb, 0);
+        } else {
+            g_matmul_fwd(d, p[5], p[0], p[1], 1, M, N, K, ta, tb, 0);
+            g_matmul_bwd(d, p[3], p[4], p[2], p[0], p[1], 1, M, N, K, ta, tb, 0);
+        }
+        EXPECT(d->status == ACC_OK, "staged matmul: device error: %s", dev_error(d));
+        memcpy(got[staged], arena, (size_t)off);
+    }
+    EXPECT(!memcmp(got[0], got[1], (size_t)off),
+           "staged matmul %s M %lld N %lld K %lld ta %d tb %d: not the unstaged GEMMs' bits", h ? "bf16" : "float",
+           (long long)M, (long long)N, (long long)K, ta, tb);
+    free(init), free(got[0]), free(got[1]), free(tmp);
+    return d->staged - before;
+}
+
+static void test_staged(void) {
+    unsigned char *arena = NULL;
+    acc_dev *d = open_emu(1 << 20, KA_SCALARS_BYTES + 2048, 0, 0, &arena);
+    if (!arena) return;
+    /* one odd dimension each: N (C and op(B)), K (A or B), M (A transposed, C) */
+    static const int64_t shapes[][3] = {{40, 37, 24}, {40, 24, 37}, {37, 24, 40}, {40, 24, 16}};
+    long long chunks = 0;
+    int cases = 0;
+    for (int h = 0; h < 2; h++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int c = 0; c < 4; c++, cases++)
+                chunks += staged_case(d, arena, h, shapes[s][0], shapes[s][1], shapes[s][2], c >> 1, c & 1);
+    /* every shape with an odd dimension stages some of its GEMMs, in chunks */
+    EXPECT(chunks >= 3 * 2 * 4 * 2, "only %lld chunks staged over %d cases", chunks, cases);
+    d->stage_out = 0;
+    acc_device_cuda_emu.close(d);
+    printf("staged GEMMs: %d cases, %lld chunks staged, the same bits as unstaged\n", cases, chunks);
+}
+
 int main(void) {
     test_attention_masked();
     test_matmul();
+    test_staged();
     test_linear();
     test_nan();
     test_attention();
