@@ -227,8 +227,8 @@ static int emu_gemm_ep(acc_dev *d, int bf16, int epi, int ta, int tb, long long 
                        void *bias, void *ws, long long ws_bytes) {
     if (epi != DEV_EPI_NONE && epi != DEV_EPI_BIAS && epi != DEV_EPI_BGRADA && epi != DEV_EPI_BGRADB)
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__, "gemm_ep: unknown epilogue %d", epi);
-    if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D || !bias != !epi ||
-        ws_bytes < 0 || (ws_bytes && !ws))
+    if (m < 1 || n < 1 || k < 1 || lda < (ta ? k : m) || ldb < (tb ? n : k) || ldd < m || !A || !B || !D ||
+        !bias != !epi || ws_bytes < 0 || (ws_bytes && !ws))
         return dev_fail(d, ACC_ERR_DEVICE, __FILE__, __LINE__,
                         "gemm_ep: invalid value (epilogue %d m %lld n %lld k %lld lda %lld ldb %lld ldd %lld, bias %s, "
                         "workspace %lld)",

@@ -257,9 +257,11 @@ static int rm_gemm_staged(acc_dev *d, int h, void *C, const void *X, const void 
         const void *src = mc ? (const void *)Cc : mx ? (const void *)Xc : (const void *)Yc;
         if (!mc || beta != 0.0f) strided_x(d, S, src, 0, 2, dims, dst_st, 0, src_st, 0, (int)h);
         /* column-major: C'^T (Nc x Mc) = op(Y')^T op(X')^T, as rm_gemm_h */
-        int rc = mc   ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, Xc, ldx, beta, S, lds, NULL, wsp, ws)
-                 : mx ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, S, lds, beta, Cc, ldc, NULL, wsp, ws)
-                      : d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, S, lds, Xc, ldx, beta, Cc, ldc, NULL, wsp, ws);
+        int rc =
+            mc ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, Xc, ldx, beta, S, lds, NULL, wsp, ws)
+            : mx
+                ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, S, lds, beta, Cc, ldc, NULL, wsp, ws)
+                : d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, S, lds, Xc, ldx, beta, Cc, ldc, NULL, wsp, ws);
         if (rc == DEV_NO_ALGO) {
             d->ops->gemm(d, h, ty, tx, Nc, Mc, K, Yc, ldy, 0, Xc, ldx, 0, beta, Cc, ldc, 0, 1);
             continue;
