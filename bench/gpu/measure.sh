@@ -2,8 +2,9 @@
 # measure.sh [OUTDIR] - the whole GPU measurement of the CUDA target in one
 # command, for a session on a GPU machine (see docs/gpu.md): the gpu test
 # label, acc calibrate (FP32 and TF32 profiles), the kernel benchmark (float32 and TF32), the step benchmark
-# (float32, TF32 and bf16, the default budgets and torch policies) and a
-# per-kernel Nsight Compute profile of one GPT-2 small step. Every result
+# (float32, TF32 and bf16, the default budgets and torch policies) and
+# per-kernel Nsight Compute profiles of one GPT-2 small step in each
+# precision. Every result
 # and log goes to OUTDIR (default $OUT, else out/gpu-measure), one file
 # each, so a lease that ends early still leaves what was done. Run it from
 # the repository root of a Release build (build/), e.g. on the GPU machine:
@@ -19,7 +20,7 @@ mkdir -p "$out"
 part=${PART_S:-420}
 acc=${ACC:-build/acc}
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
-parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 step_bf16 ncu_step"}
+parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 step_bf16 ncu_step ncu_tf32 ncu_bf16"}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { [ -n "${TARBALL:-}" ] && tar czf "$TARBALL" -C "$(dirname "$out")" "$(basename "$out")"; return 0; }
 run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
@@ -44,14 +45,20 @@ run step_fp32 sh bench/gpu/run.sh --acc "$acc" --json "$out/step_fp32.json"
 run step_tf32 sh bench/gpu/run.sh --acc "$acc" --tf32 --json "$out/step_tf32.json"
 run step_bf16 sh bench/gpu/run.sh --acc "$acc" --precision bf16 --json "$out/step_bf16.json"
 if command -v ncu >/dev/null 2>&1; then
+    # one step of each precision, policy none: ncu_step (float32), ncu_tf32,
+    # ncu_bf16 (a step's ~1,100-1,600 launches take ncu 2-3 minutes);
     # --clock-control none: the GPU's own clocks, as the other parts run
-    run ncu_step ncu --clock-control none --target-processes all --metrics gpu__time_duration.sum --csv --page raw \
-        --log-file "$out/ncu_step.csv" "$acc" run models/gpt2.acdsl -D B=8 -D T=1024 --target cuda --policy none \
-        --steps 1
-    # the kernel time by kernel name, largest first
-    [ -s "$out/ncu_step.csv" ] && python3 bench/gpu/ncu_by_kernel.py "$out/ncu_step.csv" >"$out/ncu_by_kernel.txt" 2>&1
-    cat "$out/ncu_by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
-    rm -f "$out/ncu_step.csv.gz"; [ -s "$out/ncu_step.csv" ] && gzip -k "$out/ncu_step.csv"
+    for p in step tf32 bf16; do
+        flag=; [ $p = tf32 ] && flag=--tf32; [ $p = bf16 ] && flag="--precision bf16"
+        f="$out/ncu_$p"
+        run "ncu_$p" ncu --clock-control none --cache-control none --target-processes all \
+            --metrics gpu__time_duration.sum --csv --page raw --log-file "$f.csv" "$acc" run models/gpt2.acdsl \
+            -D B=8 -D T=1024 --target cuda $flag --policy none --steps 1
+        # the kernel time by kernel name, largest first
+        [ -s "$f.csv" ] && python3 bench/gpu/ncu_by_kernel.py "$f.csv" >"$f.by_kernel.txt" 2>&1
+        cat "$f.by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
+        rm -f "$f.csv.gz"; [ -s "$f.csv" ] && gzip -k "$f.csv"
+    done
 fi
 log "done: $out"
 pack
