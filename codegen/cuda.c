@@ -147,8 +147,8 @@ static void hex128(u128 h, char out[33]) {
 static const char *cache_dir(char *buf, size_t n) {
     const char *env = getenv("ACC_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (env && !strcmp(env, "off")) return NULL;
-    int k = env && *env ? snprintf(buf, n, "%s", env)
-            : xdg && *xdg ? snprintf(buf, n, "%s/acc", xdg)
+    int k = env && *env     ? snprintf(buf, n, "%s", env)
+            : xdg && *xdg   ? snprintf(buf, n, "%s/acc", xdg)
             : home && *home ? snprintf(buf, n, "%s/.cache/acc", home)
                             : -1;
     if (k <= 0 || (size_t)k >= n) return NULL;
@@ -174,8 +174,8 @@ static int cache_read(const char *path, const char *key, Image *im, FILE *report
     const char *eol = memchr(f, '\n', len < 200 ? len : 200);
     size_t hl = eol ? (size_t)(eol - f) + 1 : 0; /* the header line; the report may start with white space */
     int ok = 0;
-    if (hl && sscanf(f, "acc-kernel-cache 1 %39s %19s %zu %zu %39s", k, arch, &nr, &ni, sum) == 5 &&
-        !strcmp(k, key) && !strcmp(arch, im->arch) && nr <= len && ni <= len && hl + nr + ni == len && ni > 0) {
+    if (hl && sscanf(f, "acc-kernel-cache 1 %39s %19s %zu %zu %39s", k, arch, &nr, &ni, sum) == 5 && !strcmp(k, key) &&
+        !strcmp(arch, im->arch) && nr <= len && ni <= len && hl + nr + ni == len && ni > 0) {
         char want[33];
         hex128(fnv128(fnv128(FNV128_BASIS, f + hl, nr), f + hl + nr, ni), want);
         ok = !strcmp(sum, want) && (im->data = malloc(ni + 1)) != NULL;
@@ -209,8 +209,8 @@ static int compile_one(const char *src, const char *const *hdr_src, const char *
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
     char head[128];
-    int hn = snprintf(head, sizeof head, "NVRTC %d.%d --std=c++17 -default-device --ptxas-options=-v %s", major,
-                      minor, im->arch);
+    int hn = snprintf(head, sizeof head, "NVRTC %d.%d --std=c++17 -default-device --ptxas-options=-v %s", major, minor,
+                      im->arch);
     u128 h = fnv128(fnv128(FNV128_BASIS, head, (size_t)hn), src, strlen(src));
     for (int i = 0; i < 4; i++) h = fnv128(fnv128(h, hdr_name[i], strlen(hdr_name[i])), hdr_src[i], strlen(hdr_src[i]));
     hex128(h, key);
