@@ -47,6 +47,14 @@ static double build_node(const Dag *d, int64_t budget, int t, int x, const int *
     int *seq = NULL, n_seq = 0;
     double c = 0;
     int st = dag_pebble(d, budget - pinned, x, work, IMPROVE_STATES, deadline, 0, &seq, &n_seq, &c);
+    if (st == DAG_PEBBLE_FOUND) { /* the cheapest path below the first one, within the same states */
+        int *s2 = NULL, n2 = 0;
+        double c2 = 0;
+        if (dag_pebble_cheapest(d, budget - pinned, x, work, c, IMPROVE_STATES, deadline, &s2, &n2, &c2) ==
+            DAG_PEBBLE_FOUND)
+            free(seq), seq = s2, n_seq = n2, c = c2;
+        else free(s2);
+    }
     if (st == DAG_PEBBLE_FOUND) {
         for (int k = 0; k < n_seq; k++) staged_push(out, t, seq[k]);
         staged_push(out, t, x);

@@ -54,8 +54,7 @@ static double reference(const Dag *d, int64_t budget, int x, const int *held) {
         for (int i = 0; i < n; i++)
             if (u >> i & 1) m += d->mem[i];
         bool ready = m + d->mem[x] <= budget;
-        for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
-            ready = ready && ((u | pinned) >> d->in[q] & 1);
+        for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) ready = ready && ((u | pinned) >> d->in[q] & 1);
         if (ready && !(u >> x & 1)) {
             best = dist[u];
             break;
