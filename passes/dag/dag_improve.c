@@ -130,13 +130,48 @@ double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, i
     return best;
 }
 
+/* held at a (the stage [a, b)): the copies made before a and read at a or
+ * later; those also read after the stage pinned (2), held across it, their
+ * bytes in *across. With wide, also the latest copy made before a of each
+ * other node, held on from its last read (1) where the memory of every event
+ * from there to a leaves room for it (mem_at: the memory per event; the
+ * replay decides whether what the stage then reads fits). Returns the number
+ * of copies so held on. */
+static int held_at(const Dag *d, const Staged *s, const int *last, const int64_t *mem_at, int64_t budget, int a, int b,
+                   bool wide, int *held, int64_t *suffix, int64_t *across) {
+    memset(held, 0, (size_t)d->n * sizeof(int));
+    *across = 0;
+    for (int e = 0; e < a; e++)
+        if (last[e] >= a) {
+            held[s->ev.v[e]] = last[e] >= b ? 2 : 1;
+            if (last[e] >= b) *across += d->mem[s->ev.v[e]];
+        }
+    if (!wide) return 0;
+    suffix[a] = 0; /* suffix[k]: the most memory of events k .. a-1 */
+    for (int e = a - 1; e >= 0; e--) suffix[e] = mem_at[e] > suffix[e + 1] ? mem_at[e] : suffix[e + 1];
+    int k = 0;
+    for (int e = a - 1; e >= 0; e--) { /* latest first: a node's latest copy is the one met first */
+        int v = s->ev.v[e];
+        if (held[v]) continue;
+        held[v] = -1; /* met: an earlier copy of v is not its latest */
+        if (suffix[last[e] + 1] + d->mem[v] <= budget) held[v] = -2, k++;
+    }
+    for (int i = 0; i < d->n; i++) held[i] = held[i] == -2 ? 1 : held[i] == -1 ? 0 : held[i];
+    return k;
+}
+
 /* One pass over the stages: each with recomputations re-solved from what is
- * held at its start, kept when the whole schedule fits and costs less.
- * Returns the number of stages changed; *cost follows s. */
+ * held at its start (first with the copies the memory lets live on, then
+ * without), kept when the whole schedule fits and costs less. Returns the
+ * number of stages changed; *cost follows s. */
 static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged *s, double *cost) {
     int changed = 0;
     int *held = acc_xcalloc((size_t)d->n, sizeof(int));
     int *last = staged_last_reads(d, s);
+    int64_t *mem_at = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t)),
+            *suffix = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+    DagSim sim;
+    dag_simulate(d, s->ev.v, s->ev.n, &sim, mem_at);
     Staged trial = {0}, stage = {0};
     for (int a = 0; a < s->ev.n && acc_now_s() < deadline;) {
         int t = s->stage.v[a], b = a;
@@ -145,20 +180,14 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
             a = b;
             continue;
         }
-        /* held at a: the copies made before a and read at a or later; those
-         * also read after the stage are pinned, held across it */
-        memset(held, 0, (size_t)d->n * sizeof(int));
-        int64_t across = 0;
-        for (int e = 0; e < a; e++)
-            if (last[e] >= a) {
-                held[s->ev.v[e]] = last[e] >= b ? 2 : 1;
-                if (last[e] >= b) across += d->mem[s->ev.v[e]];
-            }
         double old = 0;
         for (int e = a; e < b; e++) old += d->cost[s->ev.v[e]];
-        double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
         bool kept = false;
-        if (c >= 0 && c < old) {
+        for (int wide = 1; wide >= 0 && !kept; wide--) {
+            int64_t across;
+            if (!held_at(d, s, last, mem_at, budget, a, b, wide, held, suffix, &across) && wide) continue;
+            double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
+            if (c < 0 || c >= old) continue;
             staged_clear(&trial);
             for (int e = 0; e < a; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
             for (int e = 0; e < stage.ev.n; e++) staged_push(&trial, t, stage.ev.v[e]);
@@ -168,14 +197,17 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
                 staged_clear(s);
                 for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
                 *cost = tc, kept = true, changed++;
-                free(last);
+                free(last), free(mem_at), free(suffix);
                 last = staged_last_reads(d, s);
+                mem_at = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+                suffix = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+                dag_simulate(d, s->ev.v, s->ev.n, &sim, mem_at);
             }
         }
         a = kept ? a + stage.ev.n : b;
     }
     staged_free(&trial), staged_free(&stage);
-    free(held), free(last);
+    free(held), free(last), free(mem_at), free(suffix);
     return changed;
 }
 
