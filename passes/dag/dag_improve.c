@@ -19,7 +19,10 @@
  * cannot improve these plans (they fix the order of recomputations within a
  * stage and need the plan's retention to fit as a staged plan).
  *
- * The search counts only what the stage's own path holds; the copies held
+ * Each stage's search keeps the cheapest path it finds within its states
+ * (dag_pebble_cheapest after dag_pebble's first path), and is tried first
+ * with the copies the schedule's memory lets live on to the stage as held
+ * (held_at). The search counts only what the stage's own path holds; the copies held
  * across the whole stage (read after it) are taken off its budget instead,
  * so that what it finds usually fits; the replay of the whole schedule
  * settles it.
