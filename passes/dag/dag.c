@@ -497,19 +497,8 @@ static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothin
         for (int e = 0; e < n_seq[1]; e++) cost[1] += d->cost[seq[1][e]];
         st[1] = DAG_PEBBLE_FOUND;
     }
-    /* each path found made the cheapest the search finds within the same states, below the cheaper of the
-     * two (the depth-first path is only the first: often a long detour) */
-    for (int a = 0; a < 2; a++) {
-        double upper =
-            fmin(st[0] == DAG_PEBBLE_FOUND ? cost[0] : INFINITY, st[1] == DAG_PEBBLE_FOUND ? cost[1] : INFINITY);
-        if (st[a] != DAG_PEBBLE_FOUND || cost[a] > upper) continue;
-        int *s2 = NULL, n2 = 0;
-        double c2 = 0;
-        if (dag_pebble_cheapest(d, v->budget, x, a ? NULL : v->present, upper, PEBBLE_STATES, deadline, &s2, &n2,
-                                &c2) == DAG_PEBBLE_FOUND)
-            free(seq[a]), seq[a] = s2, n_seq[a] = n2, cost[a] = c2;
-        else free(s2);
-    }
+    /* the first paths only: the evictions' time decides whether any fits; the local improvement then
+     * re-solves these stages with the cheapest paths (dag_improve.c) */
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;
