@@ -1108,7 +1108,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         staged_free(&all);
         for (int i = 0; i < n; i++) free(seqs[i]);
         free(seqs), free(n_seqs);
-        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.1 of it,
+        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.3 of it,
          * ending 0.1 before the limit); it stops earlier when a pass changes nothing */
         if (have)
             dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.3 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
