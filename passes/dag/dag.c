@@ -497,6 +497,8 @@ static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothin
         for (int e = 0; e < n_seq[1]; e++) cost[1] += d->cost[seq[1][e]];
         st[1] = DAG_PEBBLE_FOUND;
     }
+    /* the first paths only: the evictions' time decides whether any fits; the local improvement then
+     * re-solves these stages with the cheapest paths (dag_improve.c) */
     int k = st[0] == DAG_PEBBLE_FOUND && (st[1] != DAG_PEBBLE_FOUND || cost[0] <= cost[1]) ? 0
             : st[1] == DAG_PEBBLE_FOUND                                                    ? 1
                                                                                            : -1;
@@ -907,6 +909,39 @@ static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const S
     return settled;
 }
 
+#define PROOF_STATES 2000000
+/* The schedule that computes each node from nothing in turn (prove_none_fits's
+ * all) made cheaper: each node's path replaced by the cheapest the best-first
+ * search finds below it (the proof's states), the nodes with the costliest
+ * paths first, until deadline; all rebuilt from them. Only where that plan is
+ * used: its depth-first paths are often long detours. */
+static void cheapen_from_nothing(const Dag *d, int64_t budget, double deadline, int **seqs, int *n_seqs, Staged *all) {
+    int n = d->n, *order = acc_xcalloc((size_t)n, sizeof(int));
+    double *c = acc_xcalloc((size_t)n, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        order[i] = i;
+        for (int e = 0; e < n_seqs[i]; e++) c[i] += d->cost[seqs[i][e]];
+    }
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && c[order[b - 1]] < c[order[b]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
+        }
+    for (int a = 0; a < n && c[order[a]] > 0 && acc_now_s() < deadline; a++) {
+        int x = order[a], *s2 = NULL, n2 = 0;
+        double c2 = 0;
+        if (dag_pebble_cheapest(d, budget, x, NULL, c[x], PROOF_STATES, deadline, &s2, &n2, &c2) == DAG_PEBBLE_FOUND)
+            free(seqs[x]), seqs[x] = s2, n_seqs[x] = n2;
+        else free(s2);
+    }
+    staged_clear(all);
+    for (int t = 0; t < n; t++) {
+        for (int e = 0; e < n_seqs[t]; e++) staged_push(all, t, seqs[t][e]);
+        staged_push(all, t, t);
+    }
+    free(order), free(c);
+}
+
 /* A proof that no schedule fits, past the node-with-inputs bound: the
  * pebbling search from nothing (dag_pebble.c), run to its end for a node,
  * finds no way to compute it within the budget. The nodes with the most
@@ -914,7 +949,6 @@ static bool search_every_schedule(const Dag *d, const DagPlanOptions *o, const S
  * when one is proven. When every node is found to fit, all is the schedule
  * that computes each node from nothing in turn (stage t: node t's
  * recomputations and t): it fits, however much it recomputes. */
-#define PROOF_STATES 2000000
 static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPlan *p, bool verbose, int **seqs,
                             int *n_seqs, Staged *all) {
     int n = d->n, *order = acc_xcalloc((size_t)n, sizeof(int));
@@ -1056,7 +1090,9 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             staged_free(&trial);
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
-            if (!have && all.ev.n) { /* each node from nothing in turn, pruned */
+            if (!have && all.ev.n) { /* each node from nothing in turn, the cheapest paths, pruned */
+                cheapen_from_nothing(d, o->budget, fmax(acc_now_s() + 0.05 * limit, e0 + 0.45 * limit), seqs, n_seqs,
+                                     &all);
                 dag_prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
                 DagSim sim;
                 dag_simulate(d, all.ev.v, all.ev.n, &sim, NULL);
@@ -1072,10 +1108,10 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         staged_free(&all);
         for (int i = 0; i < n; i++) free(seqs[i]);
         free(seqs), free(n_seqs);
-        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.1 of it,
+        /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.3 of it,
          * ending 0.1 before the limit); it stops earlier when a pass changes nothing */
         if (have)
-            dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.1 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
+            dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.3 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
                         &inc, o->verbose);
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);

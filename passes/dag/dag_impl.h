@@ -95,6 +95,14 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
 enum { DAG_PEBBLE_FOUND = 1, DAG_PEBBLE_NONE, DAG_PEBBLE_STOPPED };
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
                int **seq, int *n_seq, double *cost);
+/* The same problem, the cheapest way (dag_pebble.c): best first over the
+ * same states, by the compute peeled so far plus a consistent estimate.
+ * FOUND: seq is the cheapest path, and it costs less than upper; NONE:
+ * searched to the end, none costs less than upper (with upper INFINITY:
+ * none at all); STOPPED: the states, their memory or the deadline ran out
+ * first. Meant to follow dag_pebble with upper the cost it found. */
+int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, double upper, int max_states,
+                        double deadline, int **seq, int *n_seq, double *cost);
 /* Drop the recomputations a schedule that fits can do without, most
  * expensive first, while it stays valid and within the budget (dag.c). */
 void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s);

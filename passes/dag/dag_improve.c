@@ -19,7 +19,10 @@
  * cannot improve these plans (they fix the order of recomputations within a
  * stage and need the plan's retention to fit as a staged plan).
  *
- * The search counts only what the stage's own path holds; the copies held
+ * Each stage's search keeps the cheapest path it finds within its states
+ * (dag_pebble_cheapest after dag_pebble's first path), and is tried first
+ * with the copies the schedule's memory lets live on to the stage as held
+ * (held_at). The search counts only what the stage's own path holds; the copies held
  * across the whole stage (read after it) are taken off its budget instead,
  * so that what it finds usually fits; the replay of the whole schedule
  * settles it.
@@ -47,6 +50,14 @@ static double build_node(const Dag *d, int64_t budget, int t, int x, const int *
     int *seq = NULL, n_seq = 0;
     double c = 0;
     int st = dag_pebble(d, budget - pinned, x, work, IMPROVE_STATES, deadline, 0, &seq, &n_seq, &c);
+    if (st == DAG_PEBBLE_FOUND) { /* the cheapest path below the first one, within the same states */
+        int *s2 = NULL, n2 = 0;
+        double c2 = 0;
+        if (dag_pebble_cheapest(d, budget - pinned, x, work, c, IMPROVE_STATES, deadline, &s2, &n2, &c2) ==
+            DAG_PEBBLE_FOUND)
+            free(seq), seq = s2, n_seq = n2, c = c2;
+        else free(s2);
+    }
     if (st == DAG_PEBBLE_FOUND) {
         for (int k = 0; k < n_seq; k++) staged_push(out, t, seq[k]);
         staged_push(out, t, x);
@@ -122,13 +133,48 @@ double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, i
     return best;
 }
 
+/* held at a (the stage [a, b)): the copies made before a and read at a or
+ * later; those also read after the stage pinned (2), held across it, their
+ * bytes in *across. With wide, also the latest copy made before a of each
+ * other node, held on from its last read (1) where the memory of every event
+ * from there to a leaves room for it (mem_at: the memory per event; the
+ * replay decides whether what the stage then reads fits). Returns the number
+ * of copies so held on. */
+static int held_at(const Dag *d, const Staged *s, const int *last, const int64_t *mem_at, int64_t budget, int a, int b,
+                   bool wide, int *held, int64_t *suffix, int64_t *across) {
+    memset(held, 0, (size_t)d->n * sizeof(int));
+    *across = 0;
+    for (int e = 0; e < a; e++)
+        if (last[e] >= a) {
+            held[s->ev.v[e]] = last[e] >= b ? 2 : 1;
+            if (last[e] >= b) *across += d->mem[s->ev.v[e]];
+        }
+    if (!wide) return 0;
+    suffix[a] = 0; /* suffix[k]: the most memory of events k .. a-1 */
+    for (int e = a - 1; e >= 0; e--) suffix[e] = mem_at[e] > suffix[e + 1] ? mem_at[e] : suffix[e + 1];
+    int k = 0;
+    for (int e = a - 1; e >= 0; e--) { /* latest first: a node's latest copy is the one met first */
+        int v = s->ev.v[e];
+        if (held[v]) continue;
+        held[v] = -1; /* met: an earlier copy of v is not its latest */
+        if (suffix[last[e] + 1] + d->mem[v] <= budget) held[v] = -2, k++;
+    }
+    for (int i = 0; i < d->n; i++) held[i] = held[i] == -2 ? 1 : held[i] == -1 ? 0 : held[i];
+    return k;
+}
+
 /* One pass over the stages: each with recomputations re-solved from what is
- * held at its start, kept when the whole schedule fits and costs less.
- * Returns the number of stages changed; *cost follows s. */
+ * held at its start (first with the copies the memory lets live on, then
+ * without), kept when the whole schedule fits and costs less. Returns the
+ * number of stages changed; *cost follows s. */
 static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged *s, double *cost) {
     int changed = 0;
     int *held = acc_xcalloc((size_t)d->n, sizeof(int));
     int *last = staged_last_reads(d, s);
+    int64_t *mem_at = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t)),
+            *suffix = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+    DagSim sim;
+    dag_simulate(d, s->ev.v, s->ev.n, &sim, mem_at);
     Staged trial = {0}, stage = {0};
     for (int a = 0; a < s->ev.n && acc_now_s() < deadline;) {
         int t = s->stage.v[a], b = a;
@@ -137,20 +183,14 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
             a = b;
             continue;
         }
-        /* held at a: the copies made before a and read at a or later; those
-         * also read after the stage are pinned, held across it */
-        memset(held, 0, (size_t)d->n * sizeof(int));
-        int64_t across = 0;
-        for (int e = 0; e < a; e++)
-            if (last[e] >= a) {
-                held[s->ev.v[e]] = last[e] >= b ? 2 : 1;
-                if (last[e] >= b) across += d->mem[s->ev.v[e]];
-            }
         double old = 0;
         for (int e = a; e < b; e++) old += d->cost[s->ev.v[e]];
-        double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
         bool kept = false;
-        if (c >= 0 && c < old) {
+        for (int wide = 1; wide >= 0 && !kept; wide--) {
+            int64_t across;
+            if (!held_at(d, s, last, mem_at, budget, a, b, wide, held, suffix, &across) && wide) continue;
+            double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
+            if (c < 0 || c >= old) continue;
             staged_clear(&trial);
             for (int e = 0; e < a; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
             for (int e = 0; e < stage.ev.n; e++) staged_push(&trial, t, stage.ev.v[e]);
@@ -160,14 +200,17 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
                 staged_clear(s);
                 for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
                 *cost = tc, kept = true, changed++;
-                free(last);
+                free(last), free(mem_at), free(suffix);
                 last = staged_last_reads(d, s);
+                mem_at = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+                suffix = acc_xcalloc((size_t)s->ev.n + 1, sizeof(int64_t));
+                dag_simulate(d, s->ev.v, s->ev.n, &sim, mem_at);
             }
         }
         a = kept ? a + stage.ev.n : b;
     }
     staged_free(&trial), staged_free(&stage);
-    free(held), free(last);
+    free(held), free(last), free(mem_at), free(suffix);
     return changed;
 }
 

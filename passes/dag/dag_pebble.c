@@ -35,6 +35,11 @@
  * n = 250, where the sorted list it replaced took ~210): the 64 MB hold
  * ~1.4 million states there, which the last node of MOCCASIN's
  * random_layered_n250 at 0.6 of its peak needs (1.19 million).
+ *
+ * The first path is not the cheapest (often a long detour): dag_pebble_cheapest
+ * searches the same states best first (A*, below) for the cheapest one, with
+ * the first path's cost as the bound that cuts off every state that cannot
+ * beat it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +107,34 @@ static bool within_held(const Peb *p, const int *v, int n) {
     return true;
 }
 
+/* The memory of T's nodes not pinned. */
+static int64_t state_mem(const Dag *d, const int *held, const int *v, int n) {
+    int64_t m = 0;
+    for (int a = 0; a < n; a++)
+        if (!held || held[v[a]] != 2) m += d->mem[v[a]];
+    return m;
+}
+
+/* Peel f from T = tv[0..len): T - f + in(f), ascending, in out; its number.
+ * *extra: the memory f's event adds to T's (its inputs not in T, not pinned). */
+static int peel(const Dag *d, const int *held, const int *tv, int len, int f, int *out, int64_t *extra) {
+    int nt = 0, i = 0, q = d->in_off[f], qe = d->in_off[f + 1];
+    *extra = 0;
+    while (i < len || q < qe) {
+        if (i < len && tv[i] == f) {
+            i++;
+        } else if (q >= qe || (i < len && tv[i] < d->in[q])) {
+            out[nt++] = tv[i++];
+        } else if (i >= len || d->in[q] < tv[i]) {
+            if (!held || held[d->in[q]] != 2) *extra += d->mem[d->in[q]];
+            out[nt++] = d->in[q++];
+        } else {
+            out[nt++] = tv[i++], q++;
+        }
+    }
+    return nt;
+}
+
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
                int **seq, int *n_seq, double *cost) {
     *seq = NULL, *n_seq = 0, *cost = 0;
@@ -135,9 +168,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             goal = si;
             break;
         }
-        int64_t mt = 0;
-        for (int a = 0; a < len; a++)
-            if (!held || held[cur[a]] != 2) mt += d->mem[cur[a]];
+        int64_t mt = state_mem(d, held, cur, len);
         /* children in order of preference: not held first, then the latest;
          * pushed least preferred first */
         for (int a = 0; a < len; a++) {
@@ -155,25 +186,10 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
                 order[b] = order[b - 1], order[b - 1] = t;
             }
         for (int oa = 0; oa < len; oa++) {
-            int a = order[oa];
-            const int *tv = cur;
-            int f = tv[a];
+            int f = cur[order[oa]];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
-            /* T - f + in(f), ascending, and the memory of f's event */
-            int64_t extra = 0;
-            int nt = 0, i = 0, q = d->in_off[f], qe = d->in_off[f + 1];
-            while (i < len || q < qe) {
-                if (i < len && tv[i] == f) {
-                    i++;
-                } else if (q >= qe || (i < len && tv[i] < d->in[q])) {
-                    tmp[nt++] = tv[i++];
-                } else if (i >= len || d->in[q] < tv[i]) {
-                    if (!held || held[d->in[q]] != 2) extra += d->mem[d->in[q]];
-                    tmp[nt++] = d->in[q++];
-                } else {
-                    tmp[nt++] = tv[i++], q++;
-                }
-            }
+            int64_t extra;
+            int nt = peel(d, held, cur, len, f, tmp, &extra);
             if (mt + extra > budget) continue;
             find_or_add(&p, tmp, nt, si, f, &added);
             if (added >= 0) VEC_PUSH(stack, added);
@@ -198,5 +214,150 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     VEC_FREE(p.bits);
     free(p.scratch), free(cur);
     free(p.hash), free(tmp), free(key), free(order);
+    return status;
+}
+
+/* ---- the cheapest path: best first ------------------------------------------------ */
+
+typedef struct {
+    double f, g; /* g: the compute peeled so far; f: g plus the estimate */
+    int si;
+} PItem;
+
+/* Pops first the least f, then the most g (the deepest: nearest a goal),
+ * then the earliest state: a total order, so the search is deterministic. */
+static bool item_before(PItem a, PItem b) {
+    if (a.f != b.f) return a.f < b.f;
+    if (a.g != b.g) return a.g > b.g;
+    return a.si < b.si;
+}
+
+static void heap_push(PItem **h, int *n, int *cap, PItem it) {
+    if (*n == *cap) *cap = *cap ? 2 * *cap : 1024, *h = acc_xrealloc(*h, (size_t)*cap * sizeof(PItem));
+    int k = (*n)++;
+    for (; k > 0 && item_before(it, (*h)[(k - 1) / 2]); k = (k - 1) / 2) (*h)[k] = (*h)[(k - 1) / 2];
+    (*h)[k] = it;
+}
+
+static PItem heap_pop(PItem *h, int *n) {
+    PItem top = h[0], last = h[--*n];
+    int k = 0;
+    for (;;) {
+        int c = 2 * k + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && item_before(h[c + 1], h[c])) c++;
+        if (!item_before(h[c], last)) break;
+        h[k] = h[c], k = c;
+    }
+    if (*n) h[k] = last;
+    return top;
+}
+
+/* The estimate of T: the compute of every node that must still run, T's
+ * nodes not held and, through inputs not held, their ancestors (each must be
+ * computed at least once before x, whatever the order: a node leaves T only
+ * by its peel, and its inputs enter T then). Peeling f lowers it by at most
+ * f's compute, so it is consistent: a state popped first is reached at its
+ * least compute. mark/stack: [n] scratch; stamp: a fresh value. */
+static double estimate(const Dag *d, const int *held, const int *v, int len, int *mark, int *stack, int stamp) {
+    double h = 0;
+    int top = 0;
+    for (int a = 0; a < len; a++)
+        if ((!held || !held[v[a]]) && mark[v[a]] != stamp) mark[v[a]] = stamp, stack[top++] = v[a];
+    while (top) {
+        int u = stack[--top];
+        h += d->cost[u];
+        for (int q = d->in_off[u]; q < d->in_off[u + 1]; q++) {
+            int w = d->in[q];
+            if ((!held || !held[w]) && mark[w] != stamp) mark[w] = stamp, stack[top++] = w;
+        }
+    }
+    return h;
+}
+
+int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, double upper, int max_states,
+                        double deadline, int **seq, int *n_seq, double *cost) {
+    *seq = NULL, *n_seq = 0, *cost = 0;
+    int n = d->n;
+    int64_t m0 = d->mem[x];
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
+        if (!held || held[d->in[q]] != 2) m0 += d->mem[d->in[q]];
+    if (m0 > budget) return DAG_PEBBLE_NONE; /* x's own event */
+    Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
+    p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
+    p.hash_cap = 1024;
+    while (p.hash_cap < 2 * (size_t)max_states + 2) p.hash_cap *= 2;
+    p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
+    int *cur = acc_xcalloc((size_t)n + 1, sizeof(int)), *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    int *mark = acc_xcalloc((size_t)n, sizeof(int)), *dfs = acc_xcalloc((size_t)n, sizeof(int));
+    VEC(double) g = {0}, hv = {0}; /* per state: the least compute to reach it, its estimate */
+    VEC(char) closed = {0};
+    PItem *heap = NULL;
+    int n_heap = 0, cap_heap = 0, added, goal = -1, status = DAG_PEBBLE_STOPPED, stamp = 0;
+    bool stopped = false;
+    int len0 = d->in_off[x + 1] - d->in_off[x];
+    find_or_add(&p, d->in + d->in_off[x], len0, -1, -1, &added);
+    double h0 = estimate(d, held, d->in + d->in_off[x], len0, mark, dfs, ++stamp);
+    VEC_PUSH(g, 0.0);
+    VEC_PUSH(hv, h0);
+    VEC_PUSH(closed, 0);
+    if (h0 < upper) heap_push(&heap, &n_heap, &cap_heap, (PItem){h0, 0, 0});
+    for (int iter = 0; n_heap; iter++) {
+        size_t bytes = p.bits.n * sizeof(uint64_t) +
+                       (size_t)p.st.n * (sizeof(PState) + 2 * sizeof(double) + 1 + 2 * sizeof(int)) +
+                       (size_t)cap_heap * sizeof(PItem);
+        if (p.st.n >= max_states || bytes > PEBBLE_MAX_BYTES || ((iter & 15) == 0 && acc_now_s() > deadline)) {
+            stopped = true;
+            break;
+        }
+        PItem it = heap_pop(heap, &n_heap);
+        if (closed.v[it.si] || it.g > g.v[it.si]) continue; /* reached again more cheaply */
+        closed.v[it.si] = 1;
+        int len = decode(&p, it.si, cur);
+        if (within_held(&p, cur, len)) {
+            goal = it.si;
+            break;
+        }
+        int64_t mt = state_mem(d, held, cur, len);
+        for (int a = 0; a < len; a++) {
+            int f = cur[a];
+            if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
+            int64_t extra;
+            int nt = peel(d, held, cur, len, f, tmp, &extra);
+            if (mt + extra > budget) continue;
+            double gc = it.g + d->cost[f];
+            int si = find_or_add(&p, tmp, nt, it.si, f, &added);
+            if (added >= 0) {
+                double hc = estimate(d, held, tmp, nt, mark, dfs, ++stamp), fc = gc + hc;
+                VEC_PUSH(g, gc);
+                VEC_PUSH(hv, hc);
+                VEC_PUSH(closed, 0);
+                if (fc < upper) heap_push(&heap, &n_heap, &cap_heap, (PItem){fc, gc, added});
+            } else if (!closed.v[si] && gc < g.v[si]) {
+                double fc = gc + hv.v[si];
+                g.v[si] = gc, p.st.v[si].parent = it.si, p.st.v[si].peeled = f;
+                if (fc < upper) heap_push(&heap, &n_heap, &cap_heap, (PItem){fc, gc, si});
+            }
+        }
+    }
+    if (goal >= 0) {
+        status = DAG_PEBBLE_FOUND;
+        int k = 0;
+        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) k++;
+        *seq = acc_xcalloc((size_t)k + 1, sizeof(int));
+        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) {
+            int f = p.st.v[s].peeled;
+            (*seq)[(*n_seq)++] = f;
+            *cost += d->cost[f];
+        }
+    } else if (!stopped) {
+        status = DAG_PEBBLE_NONE;
+    }
+    VEC_FREE(g);
+    VEC_FREE(hv);
+    VEC_FREE(closed);
+    VEC_FREE(p.st);
+    VEC_FREE(p.bits);
+    free(heap), free(p.scratch), free(cur), free(tmp), free(mark), free(dfs), free(p.hash);
     return status;
 }
