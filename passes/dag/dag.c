@@ -1176,6 +1176,10 @@ scored:
     free(topo);
     if (!ok) return false;
     score_plan(d, o->budget, p);
+    /* a proof that nothing fits, against a schedule that fits (the recursive one, dag_minpeak.c): one of
+     * them is wrong, a bug (test_dag_sweep crosses them at every budget) */
+    ACC_ASSERT(o->method != DAG_ACC || strcmp(p->status, "infeasible") ||
+               dag_recursive_peak(d, NULL, NULL) > o->budget);
     if (p->fits) p->note[0] = 0; /* notes are for statuses without a plan */
     if (p->fits && isfinite(p->bound) && p->sim.compute < p->bound - 1e-9 * (1 + fabs(p->bound))) {
         /* a staged bound, and a plan outside the staged space (an eviction schedule) below it */
