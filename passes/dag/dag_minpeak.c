@@ -3,8 +3,9 @@
  * each from nothing, holding those already computed, and then the node.
  * Not a planner of cheap schedules: it recomputes a node once per path that
  * reaches it, so on deep graphs it cannot be written out; its peak, a
- * number computed in O(n + edges log), still shows that a schedule within
- * it exists (the least peak over every schedule is at most that).
+ * number computed in O(n + the sum of the in-degrees squared), still
+ * shows that a schedule within it exists (the least peak over every
+ * schedule is at most that).
  *
  * requires: a Dag. provides: per node, the peak of computing it this way
  * from nothing (R[x]); the largest R over the nodes is a peak some schedule
