@@ -610,6 +610,8 @@ typedef struct {
     int n_binaries, n_rows;  /* size of the integer program solved (0: none) */
     const char *bound_scope; /* what the bound holds for: "all schedules", "checkmate", "acc model" */
     int64_t least_peak;      /* no plan fits: the least peak of a schedule acc found (-1: none looked for) */
+    int64_t recursive_peak;  /* no plan fits: a peak some schedule reaches, the recursive one's (dag_minpeak.c),
+                              * not written out (-1: not computed) */
     char note[200];          /* what a status without a plan rests on, or "" */
 } DagPlan;
 

@@ -170,6 +170,7 @@ int acc_plan_main(int argc, char **argv) {
     fprintf(f, "\"bound_scope\": \"%s\", ", p.bound_scope);
     json_num(f, "gap", p.gap, true);
     if (p.least_peak >= 0) fprintf(f, "\"least_peak_found\": %" PRId64 ", ", p.least_peak);
+    if (p.recursive_peak >= 0) fprintf(f, "\"recursive_peak\": %" PRId64 ", ", p.recursive_peak);
     if (p.note[0]) {
         fprintf(f, "\"note\": ");
         json_str(f, p.note);

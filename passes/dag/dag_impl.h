@@ -117,6 +117,16 @@ void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool 
  * events, t last; returns their compute, or -1 when none was found. */
 double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
                          Staged *out);
+/* The recursive schedule (dag_minpeak.c): each node computed from nothing
+ * by computing its inputs one at a time, those done held. Returns its peak,
+ * the largest of r[x] (x's own peak so, [n] or NULL): a schedule with that
+ * peak exists, so no budget at or above it is infeasible. events (or NULL):
+ * its length, without the reuse below (a double: it grows with the paths). */
+int64_t dag_recursive_peak(const Dag *d, int64_t *r, double *events);
+/* Its events (each node in turn, stage t computing t; a node held by a frame
+ * below is read, not recomputed); false, out empty, when it would take more
+ * than max_events. */
+bool dag_recursive_schedule(const Dag *d, int max_events, Staged *out);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 
