@@ -634,7 +634,50 @@ typedef struct {
     long long nodes, node_limit;
     bool stopped;         /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
+    bool revive;          /* no forced recomputation: every schedule's anchors are P0's steps */
+    int *row_t;           /* per row: its step of P0 */
+    int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); scratch */
+    int *desc;            /* the variables' nodes, last node first */
 } Bnb;
+
+/* Whether some covering row can no longer be covered once the tensors that
+ * the fixed drops bring back are counted. A dropped tensor p frees its bytes
+ * at step t of P0 only until its recomputed copy exists: the schedule
+ * recomputes p before the first backward step reading it (fb), and, since a
+ * recomputation ensures every input it reads (schedule.c's ensure), also
+ * when a dropped consumer u of p is recomputed, unless u is offloaded
+ * (fetched, its inputs unread). So p is back by back(p) = min(fb(p),
+ * back(u) over dropped, recomputed consumers u), and live from there to its
+ * last backward read, past every row t with back(p) <= t < its first
+ * backward read (its row entries end there). More drops only lower back(p):
+ * computed from the fixed drops, back(p) is at or above its value in every
+ * completion, so counting p as freeable only at rows before back(p)
+ * overstates what a completion frees - a row that even so stays short is
+ * short in every completion, and no leaf below fits. Needs P0's steps to be
+ * every schedule's anchors, which forced recomputations would break: then
+ * off (b->revive). */
+static bool bnb_revived_short(Bnb *b) {
+    const Ctx *c = b->c;
+    for (int v = 0; v < b->k; v++) b->back[b->var[v]] = b->fb[b->var[v]];
+    for (int j = 0; j < b->k; j++) { /* consumers first: ids are topological */
+        int u = b->desc[j];
+        if (b->dec[u] != DEC_RECOMPUTE || c->offload[u]) continue;
+        const Node *x = graph_node(c->g, u);
+        for (int q = 0; q < x->n_in; q++) {
+            int p = x->in[q];
+            if (b->var_of[p] >= 0 && b->back[u] < b->back[p]) b->back[p] = b->back[u];
+        }
+    }
+    for (int r = 0; r < b->n_rows; r++) {
+        double avail = 0;
+        for (int e = b->row_first[r]; e < b->row_first[r] + b->row_len[r]; e++) {
+            int i = b->var[b->ent_var[e]];
+            if (b->dec[i] != DEC_SAVE && b->back[i] > b->row_t[r]) avail += b->ent_size[e];
+        }
+        if (avail < b->need[r] - 1e-6) return true;
+    }
+    return false;
+}
 
 static double bnb_bound(const Bnb *b) {
     double worst = 0;
@@ -660,6 +703,7 @@ static void bnb_visit(Bnb *b, int d) {
         return;
     }
     if (b->best < INFINITY && b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return; /* no plan yet: no bound */
+    if (b->revive && bnb_revived_short(b)) return;
     if (d == b->k) {
         Eval e;
         pl_evaluate(c, b->dec, false, &e, NULL);
@@ -753,6 +797,19 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
+    b.fb = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.back = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.revive = true;
+    for (int i = 0; i < n; i++) b.fb[i] = s.steps.n, b.revive &= c->forced[i] != DEC_RECOMPUTE;
+    for (int j = 0; j < s.bufs.n; j++) {
+        const Buffer *x = &s.bufs.v[j];
+        if ((x->kind == BUF_ACT || x->kind == BUF_AUX) && x->first >= 0 && x->first < s.first_bwd_step &&
+            first_bwd[j] < b.fb[x->node])
+            b.fb[x->node] = first_bwd[j];
+    }
+    b.desc = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
+    for (int i = n - 1, j = 0; i >= 0; i--)
+        if (b.var_of[i] >= 0) b.desc[j++] = i;
     sched_free(&s);
     bool done = n_rows >= 0;
     if (done) {
@@ -763,6 +820,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         b.avail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.row_first = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.row_len = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.row_t = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.ent_var = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
         b.ent_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
         b.vr_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
@@ -774,7 +832,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         for (int r = 0; r < n_rows; r++) {
             const Row *rw = &rows.v.v[r];
             b.need[r] = rw->need, b.covered[r] = b.avail[r] = 0;
-            b.row_first[r] = rw->first, b.row_len[r] = rw->m;
+            b.row_first[r] = rw->first, b.row_len[r] = rw->m, b.row_t[r] = rw->t;
             for (int q = 0; q < rw->m; q++) {
                 int e2 = rw->first + q;
                 perm[q] = e2;
