@@ -73,6 +73,16 @@ static bool offload_search(void) {
     return !(e && *e == '0');
 }
 
+/* ACC_ENUMERATE_MAX (tests): scoring every assignment stops above this many
+ * free decisions (default ENUMERATE_MAX); 0 sends every exact search to the
+ * branch and bound, so that tests can check it against the enumeration on
+ * models small enough for both. */
+static int enumerate_max(void) {
+    const char *e = getenv("ACC_ENUMERATE_MAX");
+    int k = e && *e ? atoi(e) : ENUMERATE_MAX;
+    return k < 0 ? 0 : k > ENUMERATE_MAX ? ENUMERATE_MAX : k;
+}
+
 static int exhaustive_max(void) {
     const char *e = getenv("ACC_EXHAUSTIVE_MAX");
     int k = e && *e ? atoi(e) : EXHAUSTIVE_MAX;
@@ -709,7 +719,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out, int64_t enough, bool *prov
         if (c->cand[i] && c->forced[i] < 0) free_ids[k++] = i;
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
-    *proven = k <= exhaustive_max() && k <= ENUMERATE_MAX;
+    *proven = k <= exhaustive_max() && k <= enumerate_max();
     if (*proven) return (int64_t)enumerate(c, out, free_ids, k, 0, true);
     Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
@@ -827,7 +837,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     for (int i = 0; i < n; i++)
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
     PlanStatus status = PLAN_HEURISTIC;
-    if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
+    if (k <= exhaustive_max() && k <= enumerate_max()) {
         status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
         if (status == PLAN_INFEASIBLE && widen_offloads(&c))
             status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
