@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "planner_internal.h"
 
@@ -634,6 +635,7 @@ typedef struct {
     long long nodes, node_limit;
     bool stopped;         /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
+    bool first_fit;       /* stop at the first plan that fits (a node_limit < 0) */
     bool revive;          /* no forced recomputation: every schedule's anchors are P0's steps */
     int *row_t;           /* per row: its step of P0 */
     int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); scratch */
@@ -695,6 +697,32 @@ static double bnb_bound(const Bnb *b) {
     return worst;
 }
 
+static void bnb_visit(Bnb *b, int d);
+
+/* Variable d saved: its bytes can no longer make room. */
+static void bnb_save(Bnb *b, int d) {
+    b->dec[b->var[d]] = DEC_SAVE;
+    bool ok = true;
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+        b->avail[b->vr_row[q]] -= b->vr_size[q];
+        ok &= b->avail[b->vr_row[q]] >= b->need[b->vr_row[q]] - 1e-6;
+    }
+    if (ok) bnb_visit(b, d + 1);
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
+}
+
+/* Variable d dropped: its bytes cover its rows, its recomputation costs. */
+static void bnb_drop(Bnb *b, int d) {
+    int i = b->var[d];
+    bool read = b->c->read[i];
+    b->dec[i] = DEC_RECOMPUTE;
+    if (read) b->fixed += b->c->drop[i];
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
+    bnb_visit(b, d + 1);
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
+    if (read) b->fixed -= b->c->drop[i];
+}
+
 static void bnb_visit(Bnb *b, int d) {
     Ctx *c = b->c;
     if (b->stopped) return;
@@ -712,28 +740,20 @@ static void bnb_visit(Bnb *b, int d) {
         if (e.arena > b->budget) return;
         b->best = e.cost;
         memcpy(b->best_dec, b->dec, (size_t)c->g->nodes.n * sizeof(Decision));
+        b->stopped |= b->first_fit;
         return;
     }
     int i = b->var[d];
     bool may_drop = c->read[i];
     for (int u = b->use_first[d]; u < b->use_first[d + 1] && !may_drop; u++) /* an intermediate: a consumer dropped? */
         may_drop = b->dec[b->use[u]] == DEC_RECOMPUTE;
-    /* save: its bytes can no longer make room */
-    b->dec[i] = DEC_SAVE;
-    bool ok = true;
-    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
-        b->avail[b->vr_row[q]] -= b->vr_size[q];
-        ok &= b->avail[b->vr_row[q]] >= b->need[b->vr_row[q]] - 1e-6;
-    }
-    if (ok) bnb_visit(b, d + 1);
-    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
-    if (may_drop) {
-        b->dec[i] = DEC_RECOMPUTE;
-        if (c->read[i]) b->fixed += c->drop[i];
-        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
-        bnb_visit(b, d + 1);
-        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
-        if (c->read[i]) b->fixed -= c->drop[i];
+    bool drop_first = b->best == INFINITY; /* no plan yet: one that fits first, not a cheap one */
+    for (int side = 0; side < 2; side++) {
+        if ((side == 0) == drop_first) {
+            if (may_drop) bnb_drop(b, d);
+        } else {
+            bnb_save(b, d);
+        }
     }
     b->dec[i] = (Decision)-1;
 }
@@ -755,7 +775,8 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);
-    b.c = c, b.budget = budget, b.k = k, b.best = incumbent, b.node_limit = node_limit;
+    b.c = c, b.budget = budget, b.k = k, b.best = incumbent, b.node_limit = llabs(node_limit);
+    b.first_fit = node_limit < 0;
     Pool mem = {0}; /* the search's arrays, freed in one call at its end */
     b.var = pool_alloc(&mem, (size_t)k * sizeof(int));
     b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
@@ -860,6 +881,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
         bnb_visit(&b, 0);
         done = !b.stopped;
+    if (getenv("ACC_BNB_DEBUG")) fprintf(stderr, "bnb k=%d rows=%d nodes=%lld done=%d\n", k, n_rows, b.nodes, done);
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);

@@ -688,7 +688,7 @@ static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, in
     while (found && !pl_out_of_time(c)) {
         for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
         pl_apply_forced(c, dec);
-        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, nodes, &found);
+        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, -nodes, &found);
         if (!found) break;
         Eval e;
         pl_evaluate(c, dec, true, &e, NULL);

@@ -87,7 +87,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
 /* below the stated minimum (prove_min_peak), where finishing is the proof:
  * about 0.7 s (10 s under the sanitizers); two GPT-2 layers at C=64 need
  * 600,000 nodes, two GPT-3-width layers 880,000 */
-#define PL_BNB_PROOF_NODES 1000000LL
+#define PL_BNB_PROOF_NODES 1500000LL
 
 /* ---- plan_offload.c: offload as a free decision ---- */
 
