@@ -7,6 +7,7 @@
  * and restored before it is scored), plan_bound.c (the rows over the budget)
  * and plan_core.c, never planner.c.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,13 +639,13 @@ typedef struct {
     bool first_fit;       /* stop at the first plan that fits (a node_limit < 0) */
     bool revive;          /* no forced recomputation: every schedule's anchors are P0's steps */
     int *row_t;           /* per row: its step of P0 */
-    int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); scratch */
-    int *desc;            /* the variables' nodes, last node first */
+    int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); when it is back */
+    double *ravail;       /* per row: bytes still droppable that are not back by its step */
+    VEC(int) undo;        /* (node, its former back) pairs, undone on the way up */
 } Bnb;
 
-/* Whether some covering row can no longer be covered once the tensors that
- * the fixed drops bring back are counted. A dropped tensor p frees its bytes
- * at step t of P0 only until its recomputed copy exists: the schedule
+/* The tensors that fixed drops bring back. A dropped tensor p frees its
+ * bytes at step t of P0 only until its recomputed copy exists: the schedule
  * recomputes p before the first backward step reading it (fb), and, since a
  * recomputation ensures every input it reads (schedule.c's ensure), also
  * when a dropped consumer u of p is recomputed, unless u is offloaded
@@ -653,32 +654,48 @@ typedef struct {
  * last backward read, past every row t with back(p) <= t < its first
  * backward read (its row entries end there). More drops only lower back(p):
  * computed from the fixed drops, back(p) is at or above its value in every
- * completion, so counting p as freeable only at rows before back(p)
- * overstates what a completion frees - a row that even so stays short is
- * short in every completion, and no leaf below fits. Needs P0's steps to be
- * every schedule's anchors, which forced recomputations would break: then
- * off (b->revive). */
-static bool bnb_revived_short(Bnb *b) {
-    const Ctx *c = b->c;
-    for (int v = 0; v < b->k; v++) b->back[b->var[v]] = b->fb[b->var[v]];
-    for (int j = 0; j < b->k; j++) { /* consumers first: ids are topological */
-        int u = b->desc[j];
-        if (b->dec[u] != DEC_RECOMPUTE || c->offload[u]) continue;
-        const Node *x = graph_node(c->g, u);
-        for (int q = 0; q < x->n_in; q++) {
-            int p = x->in[q];
-            if (b->var_of[p] >= 0 && b->back[u] < b->back[p]) b->back[p] = b->back[u];
+ * completion, so ravail (the bytes of the entries not saved and not back by
+ * the row's step) is at least what any completion frees there - a row whose
+ * ravail is short of its need is short in every completion, and no leaf
+ * below fits. Needs P0's steps to be every schedule's anchors, which forced
+ * recomputations would break: then off (b->revive). */
+
+/* Count p as back from `to` on (to < back(p)): its entries at rows from to
+ * up to its former back no longer count while it is not saved, and if it is
+ * dropped, its inputs are back by then too. False: a row fell short. */
+static bool bnb_lower(Bnb *b, int p, int to) {
+    if (b->var_of[p] < 0 || to >= b->back[p]) return true;
+    int d = b->var_of[p], old = b->back[p];
+    bool ok = true;
+    VEC_PUSH(b->undo, p);
+    VEC_PUSH(b->undo, old);
+    b->back[p] = to;
+    if (b->dec[p] != DEC_SAVE)
+        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+            int r = b->vr_row[q];
+            if (to <= b->row_t[r] && b->row_t[r] < old) {
+                b->ravail[r] -= b->vr_size[q];
+                ok &= b->ravail[r] >= b->need[r] - 1e-6;
+            }
         }
+    if (b->dec[p] == DEC_RECOMPUTE && !b->c->offload[p]) {
+        const Node *x = graph_node(b->c->g, p);
+        for (int j = 0; j < x->n_in; j++) ok &= bnb_lower(b, x->in[j], to);
     }
-    for (int r = 0; r < b->n_rows; r++) {
-        double avail = 0;
-        for (int e = b->row_first[r]; e < b->row_first[r] + b->row_len[r]; e++) {
-            int i = b->var[b->ent_var[e]];
-            if (b->dec[i] != DEC_SAVE && b->back[i] > b->row_t[r]) avail += b->ent_size[e];
-        }
-        if (avail < b->need[r] - 1e-6) return true;
+    return ok;
+}
+
+/* Undo bnb_lower's changes down to mark entries of b->undo (latest first). */
+static void bnb_unlower(Bnb *b, int mark) {
+    while (b->undo.n > mark) {
+        int old = b->undo.v[--b->undo.n], p = b->undo.v[--b->undo.n], d = b->var_of[p];
+        if (b->dec[p] != DEC_SAVE)
+            for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+                int r = b->vr_row[q];
+                if (b->back[p] <= b->row_t[r] && b->row_t[r] < old) b->ravail[r] += b->vr_size[q];
+            }
+        b->back[p] = old;
     }
-    return false;
 }
 
 static double bnb_bound(const Bnb *b) {
@@ -701,14 +718,21 @@ static void bnb_visit(Bnb *b, int d);
 
 /* Variable d saved: its bytes can no longer make room. */
 static void bnb_save(Bnb *b, int d) {
-    b->dec[b->var[d]] = DEC_SAVE;
+    int i = b->var[d];
+    b->dec[i] = DEC_SAVE;
     bool ok = true;
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
-        b->avail[b->vr_row[q]] -= b->vr_size[q];
-        ok &= b->avail[b->vr_row[q]] >= b->need[b->vr_row[q]] - 1e-6;
+        int r = b->vr_row[q];
+        b->avail[r] -= b->vr_size[q];
+        if (b->back[i] > b->row_t[r]) b->ravail[r] -= b->vr_size[q];
+        ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
     }
     if (ok) bnb_visit(b, d + 1);
-    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+        int r = b->vr_row[q];
+        b->avail[r] += b->vr_size[q];
+        if (b->back[i] > b->row_t[r]) b->ravail[r] += b->vr_size[q];
+    }
 }
 
 /* Variable d dropped: its bytes cover its rows, its recomputation costs. */
@@ -718,7 +742,14 @@ static void bnb_drop(Bnb *b, int d) {
     b->dec[i] = DEC_RECOMPUTE;
     if (read) b->fixed += b->c->drop[i];
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
-    bnb_visit(b, d + 1);
+    int mark = b->undo.n;
+    bool ok = true;
+    if (b->revive && !b->c->offload[i]) { /* its recomputation brings its inputs back with it */
+        const Node *x = graph_node(b->c->g, i);
+        for (int j = 0; j < x->n_in; j++) ok &= bnb_lower(b, x->in[j], b->back[i]);
+    }
+    if (ok) bnb_visit(b, d + 1);
+    bnb_unlower(b, mark);
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
     if (read) b->fixed -= b->c->drop[i];
 }
@@ -731,7 +762,6 @@ static void bnb_visit(Bnb *b, int d) {
         return;
     }
     if (b->best < INFINITY && b->fixed + bnb_bound(b) >= b->best * (1 - 1e-9)) return; /* no plan yet: no bound */
-    if (b->revive && bnb_revived_short(b)) return;
     if (d == b->k) {
         Eval e;
         pl_evaluate(c, b->dec, false, &e, NULL);
@@ -767,7 +797,8 @@ static int cmp_ratio(const void *a, const void *b) {
 /* The optimum over the free candidates free_ids[0..k) below budget into dec
  * (which holds the heuristics' plan, or save-all if they found none, with
  * cost `incumbent`, INFINITY for none), visiting at most node_limit nodes.
- * Returns whether the search finished (a proof) and sets *found. Without an
+ * Returns whether the search finished (a proof) and sets *found; a negative
+ * node_limit (-N: N nodes) stops it at its first plan. Without an
  * incumbent only the node limit stops it, so whether it finds a plan depends
  * on the budget alone, not on the clock. */
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
@@ -828,9 +859,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
             first_bwd[j] < b.fb[x->node])
             b.fb[x->node] = first_bwd[j];
     }
-    b.desc = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
-    for (int i = n - 1, j = 0; i >= 0; i--)
-        if (b.var_of[i] >= 0) b.desc[j++] = i;
+    for (int i = 0; i < n; i++) b.back[i] = b.revive ? b.fb[i] : INT_MAX; /* INT_MAX: never back */
     sched_free(&s);
     bool done = n_rows >= 0;
     if (done) {
@@ -839,6 +868,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         b.need = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.covered = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.avail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.ravail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.row_first = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.row_len = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.row_t = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
@@ -879,12 +909,19 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
             b.vr_len[v] = len - b.vr_first[v];
         }
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
-        bnb_visit(&b, 0);
+        bool short_row = false;
+        for (int r = 0; r < n_rows; r++) {
+            b.ravail[r] = 0;
+            for (int e2 = b.row_first[r]; e2 < b.row_first[r] + b.row_len[r]; e2++)
+                if (b.back[b.var[b.ent_var[e2]]] > b.row_t[r]) b.ravail[r] += b.ent_size[e2];
+            short_row |= b.ravail[r] < b.need[r] - 1e-6;
+        }
+        if (!short_row) bnb_visit(&b, 0); /* else not even dropping all of it covers a row */
         done = !b.stopped;
     if (getenv("ACC_BNB_DEBUG")) fprintf(stderr, "bnb k=%d rows=%d nodes=%lld done=%d\n", k, n_rows, b.nodes, done);
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    pool_free(&mem), free(b.use);
+    pool_free(&mem), free(b.use), VEC_FREE(b.undo);
     return done;
 }

@@ -672,16 +672,20 @@ static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES 
 /* Whether no plan peaks below *best (out: its plan). The covering rows of
  * the save-all schedule (plan_bound.c) at one allocation unit less: when
  * their program is infeasible, no plan's max-live, and so no arena, is that
- * small (allocations are multiples of the unit). Else, with at most 64 free
- * decisions, the branch and bound at that budget (bnb_nodes): a plan it
+ * small (allocations are multiples of the unit). Else, with at most
+ * PL_BNB_PROOF_MAX free decisions, the branch and bound at that budget,
+ * stopped at its first plan (PL_BNB_PROOF_NODES; a proof's node limit with
+ * ACC_EXHAUSTIVE_MAX): a plan it
  * finds lowers *best (the descent missed it: one GPT-3-width layer needs
  * three simultaneous flips from the descent's plan) and the search repeats
  * below it; finishing without one is the proof. plan_make runs the same
- * search at a budget the heuristics miss, so its boundary is this one. */
+ * search at a budget the heuristics miss (fallback_exact: a prefix of it,
+ * the same order until its first plan; past 64 decisions min_peak itself),
+ * so its boundary is this one. */
 static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, int64_t *best) {
     int n = c->g->nodes.n;
     if (*best <= ACC_ALIGN || pl_covering_bound(c, *best - ACC_ALIGN) == INFINITY) return true;
-    long long nodes = bnb_nodes(k) == PL_BNB_FALLBACK_NODES ? PL_BNB_PROOF_NODES : bnb_nodes(k);
+    long long nodes = k <= exhaustive_max() ? PL_BNB_NODES : k <= PL_BNB_PROOF_MAX ? PL_BNB_PROOF_NODES : 0;
     if (nodes == 0) return false;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     bool done = false, found = true;
