@@ -11,7 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "planner_internal.h"
 
@@ -918,7 +917,6 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         }
         if (!short_row) bnb_visit(&b, 0); /* else not even dropping all of it covers a row */
         done = !b.stopped;
-    if (getenv("ACC_BNB_DEBUG")) fprintf(stderr, "bnb k=%d rows=%d nodes=%lld done=%d\n", k, n_rows, b.nodes, done);
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
