@@ -7,6 +7,7 @@
  * and restored before it is scored), plan_bound.c (the rows over the budget)
  * and plan_core.c, never planner.c.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,7 +635,67 @@ typedef struct {
     long long nodes, node_limit;
     bool stopped;         /* the node limit, or the deadline with a plan in hand */
     int *use_first, *use; /* consumers of variable v: use[use_first[v] .. use_first[v + 1]) */
+    bool first_fit;       /* stop at the first plan that fits (a node_limit < 0) */
+    bool revive;          /* no forced recomputation: every schedule's anchors are P0's steps */
+    int *row_t;           /* per row: its step of P0 */
+    int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); when it is back */
+    double *ravail;       /* per row: bytes still droppable that are not back by its step */
+    VEC(int) undo;        /* (node, its former back) pairs, undone on the way up */
 } Bnb;
+
+/* The tensors that fixed drops bring back. A dropped tensor p frees its
+ * bytes at step t of P0 only until its recomputed copy exists: the schedule
+ * recomputes p before the first backward step reading it (fb), and, since a
+ * recomputation ensures every input it reads (schedule.c's ensure), also
+ * when a dropped consumer u of p is recomputed, unless u is offloaded
+ * (fetched, its inputs unread). So p is back by back(p) = min(fb(p),
+ * back(u) over dropped, recomputed consumers u), and live from there to its
+ * last backward read, past every row t with back(p) <= t < its first
+ * backward read (its row entries end there). More drops only lower back(p):
+ * computed from the fixed drops, back(p) is at or above its value in every
+ * completion, so ravail (the bytes of the entries not saved and not back by
+ * the row's step) is at least what any completion frees there - a row whose
+ * ravail is short of its need is short in every completion, and no leaf
+ * below fits. Needs P0's steps to be every schedule's anchors, which forced
+ * recomputations would break: then off (b->revive). */
+
+/* Count p as back from `to` on (to < back(p)): its entries at rows from to
+ * up to its former back no longer count while it is not saved, and if it is
+ * dropped, its inputs are back by then too. False: a row fell short. */
+static bool bnb_lower(Bnb *b, int p, int to) {
+    if (b->var_of[p] < 0 || to >= b->back[p]) return true;
+    int d = b->var_of[p], old = b->back[p];
+    bool ok = true;
+    VEC_PUSH(b->undo, p);
+    VEC_PUSH(b->undo, old);
+    b->back[p] = to;
+    if (b->dec[p] != DEC_SAVE)
+        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+            int r = b->vr_row[q];
+            if (to <= b->row_t[r] && b->row_t[r] < old) {
+                b->ravail[r] -= b->vr_size[q];
+                ok &= b->ravail[r] >= b->need[r] - 1e-6;
+            }
+        }
+    if (b->dec[p] == DEC_RECOMPUTE && !b->c->offload[p]) {
+        const Node *x = graph_node(b->c->g, p);
+        for (int j = 0; j < x->n_in; j++) ok &= bnb_lower(b, x->in[j], to);
+    }
+    return ok;
+}
+
+/* Undo bnb_lower's changes down to mark entries of b->undo (latest first). */
+static void bnb_unlower(Bnb *b, int mark) {
+    while (b->undo.n > mark) {
+        int old = b->undo.v[--b->undo.n], p = b->undo.v[--b->undo.n], d = b->var_of[p];
+        if (b->dec[p] != DEC_SAVE)
+            for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+                int r = b->vr_row[q];
+                if (b->back[p] <= b->row_t[r] && b->row_t[r] < old) b->ravail[r] += b->vr_size[q];
+            }
+        b->back[p] = old;
+    }
+}
 
 static double bnb_bound(const Bnb *b) {
     double worst = 0;
@@ -650,6 +711,46 @@ static double bnb_bound(const Bnb *b) {
         worst = cost > worst ? cost : worst;
     }
     return worst;
+}
+
+static void bnb_visit(Bnb *b, int d);
+
+/* Variable d saved: its bytes can no longer make room. */
+static void bnb_save(Bnb *b, int d) {
+    int i = b->var[d];
+    b->dec[i] = DEC_SAVE;
+    bool ok = true;
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+        int r = b->vr_row[q];
+        b->avail[r] -= b->vr_size[q];
+        if (b->back[i] > b->row_t[r]) b->ravail[r] -= b->vr_size[q];
+        ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
+    }
+    if (ok) bnb_visit(b, d + 1);
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
+        int r = b->vr_row[q];
+        b->avail[r] += b->vr_size[q];
+        if (b->back[i] > b->row_t[r]) b->ravail[r] += b->vr_size[q];
+    }
+}
+
+/* Variable d dropped: its bytes cover its rows, its recomputation costs. */
+static void bnb_drop(Bnb *b, int d) {
+    int i = b->var[d];
+    bool read = b->c->read[i];
+    b->dec[i] = DEC_RECOMPUTE;
+    if (read) b->fixed += b->c->drop[i];
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
+    int mark = b->undo.n;
+    bool ok = true;
+    if (b->revive && !b->c->offload[i]) { /* its recomputation brings its inputs back with it */
+        const Node *x = graph_node(b->c->g, i);
+        for (int j = 0; j < x->n_in; j++) ok &= bnb_lower(b, x->in[j], b->back[i]);
+    }
+    if (ok) bnb_visit(b, d + 1);
+    bnb_unlower(b, mark);
+    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
+    if (read) b->fixed -= b->c->drop[i];
 }
 
 static void bnb_visit(Bnb *b, int d) {
@@ -668,28 +769,20 @@ static void bnb_visit(Bnb *b, int d) {
         if (e.arena > b->budget) return;
         b->best = e.cost;
         memcpy(b->best_dec, b->dec, (size_t)c->g->nodes.n * sizeof(Decision));
+        b->stopped |= b->first_fit;
         return;
     }
     int i = b->var[d];
     bool may_drop = c->read[i];
     for (int u = b->use_first[d]; u < b->use_first[d + 1] && !may_drop; u++) /* an intermediate: a consumer dropped? */
         may_drop = b->dec[b->use[u]] == DEC_RECOMPUTE;
-    /* save: its bytes can no longer make room */
-    b->dec[i] = DEC_SAVE;
-    bool ok = true;
-    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
-        b->avail[b->vr_row[q]] -= b->vr_size[q];
-        ok &= b->avail[b->vr_row[q]] >= b->need[b->vr_row[q]] - 1e-6;
-    }
-    if (ok) bnb_visit(b, d + 1);
-    for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->avail[b->vr_row[q]] += b->vr_size[q];
-    if (may_drop) {
-        b->dec[i] = DEC_RECOMPUTE;
-        if (c->read[i]) b->fixed += c->drop[i];
-        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
-        bnb_visit(b, d + 1);
-        for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
-        if (c->read[i]) b->fixed -= c->drop[i];
+    bool drop_first = b->best == INFINITY; /* no plan yet: one that fits first, not a cheap one */
+    for (int side = 0; side < 2; side++) {
+        if ((side == 0) == drop_first) {
+            if (may_drop) bnb_drop(b, d);
+        } else {
+            bnb_save(b, d);
+        }
     }
     b->dec[i] = (Decision)-1;
 }
@@ -703,7 +796,8 @@ static int cmp_ratio(const void *a, const void *b) {
 /* The optimum over the free candidates free_ids[0..k) below budget into dec
  * (which holds the heuristics' plan, or save-all if they found none, with
  * cost `incumbent`, INFINITY for none), visiting at most node_limit nodes.
- * Returns whether the search finished (a proof) and sets *found. Without an
+ * Returns whether the search finished (a proof) and sets *found; a negative
+ * node_limit (-N: N nodes) stops it at its first plan. Without an
  * incumbent only the node limit stops it, so whether it finds a plan depends
  * on the budget alone, not on the clock. */
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
@@ -711,7 +805,8 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);
-    b.c = c, b.budget = budget, b.k = k, b.best = incumbent, b.node_limit = node_limit;
+    b.c = c, b.budget = budget, b.k = k, b.best = incumbent, b.node_limit = llabs(node_limit);
+    b.first_fit = node_limit < 0;
     Pool mem = {0}; /* the search's arrays, freed in one call at its end */
     b.var = pool_alloc(&mem, (size_t)k * sizeof(int));
     b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
@@ -753,6 +848,17 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     pl_read_spans(&s, last_fwd, first_bwd);
     Rows rows = {{0}, {0}, {0}};
     int n_rows = pl_bound_rows(c, &s, last_fwd, first_bwd, budget, &rows);
+    b.fb = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.back = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.revive = true;
+    for (int i = 0; i < n; i++) b.fb[i] = s.steps.n, b.revive &= c->forced[i] != DEC_RECOMPUTE;
+    for (int j = 0; j < s.bufs.n; j++) {
+        const Buffer *x = &s.bufs.v[j];
+        if ((x->kind == BUF_ACT || x->kind == BUF_AUX) && x->first >= 0 && x->first < s.first_bwd_step &&
+            first_bwd[j] < b.fb[x->node])
+            b.fb[x->node] = first_bwd[j];
+    }
+    for (int i = 0; i < n; i++) b.back[i] = b.revive ? b.fb[i] : INT_MAX; /* INT_MAX: never back */
     sched_free(&s);
     bool done = n_rows >= 0;
     if (done) {
@@ -761,8 +867,10 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         b.need = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.covered = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.avail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
+        b.ravail = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(double));
         b.row_first = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.row_len = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
+        b.row_t = pool_alloc(&mem, (size_t)(n_rows + 1) * sizeof(int));
         b.ent_var = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(int));
         b.ent_size = pool_alloc(&mem, (size_t)(ne + 1) * sizeof(double));
         b.vr_first = pool_alloc(&mem, (size_t)(k + 1) * sizeof(int));
@@ -774,7 +882,7 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
         for (int r = 0; r < n_rows; r++) {
             const Row *rw = &rows.v.v[r];
             b.need[r] = rw->need, b.covered[r] = b.avail[r] = 0;
-            b.row_first[r] = rw->first, b.row_len[r] = rw->m;
+            b.row_first[r] = rw->first, b.row_len[r] = rw->m, b.row_t[r] = rw->t;
             for (int q = 0; q < rw->m; q++) {
                 int e2 = rw->first + q;
                 perm[q] = e2;
@@ -800,11 +908,18 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
             b.vr_len[v] = len - b.vr_first[v];
         }
         for (int v = 0; v < k; v++) b.dec[b.var[v]] = (Decision)-1;
-        bnb_visit(&b, 0);
+        bool short_row = false;
+        for (int r = 0; r < n_rows; r++) {
+            b.ravail[r] = 0;
+            for (int e2 = b.row_first[r]; e2 < b.row_first[r] + b.row_len[r]; e2++)
+                if (b.back[b.var[b.ent_var[e2]]] > b.row_t[r]) b.ravail[r] += b.ent_size[e2];
+            short_row |= b.ravail[r] < b.need[r] - 1e-6;
+        }
+        if (!short_row) bnb_visit(&b, 0); /* else not even dropping all of it covers a row */
         done = !b.stopped;
     }
     *found = b.best < INFINITY;
     VEC_FREE(rows.v), VEC_FREE(rows.ent_node), VEC_FREE(rows.ent_size);
-    pool_free(&mem), free(b.use);
+    pool_free(&mem), free(b.use), VEC_FREE(b.undo);
     return done;
 }

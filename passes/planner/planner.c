@@ -73,6 +73,16 @@ static bool offload_search(void) {
     return !(e && *e == '0');
 }
 
+/* ACC_ENUMERATE_MAX (tests): scoring every assignment stops above this many
+ * free decisions (default ENUMERATE_MAX); 0 sends every exact search to the
+ * branch and bound, so that tests can check it against the enumeration on
+ * models small enough for both. */
+static int enumerate_max(void) {
+    const char *e = getenv("ACC_ENUMERATE_MAX");
+    int k = e && *e ? atoi(e) : ENUMERATE_MAX;
+    return k < 0 ? 0 : k > ENUMERATE_MAX ? ENUMERATE_MAX : k;
+}
+
 static int exhaustive_max(void) {
     const char *e = getenv("ACC_EXHAUSTIVE_MAX");
     int k = e && *e ? atoi(e) : EXHAUSTIVE_MAX;
@@ -662,23 +672,27 @@ static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES 
 /* Whether no plan peaks below *best (out: its plan). The covering rows of
  * the save-all schedule (plan_bound.c) at one allocation unit less: when
  * their program is infeasible, no plan's max-live, and so no arena, is that
- * small (allocations are multiples of the unit). Else, with at most 64 free
- * decisions, the branch and bound at that budget (bnb_nodes): a plan it
+ * small (allocations are multiples of the unit). Else, with at most
+ * PL_BNB_PROOF_MAX free decisions, the branch and bound at that budget,
+ * stopped at its first plan (PL_BNB_PROOF_NODES; a proof's node limit with
+ * ACC_EXHAUSTIVE_MAX): a plan it
  * finds lowers *best (the descent missed it: one GPT-3-width layer needs
  * three simultaneous flips from the descent's plan) and the search repeats
  * below it; finishing without one is the proof. plan_make runs the same
- * search at a budget the heuristics miss, so its boundary is this one. */
+ * search at a budget the heuristics miss (fallback_exact: a prefix of it,
+ * the same order until its first plan; past 64 decisions min_peak itself),
+ * so its boundary is this one. */
 static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, int64_t *best) {
     int n = c->g->nodes.n;
     if (*best <= ACC_ALIGN || pl_covering_bound(c, *best - ACC_ALIGN) == INFINITY) return true;
-    long long nodes = bnb_nodes(k) == PL_BNB_FALLBACK_NODES ? PL_BNB_PROOF_NODES : bnb_nodes(k);
+    long long nodes = k <= exhaustive_max() ? PL_BNB_NODES : k <= PL_BNB_PROOF_MAX ? PL_BNB_PROOF_NODES : 0;
     if (nodes == 0) return false;
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     bool done = false, found = true;
     while (found && !pl_out_of_time(c)) {
         for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
         pl_apply_forced(c, dec);
-        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, nodes, &found);
+        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, -nodes, &found);
         if (!found) break;
         Eval e;
         pl_evaluate(c, dec, true, &e, NULL);
@@ -709,7 +723,7 @@ static int64_t min_peak_search(Ctx *c, Decision *out, int64_t enough, bool *prov
         if (c->cand[i] && c->forced[i] < 0) free_ids[k++] = i;
     for (int i = 0; i < n; i++) out[i] = DEC_SAVE;
     pl_apply_forced(c, out);
-    *proven = k <= exhaustive_max() && k <= ENUMERATE_MAX;
+    *proven = k <= exhaustive_max() && k <= enumerate_max();
     if (*proven) return (int64_t)enumerate(c, out, free_ids, k, 0, true);
     Decision *dec = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
     Decision *cut = pool_alloc(&c->mem, (size_t)n * sizeof(Decision));
@@ -827,7 +841,7 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
     for (int i = 0; i < n; i++)
         if (c.cand[i] && c.forced[i] < 0) free_ids[k++] = i;
     PlanStatus status = PLAN_HEURISTIC;
-    if (k <= exhaustive_max() && k <= ENUMERATE_MAX) {
+    if (k <= exhaustive_max() && k <= enumerate_max()) {
         status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;
         if (status == PLAN_INFEASIBLE && widen_offloads(&c))
             status = enumerate(&c, p->dec, free_ids, k, budget, false) < INFINITY ? PLAN_OPTIMAL : PLAN_INFEASIBLE;

@@ -1,11 +1,15 @@
 #!/bin/sh
-# exact_min.sh ACC MIN MODEL [-D ...]: the planner reaches a minimum known
+# exact_min.sh [--proven] ACC MIN MODEL [-D ...]: the planner reaches a minimum known
 # from the exhaustive search (issue 18). MIN is the least arena over all
 # plans, measured once by the branch and bound (ACC_EXHAUSTIVE_MAX=64, which
 # takes minutes, too long for the suite): `acc compile --budget 1` must state
 # it, and at --budget MIN the CPU target must plan and run with a measured
 # peak equal to the planned one, within MIN.
+# With --proven first, the statement must also say the minimum is proven
+# (the branch and bound below it finished within its default node limit).
 set -eu
+proven=0
+[ "$1" = --proven ] && { proven=1; shift; }
 acc=$1 min=$2 model=$3
 shift 3
 dir=$(mktemp -d)
@@ -20,6 +24,15 @@ else
     cat "$dir/one.err"
     echo "FAIL: --budget 1 states ${m:-no minimum}, the exhaustive minimum is $min"
     fail=1
+fi
+if [ "$proven" = 1 ]; then
+    if grep -q "is below the minimum of $min bytes .* for this model$" "$dir/one.err"; then
+        echo "ok   --budget 1: the minimum $min is proven"
+    else
+        cat "$dir/one.err"
+        echo "FAIL: --budget 1 does not state $min as a proven minimum"
+        fail=1
+    fi
 fi
 
 if "$acc" run "$model" "$@" --budget "$min" --steps 2 >"$dir/run.out" 2>"$dir/run.err"; then
