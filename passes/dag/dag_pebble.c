@@ -107,6 +107,19 @@ static bool within_held(const Peb *p, const int *v, int n) {
     return true;
 }
 
+/* The path to goal: the nodes peeled from the goal back to the first
+ * state, which is the forward order of their computations; *cost their sum. */
+static void write_path(const Dag *d, const Peb *p, int goal, int **seq, int *n_seq, double *cost) {
+    int k = 0;
+    for (int s = goal; p->st.v[s].parent >= 0; s = p->st.v[s].parent) k++;
+    *seq = acc_xcalloc((size_t)k + 1, sizeof(int));
+    for (int s = goal; p->st.v[s].parent >= 0; s = p->st.v[s].parent) {
+        int f = p->st.v[s].peeled;
+        (*seq)[(*n_seq)++] = f;
+        *cost += d->cost[f];
+    }
+}
+
 /* The memory of T's nodes not pinned. */
 static int64_t state_mem(const Dag *d, const int *held, const int *v, int n) {
     int64_t m = 0;
@@ -197,15 +210,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     }
     if (goal >= 0) {
         status = DAG_PEBBLE_FOUND;
-        int k = 0;
-        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) k++;
-        *seq = acc_xcalloc((size_t)k + 1, sizeof(int));
-        /* from the goal back to the first state: the forward order */
-        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) {
-            int f = p.st.v[s].peeled;
-            (*seq)[(*n_seq)++] = f;
-            *cost += d->cost[f];
-        }
+        write_path(d, &p, goal, seq, n_seq, cost);
     } else if (!stopped) { /* every state expanded */
         status = DAG_PEBBLE_NONE;
     }
@@ -342,14 +347,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     }
     if (goal >= 0) {
         status = DAG_PEBBLE_FOUND;
-        int k = 0;
-        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) k++;
-        *seq = acc_xcalloc((size_t)k + 1, sizeof(int));
-        for (int s = goal; p.st.v[s].parent >= 0; s = p.st.v[s].parent) {
-            int f = p.st.v[s].peeled;
-            (*seq)[(*n_seq)++] = f;
-            *cost += d->cost[f];
-        }
+        write_path(d, &p, goal, seq, n_seq, cost);
     } else if (!stopped) {
         status = DAG_PEBBLE_NONE;
     }
