@@ -203,70 +203,52 @@ static void rm_gemm_h(acc_dev *d, int h, void *C, const void *X, const void *Y, 
     d->ops->gemm(d, h, ty, tx, N, M, K, Y, ty ? K : N, sy, X, tx ? M : K, sx, beta, C, N, sc, batch);
 }
 
-/* GEMMs with one operand whose rows are not 16-byte aligned. cuBLAS has only
- * its slow kernels for a leading dimension that is not a multiple of 16
- * bytes: on an H200 the three GEMMs of GPT-2's output projection, whose
- * logits are [B T, 50257], took 15.8 ms of a 58.7 ms bf16 step in Turing-era
- * align1 kernels. So a GEMM with exactly one such operand runs in chunks of
- * that operand's rows or columns: each chunk copied into the scratch region
- * with its rows padded to a multiple of 8 elements, the GEMM through
- * cuBLASLt with the rest of the scratch as its workspace, and a chunk of C
- * copied back (and in first when beta is not 0). The chunks split M or N,
- * never K, so every element of C is still one GEMM's sum over all of K with
- * one rounding. Only where a chunk's part of C has at least d->stage_out
- * elements (default 2^22, enough 128x256 tiles for every SM): measured on
- * the H200, chunks of the logits' gradient 292 rows high (a [292, 768] part
- * of C) made the step slower than the align1 kernels. A chunk cuBLASLt has
- * no algorithm for runs as the plain GEMM. Returns 1 when done, 0 when the
- * GEMM is not one of these (the caller runs it plainly). */
+/* GEMMs whose output rows are not 16-byte aligned. cuBLAS has only its slow
+ * kernels for a leading dimension that is not a multiple of 16 bytes: on an
+ * H200 the three GEMMs of GPT-2's output projection, whose logits are
+ * [B T, 50257], took 15.8 ms of a 58.7 ms bf16 step in Turing-era align1
+ * kernels. So a GEMM C = op(X) op(Y) with beta 0 whose C alone has such
+ * rows runs in chunks of C's columns: each chunk computed by cuBLASLt into
+ * the scratch region with rows of a multiple of 8 elements (the rest of the
+ * scratch its workspace), then copied into C. Every element is still one
+ * GEMM's sum over all of K with one rounding. Only where a chunk of C has at
+ * least d->stage_out elements (default 2^22, enough 128x256 tiles for every
+ * SM). Measured on the H200 (docs/gpu.md), this took the bf16 step from 56.2
+ * to 52.7 ms. Staging the misaligned operand of the two backward GEMMs the
+ * same way (chunks of their rows) was slower there (too few tiles a chunk:
+ * 58.4 ms), and in bf16 it also moved the loss curve by more than rounding
+ * explains (10.7099 against 10.7150 after one step; float and TF32 were
+ * unchanged), which is not understood; so it is not done. A chunk cuBLASLt
+ * has no algorithm for runs as the plain GEMM. Returns 1 when done, 0 when
+ * the GEMM is not one of these (the caller runs it plainly). */
 #define STAGE_ALIGN 8 /* elements: 16 bytes of bf16, 32 of float */
-
-static int64_t round_up8(int64_t n) { return (n + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN; }
 
 static int rm_gemm_staged(acc_dev *d, int h, void *C, const void *X, const void *Y, int64_t M, int64_t N, int64_t K,
                           int tx, int ty, float beta) {
-    int64_t es = h ? 2 : 4, ldc = N, ldx = tx ? M : K, ldy = ty ? K : N;
+    int64_t es = h ? 2 : 4, ldx = tx ? M : K, ldy = ty ? K : N;
     long long least = d->stage_out > 0 ? d->stage_out : (1LL << 22);
-    if (!d->ops->gemm_ep || !d->scratch || M < 1 || N < 1 || K < 1) return 0;
-    int mc = (ldc * es) % 16 != 0, mx = (ldx * es) % 16 != 0, my = (ldy * es) % 16 != 0;
-    if (mc + mx + my != 1 || ((uintptr_t)C | (uintptr_t)X | (uintptr_t)Y) % 16) return 0;
+    if (!d->ops->gemm_ep || !d->scratch || beta != 0.0f || M < 1 || N < 1 || K < 1) return 0;
+    if ((N * es) % 16 == 0 || (ldx * es) % 16 || (ldy * es) % 16 || ((uintptr_t)C | (uintptr_t)X | (uintptr_t)Y) % 16)
+        return 0;
     /* the staged chunk, then cuBLASLt's workspace: an eighth of the scratch */
     int64_t ws = d->scratch_bytes / 8 / 256 * 256, room = (d->scratch_bytes - ws) / 256 * 256;
     unsigned char *S = d->scratch, *wsp = d->scratch + room;
-    /* Chunks split `along` (C's columns, op(X)'s rows or op(Y)'s columns).
-     * The staged block is n rows of `inner` elements when the operand's
-     * rows run along the split (X untransposed, Y transposed; Y is
-     * transposed here, else C would be misaligned too), else `inner` rows
-     * of n (C, X transposed). */
-    int per_row = (mx && !tx) || my;
-    int64_t along = mx ? M : N, inner = mc ? M : K;
-    int64_t chunk = room / ((per_row ? round_up8(inner) : inner) * es) / STAGE_ALIGN * STAGE_ALIGN;
-    if (chunk < STAGE_ALIGN) return 0;
-    if (chunk > round_up8(along)) chunk = round_up8(along);
-    if ((double)chunk * (double)(along == M ? N : M) < (double)least) return 0; /* too few tiles a chunk */
-    for (int64_t c0 = 0; c0 < along && d->status == ACC_OK; c0 += chunk) {
-        int64_t n = along - c0 < chunk ? along - c0 : chunk;
-        /* this chunk unstaged (Cc, Xc, Yc with their own ld), M' x N' */
-        const unsigned char *Xc = X, *Yc = Y;
-        unsigned char *Cc = C;
-        int64_t Mc = M, Nc = N;
-        if (mc || my) Nc = n, Cc += c0 * es, Yc += (ty ? c0 * K : c0) * es;
-        else Mc = n, Cc += c0 * N * es, Xc += (tx ? c0 : c0 * K) * es;
-        int64_t lds = per_row ? round_up8(inner) : chunk, dims[2] = {per_row ? n : inner, per_row ? inner : n};
-        int64_t dst_st[2] = {lds, 1}, src_st[2] = {mc ? ldc : mx ? ldx : ldy, 1};
-        const void *src = mc ? (const void *)Cc : mx ? (const void *)Xc : (const void *)Yc;
-        if (!mc || beta != 0.0f) strided_x(d, S, src, 0, 2, dims, dst_st, 0, src_st, 0, (int)h);
-        /* column-major: C'^T (Nc x Mc) = op(Y')^T op(X')^T, as rm_gemm_h */
-        int rc =
-            mc ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, Xc, ldx, beta, S, lds, NULL, wsp, ws)
-            : mx
-                ? d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, Yc, ldy, S, lds, beta, Cc, ldc, NULL, wsp, ws)
-                : d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, Nc, Mc, K, S, lds, Xc, ldx, beta, Cc, ldc, NULL, wsp, ws);
+    int64_t chunk = room / (M * es) / STAGE_ALIGN * STAGE_ALIGN; /* C's columns a chunk, M rows each */
+    if (chunk > (N + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN)
+        chunk = (N + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    if (chunk < STAGE_ALIGN || (double)chunk * (double)M < (double)least) return 0; /* too few tiles a chunk */
+    for (int64_t c0 = 0; c0 < N && d->status == ACC_OK; c0 += chunk) {
+        int64_t n = N - c0 < chunk ? N - c0 : chunk;
+        unsigned char *Cc = (unsigned char *)C + c0 * es;
+        const unsigned char *Yc = (const unsigned char *)Y + (ty ? c0 * K : c0) * es; /* op(Y)'s columns c0.. */
+        /* column-major: C'^T (n x M) = op(Y')^T op(X)^T, as rm_gemm_h */
+        int rc = d->ops->gemm_ep(d, h, DEV_EPI_NONE, ty, tx, n, M, K, Yc, ldy, X, ldx, 0.0f, S, chunk, NULL, wsp, ws);
         if (rc == DEV_NO_ALGO) {
-            d->ops->gemm(d, h, ty, tx, Nc, Mc, K, Yc, ldy, 0, Xc, ldx, 0, beta, Cc, ldc, 0, 1);
+            d->ops->gemm(d, h, ty, tx, n, M, K, Yc, ldy, 0, X, ldx, 0, 0.0f, Cc, N, 0, 1);
             continue;
         }
-        if (mc) strided_x(d, Cc, S, 0, 2, dims, src_st, 0, dst_st, 0, (int)h);
+        const int64_t dims[2] = {M, n}, c_st[2] = {N, 1}, s_st[2] = {chunk, 1};
+        strided_x(d, Cc, S, 0, 2, dims, c_st, 0, s_st, 0, (int)h);
         d->staged++;
     }
     return 1;
