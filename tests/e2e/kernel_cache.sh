@@ -7,9 +7,12 @@
 #  - a second compile writes the same kernels.txt and <model>_images.c and
 #    rewrites no entry (their inodes are kept: read, not compiled);
 #  - an entry with a byte of its image flipped, or cut short, is not used:
-#    the output is still the same and that entry alone is written again,
-#    byte for byte as before;
-#  - ACC_CACHE_DIR=off writes the same output and touches no entry.
+#    it is compiled again and written anew (a damaged entry used would be
+#    kept as it is), with the same ptxas report; a compile after that reads
+#    the new entry and writes what the recompile wrote;
+#  - ACC_CACHE_DIR=off writes the same kernels.txt and touches no entry.
+# Whether NVRTC gives the same bytes twice is NVRTC's affair: a recompiled
+# image that differs from the first is reported, not failed (once seen in CI).
 set -eu
 acc=$1
 model=$2
@@ -51,14 +54,22 @@ for damage in flip cut; do
         head -c $((size - 100)) "$dir/entry.good" >"$entry"
     fi
     cmp -s "$entry" "$dir/entry.good" && { echo "FAIL: the damage ($damage) changed nothing"; exit 1; }
+    cp "$entry" "$dir/entry.damaged"
     ACC_CACHE_DIR=$cache compile $damage
-    same $damage
-    cmp -s "$entry" "$dir/entry.good" || { echo "FAIL: the damaged entry ($damage) was not written again as it was"; exit 1; }
-    echo "ok   an entry with its image damaged ($damage) is compiled again: the same output, the entry restored"
+    cmp -s "$entry" "$dir/entry.damaged" && { echo "FAIL: the damaged entry ($damage) was used, not compiled again"; exit 1; }
+    cmp -s "$dir/a/kernels.txt" "$dir/$damage/kernels.txt" || { echo "FAIL: $damage: kernels.txt differs"; exit 1; }
+    ACC_CACHE_DIR=$cache compile $damage.again
+    cmp -s "$dir/$damage/${name}_images.c" "$dir/$damage.again/${name}_images.c" ||
+        { echo "FAIL: $damage: the entry written does not give what its compile wrote"; exit 1; }
+    if cmp -s "$dir/a/${name}_images.c" "$dir/$damage/${name}_images.c" && cmp -s "$entry" "$dir/entry.good"; then
+        echo "ok   an entry with its image damaged ($damage) is compiled again: the same output, the entry restored"
+    else
+        echo "ok   an entry with its image damaged ($damage) is compiled again (note: NVRTC gave other bytes this time)"
+    fi
 done
 
 inodes >"$dir/inodes.c"
 ACC_CACHE_DIR=off compile off
-same off
+cmp -s "$dir/a/kernels.txt" "$dir/off/kernels.txt" || { echo "FAIL: off: kernels.txt differs"; exit 1; }
 inodes | cmp -s - "$dir/inodes.c" || { echo "FAIL: ACC_CACHE_DIR=off touched the cache"; exit 1; }
-echo "ok   ACC_CACHE_DIR=off: the same output without the cache"
+echo "ok   ACC_CACHE_DIR=off: the same ptxas report without the cache, the cache untouched"
