@@ -120,6 +120,14 @@ static void write_path(const Dag *d, const Peb *p, int goal, int **seq, int *n_s
     }
 }
 
+/* The memory of x's own event: x and its inputs not pinned. */
+static int64_t own_event_mem(const Dag *d, const int *held, int x) {
+    int64_t m = d->mem[x];
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
+        if (!held || held[d->in[q]] != 2) m += d->mem[d->in[q]];
+    return m;
+}
+
 /* The memory of T's nodes not pinned. */
 static int64_t state_mem(const Dag *d, const int *held, const int *v, int n) {
     int64_t m = 0;
@@ -151,10 +159,7 @@ static int peel(const Dag *d, const int *held, const int *tv, int len, int f, in
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
                int **seq, int *n_seq, double *cost) {
     *seq = NULL, *n_seq = 0, *cost = 0;
-    int64_t m0 = d->mem[x];
-    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
-        if (!held || held[d->in[q]] != 2) m0 += d->mem[d->in[q]];
-    if (m0 > budget) return DAG_PEBBLE_NONE; /* x's own event */
+    if (own_event_mem(d, held, x) > budget) return DAG_PEBBLE_NONE;
     Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
     p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
     int *cur = acc_xcalloc((size_t)d->n + 1, sizeof(int));
@@ -284,10 +289,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
                         double deadline, int **seq, int *n_seq, double *cost) {
     *seq = NULL, *n_seq = 0, *cost = 0;
     int n = d->n;
-    int64_t m0 = d->mem[x];
-    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
-        if (!held || held[d->in[q]] != 2) m0 += d->mem[d->in[q]];
-    if (m0 > budget) return DAG_PEBBLE_NONE; /* x's own event */
+    if (own_event_mem(d, held, x) > budget) return DAG_PEBBLE_NONE;
     Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
     p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
     p.hash_cap = 1024;
