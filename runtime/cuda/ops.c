@@ -188,14 +188,14 @@ static void copy_flat(acc_dev *d, float *dst, const float *src, int64_t n, int a
 
 /* ---- matmul through the backend's GEMM ---------------------------------------------- */
 
+static int rm_gemm_staged(acc_dev *d, int h, void *C, const void *X, const void *Y, int64_t M, int64_t N, int64_t K,
+                          int tx, int ty, float beta);
+
 /* Row-major C (M x N) (+)= op(X) (M x K) op(Y) (K x N), X stored transposed
  * if tx, Y if ty, over `batch` items with element strides sx, sy, sc (0: one
  * operand shared); h: the operands and C are bf16 (device.h's gemm). As
  * cuBLAS is column-major this is C^T = op(Y)^T op(X)^T: the operands swap
  * places and keep their transposition flags. */
-static int rm_gemm_staged(acc_dev *d, int h, void *C, const void *X, const void *Y, int64_t M, int64_t N, int64_t K,
-                          int tx, int ty, float beta);
-
 static void rm_gemm_h(acc_dev *d, int h, void *C, const void *X, const void *Y, int64_t M, int64_t N, int64_t K, int tx,
                       int ty, int64_t sx, int64_t sy, int64_t sc, int64_t batch, float beta) {
     if (d->status != ACC_OK || !C) return;
@@ -234,8 +234,8 @@ static int rm_gemm_staged(acc_dev *d, int h, void *C, const void *X, const void 
     int64_t ws = d->scratch_bytes / 8 / 256 * 256, room = (d->scratch_bytes - ws) / 256 * 256;
     unsigned char *S = d->scratch, *wsp = d->scratch + room;
     int64_t chunk = room / (M * es) / STAGE_ALIGN * STAGE_ALIGN; /* C's columns a chunk, M rows each */
-    if (chunk > (N + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN)
-        chunk = (N + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    int64_t all = (N + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+    if (chunk > all) chunk = all;
     if (chunk < STAGE_ALIGN || (double)chunk * (double)M < (double)least) return 0; /* too few tiles a chunk */
     for (int64_t c0 = 0; c0 < N && d->status == ACC_OK; c0 += chunk) {
         int64_t n = N - c0 < chunk ? N - c0 : chunk;
