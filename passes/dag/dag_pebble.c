@@ -101,6 +101,23 @@ static int find_or_add(Peb *p, const int *v, int n, int parent, int peeled, int 
     return -1;
 }
 
+/* A node of state si (nodes v[0..n)) not held whose inputs are all in the
+ * state, or -1. Peeling it adds nothing, and T - f, a subset of T, reaches
+ * nothing held whenever T does (a path from T, each peel of a node not in the
+ * smaller state skipped, stays within the larger states' memory), so the
+ * depth-first search takes it as T's only child without losing a path. */
+static int free_peel(const Peb *p, int si, const int *v, int n) {
+    const uint64_t *w = p->bits.v + (size_t)si * (size_t)p->words;
+    const Dag *d = p->d;
+    for (int a = n - 1; a >= 0; a--) {
+        int f = v[a], q = d->in_off[f];
+        if (p->held && p->held[f]) continue;
+        while (q < d->in_off[f + 1] && (w[d->in[q] / 64] >> (d->in[q] % 64) & 1)) q++;
+        if (q == d->in_off[f + 1]) return f;
+    }
+    return -1;
+}
+
 static bool within_held(const Peb *p, const int *v, int n) {
     for (int a = 0; a < n; a++)
         if (!p->held || !p->held[v[a]]) return false;
@@ -187,6 +204,14 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             break;
         }
         int64_t mt = state_mem(d, held, cur, len);
+        int fr = free_peel(&p, si, cur, len);
+        if (fr >= 0) { /* T - f holds less and is a subset of T: its only child (exact, see free_peel) */
+            int64_t extra;
+            int nt = peel(d, held, cur, len, fr, tmp, &extra);
+            find_or_add(&p, tmp, nt, si, fr, &added);
+            if (added >= 0) VEC_PUSH(stack, added);
+            continue;
+        }
         /* children in order of preference: not held first, then the latest;
          * pushed least preferred first */
         for (int a = 0; a < len; a++) {
