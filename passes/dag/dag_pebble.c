@@ -47,6 +47,7 @@
 #include "dag_impl.h"
 
 #define PEBBLE_MAX_BYTES (64 << 20) /* the states: at most 64 MB */
+#define DESC_MAX_BYTES (16 << 20)   /* the best-first search's descendant sets: at most 16 MB */
 
 typedef struct {
     int len;    /* T: |T|, its bits at bits[index * words ..] */
@@ -345,7 +346,8 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
     int *cur = acc_xcalloc((size_t)n + 1, sizeof(int)), *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
     int *mark = acc_xcalloc((size_t)n, sizeof(int)), *dfs = acc_xcalloc((size_t)n, sizeof(int));
-    uint64_t *desc = descendants(d, p.words);
+    /* the descendants for the free peels; past DESC_MAX_BYTES (n of about 11,000) none are taken */
+    uint64_t *desc = (size_t)n * (size_t)p.words * sizeof(uint64_t) <= DESC_MAX_BYTES ? descendants(d, p.words) : NULL;
     VEC(double) g = {0}, hv = {0}; /* per state: the least compute to reach it, its estimate */
     VEC(char) closed = {0};
     PItem *heap = NULL;
@@ -375,7 +377,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
             break;
         }
         int64_t mt = state_mem(d, held, cur, len);
-        int fr = free_peel(&p, it.si, cur, len, desc);
+        int fr = desc ? free_peel(&p, it.si, cur, len, desc) : -1;
         for (int a = 0; a < len; a++) {
             int f = cur[a];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
