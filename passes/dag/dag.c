@@ -564,9 +564,10 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
  * one reaches the least peak depends on the graph: on random layered graphs
  * at 0.6-0.7 of the peak the limited depths fit where the others build
  * chains 20-30 nodes deep whose locked inputs fill the budget. */
+#define TIGHT_FIXED_KINDS 42 /* tight_kind's kinds before the perturbed ones */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    if (k < 42) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
+    if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
@@ -1090,21 +1091,25 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             have = have || n_fit > 0;
             if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
             /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
-             * cheapest that fits */
+             * cheapest that fits, for 0.1 of the limit, and the fixed kinds for 0.1 more (their plans differ by
+             * up to 1.8x: on MOCCASIN's n250 at 0.6 a kind takes 1-5 s, and one kind more is worth more than the
+             * improvement's time after; on small graphs, where the perturbed kinds run, the exact search after
+             * needs that time) */
             n_fit = 0;
-            for (int k = 0, none = !isfinite(best); none && acc_now_s() < e0 + 0.4 * limit; k++) {
+            for (int k = 0, none = !isfinite(best);
+                 none && acc_now_s() < e0 + (k < TIGHT_FIXED_KINDS ? 0.5 : 0.4) * limit; k++) {
                 EvictKind kind = tight_kind(k);
                 kind.pebble = k + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
-                n_fit += try_eviction(d, o->budget, kind, e0 + 0.4 * limit, e0 + 0.45 * limit, &trial, &best, &inc);
+                n_fit += try_eviction(d, o->budget, kind, e0 + 0.5 * limit, e0 + 0.55 * limit, &trial, &best, &inc);
             }
             have = have || n_fit > 0;
             staged_free(&trial);
             if (o->verbose)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
             if (!have && all.ev.n) { /* each node from nothing in turn, the cheapest paths, pruned */
-                cheapen_from_nothing(d, o->budget, fmax(acc_now_s() + 0.05 * limit, e0 + 0.45 * limit), seqs, n_seqs,
+                cheapen_from_nothing(d, o->budget, fmax(acc_now_s() + 0.05 * limit, e0 + 0.55 * limit), seqs, n_seqs,
                                      &all);
-                dag_prune_recomputations(d, o->budget, e0 + 0.5 * limit, &all);
+                dag_prune_recomputations(d, o->budget, e0 + 0.6 * limit, &all);
                 DagSim sim;
                 dag_simulate(d, all.ev.v, all.ev.n, &sim, NULL);
                 if (sim.valid && sim.peak <= o->budget) {

@@ -33,8 +33,9 @@
  * read backwards), so the path found tends to recompute little; seed > 0
  * perturbs that order. A state is stored as a bitset of n bits (32 bytes at
  * n = 250, where the sorted list it replaced took ~210): the 64 MB hold
- * ~1.4 million states there, which the last node of MOCCASIN's
- * random_layered_n250 at 0.6 of its peak needs (1.19 million).
+ * ~1.4 million states there. A state with a free peel (free_peel) has that
+ * peel as its only child: the last node of MOCCASIN's random_layered_n250
+ * at 0.6 of its peak needs 135,331 states so (1.19 million without).
  *
  * The first path is not the cheapest (often a long detour): dag_pebble_cheapest
  * searches the same states best first (A*, below) for the cheapest one, with
@@ -47,6 +48,7 @@
 #include "dag_impl.h"
 
 #define PEBBLE_MAX_BYTES (64 << 20) /* the states: at most 64 MB */
+#define DESC_MAX_BYTES (16 << 20)   /* the best-first search's descendant sets: at most 16 MB */
 
 typedef struct {
     int len;    /* T: |T|, its bits at bits[index * words ..] */
@@ -98,6 +100,46 @@ static int find_or_add(Peb *p, const int *v, int n, int parent, int peeled, int 
     VEC_PUSH(p->st, s);
     p->hash[k] = p->st.n;
     *added = p->st.n - 1;
+    return -1;
+}
+
+/* The strict descendants of each node, as bitsets ([n * words]; the ids are
+ * topological, so a node's users come after it). */
+static uint64_t *descendants(const Dag *d, int words) {
+    uint64_t *w = acc_xcalloc((size_t)d->n * (size_t)words, sizeof(uint64_t));
+    for (int u = d->n - 1; u >= 0; u--) {
+        uint64_t *du = w + (size_t)u * (size_t)words;
+        for (int q = d->out_off[u]; q < d->out_off[u + 1]; q++) {
+            const uint64_t *dc = w + (size_t)d->out[q] * (size_t)words;
+            du[d->out[q] / 64] |= 1ull << (d->out[q] % 64);
+            for (int k = 0; k < words; k++) du[k] |= dc[k];
+        }
+    }
+    return w;
+}
+
+/* A free peel of state si (nodes v[0..n)): a node f not held whose inputs
+ * are all in the state, the latest; -1 if none. Peeling it adds nothing, and
+ * T - f, a subset of T, reaches nothing held whenever T does (a path from T,
+ * each peel of a node not in the smaller state skipped, stays within the
+ * larger states' memory): the depth-first search takes it as T's only child
+ * without losing a path. With desc, only an f none of whose descendants is
+ * in T: then no later peel reads f (every node peeled later is in T or an
+ * ancestor of T's nodes), so the skipping path never peels f again and costs
+ * no more: some cheapest path from T peels f first, and the best-first
+ * search takes it as T's only child without losing the cheapest path. */
+static int free_peel(const Peb *p, int si, const int *v, int n, const uint64_t *desc) {
+    const uint64_t *w = p->bits.v + (size_t)si * (size_t)p->words;
+    const Dag *d = p->d;
+    for (int a = n - 1; a >= 0; a--) {
+        int f = v[a], q = d->in_off[f], k = 0;
+        if (p->held && p->held[f]) continue;
+        while (q < d->in_off[f + 1] && (w[d->in[q] / 64] >> (d->in[q] % 64) & 1)) q++;
+        if (q < d->in_off[f + 1]) continue;
+        for (const uint64_t *df = desc ? desc + (size_t)f * (size_t)p->words : NULL; df && k < p->words; k++)
+            if (df[k] & w[k]) break;
+        if (!desc || k == p->words) return f;
+    }
     return -1;
 }
 
@@ -187,6 +229,14 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             break;
         }
         int64_t mt = state_mem(d, held, cur, len);
+        int fr = free_peel(&p, si, cur, len, NULL);
+        if (fr >= 0) { /* T - f holds less and is a subset of T: its only child (exact, see free_peel) */
+            int64_t extra;
+            int nt = peel(d, held, cur, len, fr, tmp, &extra);
+            find_or_add(&p, tmp, nt, si, fr, &added);
+            if (added >= 0) VEC_PUSH(stack, added);
+            continue;
+        }
         /* children in order of preference: not held first, then the latest;
          * pushed least preferred first */
         for (int a = 0; a < len; a++) {
@@ -297,6 +347,8 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
     int *cur = acc_xcalloc((size_t)n + 1, sizeof(int)), *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
     int *mark = acc_xcalloc((size_t)n, sizeof(int)), *dfs = acc_xcalloc((size_t)n, sizeof(int));
+    /* the descendants for the free peels; past DESC_MAX_BYTES (n of about 11,000) none are taken */
+    uint64_t *desc = (size_t)n * (size_t)p.words * sizeof(uint64_t) <= DESC_MAX_BYTES ? descendants(d, p.words) : NULL;
     VEC(double) g = {0}, hv = {0}; /* per state: the least compute to reach it, its estimate */
     VEC(char) closed = {0};
     PItem *heap = NULL;
@@ -326,9 +378,11 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
             break;
         }
         int64_t mt = state_mem(d, held, cur, len);
+        int fr = desc ? free_peel(&p, it.si, cur, len, desc) : -1;
         for (int a = 0; a < len; a++) {
             int f = cur[a];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
+            if (fr >= 0 && f != fr) continue;   /* a free peel that no later peel reads: the only child */
             int64_t extra;
             int nt = peel(d, held, cur, len, f, tmp, &extra);
             if (mt + extra > budget) continue;
@@ -358,6 +412,6 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     VEC_FREE(closed);
     VEC_FREE(p.st);
     VEC_FREE(p.bits);
-    free(heap), free(p.scratch), free(cur), free(tmp), free(mark), free(dfs), free(p.hash);
+    free(heap), free(p.scratch), free(cur), free(tmp), free(mark), free(dfs), free(p.hash), free(desc);
     return status;
 }

@@ -18,8 +18,14 @@
  * and under the budget, the cheapest never dearer per node, and on the sum
  * over the fractions the plan at least MIN_PCT% cheaper.
  *
+ * With --pebble-states S, also: at each fraction, before the plan, the
+ * pebbling search from nothing for the last node (dag_pebble, as the proof
+ * runs it) must find a path within S states, and the path, replayed here
+ * from nothing, must compute that node within the budget.
+ *
  * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
- *                         [--json FILE: write the graph] [--improve MIN_PCT] [--cheapest MIN_PCT]
+ *                         [--late L] [--json FILE: write the graph] [--improve MIN_PCT] [--cheapest MIN_PCT]
+ *                         [--pebble-states S]
  */
 #include <math.h>
 #include <stdio.h>
@@ -46,8 +52,11 @@ static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
  * node reads the sink of the layers and that many other nodes drawn from the
  * whole graph (MOCCASIN's published random graphs end in such a node, which
  * reads 44 outputs made all over the graph: held to the end they fill the
- * budget, and rebuilt there they need chains 20 nodes deep). */
-static void layered(Dag *d, int n_all, uint64_t seed, int collector) {
+ * budget, and rebuilt there they need chains 20 nodes deep). With late > 0,
+ * closer to MOCCASIN's: the last node also reads the last layer (the sink's
+ * inputs) and draws the others from the late nodes before the sink, which
+ * are rebuilt from deeper chains. */
+static void layered(Dag *d, int n_all, uint64_t seed, int collector, int late) {
     rng_state = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545f4914f6cdd1dull);
     int n = collector > 0 ? n_all - 1 : n_all;
     int *layer_of = calloc((size_t)n, sizeof(int)), *start = calloc((size_t)n + 1, sizeof(int));
@@ -83,13 +92,16 @@ static void layered(Dag *d, int n_all, uint64_t seed, int collector) {
             if (!read[u]) src[m] = u, dst[m++] = start[l] + rnd_int(0, start[l + 1] - start[l] - 1), read[u] = true;
     }
     if (collector > 0) {
-        src = realloc(src, (size_t)(m + collector + 1) * sizeof(int));
-        dst = realloc(dst, (size_t)(m + collector + 1) * sizeof(int));
+        src = realloc(src, (size_t)(m + collector + n + 1) * sizeof(int));
+        dst = realloc(dst, (size_t)(m + collector + n + 1) * sizeof(int));
         bool *picked = calloc((size_t)n, sizeof(bool));
         src[m] = n - 1, dst[m++] = n;
-        for (int k = 0; k < collector && k < n - 2; k++) {
+        for (int u = start[n_layers - 2]; late > 0 && u < n - 1; u++) /* the sink's inputs too */
+            picked[u] = true, src[m] = u, dst[m++] = n;
+        int lo = late > 0 && late < n - 2 ? n - 1 - late : 1; /* the others drawn from [lo, n - 2] */
+        for (int k = 0; k < collector && k < n - 1 - lo; k++) {
             int u;
-            do u = rnd_int(1, n - 2);
+            do u = rnd_int(lo, n - 2);
             while (picked[u]);
             picked[u] = true, src[m] = u, dst[m++] = n;
         }
@@ -133,6 +145,35 @@ static bool replay(const Dag *d, const int *ev, int n_ev, int64_t *peak, double 
         if (held > *peak) *peak = held;
     }
     free(latest), free(until);
+    return ok;
+}
+
+/* The replay of a path from nothing: seq, then x, each copy held from its
+ * run to its last read (reads take the latest copy). False when a read finds
+ * no copy; *peak: the most memory held at a run. */
+static bool replay_path(const Dag *d, const int *seq, int n_seq, int x, int64_t *peak, double *compute) {
+    int *ev = malloc(((size_t)n_seq + 1) * sizeof(int)), *latest = malloc((size_t)d->n * sizeof(int));
+    int *until = malloc(((size_t)n_seq + 1) * sizeof(int));
+    bool ok = true;
+    memcpy(ev, seq, (size_t)n_seq * sizeof(int));
+    ev[n_seq] = x;
+    *peak = 0, *compute = 0;
+    for (int i = 0; i < d->n; i++) latest[i] = -1;
+    for (int e = 0; e <= n_seq && ok; e++) {
+        for (int q = d->in_off[ev[e]]; q < d->in_off[ev[e] + 1]; q++) {
+            int c = latest[d->in[q]];
+            if (c < 0) ok = false;
+            else until[c] = e;
+        }
+        until[e] = e, latest[ev[e]] = e, *compute += d->cost[ev[e]];
+    }
+    for (int e = 0; e <= n_seq && ok; e++) {
+        int64_t held = 0;
+        for (int c = 0; c <= e; c++)
+            if (until[c] >= e) held += d->mem[ev[c]];
+        if (held > *peak) *peak = held;
+    }
+    free(ev), free(latest), free(until);
     return ok;
 }
 
@@ -207,8 +248,9 @@ static double cheapest_case(const Dag *d, int64_t budget, double limit, double *
 }
 
 int main(int argc, char **argv) {
-    int n = 150, collector = 0;
+    int n = 150, collector = 0, late = 0;
     double improve = -1, cheapest = -1;
+    int pebble_states = 0;
     const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
@@ -219,13 +261,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--limit")) limit = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--fracs")) fracs = argv[a + 1];
         else if (!strcmp(argv[a], "--collector")) collector = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--late")) late = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--json")) json = argv[a + 1];
         else if (!strcmp(argv[a], "--improve")) improve = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--cheapest")) cheapest = atof(argv[a + 1]);
+        else if (!strcmp(argv[a], "--pebble-states")) pebble_states = atoi(argv[a + 1]);
     }
     if (n < 4) n = 4;
     Dag d;
-    layered(&d, n, seed, collector);
+    layered(&d, n, seed, collector, late);
     if (json) { /* the graph, for acc plan --graph */
         FILE *f = fopen(json, "w");
         if (f) dag_write_json(&d, "layered", f), fclose(f);
@@ -246,6 +290,19 @@ int main(int argc, char **argv) {
         if (improve >= 0) {
             improved_total += improve_case(&d, (int64_t)ceil(frac * (double)base), limit, &start_total);
             continue;
+        }
+        if (pebble_states > 0) {
+            int64_t budget = (int64_t)ceil(frac * (double)base), peak = -1;
+            int *seq = NULL, n_seq = 0;
+            double c = 0, compute = 0;
+            int st = dag_pebble(&d, budget, d.n - 1, NULL, pebble_states, acc_now_s() + 60, 0, &seq, &n_seq, &c);
+            printf("  %.3f of the peak: the last node from nothing within %d states: %s, %d recomputations\n", frac,
+                   pebble_states, st == DAG_PEBBLE_FOUND ? "found" : "not found", n_seq);
+            ASSERT(DAG_PEBBLE_FOUND, st);
+            /* the path, then the node: a schedule of that node alone (reads and memory) */
+            ASSERT_TRUE(st != DAG_PEBBLE_FOUND || replay_path(&d, seq, n_seq, d.n - 1, &peak, &compute));
+            ASSERT_TRUE(peak <= budget);
+            free(seq);
         }
         DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false, 0, 0};
         DagPlan p;
