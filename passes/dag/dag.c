@@ -1064,18 +1064,6 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             dag_prune_recomputations(d, o->budget, acc_now_s() + 0.05 * limit, &inc);
             have = true;
         }
-        if (getenv("ACC_CACHE_FIRST") && !have) {
-            double c0 = acc_now_s();
-            bool got = dag_cache_schedule(d, o->budget, c0 + 0.3 * limit, &inc);
-            DagSim sim = {0};
-            if (got) dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
-            fprintf(stderr, "acc plan: cached rebuilds: %s, %d events, peak %lld, compute %.8g, %.3f s\n",
-                    got ? "written" : "failed", inc.ev.n, (long long)sim.peak, sim.compute, acc_now_s() - c0);
-            if (got && sim.valid && sim.peak <= o->budget) {
-                dag_prune_recomputations(d, o->budget, acc_now_s() + 0.05 * limit, &inc);
-                have = true;
-            } else staged_clear(&inc);
-        }
         double any_bound = NAN;
         double proof_start = acc_now_s();
         if (!have && prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {

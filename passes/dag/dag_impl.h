@@ -127,11 +127,6 @@ int64_t dag_recursive_peak(const Dag *d, int64_t *r, double *events);
  * below is read, not recomputed); false, out empty, when it would take more
  * than max_events. */
 bool dag_recursive_schedule(const Dag *d, int max_events, Staged *out);
-/* The topological order with each stage's missing inputs rebuilt from a
- * cache of held outputs, evicted farthest next need first
- * (dag_cache.c); false, out empty, when a stage does not fit even from an
- * empty cache, or at deadline. The caller replays it. */
-bool dag_cache_schedule(const Dag *d, int64_t budget, double deadline, Staged *out);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 
