@@ -118,7 +118,8 @@ void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool 
 double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
                          Staged *out);
 /* The recursive schedule (dag_minpeak.c): each node computed from nothing
- * by computing its inputs one at a time, those done held. Returns its peak,
+ * by computing its inputs one at a time, those done held, or by a sweep of
+ * its cone in the topological order, whichever peaks lower. Returns its peak,
  * the largest of r[x] (x's own peak so, [n] or NULL): a schedule with that
  * peak exists, so no budget at or above it is infeasible. events (or NULL):
  * its length, without the reuse below (a double: it grows with the paths). */

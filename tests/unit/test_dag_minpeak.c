@@ -72,5 +72,17 @@ int main(void) {
     ASSERT(16, dag_recursive_peak(&c, NULL, NULL));
     check(&c, "chain with a collector");
     dag_free(&c);
+    /* a diamond over a large pair: 0 -> 1 (10 each), 1 -> 2 and 1 -> 3, 2 and 3 -> 4 (1 each). The
+     * recursion computes 0 and 1 again for 3 while holding 2: 21; the sweep of 4's cone computes them
+     * once, 2 and 3 while 1 is held: 20, the least (1 with its input) */
+    double cost5[5] = {1, 1, 1, 1, 1};
+    int64_t mem5[5] = {10, 10, 1, 1, 1};
+    int src5[5] = {0, 1, 1, 2, 3}, dst5[5] = {1, 2, 3, 4, 4};
+    Dag w;
+    dag_from_arrays(&w, 5, cost5, mem5, 5, src5, dst5);
+    ASSERT(20, least_peak(&w));
+    ASSERT(20, dag_recursive_peak(&w, NULL, NULL));
+    check(&w, "diamond over a large pair");
+    dag_free(&w);
     TEST_DONE();
 }
