@@ -49,6 +49,19 @@ static void check(const Dag *d, const char *what) {
     staged_free(&s);
 }
 
+/* A graph of unit costs (at most 16 nodes) whose least peak is known, and
+ * the recursive schedule is to state exactly it. */
+static void exact(int n, const int64_t *mem, int e, const int *src, const int *dst, int64_t least, const char *what) {
+    double cost[16];
+    for (int i = 0; i < n; i++) cost[i] = 1;
+    Dag d;
+    dag_from_arrays(&d, n, cost, mem, e, src, dst);
+    ASSERT(least, least_peak(&d));
+    ASSERT(least, dag_recursive_peak(&d, NULL, NULL));
+    check(&d, what);
+    dag_free(&d);
+}
+
 int main(void) {
     for (int g = 0; g < 48; g++) {
         Dag d;
@@ -63,26 +76,14 @@ int main(void) {
      * input of 6 is held at its event (16 with 6's own), so no schedule needs less, and the recursion
      * reaches it with 6's inputs in the order 2, 4, 5, 1, 3 (R - mem 4, 3, 2, 1, 1); in the reverse
      * order it would state 19 (1, 3, 5 held, 12, while 4 needs 5; then 14 while 2 needs 5) */
-    double cost[7] = {1, 1, 1, 1, 1, 1, 1};
     int64_t mem[7] = {1, 4, 1, 3, 2, 5, 1};
     int src[10] = {0, 1, 2, 3, 4, 1, 2, 3, 4, 5}, dst[10] = {1, 2, 3, 4, 5, 6, 6, 6, 6, 6};
-    Dag c;
-    dag_from_arrays(&c, 7, cost, mem, 10, src, dst);
-    ASSERT(16, least_peak(&c));
-    ASSERT(16, dag_recursive_peak(&c, NULL, NULL));
-    check(&c, "chain with a collector");
-    dag_free(&c);
+    exact(7, mem, 10, src, dst, 16, "chain with a collector");
     /* a diamond over a large pair: 0 -> 1 (10 each), 1 -> 2 and 1 -> 3, 2 and 3 -> 4 (1 each). The
      * recursion computes 0 and 1 again for 3 while holding 2: 21; the sweep of 4's cone computes them
      * once, 2 and 3 while 1 is held: 20, the least (1 with its input) */
-    double cost5[5] = {1, 1, 1, 1, 1};
     int64_t mem5[5] = {10, 10, 1, 1, 1};
     int src5[5] = {0, 1, 1, 2, 3}, dst5[5] = {1, 2, 3, 4, 4};
-    Dag w;
-    dag_from_arrays(&w, 5, cost5, mem5, 5, src5, dst5);
-    ASSERT(20, least_peak(&w));
-    ASSERT(20, dag_recursive_peak(&w, NULL, NULL));
-    check(&w, "diamond over a large pair");
-    dag_free(&w);
+    exact(5, mem5, 5, src5, dst5, 20, "diamond over a large pair");
     TEST_DONE();
 }
