@@ -57,10 +57,9 @@ static void recursive_order(const Dag *d, const int64_t *r, int x, int *ord) {
     }
 }
 
-/* The peak of x's sweep: x's ancestors and x computed from nothing in the
- * topological order, each freed after its last read among them; their
- * number in *count. mark: [n], none equal to x + 1 on entry. */
-static int64_t sweep_peak(const Dag *d, int x, int *mark, int *stack, int *last, double *count) {
+/* x's cone, its ancestors and x: marked x + 1 in mark ([n], none equal to
+ * x + 1 on entry); returns its lowest node. stack: [n] scratch. */
+static int mark_cone(const Dag *d, int x, int *mark, int *stack) {
     int ns = 0, lo = x;
     mark[x] = x + 1, stack[ns++] = x;
     while (ns) {
@@ -69,6 +68,14 @@ static int64_t sweep_peak(const Dag *d, int x, int *mark, int *stack, int *last,
         for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++)
             if (mark[d->in[q]] != x + 1) mark[d->in[q]] = x + 1, stack[ns++] = d->in[q];
     }
+    return lo;
+}
+
+/* The peak of x's sweep: x's cone computed from nothing in the
+ * topological order, each freed after its last read among them; their
+ * number in *count. mark: as mark_cone's. */
+static int64_t sweep_peak(const Dag *d, int x, int *mark, int *stack, int *last, double *count) {
+    int lo = mark_cone(d, x, mark, stack);
     for (int v = lo; v <= x; v++)
         if (mark[v] == x + 1)
             for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++) last[d->in[q]] = v;
@@ -134,17 +141,10 @@ int64_t dag_recursive_peak(const Dag *d, int64_t *r_out, double *events) {
  * copy takes its place. */
 static void emit(const Dag *d, const int64_t *r, const bool *sweep, int x, int t, int *on, Staged *s) {
     if (sweep[x]) {
-        int ns = 0, *stack = acc_xcalloc((size_t)d->n, sizeof(int));
-        bool *in = acc_xcalloc((size_t)d->n, sizeof(bool));
-        in[x] = true, stack[ns++] = x;
-        while (ns) {
-            int v = stack[--ns];
-            for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++)
-                if (!in[d->in[q]]) in[d->in[q]] = true, stack[ns++] = d->in[q];
-        }
-        for (int v = 0; v <= x; v++)
-            if (in[v]) staged_push(s, t, v);
-        free(stack), free(in);
+        int *stack = acc_xcalloc((size_t)d->n, sizeof(int)), *mark = acc_xcalloc((size_t)d->n, sizeof(int));
+        for (int v = mark_cone(d, x, mark, stack); v <= x; v++)
+            if (mark[v] == x + 1) staged_push(s, t, v);
+        free(stack), free(mark);
         return;
     }
     int k = d->in_off[x + 1] - d->in_off[x];
