@@ -71,16 +71,19 @@ typedef ucontext_t EmuContext;
 #endif
 
 /* What a lane parked at a warp barrier is waiting in. */
-enum { WB_SHFL, WB_SYNCWARP };
+enum { WB_SHFL, WB_SYNCWARP, WB_LDSM };
 
 typedef struct {
     EmuContext uc;
     emu_dim3 idx;
     int state;
-    int warp_kind;           /* WB_*, while parked at a warp barrier */
-    float shfl_in, shfl_out; /* a shuffle's deposited value and its result */
-    int shfl_lane;           /* the lane to read from */
-    struct EmuCopy *pend;    /* cp.async copies not landed yet */
+    int warp_kind;                  /* WB_*, while parked at a warp barrier */
+    float shfl_in, shfl_out;        /* a shuffle's deposited value and its result */
+    int shfl_lane;                  /* the lane to read from */
+    const unsigned short *ldsm_row; /* an ldmatrix's row address, its shape and result */
+    int ldsm_n, ldsm_trans;
+    uint32_t ldsm_out[4];
+    struct EmuCopy *pend; /* cp.async copies not landed yet */
     int n_pend, cap_pend;
 } EmuThread;
 
@@ -174,6 +177,30 @@ void emu_syncthreads(void) {
     to_scheduler(e);
 }
 
+/* ldmatrix.m8n8.xN[.trans].b16 for the 32 lanes w of a warp that all
+ * arrived with their row addresses: matrix i's row r is 8 elements from the
+ * address of lane 8i + r; lane l receives, in register i, matrix i's row
+ * l / 4 at columns 2 (l % 4) and 2 (l % 4) + 1 (trans: column l / 4 of rows
+ * 2 (l % 4) and 2 (l % 4) + 1), the lower index in the low half. The shape
+ * must agree across the warp and every row address used must be 16-byte
+ * aligned, as the hardware requires. */
+static void ldsm_exchange(Emu *e, EmuThread *w) {
+    int n = w[0].ldsm_n, trans = w[0].ldsm_trans;
+    for (int l = 0; l < 32; l++)
+        if ((w[l].ldsm_n != n || w[l].ldsm_trans != trans) && !e->error)
+            e->error = "the lanes of a warp at an ldmatrix of different shapes";
+    for (int l = 0; l < 8 * n; l++)
+        if (((uintptr_t)w[l].ldsm_row & 15) && !e->error) e->error = "an ldmatrix row address not 16-byte aligned";
+    if (e->error) return;
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < n; i++) {
+            int q = l & 3, g = l >> 2;
+            const unsigned short *lo = trans ? w[8 * i + 2 * q].ldsm_row + g : w[8 * i + g].ldsm_row + 2 * q;
+            const unsigned short *hi = trans ? w[8 * i + 2 * q + 1].ldsm_row + g : lo + 1;
+            w[l].ldsm_out[i] = (uint32_t)*lo | (uint32_t)*hi << 16;
+        }
+}
+
 /* Park the running lane at a warp barrier of the given kind until the 32
  * lanes of its warp have arrived; the last one to arrive checks that they all
  * came to the same kind of barrier, exchanges the shuffle values and lets the
@@ -190,6 +217,7 @@ static void warp_barrier(Emu *e, int kind) {
                 e->error = "the lanes of a warp at different warp barriers (a shuffle and __syncwarp)";
         if (kind == WB_SHFL)
             for (int i = 0; i < 32; i++) w[i].shfl_out = w[w[i].shfl_lane].shfl_in;
+        if (kind == WB_LDSM) ldsm_exchange(e, w);
         for (int i = 0; i < 32; i++)
             if (w[i].state == TH_WARP) w[i].state = TH_RUN;
         return;
@@ -210,6 +238,20 @@ float emu_shfl(unsigned mask, float v, int src_lane) {
     t->shfl_lane = src_lane & 31;
     warp_barrier(e, WB_SHFL);
     return t->shfl_out;
+}
+
+void emu_ldmatrix(uint32_t *r, int n, int trans, const unsigned short *row) {
+    Emu *e = emu_now;
+    if (!e->sync) {
+        fail_sync("an ldmatrix in a kernel that abi.h lists as not synchronizing");
+        return;
+    }
+    EmuThread *t = self();
+    t->ldsm_row = row;
+    t->ldsm_n = n;
+    t->ldsm_trans = trans;
+    warp_barrier(e, WB_LDSM);
+    for (int i = 0; i < n; i++) r[i] = t->ldsm_out[i];
 }
 
 float emu_shfl_xor(unsigned mask, float v, int lane_mask) { return emu_shfl(mask, v, (emu_now->cur % 32) ^ lane_mask); }

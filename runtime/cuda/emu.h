@@ -28,6 +28,9 @@ void emu_syncthreads(void);
 void emu_syncwarp(void);
 float emu_shfl_xor(unsigned mask, float v, int lane_mask);
 float emu_shfl(unsigned mask, float v, int src_lane);
+/* ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16 (n 1, 2 or 4): this
+ * lane's row address in, its n registers out (see emu.c). */
+void emu_ldmatrix(uint32_t *r, int n, int trans, const unsigned short *row);
 /* cp.async: copy `bytes` of `size` from src to shared dst, zero-fill the
  * rest; lands by the thread's next emu_cp_async_wait (see emu.c). */
 void emu_cp_async(void *dst, const void *src, int size, int bytes);

@@ -27,6 +27,8 @@
 /* full occupancy (32 registers a thread) for a kernel of KA_BLOCK-thread
  * blocks whose bf16 path would otherwise raise its register count */
 #define KFULL __launch_bounds__(KA_BLOCK, 2048 / KA_BLOCK)
+/* three blocks of 4 warps an SM: 170 registers a thread */
+#define KATT3 __launch_bounds__(128, 3)
 typedef float4 kf4;
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;
@@ -41,6 +43,7 @@ typedef unsigned long long uint64_t;
 #define KALIGN16 _Alignas(16)
 #define UNROLL
 #define KFULL
+#define KATT3
 typedef struct {
     float x, y, z, w;
 } kf4; /* CUDA's float4: 16 bytes, read from 16-byte aligned shared memory */
@@ -1573,10 +1576,18 @@ DEVFN void tc_c_to_a(float pa[4], const float c[4], int lane) {
 DEVFN void tc_softmax_tile(float s[8][4], float o[8][4], float m[2], float l[2], float scale, int kn, int causal,
                            long long s0, long long t, int tig) {
     float mx[2] = {NEG_INF, NEG_INF}, sum[2] = {0.0f, 0.0f}, corr[2];
-    UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
-        int key = 8 * nt + 2 * tig + (i & 1), ok = key < kn && (!causal || s0 + key <= t + 8 * (i >> 1));
-        s[nt][i] = ok ? s[nt][i] * scale : NEG_INF;
-        mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
+    /* no key masked for any row of the warp (t - gid its first): no tests */
+    if (kn == 64 && (!causal || s0 + 63 <= t - (int)((threadIdx.x & 31) >> 2))) {
+        UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+            s[nt][i] *= scale;
+            mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
+        }
+    } else {
+        UNROLL for (int nt = 0; nt < 8; nt++) UNROLL for (int i = 0; i < 4; i++) {
+            int key = 8 * nt + 2 * tig + (i & 1), ok = key < kn && (!causal || s0 + key <= t + 8 * (i >> 1));
+            s[nt][i] = ok ? s[nt][i] * scale : NEG_INF;
+            mx[i >> 1] = fmaxf(mx[i >> 1], s[nt][i]);
+        }
     }
     UNROLL for (int hh = 0; hh < 2; hh++) {
         mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(K_FULL, mx[hh], 1));
@@ -1733,6 +1744,11 @@ DEVFN void tc_acc_cb(float acc[8][4], float c[][4], int nt_n, const float *bs, i
 DEVFN void tc_dq_ds(float s[4][4], float dp[4][4], const float lse[2], const float delta[2], float sc, int kn, int qn,
                     int causal, long long s0, long long t0, int r0) {
     int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    if (kn == 32 && r0 + 16 <= qn && (!causal || s0 + 31 <= t0 + r0)) { /* nothing masked in the warp's rows */
+        UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) s[nt][i] =
+            expf(s[nt][i] * sc - lse[i >> 1]) * (dp[nt][i] - delta[i >> 1]);
+        return;
+    }
     UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int i = 0; i < 4; i++) {
         int key = 8 * nt + 2 * tig + (i & 1), r = r0 + gid + 8 * (i >> 1);
         int ok = 8 * nt < kn && r < qn && key < kn && (!causal || s0 + key <= t0 + r);
@@ -1759,6 +1775,15 @@ DEVFN void tc_dq_store(float acc[8][4], float *dq, long long qld, int r0, int qn
 DEVFN void tc_dkdv_p(float s[4][4], float dp[4][4], const float *rl, const float *rd, float sc, int qn, int kn,
                      int causal, long long s0, long long t0, int k0) {
     int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    if (qn == 32 && k0 + 16 <= kn && (!causal || s0 + k0 + 15 <= t0)) { /* nothing masked in the warp's keys */
+        UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
+            int row = 8 * nt + 2 * tig + (e & 1);
+            float p = expf(s[nt][e] * sc - rl[row]);
+            s[nt][e] = p;
+            dp[nt][e] = p * (dp[nt][e] - rd[row]);
+        }
+        return;
+    }
     UNROLL for (int nt = 0; nt < 4; nt++) UNROLL for (int e = 0; e < 4; e++) {
         int row = 8 * nt + 2 * tig + (e & 1), key = k0 + gid + 8 * (e >> 1);
         int ok = 8 * nt < qn && row < qn && key < kn && (!causal || s0 + key <= t0 + row);
@@ -1896,11 +1921,13 @@ KERNEL ck_attention_bwd_dkdv_tc(acc_kargs a) {
  * a1 rows gid+8; a2, a3 the same at columns + 8; b0 holds B[2tig][gid],
  * B[2tig+1][gid], b1 the same at rows + 8; C as for m16n8k8. So the C
  * fragments of two adjacent 16x8 tiles are, rounded and paired, the A
- * fragment of a 16x16 one (hb_c_to_a): P and dS need no shuffles. The
- * emulator runs the mma by shuffles from the lanes holding each element,
- * products exact in FP32 and summed in FP32, so a wrong fragment layout
- * shows there. */
-#define HB_LD (KA_ATT_RT_D + 8) /* bf16 tile row stride (144 bytes): b0/b1 word reads hit 32 banks */
+ * fragment of a 16x16 one (hb_c_to_a): P and dS need no shuffles. The B
+ * fragments come from the shared tiles by ldmatrix (.trans where B's rows
+ * are the tile's rows), two mma's worth per instruction. The emulator runs
+ * the mma by shuffles from the lanes holding each element, products exact
+ * in FP32 and summed in FP32, and the ldmatrix from the row addresses the
+ * lanes give (emu.c), so a wrong fragment layout or address shows there. */
+#define HB_LD (KA_ATT_RT_D + 8) /* bf16 tile row stride (144 bytes): an ldmatrix's 8 rows hit 32 banks */
 
 /* c += a b for the warp's fragments of bf16 pairs */
 DEVFN void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
@@ -1940,17 +1967,6 @@ DEVFN uint32_t bf16_pack(float x, float y) {
 
 /* p[0] in the low half, p[step] in the high half */
 DEVFN uint32_t bf16_pair(const unsigned short *p, int step) { return (uint32_t)p[0] | (uint32_t)p[step] << 16; }
-
-/* the same for step 1 and p 4-byte aligned (shared tiles): one read */
-DEVFN uint32_t bf16_word(const unsigned short *p) {
-#ifdef __CUDACC__
-    return *(const uint32_t *)(const void *)p;
-#else
-    uint32_t u;
-    memcpy(&u, p, 4);
-    return u;
-#endif
-}
 
 /* The A fragment (16 x 16) of the two 16 x 8 C fragments c0, c1 side by
  * side, rounded to bf16. */
@@ -2003,24 +2019,57 @@ DEVFN void hb_stage_kv(unsigned short *kb, unsigned short *vb, int rows, const a
     hb_stage(vb, rows, xp(a->p[4], kv0 + s0 * kld, 1), kld, n, D);
 }
 
+/* ldmatrix.sync.aligned.m8n8.x4 (x2 for n 2) of 8x8 bf16 matrices from
+ * shared memory: lane l gives the 16-byte row l % 8 of matrix l / 8 at row,
+ * and gets in r[i] matrix i's row l / 4, columns 2 (l % 4) and + 1 (trans:
+ * column l / 4 of rows 2 (l % 4) and + 1), the lower index in the low half:
+ * an mma's B fragments (b0, b1) of two 8-column tiles in one instruction. */
+DEVFN void ldsm(uint32_t r[4], int n, int trans, const unsigned short *row) {
+#ifdef __CUDACC__
+    unsigned s = (unsigned)__cvta_generic_to_shared(row);
+    if (n == 4 && trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+    else if (n == 4)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(s));
+    else asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+#else
+    emu_ldmatrix(r, n, trans, row);
+#endif
+}
+
 /* c (16 x 8) = A (fragments fa, D columns) times B^T, B the 8 rows of a
- * shared bf16 tile from bs: C[r][j] = A[r] . B[j] (b0, b1 are row pairs). */
+ * shared bf16 tile from bs: C[r][j] = A[r] . B[j]. B's fragments by
+ * ldmatrix: matrix i is the 8 rows at columns 16 kk + 8 i (b0, b1 of kk,
+ * then of kk + 1); a lone last kk (D 16 or 48) takes two matrices. */
 DEVFN void hb_abt(float c[4], uint32_t fa[4][4], const unsigned short *bs, int D) {
-    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
+    int lane = threadIdx.x & 31;
+    const unsigned short *row = bs + (lane & 7) * HB_LD + 8 * (lane >> 3);
     UNROLL for (int i = 0; i < 4; i++) c[i] = 0.0f;
-    UNROLL for (int kk = 0; kk < 4; kk++) if (16 * kk < D) {
-        const unsigned short *p = bs + gid * HB_LD + 16 * kk + 2 * tig;
-        mma_bf16(c, fa[kk], bf16_word(p), bf16_word(p + 8));
+    UNROLL for (int kk = 0; kk < 4; kk += 2) if (16 * kk < D) {
+        uint32_t b[4];
+        int two = 16 * (kk + 1) < D;
+        ldsm(b, two ? 4 : 2, 0, row + 16 * kk);
+        mma_bf16(c, fa[kk], b[0], b[1]);
+        if (two) mma_bf16(c, fa[kk + 1], b[2], b[3]);
     }
 }
 
 /* acc[nd] (16 x D) += pa (a 16 x 16 A fragment) times B, B the 16 rows of
- * a shared bf16 (., D) tile from bs (b0, b1 are column pairs). */
+ * a shared bf16 (., D) tile from bs. B's fragments by ldmatrix.trans:
+ * matrix i is rows 8 (i % 2).. at columns 8 (nd + i / 2) (b0, b1 of nd,
+ * then of nd + 1; D a multiple of 16 takes whole pairs). */
 DEVFN void hb_acc(float acc[8][4], const uint32_t pa[4], const unsigned short *bs, int D) {
-    int lane = threadIdx.x & 31, gid = lane >> 2, tig = lane & 3;
-    UNROLL for (int nd = 0; nd < 8; nd++) if (8 * nd < D) {
-        const unsigned short *p = bs + 2 * tig * HB_LD + 8 * nd + gid;
-        mma_bf16(acc[nd], pa, bf16_pair(p, HB_LD), bf16_pair(p + 8 * HB_LD, HB_LD));
+    int lane = threadIdx.x & 31, i = lane >> 3;
+    const unsigned short *row = bs + (8 * (i & 1) + (lane & 7)) * HB_LD + 8 * (i >> 1);
+    UNROLL for (int nd = 0; nd < 8; nd += 2) if (8 * nd < D) {
+        uint32_t b[4];
+        ldsm(b, 4, 1, row + 8 * nd);
+        mma_bf16(acc[nd], pa, b[0], b[1]);
+        mma_bf16(acc[nd + 1], pa, b[2], b[3]);
     }
 }
 
@@ -2141,7 +2190,7 @@ DEVFN void hb_stage_rows(unsigned short *qs, unsigned short *gs, float *rl, floa
  * scaled in FP32, p^T and dS^T rounded to bf16 for dv += p^T dout and dk +=
  * dS^T q. p0 dk, p1 dv, p2 dout, p3 q, p4 k, p5 v, p6 out, p7 lse, p8 delta
  * (required); either gradient may be NULL. */
-KERNEL ck_attention_bwd_dkdv_hb(acc_kargs a) {
+KERNEL KATT3 ck_attention_bwd_dkdv_hb(acc_kargs a) {
     __shared__ KALIGN16 unsigned short qs[2][32 * HB_LD], gs[2][32 * HB_LD];
     __shared__ float rowl[2][32], rowd[2][32];
     long long T = a.i[1], S = a.i[2], H = a.i[3], KVH = a.i[4], G = H / KVH, kld = KVH * a.i[5];

@@ -6,7 +6,10 @@
 # four steps with AdamW (the second captured as a CUDA graph, the later ones
 # replayed): losses equal to the CPU target's within rtol 1e-4 and identical
 # to the same steps launched one by one (ACC_CUDA_GRAPHS=0); and with --tf32
-# (tensor-core GEMMs and attention) gradients within rtol 3e-3, atol 1e-4.
+# (tensor-core GEMMs and attention) gradients within rtol 3e-3, atol 1e-4;
+# with --precision bf16 (GPT-2 with 64-wide heads over 160 tokens, so the
+# bf16 attention kernels run whole and diagonal tiles), gradients within the
+# bf16 reference's norm of the CPU target's bf16 step (emu_vs_cpu_bf16.sh).
 set -eu
 acc=$1
 compare=$2
@@ -60,3 +63,8 @@ echo "ok   four GPU steps with CUDA graphs: losses $(tr '\n' ' ' <"$dir/graph4.l
 "$compare" "$dir/gpt2.cpu.bin" "$dir/tf32.gpu.bin" --rtol 3e-3 --atol 1e-4 --quiet ||
     { echo "FAIL: --tf32 GPU gradients differ from the CPU target's beyond TF32 rounding"; exit 1; }
 echo "ok   --tf32 on the GPU: gradients within TF32 tolerance of the CPU target's"
+
+DEVICE_TARGET=cuda sh tests/e2e/emu_vs_cpu_bf16.sh "$acc" "$compare" 0.035 models/gpt2.acdsl \
+    -D L=2 -D C=256 -D H=4 -D T=160 -D B=2 -D V=512 ||
+    { echo "FAIL: --precision bf16 GPU gradients differ from the CPU target's bf16 step"; exit 1; }
+echo "ok   --precision bf16 on the GPU: gradients within the bf16 norm of the CPU target's"

@@ -408,6 +408,7 @@ static void test_attention(void) {
         {2, 37, 37, 4, 4, 64, 1, 1},   {1, 63, 63, 2, 1, 128, 1, 0}, {2, 37, 37, 4, 2, 160, 1, 0},
         {1, 33, 33, 2, 2, 13, 1, 0},   {1, 5, 70, 4, 1, 96, 0, 0},   {1, 33, 33, 2, 1, 32, 0, 0},
         {1, 100, 100, 4, 1, 32, 1, 0}, {1, 70, 130, 2, 1, 48, 0, 0}, {1, 37, 37, 2, 1, 24, 1, 0},
+        {1, 130, 130, 2, 1, 64, 1, 0},
     };
     /* without a workspace (delta in the kernels, no register-tiled
      * backward), with one, and with one, TF32 and aligned tensors (the
