@@ -135,6 +135,8 @@ static int report_refusal(const Options *o, Compilation *c) {
         fprintf(stderr, "where the memory goes:\n");
     }
     report_breakdown(shown, stderr);
+    StepMemory sm = plan_step_memory(&c->po, shown->arena_bytes);
+    report_step_rows(&sm, o->target->name, stderr);
     const char *const *kind = sched_step_kinds;
     fprintf(stderr, "note: the peak is at step %d (%s of '%s')", shown->peak_step, kind[pk->kind],
             graph_node(g, pk->node)->name);

@@ -30,19 +30,32 @@ static Breakdown breakdown(const Schedule *s) {
     return b;
 }
 
+static void breakdown_row(FILE *out, const char *name, int64_t bytes) {
+    char buf[32];
+    fprintf(out, "  %-22s %14" PRId64 "  %s\n", name, bytes, format_bytes(bytes, buf, sizeof buf));
+}
+
 void report_breakdown(const Schedule *s, FILE *out) {
     Breakdown b = breakdown(s);
     char buf[32];
     for (int c = 0; c < BUF_KIND_COUNT; c++)
-        if (b.cat[c])
-            fprintf(out, "  %-22s %14" PRId64 "  %s\n", buf_kind_name((BufKind)c), b.cat[c],
-                    format_bytes(b.cat[c], buf, sizeof buf));
-    fprintf(out, "  %-22s %14" PRId64 "  %s\n", "fragmentation", b.fragmentation,
-            format_bytes(b.fragmentation, buf, sizeof buf));
+        if (b.cat[c]) breakdown_row(out, buf_kind_name((BufKind)c), b.cat[c]);
+    breakdown_row(out, "fragmentation", b.fragmentation);
     const Step *st = &s->steps.v[s->peak_step];
     fprintf(out, "  %-22s %14" PRId64 "  %s   (peak at step %d: %s of %s)\n", "total (arena)", s->arena_bytes,
             format_bytes(s->arena_bytes, buf, sizeof buf), s->peak_step, sched_step_kinds[st->kind],
             graph_node(s->g, st->node)->name);
+}
+
+void report_step_rows(const StepMemory *m, const char *target, FILE *out) {
+    if (m->total_bytes == m->schedule_bytes) return;
+    if (m->staging_bytes) breakdown_row(out, "staging (full batch)", m->staging_bytes);
+    if (m->workspace_bytes) {
+        char name[64];
+        snprintf(name, sizeof name, "workspace (%s)", target);
+        breakdown_row(out, name, m->total_bytes - m->schedule_bytes - m->staging_bytes); /* with its alignment */
+    }
+    breakdown_row(out, "total (step)", m->total_bytes);
 }
 
 static void json_str(FILE *out, const char *s) {

@@ -41,5 +41,9 @@ void report_explain(const Graph *g, const Autodiff *ad, const Schedule *s, const
                     const ReportInfo *info, FILE *out);
 /* Memory by category at the plan's peak; sums to the arena. */
 void report_breakdown(const Schedule *s, FILE *out);
+/* What the step holds past the schedule's arena (the staging of the full
+ * batch, the target's workspace with its alignment) and the step's total,
+ * which the planned peak and the budget count; nothing when there is none. */
+void report_step_rows(const StepMemory *m, const char *target, FILE *out);
 
 #endif

@@ -22,6 +22,23 @@ total=$(sed -n 's/^ *total (arena) *\([0-9]*\).*/\1/p' "$dir/one.err")
 [ "$total" = "$m" ] || { cat "$dir/one.err"; echo "FAIL: the breakdown totals $total, not the minimum $m"; exit 1; }
 echo "ok   --budget 1: minimum $m, breakdown totals $total"
 
+# a target with a workspace past the arena (cuda's GEMM workspace): the
+# breakdown goes on to the step's total, which is the minimum it states
+if "$acc" compile "$model" --target cuda "$@" --budget 1 -o "$dir/cu" >/dev/null 2>"$dir/cu.err"; then
+    echo "FAIL: --target cuda --budget 1 compiled"
+    exit 1
+fi
+if grep -q "is below the minimum" "$dir/cu.err"; then
+    mc=$(minimum "$dir/cu.err")
+    step=$(sed -n 's/^ *total (step) *\([0-9]*\).*/\1/p' "$dir/cu.err")
+    grep -q "^ *workspace (cuda) " "$dir/cu.err" && [ "$step" = "$mc" ] ||
+        { cat "$dir/cu.err"; echo "FAIL: --target cuda: the breakdown's step total $step is not the minimum $mc"; exit 1; }
+    echo "ok   --target cuda --budget 1: minimum $mc, the breakdown with the workspace totals $step"
+else
+    grep "error" "$dir/cu.err" | head -n 1
+    echo "skip --target cuda: not built"
+fi
+
 "$acc" compile "$model" --target cpu "$@" --budget "$m" -o "$dir/m" >/dev/null 2>"$dir/m.err" ||
     { cat "$dir/m.err"; echo "FAIL: --budget $m (the minimum) does not compile"; exit 1; }
 peak=$(sed -n 's/.*"peak_bytes": \([0-9]*\).*/\1/p' "$dir/m/plan.json")
