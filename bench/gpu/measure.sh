@@ -4,7 +4,7 @@
 # label, acc calibrate (FP32 and TF32 profiles), the kernel benchmark (float32 and TF32), the step benchmark
 # (float32, TF32 and bf16, the default budgets and torch policies) and
 # per-kernel Nsight Compute profiles of one GPT-2 small step in each
-# precision. Every result
+# precision, and the bf16 attention kernels' detail (ncu_att_bf16). Every result
 # and log goes to OUTDIR (default $OUT, else out/gpu-measure), one file
 # each, so a lease that ends early still leaves what was done. Run it from
 # the repository root of a Release build (build/), e.g. on the GPU machine:
@@ -20,7 +20,7 @@ mkdir -p "$out"
 part=${PART_S:-420}
 acc=${ACC:-build/acc}
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
-parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 step_bf16 ncu_step ncu_tf32 ncu_bf16"}
+parts=${PARTS:-"gpu_tests calibrate calibrate_tf32 ops_fp32 ops_tf32 step_fp32 step_tf32 step_bf16 ncu_step ncu_tf32 ncu_bf16 ncu_att_bf16"}
 want() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 pack() { [ -n "${TARBALL:-}" ] && tar czf "$TARBALL" -C "$(dirname "$out")" "$(basename "$out")"; return 0; }
 run() { # NAME CMD...: its output in OUTDIR/NAME.txt, its status in the summary
@@ -58,6 +58,15 @@ if command -v ncu >/dev/null 2>&1; then
         [ -s "$f.csv" ] && python3 bench/gpu/ncu_by_kernel.py "$f.csv" >"$f.by_kernel.txt" 2>&1
         cat "$f.by_kernel.txt" >>"$out/summary.txt" 2>/dev/null
         rm -f "$f.csv.gz"; [ -s "$f.csv" ] && gzip -k "$f.csv"
+    done
+    # the bf16 attention kernels' detail (speed of light, occupancy, stalls,
+    # instruction mix), one launch each in a GPT-2 small bf16 step
+    for k in fwd_hb bwd_dq_hb bwd_dkdv_hb; do
+        run "ncu_att_bf16" ncu --clock-control none -k "regex:ck_attention_$k" -c 1 --section SpeedOfLight \
+            --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+            --section MemoryWorkloadAnalysis --section InstructionStats "$acc" run models/gpt2.acdsl -D B=8 -D T=1024 \
+            --target cuda --precision bf16 --policy none --steps 1
+        [ -s "$out/ncu_att_bf16.txt" ] && mv "$out/ncu_att_bf16.txt" "$out/ncu_att_$k.txt"
     done
 fi
 log "done: $out"
