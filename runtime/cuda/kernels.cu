@@ -27,8 +27,8 @@
 /* full occupancy (32 registers a thread) for a kernel of KA_BLOCK-thread
  * blocks whose bf16 path would otherwise raise its register count */
 #define KFULL __launch_bounds__(KA_BLOCK, 2048 / KA_BLOCK)
-/* three blocks of 4 warps an SM: 170 registers a thread */
-#define KATT3 __launch_bounds__(128, 3)
+/* three blocks of attention warps an SM: 170 registers a thread */
+#define KATT3 __launch_bounds__(KA_ATT_THREADS, 3)
 typedef float4 kf4;
 #ifdef __CUDACC_RTC__
 typedef unsigned int uint32_t;
