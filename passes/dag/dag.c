@@ -1025,11 +1025,11 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
                 best = sim.compute;
             }
-            /* for 0.1 of the limit first; where none fits by then, the pebbled kinds below run first, and the
-             * perturbed ones resume after them (the same kinds in the same order: where one fits early, as on
-             * MOCCASIN's n100 at 0.6, nothing changes) */
+            /* the fixed kinds and more for 0.1 of the limit first; where none fits by then, the pebbled kinds
+             * below run first, and the perturbed ones resume after them (the same kinds in the same order: where
+             * one fits early, as on MOCCASIN's n100 at 0.6, nothing changes) */
             int n_fit = 0, k = 0;
-            for (; acc_now_s() < e0 + 0.1 * limit; k++)
+            for (; (k < TIGHT_FIXED_KINDS || acc_now_s() < e0 + 0.1 * limit) && acc_now_s() < e0 + 0.3 * limit; k++)
                 n_fit +=
                     try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);
             /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
