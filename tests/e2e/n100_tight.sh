@@ -6,14 +6,15 @@
 # pruning of each plan took most of a kind's time) the plan depended on the
 # load: compute 393405 (+724%) at load 2.5, 758012 (+1487%) at load 4, never
 # below 393405. Now 134366 (+181%). A plan that fits at compute at most
-# 150000 is asked for, and the command's time within the limit + 10%.
+# 150000 is asked for with --time-limit 30 (at 20 the kinds' share is 10 s,
+# short of the 66 kinds under a loaded ctest), and the time within it + 10%.
 # ACC_TIMING=0 (the sanitizer build, several times slower: fewer kinds fit in
 # their share) checks only that the plan fits. Skips (77) where the graph,
 # which is not in the repository, is absent.
 set -eu
 acc=$1 graph=$2
 [ -f "$graph" ] || { echo "skip: $graph not found"; exit 77; }
-out=$("$acc" plan --graph "$graph" --budget-frac 0.5437 --time-limit 20)
+out=$("$acc" plan --graph "$graph" --budget-frac 0.5437 --time-limit 30)
 compute=$(echo "$out" | sed -n 's/.*"compute": \([0-9.]*\),.*/\1/p')
 fits=$(echo "$out" | sed -n 's/.*"fits": \([a-z]*\),.*/\1/p')
 secs=$(echo "$out" | sed -n 's/.*"time_s": \([0-9.e+-]*\).*/\1/p')
@@ -22,5 +23,5 @@ echo "$out"
 [ "${ACC_TIMING:-1}" = 0 ] && { echo "ok   fits (ACC_TIMING=0: compute $compute not checked)"; exit 0; }
 awk -v c="$compute" 'BEGIN { exit !(c != "" && c + 0 <= 150000) }' ||
     { echo "FAIL: compute $compute above 150000"; exit 1; }
-awk -v s="$secs" 'BEGIN { exit !(s != "" && s + 0 <= 22) }' || { echo "FAIL: $secs s past the limit of 20 + 10%"; exit 1; }
+awk -v s="$secs" 'BEGIN { exit !(s != "" && s + 0 <= 33) }' || { echo "FAIL: $secs s past the limit of 30 + 10%"; exit 1; }
 echo "ok   compute $compute <= 150000, $secs s"
