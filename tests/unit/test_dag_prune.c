@@ -5,17 +5,17 @@
  * budget; passes until none goes.
  *
  * Schedules: small random DAGs (dag_gen.h's four shapes, 6-40 nodes), each
- * stage recomputing a random subset of the earlier nodes in ascending order
- * (so every read finds a copy), one to three times over; budgets from the
- * schedule's own peak (nothing that raises an event above it may go) up to
- * the save-all peak. Asserted: the same events and stages as the reference,
+ * stage recomputing 70-100% of its node's ancestors and a few other earlier
+ * nodes in ascending order (so every read finds a copy); budgets the
+ * schedule's own peak (nothing that raises an event above it may go), a
+ * quarter of the way up to the save-all peak, and that peak. Asserted: the same events and stages as the reference,
  * valid and within the budget; and, so that the test exercises both
  * answers, some cases where a drop is refused and some where one is taken.
  *
  * Then the speed that makes the plan at tight budgets independent of the
  * machine's load (dag.c counts the kinds of evictions with pebbled stages,
  * each pruned, instead of timing them): a schedule of ~24,000 events on 64
- * nodes must reach the pruning's fixed point within 2 s, which a second
+ * nodes (twenty sweeps a stage) must reach the pruning's fixed point within 2 s, which a second
  * pruning then confirms (it drops nothing). The plain way needs a replay of
  * the whole schedule per recomputation, ~5e8 event steps a pass, and does
  * not get there in that time.
