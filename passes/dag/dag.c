@@ -565,72 +565,13 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
  * at 0.6-0.7 of the peak the limited depths fit where the others build
  * chains 20-30 nodes deep whose locked inputs fill the budget. */
 #define TIGHT_FIXED_KINDS 42 /* tight_kind's kinds before the perturbed ones */
+#define PEBBLED_KINDS 96     /* the kinds tried with pebbled stages: the fixed ones and 54 perturbed */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
     if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
-}
-
-/* The events of rec in descending order of their node's cost, stable (a
- * merge sort: an eviction schedule at a tight budget can hold 10^5
- * recomputations, past what an insertion sort can order in time). */
-static void sort_by_cost_desc(const Dag *d, const int *ev, int *rec, int n) {
-    int *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
-    for (int w = 1; w < n; w *= 2) {
-        for (int lo = 0; lo < n; lo += 2 * w) {
-            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int i = lo, j = mid, k = lo;
-            while (i < mid || j < hi)
-                tmp[k++] = j >= hi || (i < mid && d->cost[ev[rec[i]]] >= d->cost[ev[rec[j]]]) ? rec[i++] : rec[j++];
-        }
-        memcpy(rec, tmp, (size_t)n * sizeof(int));
-    }
-    free(tmp);
-}
-
-/* Drop the recomputations a schedule can do without: each, most expensive
- * first, is removed if the schedule stays valid and under the budget (its
- * readers then read the earlier copy, held longer); passes until none goes
- * or the deadline. For schedules whose retention plan does not fit as a
- * staged plan (restore_cuts cannot relieve them). */
-void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s) {
-    Staged trial = {0};
-    bool *seen = acc_xcalloc((size_t)d->n, sizeof(bool));
-    for (bool again = true; again && acc_now_s() < deadline;) {
-        again = false;
-        /* the recomputation events, most expensive first */
-        VEC(int) rec = {0};
-        memset(seen, 0, (size_t)d->n * sizeof(bool));
-        for (int e = 0; e < s->ev.n; e++) {
-            if (seen[s->ev.v[e]]) VEC_PUSH(rec, e);
-            seen[s->ev.v[e]] = true;
-        }
-        sort_by_cost_desc(d, s->ev.v, rec.v, rec.n);
-        uint8_t *drop = acc_xcalloc((size_t)s->ev.n + 1, 1);
-        for (int k = 0; k < rec.n && acc_now_s() < deadline; k++) {
-            drop[rec.v[k]] = 1;
-            staged_clear(&trial);
-            for (int e = 0; e < s->ev.n; e++)
-                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
-            DagSim sim;
-            dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
-            if (sim.valid && sim.peak <= budget) again = true;
-            else drop[rec.v[k]] = 0;
-        }
-        if (again) {
-            staged_clear(&trial);
-            for (int e = 0; e < s->ev.n; e++)
-                if (!drop[e]) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
-            staged_clear(s);
-            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
-        }
-        free(drop);
-        VEC_FREE(rec);
-    }
-    free(seen);
-    staged_free(&trial);
 }
 
 /* One eviction schedule of kind at the budget (by deadline), pruned of the
@@ -1084,28 +1025,35 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
                 best = sim.compute;
             }
-            int n_fit = 0;
-            for (int k = 0; acc_now_s() < e0 + 0.3 * limit; k++)
+            /* the fixed kinds and more for 0.1 of the limit first; where none fits by then, the pebbled kinds
+             * below run first, and the perturbed ones resume after them (the same kinds in the same order: where
+             * one fits early, as on MOCCASIN's n100 at 0.6, nothing changes) */
+            int n_fit = 0, k = 0;
+            for (; (k < TIGHT_FIXED_KINDS || acc_now_s() < e0 + 0.1 * limit) && acc_now_s() < e0 + 0.3 * limit; k++)
                 n_fit +=
                     try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);
-            have = have || n_fit > 0;
-            if (o->verbose) fprintf(stderr, "acc plan: perturbed evictions: %d fit, the best %.8g\n", n_fit, best);
             /* none fits: the same kinds with the nodes where they fail staged by the pebbling search, the
-             * cheapest that fits, for 0.1 of the limit, and the fixed kinds for 0.1 more (their plans differ by
-             * up to 1.8x: on MOCCASIN's n250 at 0.6 a kind takes 1-5 s, and one kind more is worth more than the
-             * improvement's time after; on small graphs, where the perturbed kinds run, the exact search after
-             * needs that time) */
-            n_fit = 0;
-            for (int k = 0, none = !isfinite(best);
-                 none && acc_now_s() < e0 + (k < TIGHT_FIXED_KINDS ? 0.5 : 0.4) * limit; k++) {
-                EvictKind kind = tight_kind(k);
-                kind.pebble = k + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
-                n_fit += try_eviction(d, o->budget, kind, e0 + 0.5 * limit, e0 + 0.55 * limit, &trial, &best, &inc);
+             * cheapest that fits: PEBBLED_KINDS of them, counted and not timed, so that the plan does not depend
+             * on the machine's load (on MOCCASIN's n100 at 0.5437 of its peak the best is the 66th, and a kind
+             * takes 0.03-0.1 s), within 0.5 of the limit (on MOCCASIN's n250 at 0.6 a kind takes 0.3-0.9 s, and
+             * one kind more is worth more than the improvement's time after) */
+            int n_pebbled = 0, n_tried = 0;
+            for (bool none = !isfinite(best); none && n_tried < PEBBLED_KINDS && acc_now_s() < e0 + 0.5 * limit;
+                 n_tried++) {
+                EvictKind kind = tight_kind(n_tried);
+                kind.pebble = n_tried + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
+                n_pebbled += try_eviction(d, o->budget, kind, e0 + 0.5 * limit, e0 + 0.55 * limit, &trial, &best, &inc);
             }
-            have = have || n_fit > 0;
-            staged_free(&trial);
+            if (o->verbose && n_tried)
+                fprintf(stderr, "acc plan: evictions with pebbled stages: %d of %d kinds fit, the best %.8g\n",
+                        n_pebbled, n_tried, best);
+            for (; acc_now_s() < e0 + 0.3 * limit; k++)
+                n_fit +=
+                    try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);
             if (o->verbose)
-                fprintf(stderr, "acc plan: evictions with pebbled stages: %d fit, the best %.8g\n", n_fit, best);
+                fprintf(stderr, "acc plan: perturbed evictions: %d of %d kinds fit, the best %.8g\n", n_fit, k, best);
+            have = have || n_fit > 0 || n_pebbled > 0;
+            staged_free(&trial);
             if (!have && all.ev.n) { /* each node from nothing in turn, the cheapest paths, pruned */
                 cheapen_from_nothing(d, o->budget, fmax(acc_now_s() + 0.05 * limit, e0 + 0.55 * limit), seqs, n_seqs,
                                      &all);

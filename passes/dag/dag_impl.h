@@ -104,7 +104,8 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
 int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, double upper, int max_states,
                         double deadline, int **seq, int *n_seq, double *cost);
 /* Drop the recomputations a schedule that fits can do without, most
- * expensive first, while it stays valid and within the budget (dag.c). */
+ * expensive first, while it stays valid and within the budget (dag_prune.c:
+ * exact, and incremental: no replay of the whole schedule per candidate). */
 void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Staged *s);
 /* Local improvement of a schedule that fits (dag_improve.c): each stage
  * re-solved by dag_pebble from what is held at its start, and the pruning,
