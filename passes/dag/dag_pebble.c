@@ -47,7 +47,8 @@
 
 #include "dag_impl.h"
 
-#define PEBBLE_MAX_BYTES (64 << 20) /* the states: at most 64 MB */
+#define PEBBLE_MAX_BYTES (320 << 20) /* the depth-first search's states: at most 320 MB */
+#define CHEAPEST_MAX_BYTES (64 << 20) /* the best-first search's states and queue: at most 64 MB */
 #define DESC_MAX_BYTES (16 << 20)   /* the best-first search's descendant sets: at most 16 MB */
 
 typedef struct {
@@ -382,7 +383,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
         size_t bytes = p.bits.n * sizeof(uint64_t) +
                        (size_t)p.st.n * (sizeof(PState) + 2 * sizeof(double) + 1 + 2 * sizeof(int)) +
                        (size_t)cap_heap * sizeof(PItem);
-        if (p.st.n >= max_states || bytes > PEBBLE_MAX_BYTES || ((iter & 15) == 0 && acc_now_s() > deadline)) {
+        if (p.st.n >= max_states || bytes > CHEAPEST_MAX_BYTES || ((iter & 15) == 0 && acc_now_s() > deadline)) {
             stopped = true;
             break;
         }
@@ -433,3 +434,4 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     free(heap), free(p.scratch), free(cur), free(tmp), free(mark), free(dfs), free(p.hash), free(desc);
     return status;
 }
+
