@@ -873,8 +873,8 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
         if (size > ACC_MAX_PAIRS) {
             ci = sizeof caps / sizeof *caps; /* no program: the incumbent stands */
             if (verbose)
-                fprintf(stderr, "acc plan: acc MILP: not built, the incumbent alone has %ld pairs (at most %d)\n",
-                        size, ACC_MAX_PAIRS);
+                fprintf(stderr, "acc plan: acc MILP: not built, the incumbent alone has %ld pairs (at most %d)\n", size,
+                        ACC_MAX_PAIRS);
         }
     }
     while (ci < sizeof caps / sizeof *caps && acc_now_s() < deadline - 0.05) {

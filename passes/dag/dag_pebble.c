@@ -32,8 +32,13 @@
  * once); the node peeled first is the latest one not held (the forward order
  * read backwards), so the path found tends to recompute little; seed > 0
  * perturbs that order. A state is stored as a bitset of n bits (32 bytes at
- * n = 250, where the sorted list it replaced took ~210): the 64 MB hold
- * ~1.4 million states there. A state with a free peel (free_peel) has that
+ * n = 250, where the sorted list it replaced took ~210; 128 at n = 1,000).
+ * A child is built only when it fits: its memory is read from the parent's
+ * bits at the peeled node's inputs, and its set is the parent's with f
+ * cleared and f's inputs set. The states may take 320 MB (2.2 million at
+ * n = 1,000): MOCCASIN's n1000 at 0.6 of its peak has a sink whose search
+ * needs 1.48 million (about 3 s), where the 64 MB kept before stopped it at
+ * 479,350. A state with a free peel (free_peel) has that
  * peel as its only child: the last node of MOCCASIN's random_layered_n250
  * at 0.6 of its peak needs 135,331 states so (1.19 million without).
  *
@@ -47,9 +52,9 @@
 
 #include "dag_impl.h"
 
-#define PEBBLE_MAX_BYTES (320 << 20) /* the depth-first search's states: at most 320 MB */
+#define PEBBLE_MAX_BYTES (320 << 20)  /* the depth-first search's states: at most 320 MB */
 #define CHEAPEST_MAX_BYTES (64 << 20) /* the best-first search's states and queue: at most 64 MB */
-#define DESC_MAX_BYTES (16 << 20)   /* the best-first search's descendant sets: at most 16 MB */
+#define DESC_MAX_BYTES (16 << 20)     /* the best-first search's descendant sets: at most 16 MB */
 
 typedef struct {
     int len;    /* T: |T|, its bits at bits[index * words ..] */
@@ -109,8 +114,7 @@ static int find_or_add(Peb *p, const uint64_t *w, int len, int parent, int peele
     for (; p->hash[k]; k = (k + 1) & mask) {
         if (p->hash[k] >> 32 != h >> 32) continue;
         int si = (int)(p->hash[k] & 0xffffffffu) - 1;
-        if (p->st.v[si].len == len && !memcmp(p->bits.v + (size_t)si * words, w, words * sizeof(uint64_t)))
-            return si;
+        if (p->st.v[si].len == len && !memcmp(p->bits.v + (size_t)si * words, w, words * sizeof(uint64_t))) return si;
     }
     PState s = {len, parent, peeled};
     for (size_t a = 0; a < words; a++) VEC_PUSH(p->bits, w[a]);
@@ -452,4 +456,3 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     free(heap), free(p.scratch), free(cur), free(tmp), free(mark), free(dfs), free(p.hash), free(desc);
     return status;
 }
-
