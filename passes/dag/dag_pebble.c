@@ -35,7 +35,7 @@
  * n = 250, where the sorted list it replaced took ~210; 128 at n = 1,000).
  * A child is built only when it fits: its memory is read from the parent's
  * bits at the peeled node's inputs, and its set is the parent's with f
- * cleared and f's inputs set. The states may take 320 MB (2.2 million at
+ * cleared and f's inputs set. The states may take 320 MB (2.4 million at
  * n = 1,000): MOCCASIN's n1000 at 0.6 of its peak has a sink whose search
  * needs 1.48 million (about 3 s), where the 64 MB kept before stopped it at
  * 479,350. A state with a free peel (free_peel) has that
