@@ -846,6 +846,10 @@ bool dag_emit_acc_program(const Dag *d, int64_t budget, const char *path, char *
     return acc_run(d, budget, 1L << 40, NULL, 0, false, false, &e, err, err_len, path);
 }
 
+/* Past this many pairs in the incumbent alone, no program is built: one with recomputations everywhere
+ * (MOCCASIN's n1000 at 0.6 of its peak: 442,909 pairs, 17.9 million rows) took 25 s to build, past a 30 s
+ * time limit, where n500's 22,734 pairs take under a second. */
+#define ACC_MAX_PAIRS 50000
 bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double deadline, bool verbose, double bound,
                         DagPlan *p, char *err, size_t err_len) {
     p->bound_scope = "checkmate";
@@ -861,6 +865,18 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
     size_t ci = 0;
     bool proven = false, any = false;
     snprintf(p->status, sizeof p->status, "%s", inc ? "feasible" : "no_solution");
+    if (cur.ev.n) { /* every neighbourhood holds the incumbent's own pairs (the support of 0 hops) */
+        IntVec *sup = acc_xcalloc((size_t)d->n, sizeof(IntVec));
+        long size = make_support(d, 0, &cur, sup);
+        for (int t = 0; t < d->n; t++) VEC_FREE(sup[t]);
+        free(sup);
+        if (size > ACC_MAX_PAIRS) {
+            ci = sizeof caps / sizeof *caps; /* no program: the incumbent stands */
+            if (verbose)
+                fprintf(stderr, "acc plan: acc MILP: not built, the incumbent alone has %ld pairs (at most %d)\n", size,
+                        ACC_MAX_PAIRS);
+        }
+    }
     while (ci < sizeof caps / sizeof *caps && acc_now_s() < deadline - 0.05) {
         double slice = deadline - acc_now_s(); /* a neighbourhood not solved in it ends the search */
         AccRun r;

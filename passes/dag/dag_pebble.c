@@ -32,8 +32,13 @@
  * once); the node peeled first is the latest one not held (the forward order
  * read backwards), so the path found tends to recompute little; seed > 0
  * perturbs that order. A state is stored as a bitset of n bits (32 bytes at
- * n = 250, where the sorted list it replaced took ~210): the 64 MB hold
- * ~1.4 million states there. A state with a free peel (free_peel) has that
+ * n = 250, where the sorted list it replaced took ~210; 128 at n = 1,000).
+ * A child is built only when it fits: its memory is read from the parent's
+ * bits at the peeled node's inputs, and its set is the parent's with f
+ * cleared and f's inputs set. The states may take 320 MB (2.4 million at
+ * n = 1,000): MOCCASIN's n1000 at 0.6 of its peak has a sink whose search
+ * needs 1.48 million (about 3 s), where the 64 MB kept before stopped it at
+ * 479,350. A state with a free peel (free_peel) has that
  * peel as its only child: the last node of MOCCASIN's random_layered_n250
  * at 0.6 of its peak needs 135,331 states so (1.19 million without).
  *
@@ -47,8 +52,9 @@
 
 #include "dag_impl.h"
 
-#define PEBBLE_MAX_BYTES (64 << 20) /* the states: at most 64 MB */
-#define DESC_MAX_BYTES (16 << 20)   /* the best-first search's descendant sets: at most 16 MB */
+#define PEBBLE_MAX_BYTES (320 << 20)  /* the depth-first search's states: at most 320 MB */
+#define CHEAPEST_MAX_BYTES (64 << 20) /* the best-first search's states and queue: at most 64 MB */
+#define DESC_MAX_BYTES (16 << 20)     /* the best-first search's descendant sets: at most 16 MB */
 
 typedef struct {
     int len;    /* T: |T|, its bits at bits[index * words ..] */
@@ -63,7 +69,11 @@ typedef struct {
     VEC(uint64_t) bits; /* the states' sets, words per state */
     uint64_t *scratch;  /* [words] */
     int words;
-    int *hash; /* open addressing, state index + 1, 0 empty */
+    /* open addressing: per slot the state index + 1 (0 empty) in the low 32 bits and the high 32 bits of
+     * its set's hash, compared before the set itself (a probe past another state then reads no set); the
+     * table doubles at half full, so a search of a few states touches a few pages (a table sized for the
+     * state cap, 32 MB at 2,000,000 states, was cleared by calloc for each of n1000's 1,000 searches) */
+    uint64_t *hash;
     size_t hash_cap;
 } Peb;
 
@@ -73,34 +83,61 @@ static uint64_t set_hash(const uint64_t *w, int words) {
     return h;
 }
 
-/* The nodes of state si, ascending, in v; their number. */
-static int decode(const Peb *p, int si, int *v) {
-    const uint64_t *w = p->bits.v + (size_t)si * (size_t)p->words;
+/* The nodes of set w, ascending, in v; their number. */
+static int decode_set(const uint64_t *w, int words, int *v) {
     int n = 0;
-    for (int k = 0; k < p->words; k++)
+    for (int k = 0; k < words; k++)
         for (uint64_t b = w[k]; b; b &= b - 1) v[n++] = 64 * k + __builtin_ctzll(b);
     return n;
 }
 
-/* Index of the state holding set v[0..n) or, when absent, -1 after adding it
- * (with parent and peeled) in *added. */
-static int find_or_add(Peb *p, const int *v, int n, int parent, int peeled, int *added) {
+/* The nodes of state si, ascending, in v; their number. */
+static int decode(const Peb *p, int si, int *v) {
+    return decode_set(p->bits.v + (size_t)si * (size_t)p->words, p->words, v);
+}
+
+/* Put state si (its set's hash h) in a free slot of the table. */
+static void hash_put(Peb *p, uint64_t h, int si) {
+    size_t mask = p->hash_cap - 1, k = (size_t)h & mask;
+    while (p->hash[k]) k = (k + 1) & mask;
+    p->hash[k] = (h >> 32 << 32) | (uint64_t)(si + 1);
+}
+
+/* Index of the state holding set w (len nodes) or, when absent, -1 after
+ * adding it (with parent and peeled) in *added. w must not point into
+ * p->bits (adding may move it). */
+static int find_or_add(Peb *p, const uint64_t *w, int len, int parent, int peeled, int *added) {
     size_t words = (size_t)p->words;
-    memset(p->scratch, 0, words * sizeof(uint64_t));
-    for (int a = 0; a < n; a++) p->scratch[v[a] / 64] |= 1ull << (v[a] % 64);
-    size_t mask = p->hash_cap - 1, k = (size_t)set_hash(p->scratch, p->words) & mask;
+    uint64_t h = set_hash(w, p->words);
+    size_t mask = p->hash_cap - 1, k = (size_t)h & mask;
     *added = -1;
     for (; p->hash[k]; k = (k + 1) & mask) {
-        int si = p->hash[k] - 1;
-        if (p->st.v[si].len == n && !memcmp(p->bits.v + (size_t)si * words, p->scratch, words * sizeof(uint64_t)))
-            return si;
+        if (p->hash[k] >> 32 != h >> 32) continue;
+        int si = (int)(p->hash[k] & 0xffffffffu) - 1;
+        if (p->st.v[si].len == len && !memcmp(p->bits.v + (size_t)si * words, w, words * sizeof(uint64_t))) return si;
     }
-    PState s = {n, parent, peeled};
-    for (size_t a = 0; a < words; a++) VEC_PUSH(p->bits, p->scratch[a]);
+    PState s = {len, parent, peeled};
+    for (size_t a = 0; a < words; a++) VEC_PUSH(p->bits, w[a]);
     VEC_PUSH(p->st, s);
-    p->hash[k] = p->st.n;
     *added = p->st.n - 1;
+    if (2 * (size_t)p->st.n > p->hash_cap) { /* grow: every state again, its hash from its set */
+        free(p->hash);
+        p->hash_cap *= 2;
+        p->hash = acc_xcalloc(p->hash_cap, sizeof(uint64_t));
+        for (int si = 0; si < p->st.n; si++) hash_put(p, set_hash(p->bits.v + (size_t)si * words, p->words), si);
+    } else {
+        p->hash[k] = (h >> 32 << 32) | (uint64_t)p->st.n;
+    }
     return -1;
+}
+
+/* The first state, in(x), added to p. */
+static void add_inputs(Peb *p, int x) {
+    const Dag *d = p->d;
+    int added;
+    memset(p->scratch, 0, (size_t)p->words * sizeof(uint64_t));
+    for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++) p->scratch[d->in[q] / 64] |= 1ull << (d->in[q] % 64);
+    find_or_add(p, p->scratch, d->in_off[x + 1] - d->in_off[x], -1, -1, &added);
 }
 
 /* The strict descendants of each node, as bitsets ([n * words]; the ids are
@@ -178,24 +215,27 @@ static int64_t state_mem(const Dag *d, const int *held, const int *v, int n) {
     return m;
 }
 
-/* Peel f from T = tv[0..len): T - f + in(f), ascending, in out; its number.
- * *extra: the memory f's event adds to T's (its inputs not in T, not pinned). */
-static int peel(const Dag *d, const int *held, const int *tv, int len, int f, int *out, int64_t *extra) {
-    int nt = 0, i = 0, q = d->in_off[f], qe = d->in_off[f + 1];
-    *extra = 0;
-    while (i < len || q < qe) {
-        if (i < len && tv[i] == f) {
-            i++;
-        } else if (q >= qe || (i < len && tv[i] < d->in[q])) {
-            out[nt++] = tv[i++];
-        } else if (i >= len || d->in[q] < tv[i]) {
-            if (!held || held[d->in[q]] != 2) *extra += d->mem[d->in[q]];
-            out[nt++] = d->in[q++];
-        } else {
-            out[nt++] = tv[i++], q++;
-        }
+/* What peeling f from the state of set w adds: the memory of f's inputs
+ * not in it (and not pinned), their number in *n_new. Only f's inputs are
+ * looked at, so a peel over the budget is refused without building its
+ * state (building each child by merging lists took 89% of the search). */
+static int64_t peel_extra(const Dag *d, const int *held, const uint64_t *w, int f, int *n_new) {
+    int64_t extra = 0;
+    *n_new = 0;
+    for (int q = d->in_off[f]; q < d->in_off[f + 1]; q++) {
+        int u = d->in[q];
+        if (w[u / 64] >> (u % 64) & 1) continue;
+        ++*n_new;
+        if (!held || held[u] != 2) extra += d->mem[u];
     }
-    return nt;
+    return extra;
+}
+
+/* Peel f from the state of set w: T - f + in(f), in out. */
+static void peel_set(const Dag *d, const uint64_t *w, int words, int f, uint64_t *out) {
+    memcpy(out, w, (size_t)words * sizeof(uint64_t));
+    out[f / 64] &= ~(1ull << (f % 64));
+    for (int q = d->in_off[f]; q < d->in_off[f + 1]; q++) out[d->in[q] / 64] |= 1ull << (d->in[q] % 64);
 }
 
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
@@ -203,17 +243,17 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     *seq = NULL, *n_seq = 0, *cost = 0;
     if (own_event_mem(d, held, x) > budget) return DAG_PEBBLE_NONE;
     Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
-    p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
+    p.scratch = acc_xcalloc(2 * (size_t)p.words, sizeof(uint64_t));
+    uint64_t *pw = p.scratch + p.words; /* the state expanded: its set (adding states may move p.bits) */
     int *cur = acc_xcalloc((size_t)d->n + 1, sizeof(int));
     p.hash_cap = 1024;
-    while (p.hash_cap < 2 * (size_t)max_states + 2) p.hash_cap *= 2;
-    p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
-    int n = d->n, *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    p.hash = acc_xcalloc(p.hash_cap, sizeof(uint64_t));
+    int n = d->n;
     int *key = acc_xcalloc((size_t)n + 1, sizeof(int)), *order = acc_xcalloc((size_t)n + 1, sizeof(int));
     VEC(int) stack = {0};
-    int added, goal = -1, status = DAG_PEBBLE_STOPPED;
+    int added, n_new, goal = -1, status = DAG_PEBBLE_STOPPED;
     bool stopped = false;
-    find_or_add(&p, d->in + d->in_off[x], d->in_off[x + 1] - d->in_off[x], -1, -1, &added);
+    add_inputs(&p, x);
     VEC_PUSH(stack, 0);
     uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
     for (int iter = 0; stack.n; iter++) {
@@ -224,6 +264,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
         }
         int si = stack.v[--stack.n];
         int len = decode(&p, si, cur);
+        memcpy(pw, p.bits.v + (size_t)si * (size_t)p.words, (size_t)p.words * sizeof(uint64_t));
         if (within_held(&p, cur, len)) {
             goal = si;
             break;
@@ -231,9 +272,9 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
         int64_t mt = state_mem(d, held, cur, len);
         int fr = free_peel(&p, si, cur, len, NULL);
         if (fr >= 0) { /* T - f holds less and is a subset of T: its only child (exact, see free_peel) */
-            int64_t extra;
-            int nt = peel(d, held, cur, len, fr, tmp, &extra);
-            find_or_add(&p, tmp, nt, si, fr, &added);
+            peel_extra(d, held, pw, fr, &n_new);
+            peel_set(d, pw, p.words, fr, p.scratch);
+            find_or_add(&p, p.scratch, len - 1 + n_new, si, fr, &added);
             if (added >= 0) VEC_PUSH(stack, added);
             continue;
         }
@@ -256,10 +297,9 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
         for (int oa = 0; oa < len; oa++) {
             int f = cur[order[oa]];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
-            int64_t extra;
-            int nt = peel(d, held, cur, len, f, tmp, &extra);
-            if (mt + extra > budget) continue;
-            find_or_add(&p, tmp, nt, si, f, &added);
+            if (mt + peel_extra(d, held, pw, f, &n_new) > budget) continue;
+            peel_set(d, pw, p.words, f, p.scratch);
+            find_or_add(&p, p.scratch, len - 1 + n_new, si, f, &added);
             if (added >= 0) VEC_PUSH(stack, added);
         }
     }
@@ -273,7 +313,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     VEC_FREE(p.st);
     VEC_FREE(p.bits);
     free(p.scratch), free(cur);
-    free(p.hash), free(tmp), free(key), free(order);
+    free(p.hash), free(key), free(order);
     return status;
 }
 
@@ -341,10 +381,10 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     int n = d->n;
     if (own_event_mem(d, held, x) > budget) return DAG_PEBBLE_NONE;
     Peb p = {.d = d, .held = held, .words = (d->n + 63) / 64};
-    p.scratch = acc_xcalloc((size_t)p.words, sizeof(uint64_t));
+    p.scratch = acc_xcalloc(2 * (size_t)p.words, sizeof(uint64_t));
+    uint64_t *pw = p.scratch + p.words; /* the state expanded: its set (adding states may move p.bits) */
     p.hash_cap = 1024;
-    while (p.hash_cap < 2 * (size_t)max_states + 2) p.hash_cap *= 2;
-    p.hash = acc_xcalloc(p.hash_cap, sizeof(int));
+    p.hash = acc_xcalloc(p.hash_cap, sizeof(uint64_t));
     int *cur = acc_xcalloc((size_t)n + 1, sizeof(int)), *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
     int *mark = acc_xcalloc((size_t)n, sizeof(int)), *dfs = acc_xcalloc((size_t)n, sizeof(int));
     /* the descendants for the free peels; past DESC_MAX_BYTES (n of about 11,000) none are taken */
@@ -352,10 +392,10 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     VEC(double) g = {0}, hv = {0}; /* per state: the least compute to reach it, its estimate */
     VEC(char) closed = {0};
     PItem *heap = NULL;
-    int n_heap = 0, cap_heap = 0, added, goal = -1, status = DAG_PEBBLE_STOPPED, stamp = 0;
+    int n_heap = 0, cap_heap = 0, added, n_new, goal = -1, status = DAG_PEBBLE_STOPPED, stamp = 0;
     bool stopped = false;
     int len0 = d->in_off[x + 1] - d->in_off[x];
-    find_or_add(&p, d->in + d->in_off[x], len0, -1, -1, &added);
+    add_inputs(&p, x);
     double h0 = estimate(d, held, d->in + d->in_off[x], len0, mark, dfs, ++stamp);
     VEC_PUSH(g, 0.0);
     VEC_PUSH(hv, h0);
@@ -365,7 +405,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
         size_t bytes = p.bits.n * sizeof(uint64_t) +
                        (size_t)p.st.n * (sizeof(PState) + 2 * sizeof(double) + 1 + 2 * sizeof(int)) +
                        (size_t)cap_heap * sizeof(PItem);
-        if (p.st.n >= max_states || bytes > PEBBLE_MAX_BYTES || ((iter & 15) == 0 && acc_now_s() > deadline)) {
+        if (p.st.n >= max_states || bytes > CHEAPEST_MAX_BYTES || ((iter & 15) == 0 && acc_now_s() > deadline)) {
             stopped = true;
             break;
         }
@@ -373,6 +413,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
         if (closed.v[it.si] || it.g > g.v[it.si]) continue; /* reached again more cheaply */
         closed.v[it.si] = 1;
         int len = decode(&p, it.si, cur);
+        memcpy(pw, p.bits.v + (size_t)it.si * (size_t)p.words, (size_t)p.words * sizeof(uint64_t));
         if (within_held(&p, cur, len)) {
             goal = it.si;
             break;
@@ -383,12 +424,12 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
             int f = cur[a];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
             if (fr >= 0 && f != fr) continue;   /* a free peel that no later peel reads: the only child */
-            int64_t extra;
-            int nt = peel(d, held, cur, len, f, tmp, &extra);
-            if (mt + extra > budget) continue;
+            if (mt + peel_extra(d, held, pw, f, &n_new) > budget) continue;
             double gc = it.g + d->cost[f];
-            int si = find_or_add(&p, tmp, nt, it.si, f, &added);
+            peel_set(d, pw, p.words, f, p.scratch);
+            int si = find_or_add(&p, p.scratch, len - 1 + n_new, it.si, f, &added);
             if (added >= 0) {
+                int nt = decode_set(p.scratch, p.words, tmp);
                 double hc = estimate(d, held, tmp, nt, mark, dfs, ++stamp), fc = gc + hc;
                 VEC_PUSH(g, gc);
                 VEC_PUSH(hv, hc);

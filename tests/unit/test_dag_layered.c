@@ -21,11 +21,12 @@
  * With --pebble-states S, also: at each fraction, before the plan, the
  * pebbling search from nothing for the last node (dag_pebble, as the proof
  * runs it) must find a path within S states, and the path, replayed here
- * from nothing, must compute that node within the budget.
+ * from nothing, must compute that node within the budget. With --no-plan 1,
+ * that search alone (no plan).
  *
  * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
  *                         [--late L] [--json FILE: write the graph] [--improve MIN_PCT] [--cheapest MIN_PCT]
- *                         [--pebble-states S]
+ *                         [--pebble-states S] [--no-plan 1]
  */
 #include <math.h>
 #include <stdio.h>
@@ -250,7 +251,7 @@ static double cheapest_case(const Dag *d, int64_t budget, double limit, double *
 int main(int argc, char **argv) {
     int n = 150, collector = 0, late = 0;
     double improve = -1, cheapest = -1;
-    int pebble_states = 0;
+    int pebble_states = 0, no_plan = 0;
     const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
@@ -266,6 +267,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--improve")) improve = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--cheapest")) cheapest = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--pebble-states")) pebble_states = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--no-plan")) no_plan = atoi(argv[a + 1]);
     }
     if (n < 4) n = 4;
     Dag d;
@@ -304,6 +306,7 @@ int main(int argc, char **argv) {
             ASSERT_TRUE(peak <= budget);
             free(seq);
         }
+        if (no_plan) continue;
         DagPlanOptions o = {DAG_ACC, (int64_t)ceil(frac * (double)base), limit, NULL, false, 0, 0};
         DagPlan p;
         char err[200] = "";
