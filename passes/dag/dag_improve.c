@@ -164,6 +164,14 @@ static int held_at(const Dag *d, const Staged *s, const int *last, const int64_t
     return k;
 }
 
+/* out = s with its stage [a, b) replaced by stage's events (all of stage t). */
+static void splice_stage(const Staged *s, int a, int b, int t, const Staged *stage, Staged *out) {
+    staged_clear(out);
+    for (int e = 0; e < a; e++) staged_push(out, s->stage.v[e], s->ev.v[e]);
+    for (int e = 0; e < stage->ev.n; e++) staged_push(out, t, stage->ev.v[e]);
+    for (int e = b; e < s->ev.n; e++) staged_push(out, s->stage.v[e], s->ev.v[e]);
+}
+
 /* One pass over the stages: each with recomputations re-solved from what is
  * held at its start (first with the copies the memory lets live on, then
  * without), kept when the whole schedule fits and costs less. Returns the
@@ -192,10 +200,7 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
             if (!held_at(d, s, last, mem_at, budget, a, b, wide, held, suffix, &across) && wide) continue;
             double c = dag_resolve_stage(d, budget, t, held, across, deadline, &stage);
             if (c < 0 || c >= old) continue;
-            staged_clear(&trial);
-            for (int e = 0; e < a; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
-            for (int e = 0; e < stage.ev.n; e++) staged_push(&trial, t, stage.ev.v[e]);
-            for (int e = b; e < s->ev.n; e++) staged_push(&trial, s->stage.v[e], s->ev.v[e]);
+            splice_stage(s, a, b, t, &stage, &trial);
             double tc = staged_cost(d, &trial, budget);
             if (tc >= 0 && tc < *cost) {
                 staged_clear(s);
@@ -257,15 +262,12 @@ static double kick(const Dag *d, int64_t budget, double deadline, const Staged *
     }
     if (t >= 0) {
         int a = start[t], b = end[t], *held = acc_xcalloc((size_t)n, sizeof(int)), *last = staged_last_reads(d, s);
-        int64_t across = 0;
-        for (int e = 0; e < a; e++)
-            if (last[e] >= b) held[s->ev.v[e]] = 2, across += d->mem[s->ev.v[e]];
+        int64_t across;
+        held_at(d, s, last, NULL, budget, a, b, false, held, NULL, &across);
+        for (int u = 0; u < n; u++) held[u] = held[u] == 2 ? 2 : 0; /* only the pinned: those ending in it not there */
         Staged stage = {0};
         if (dag_resolve_stage(d, budget, t, held, across, deadline, &stage) >= 0) {
-            staged_clear(out);
-            for (int e = 0; e < a; e++) staged_push(out, s->stage.v[e], s->ev.v[e]);
-            for (int e = 0; e < stage.ev.n; e++) staged_push(out, t, stage.ev.v[e]);
-            for (int e = b; e < s->ev.n; e++) staged_push(out, s->stage.v[e], s->ev.v[e]);
+            splice_stage(s, a, b, t, &stage, out);
             c = staged_cost(d, out, budget);
         }
         staged_free(&stage);
