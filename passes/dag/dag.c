@@ -1006,6 +1006,8 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             dag_prune_recomputations(d, o->budget, acc_now_s() + 0.05 * limit, &inc);
             have = true;
         }
+        /* none fits: staged checkpoints (dag_stage.c), each stage rebuilt from the outputs held */
+        if (!have && dag_stage_checkpoints(d, o->budget, acc_now_s() + 0.35 * limit, &inc, o->verbose)) have = true;
         double any_bound = NAN;
         double proof_start = acc_now_s();
         if (!have && prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
