@@ -211,8 +211,8 @@ static bool stage_plan(Stage *s, int64_t cap, int kind, double upper, double dea
 static const struct {
     double cap;
     int score;
-} stage_kinds[] = {{0.85, 1}, {0.85, 0}, {0.75, 1}, {0.8, 0}, {0.65, 0}, {0.9, 0},
-                   {0.95, 2}, {0.75, 0}, {0.85, 2}, {0.7, 2}, {0.95, 0}, {0.8, 1}};
+} stage_kinds[] = {{0.75, 1}, {0.85, 1}, {0.85, 0}, {0.65, 0}, {0.8, 0},  {0.9, 0},
+                   {0.95, 2}, {0.75, 0}, {0.85, 2}, {0.7, 2},  {0.95, 0}, {0.8, 1}};
 #define STAGE_KINDS ((int)(sizeof stage_kinds / sizeof stage_kinds[0]))
 
 bool dag_stage_checkpoints(const Dag *d, int64_t budget, double deadline, Staged *out, bool verbose) {
@@ -229,9 +229,9 @@ bool dag_stage_checkpoints(const Dag *d, int64_t budget, double deadline, Staged
     staged_clear(out);
     for (int k = 0; k < STAGE_KINDS && acc_now_s() < deadline; k++) {
         double t0 = acc_now_s(), cf = stage_kinds[k].cap;
-        /* before any plan, a kind may take half the time left (one that fails late must not take it all);
+        /* before any plan, a kind may take 0.7 of the time left (one that fails late must not take it all);
          * after, the cost of the plan in hand cuts the dearer ones short */
-        double end = isfinite(best) || k == STAGE_KINDS - 1 ? deadline : t0 + 0.5 * (deadline - t0);
+        double end = isfinite(best) || k == STAGE_KINDS - 1 ? deadline : t0 + 0.7 * (deadline - t0);
         bool ok = stage_plan(&s, (int64_t)(cf * (double)budget), stage_kinds[k].score, fmin(best, upper), end, &trial);
         DagSim sim = {0};
         if (ok) dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
