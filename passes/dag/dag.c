@@ -1008,22 +1008,26 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             have = true;
         }
         /* none fits, on a large graph: staged checkpoints (dag_stage.c), each stage rebuilt from the outputs
-         * held; its plan, when it has one, replaces the proof and the evictions below (on MOCCASIN's n1000 at
-         * 0.6 they took 18 s for a plan ~150 times dearer). Not on smaller graphs, where the evictions with
-         * pebbled stages find cheaper plans (MOCCASIN's n100 at 0.5437: 519,021 with it first, 112,030
-         * without) */
-        if (!have && n >= STAGE_MIN_NODES &&
-            dag_stage_checkpoints(d, o->budget, acc_now_s() + 0.35 * limit, &inc, o->verbose))
-            have = true;
+         * held. Its plan, when it has one, replaces the proof and the pebbled kinds below (on MOCCASIN's n1000
+         * at 0.6 they took 18 s for a plan ~200 times dearer); the evictions still run, and replace it where
+         * cheaper (n1000 at 0.7). Not on smaller graphs, where the evictions with pebbled stages find cheaper
+         * plans (MOCCASIN's n100 at 0.5437: 519,021 with it first, 112,030 without) */
+        Staged staged = {0};
+        double stage_start = acc_now_s();
+        bool have_staged = !have && n >= STAGE_MIN_NODES &&
+                           dag_stage_checkpoints(d, o->budget, acc_now_s() + 0.35 * limit, &staged, o->verbose);
+        /* with its plan the proof and the pebbled kinds do not run: the evictions' shares start after it */
+        double stage_s = have_staged ? acc_now_s() - stage_start : 0;
         double any_bound = NAN;
         double proof_start = acc_now_s();
-        if (!have && prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
-            staged_free(&inc), staged_free(&all);
+        if (!have && !have_staged &&
+            prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
+            staged_free(&inc), staged_free(&all), staged_free(&staged);
             for (int i = 0; i < n; i++) free(seqs[i]);
             free(seqs), free(n_seqs);
             goto scored;
         }
-        double e0 = t0 + (acc_now_s() - proof_start); /* the evictions' shares, after the proof's time */
+        double e0 = t0 + (acc_now_s() - proof_start) + stage_s; /* the evictions' shares, after the proof's time */
         if (!have) {
             have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
             /* evictions with perturbed scores at the budget, the cheapest that fits (pruned) */
@@ -1033,6 +1037,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 DagSim sim;
                 dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
                 best = sim.compute;
+            }
+            if (have_staged) { /* replayed within the budget by dag_stage_checkpoints */
+                DagSim sim;
+                dag_simulate(d, staged.ev.v, staged.ev.n, &sim, NULL);
+                if (sim.compute < best) {
+                    best = sim.compute, have = true;
+                    staged_clear(&inc);
+                    for (int e = 0; e < staged.ev.n; e++) staged_push(&inc, staged.stage.v[e], staged.ev.v[e]);
+                }
             }
             /* the fixed kinds and more for 0.1 of the limit first; where none fits by then, the pebbled kinds
              * below run first, and the perturbed ones resume after them (the same kinds in the same order: where
@@ -1078,7 +1091,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                             sim.compute);
             }
         }
-        staged_free(&all);
+        staged_free(&all), staged_free(&staged);
         for (int i = 0; i < n; i++) free(seqs[i]);
         free(seqs), free(n_seqs);
         /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.3 of it,
