@@ -12,20 +12,25 @@
  * H pinned, its bytes off the budget: the search has the rest. After t runs,
  * the candidates for the next H are H, the inputs of t and t, all held at
  * t's event (so keeping them adds no memory the replay would not count), less
- * those no first execution to come reads; over the cap, the lowest scores go
- * first. The score of u is what losing it costs per byte held: the compute
- * of u and of its ancestors the candidates lack (a rebuild goes through
- * them), divided by u's bytes and by the stages until u's next reader (held
- * for long, it takes room from every stage in between). A stage that finds
- * no rebuild within its share evicts more of H, lowest scores first (a
- * smaller H leaves the search more room), down to nothing.
+ * those no longer needed: needed is read by a first execution to come, or an
+ * input of a needed node that is not held (a rebuild of it goes through
+ * this one). Over the cap, the lowest scores go first. The score of u is
+ * what losing it costs per byte held: the compute of u and of all its
+ * ancestors the candidates lack (a rebuild goes through them; cut short,
+ * the walk saturates on these graphs and the scores stop telling the nodes
+ * apart), divided by u's bytes and by the stages until u's next need, or
+ * their square root, or 1 (the three scores). A stage that finds no
+ * rebuild evicts a tenth of the budget from H at a time, first what lies
+ * out of t's cone (it only takes room), and tries again, down to nothing.
  *
  * Why it is needed: the evictions (dag.c) rebuild on demand with the inputs
- * at hand locked and fail on these graphs; the plan that computes each node
- * from nothing in turn fits but costs ~360 times the baseline on n1000. Here
- * the rebuilds start from checkpoints, so a stage recomputes a few nodes.
- * Several caps and scores are tried (each a few seconds at most on n1000),
- * the cheapest plan kept; the driver then improves it locally.
+ * at hand locked and fail on these graphs (a dropped output's cone reaches
+ * back to the source); the plan that computes each node from nothing in
+ * turn fits but costs ~360 times the baseline on n1000. Here the rebuilds
+ * start from checkpoints. Twelve caps and scores are tried in a fixed
+ * order, the cheapest plan kept; a kind is given up once it costs more than
+ * the plan in hand (a cut that does not depend on the load); the driver
+ * then improves the plan locally.
  */
 #include <limits.h>
 #include <math.h>
@@ -42,7 +47,7 @@ typedef struct {
     const Dag *d;
     int64_t budget;
     int *held;        /* [n] 2: in H (pinned during a stage), else 0 */
-    int *next;        /* [n] scratch: the next reader after t */
+    int *next;        /* [n] the first stage after t that needs the node (INT_MAX: none) */
     int *mark, stamp; /* [n] the ancestors' walk */
     int *stack;       /* [n] */
     double *score;    /* [n] */
@@ -57,17 +62,18 @@ static int next_reader(const Dag *d, int u, int t) {
     return -1;
 }
 
-/* The compute of u and of its ancestors outside the candidates (marked 2
- * in held), walked no further than 256 nodes: a rebuild's cost, roughly. */
+/* The compute of u and of all its ancestors outside the candidates (held
+ * 2): what rebuilding u would run, at most. Each node is marked once, so a
+ * walk is O(n + edges). */
 static double rebuild_cost(Stage *s, int u) {
     const Dag *d = s->d;
-    int top = 0, seen = 0;
+    int top = 0;
     double c = 0;
     s->stamp++;
     s->mark[u] = s->stamp, s->stack[top++] = u;
-    while (top && seen < s->d->n) {
+    while (top) {
         int v = s->stack[--top];
-        c += d->cost[v], seen++;
+        c += d->cost[v];
         for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++) {
             int w = d->in[q];
             if (s->held[w] != 2 && s->mark[w] != s->stamp) s->mark[w] = s->stamp, s->stack[top++] = w;
