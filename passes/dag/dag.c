@@ -891,6 +891,7 @@ static void cheapen_from_nothing(const Dag *d, int64_t budget, double deadline, 
  * when one is proven. When every node is found to fit, all is the schedule
  * that computes each node from nothing in turn (stage t: node t's
  * recomputations and t): it fits, however much it recomputes. */
+#define STAGE_MIN_NODES 400         /* staged checkpoints (dag_stage.c) from this many nodes */
 #define RECURSIVE_MAX_EVENTS 200000 /* the recursive schedule written out as a plan up to this length */
 static bool prove_none_fits(const Dag *d, int64_t budget, double deadline, DagPlan *p, bool verbose, int **seqs,
                             int *n_seqs, Staged *all) {
@@ -1006,15 +1007,27 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             dag_prune_recomputations(d, o->budget, acc_now_s() + 0.05 * limit, &inc);
             have = true;
         }
+        /* none fits, on a large graph: staged checkpoints (dag_stage.c), each stage rebuilt from the outputs
+         * held. Its plan, when it has one, replaces the proof and the pebbled kinds below (on MOCCASIN's n1000
+         * at 0.6 they took 18 s for a plan ~200 times dearer); the evictions still run, and replace it where
+         * cheaper (n1000 at 0.7). Not on smaller graphs, where the evictions with pebbled stages find cheaper
+         * plans (MOCCASIN's n100 at 0.5437: 519,021 with it first, 112,030 without) */
+        Staged staged = {0};
+        double stage_start = acc_now_s();
+        bool have_staged = !have && n >= STAGE_MIN_NODES &&
+                           dag_stage_checkpoints(d, o->budget, acc_now_s() + 0.35 * limit, &staged, o->verbose);
+        /* with its plan the proof and the pebbled kinds do not run: the evictions' shares start after it */
+        double stage_s = have_staged ? acc_now_s() - stage_start : 0;
         double any_bound = NAN;
         double proof_start = acc_now_s();
-        if (!have && prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
-            staged_free(&inc), staged_free(&all);
+        if (!have && !have_staged &&
+            prove_none_fits(d, o->budget, proof_start + 0.35 * limit, p, o->verbose, seqs, n_seqs, &all)) {
+            staged_free(&inc), staged_free(&all), staged_free(&staged);
             for (int i = 0; i < n; i++) free(seqs[i]);
             free(seqs), free(n_seqs);
             goto scored;
         }
-        double e0 = t0 + (acc_now_s() - proof_start); /* the evictions' shares, after the proof's time */
+        double e0 = t0 + (acc_now_s() - proof_start) + stage_s; /* the evictions' shares, after the proof's time */
         if (!have) {
             have = evict_bisect(d, o->budget, acc_now_s() + 0.1 * limit, &least, &inc);
             /* evictions with perturbed scores at the budget, the cheapest that fits (pruned) */
@@ -1024,6 +1037,15 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 DagSim sim;
                 dag_simulate(d, inc.ev.v, inc.ev.n, &sim, NULL);
                 best = sim.compute;
+            }
+            if (have_staged) { /* replayed within the budget by dag_stage_checkpoints */
+                DagSim sim;
+                dag_simulate(d, staged.ev.v, staged.ev.n, &sim, NULL);
+                if (sim.compute < best) {
+                    best = sim.compute, have = true;
+                    staged_clear(&inc);
+                    for (int e = 0; e < staged.ev.n; e++) staged_push(&inc, staged.stage.v[e], staged.ev.v[e]);
+                }
             }
             /* the fixed kinds and more for 0.1 of the limit first; where none fits by then, the pebbled kinds
              * below run first, and the perturbed ones resume after them (the same kinds in the same order: where
@@ -1074,9 +1096,25 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
         free(seqs), free(n_seqs);
         /* the incumbent improved locally (dag_improve.c), until 0.6 of the time limit (at least 0.3 of it,
          * ending 0.1 before the limit); it stops earlier when a pass changes nothing */
-        if (have)
-            dag_improve(d, o->budget, fmin(fmax(acc_now_s() + 0.3 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit),
-                        &inc, o->verbose);
+        double improve_end = fmin(fmax(acc_now_s() + 0.3 * limit, t0 + 0.6 * limit), deadline - 0.1 * limit);
+        bool other = have_staged &&
+                     (inc.ev.n != staged.ev.n || memcmp(inc.ev.v, staged.ev.v, (size_t)inc.ev.n * sizeof(int)) != 0);
+        if (other) {
+            /* an eviction beat the staged checkpoints' plan as it was; improved, it may win back (MOCCASIN's
+             * n1000 at 0.65: 660,535 against the eviction's 815,780): each gets half the time, the cheaper kept */
+            DagSim a, b;
+            dag_improve(d, o->budget, acc_now_s() + 0.5 * (improve_end - acc_now_s()), &staged, o->verbose);
+            dag_improve(d, o->budget, improve_end, &inc, o->verbose);
+            dag_simulate(d, staged.ev.v, staged.ev.n, &a, NULL);
+            dag_simulate(d, inc.ev.v, inc.ev.n, &b, NULL);
+            if (a.valid && a.peak <= o->budget && a.compute < b.compute) {
+                staged_clear(&inc);
+                for (int e = 0; e < staged.ev.n; e++) staged_push(&inc, staged.stage.v[e], staged.ev.v[e]);
+            }
+        } else if (have) {
+            dag_improve(d, o->budget, improve_end, &inc, o->verbose);
+        }
+        staged_free(&staged);
         if (search_every_schedule(d, o, have ? &inc : NULL, t0 + 0.5 * limit, p, &any_bound)) {
             staged_free(&inc);
             goto scored;

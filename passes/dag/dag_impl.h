@@ -129,6 +129,12 @@ int64_t dag_recursive_peak(const Dag *d, int64_t *r, double *events);
  * below is read, not recomputed); false, out empty, when it would take more
  * than max_events. */
 bool dag_recursive_schedule(const Dag *d, int max_events, Staged *out);
+/* Staged checkpoints (dag_stage.c): the nodes in order, a held set of
+ * outputs capped at a fraction of the budget between stages, each stage's
+ * missing inputs rebuilt by the pebbling search from it; the cheapest of a
+ * few caps and scores, replayed by dag_simulate within the budget. False
+ * (out empty) when none fits by deadline. */
+bool dag_stage_checkpoints(const Dag *d, int64_t budget, double deadline, Staged *out, bool verbose);
 /* acc's heuristic incumbent alone (tests). */
 bool dag_heuristic(const Dag *d, int64_t budget, double deadline, Staged *out);
 

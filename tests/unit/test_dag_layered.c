@@ -26,7 +26,8 @@
  *
  * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
  *                         [--late L] [--json FILE: write the graph] [--improve MIN_PCT] [--cheapest MIN_PCT]
- *                         [--pebble-states S] [--no-plan 1]
+ *                         [--pebble-states S] [--no-plan 1] [--fanin F] [--skip PCT]
+ *                         [--max-over X: each plan at most X times the baseline's compute]
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,8 +48,8 @@ static uint64_t rnd(void) {
 static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
 
 /* A source, layers of random width (mean 0.6 sqrt(n)), each node reading one
- * to three nodes of the layer before and with probability 0.15 one of an
- * earlier layer, every node read by a later one, a sink reading the last
+ * to fanin (3) nodes of the layer before and with probability skip% (15%) one
+ * of an earlier layer, every node read by a later one, a sink reading the last
  * layer; sizes 20 .. 8,000, costs 0 .. 999. With collector > 0, the last
  * node reads the sink of the layers and that many other nodes drawn from the
  * whole graph (MOCCASIN's published random graphs end in such a node, which
@@ -57,7 +58,7 @@ static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
  * closer to MOCCASIN's: the last node also reads the last layer (the sink's
  * inputs) and draws the others from the late nodes before the sink, which
  * are rebuilt from deeper chains. */
-static void layered(Dag *d, int n_all, uint64_t seed, int collector, int late) {
+static void layered(Dag *d, int n_all, uint64_t seed, int collector, int late, int fanin, int skip) {
     rng_state = 0x9e3779b97f4a7c15ull ^ (seed * 0x2545f4914f6cdd1dull);
     int n = collector > 0 ? n_all - 1 : n_all;
     int *layer_of = calloc((size_t)n, sizeof(int)), *start = calloc((size_t)n + 1, sizeof(int));
@@ -70,7 +71,7 @@ static void layered(Dag *d, int n_all, uint64_t seed, int collector, int late) {
         next += w, start[++n_layers] = next;
     }
     layer_of[n - 1] = n_layers, start[++n_layers] = n; /* the sink */
-    int cap = 8 * n, m = 0;
+    int cap = (fanin + 5) * n, m = 0;
     int *src = calloc((size_t)cap, sizeof(int)), *dst = calloc((size_t)cap, sizeof(int));
     bool *read = calloc((size_t)n, sizeof(bool));
     for (int l = 1; l < n_layers; l++) {
@@ -80,11 +81,11 @@ static void layered(Dag *d, int n_all, uint64_t seed, int collector, int late) {
                 for (int u = p0; u < p0 + pw; u++) src[m] = u, dst[m++] = v, read[u] = true;
                 continue;
             }
-            for (int k = rnd_int(1, 3); k > 0; k--) {
+            for (int k = rnd_int(1, fanin); k > 0; k--) {
                 int u = p0 + rnd_int(0, pw - 1);
                 src[m] = u, dst[m++] = v, read[u] = true;
             }
-            if (l >= 2 && rnd() % 100 < 15) {
+            if (l >= 2 && rnd() % 100 < (uint64_t)skip) {
                 int ll = rnd_int(0, l - 2), u = start[ll] + rnd_int(0, start[ll + 1] - start[ll] - 1);
                 src[m] = u, dst[m++] = v, read[u] = true;
             }
@@ -251,7 +252,8 @@ static double cheapest_case(const Dag *d, int64_t budget, double limit, double *
 int main(int argc, char **argv) {
     int n = 150, collector = 0, late = 0;
     double improve = -1, cheapest = -1;
-    int pebble_states = 0, no_plan = 0;
+    int pebble_states = 0, no_plan = 0, fanin = 3, skip = 15;
+    double max_over = 0;
     const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
@@ -268,10 +270,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--cheapest")) cheapest = atof(argv[a + 1]);
         else if (!strcmp(argv[a], "--pebble-states")) pebble_states = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--no-plan")) no_plan = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--fanin")) fanin = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--skip")) skip = atoi(argv[a + 1]);
+        else if (!strcmp(argv[a], "--max-over")) max_over = atof(argv[a + 1]);
     }
     if (n < 4) n = 4;
+    if (fanin < 1) fanin = 1;
     Dag d;
-    layered(&d, n, seed, collector, late);
+    layered(&d, n, seed, collector, late, fanin, skip);
     if (json) { /* the graph, for acc plan --graph */
         FILE *f = fopen(json, "w");
         if (f) dag_write_json(&d, "layered", f), fclose(f);
@@ -327,6 +333,7 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(fabs(p.sim.compute - compute) <= 1e-9 * compute);
         ASSERT_TRUE(isfinite(p.gap) && p.gap >= 0 && isfinite(p.bound) && p.bound <= compute);
         ASSERT_TRUE(wall <= 1.1 * limit);
+        ASSERT_TRUE(max_over <= 0 || compute <= max_over * dag_baseline_compute(&d));
         dag_plan_free(&p);
     }
     if (cheapest >= 0) {
