@@ -266,7 +266,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     p.hash = acc_xcalloc(p.hash_cap, sizeof(uint64_t));
     int n = d->n;
     int *key = acc_xcalloc((size_t)n + 1, sizeof(int)), *order = acc_xcalloc((size_t)n + 1, sizeof(int));
-    int *tmp = acc_xcalloc((size_t)n + 1, sizeof(int));
+    int *tmp = acc_xcalloc((size_t)n + 1, sizeof(int)), *grow = acc_xcalloc((size_t)n + 1, sizeof(int));
     VEC(int) stack = {0};
     int added, n_new, goal = -1, status = DAG_PEBBLE_STOPPED;
     bool stopped = false;
@@ -296,7 +296,10 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
             continue;
         }
         /* children in order of preference: not held first, then the latest;
-         * pushed least preferred first */
+         * pushed least preferred first. Only those that fit are ordered (the
+         * keys drawn for every node, so the order is the same): most peels
+         * are over the budget */
+        int m = 0;
         for (int a = 0; a < len; a++) {
             int f = cur[a];
             int k = (held && held[f] ? 0 : n) + f;
@@ -304,15 +307,15 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
                 rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                 k = (held && held[f] ? 0 : n) + (int)(rng % (uint64_t)n);
             }
-            key[a] = k, order[a] = a;
-        }
-        sort_by_key(order, key, tmp, len);
-        for (int oa = 0; oa < len; oa++) {
-            int f = cur[order[oa]];
             if (held && held[f] == 2) continue; /* pinned: held throughout, never recomputed */
             if (mt + peel_extra(d, held, pw, f, &n_new) > budget) continue;
+            key[a] = k, grow[a] = n_new, order[m++] = a;
+        }
+        sort_by_key(order, key, tmp, m);
+        for (int oa = 0; oa < m; oa++) {
+            int f = cur[order[oa]];
             peel_set(d, pw, p.words, f, p.scratch);
-            find_or_add(&p, p.scratch, len - 1 + n_new, si, f, &added);
+            find_or_add(&p, p.scratch, len - 1 + grow[order[oa]], si, f, &added);
             if (added >= 0) VEC_PUSH(stack, added);
         }
     }
@@ -326,7 +329,7 @@ int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_sta
     VEC_FREE(p.st);
     VEC_FREE(p.bits);
     free(p.scratch), free(cur);
-    free(p.hash), free(key), free(order), free(tmp);
+    free(p.hash), free(key), free(order), free(tmp), free(grow);
     return status;
 }
 
