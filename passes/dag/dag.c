@@ -310,6 +310,7 @@ typedef struct {
     uint64_t noise; /* 0, or the state of a generator that perturbs the scores */
     int *present, *lock, *ptr, *touched, *stamp;
     int *down, *up; /* rebuild_depths */
+    int *work;      /* [n + edges]: evicted_depths' stack */
     int max_depth;  /* > 0: prefer evictions that keep rebuild chains at most this deep */
     int clock, n_stamp;
     bool lazy; /* materialize: inputs at hand stay evictable while the missing ones are rebuilt */
@@ -366,6 +367,40 @@ static void rebuild_depths(Evict *v) {
         for (int q = d->out_off[j]; q < d->out_off[j + 1]; q++) {
             int w = d->out[q];
             if (w < v->t && !v->present[w] && v->up[w] >= 0 && v->up[w] + 1 > v->up[j]) v->up[j] = v->up[w] + 1;
+        }
+    }
+}
+
+/* rebuild_depths after evicting b (present until now): only what b's
+ * missing readers build on (down) and what b's inputs are rebuilt for (up)
+ * grows, along missing nodes. The eviction loop of materialize used to
+ * recompute both for the whole graph after each eviction: 60% of it on
+ * MOCCASIN's n250 at 0.6 of its peak (perf). */
+static void evicted_depths(Evict *v, int b) {
+    const Dag *d = v->d;
+    int top = 0, *stack = v->work;
+    v->down[b] = 1;
+    for (int q = d->in_off[b]; q < d->in_off[b + 1]; q++)
+        if (v->down[d->in[q]] + 1 > v->down[b]) v->down[b] = v->down[d->in[q]] + 1;
+    stack[top++] = b;
+    while (top) { /* down: forward along missing readers before t */
+        int j = stack[--top];
+        for (int q = d->out_off[j]; q < d->out_off[j + 1]; q++) {
+            int w = d->out[q];
+            if (w < v->t && !v->present[w] && v->down[j] + 1 > v->down[w])
+                v->down[w] = v->down[j] + 1, stack[top++] = w;
+        }
+    }
+    if (v->up[b] < 0) return;
+    stack[top++] = b;
+    while (top) { /* up: backward from missing nodes to their inputs */
+        int j = stack[--top];
+        for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) {
+            int u = d->in[q];
+            if (v->up[j] + 1 > v->up[u]) {
+                v->up[u] = v->up[j] + 1;
+                if (!v->present[u]) stack[top++] = u;
+            }
         }
     }
 }
@@ -448,10 +483,10 @@ static bool materialize(Evict *v, int x) {
             if (ok) v->lock[p]++, v->touched[p] = v->clock, locked[n_locked++] = p;
         }
     }
+    if (ok && v->used + d->mem[x] > v->budget && v->max_depth > 0) rebuild_depths(v);
     while (ok && v->used + d->mem[x] > v->budget) {
         int best = -1, best_depth = INT32_MAX;
         double bs = INFINITY;
-        if (v->max_depth > 0) rebuild_depths(v);
         for (int i = 0; i < d->n; i++) {
             if (!v->present[i] || v->lock[i]) continue;
             int dep = v->max_depth > 0 ? depth_if_evicted(v, i) : 0;
@@ -463,6 +498,7 @@ static bool materialize(Evict *v, int x) {
             ok = false; /* everything held is an input being used, or the time is up */
         } else {
             v->present[best] = 0, v->used -= d->mem[best];
+            if (v->max_depth > 0) evicted_depths(v, best);
         }
     }
     if (ok) {
@@ -545,6 +581,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
     v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.down = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.up = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.work = pool_alloc(&mem, ((size_t)n + (size_t)d->in_off[n] + 1) * sizeof(int)); /* a push per relaxed edge */
     int *before = kind.pebble > 0 ? pool_alloc(&mem, (size_t)n * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
