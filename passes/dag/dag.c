@@ -301,6 +301,7 @@ typedef struct {
     int pebble;          /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
     int **from_nothing;  /* with pebble, [n]: a path found from nothing for node i (NULL: none yet), */
     int *n_from_nothing; /* its length, -1 where searched and not found (pebble_stage fills both) */
+    int *held_stops;     /* with pebble, [n]: the kinds whose search at i from what is held stopped */
 } EvictKind;
 
 typedef struct {
@@ -523,14 +524,24 @@ static bool materialize(Evict *v, int x) {
  * (prove_none_fits, with more states), else a search of PEBBLE_STATES with
  * the search's own order (seed 0). Each kind searched it again with its own
  * seed: on MOCCASIN's n250 at 0.6 of its peak those searches stopped at the
- * state cap in 415 of 421 stages, half of a kind's searching. */
+ * state cap in 415 of 421 stages, half of a kind's searching. The search
+ * from what is held is the kind's own, but where it has stopped at x in
+ * HELD_STOPS kinds it is not tried there again (counted, so the plan does not
+ * depend on the load): there it stops in all 96 kinds at the last node but
+ * one, whose inputs are made all over the graph, a fifth of a kind's time. */
 #define PEBBLE_STATES 20000
-static bool pebble_stage(Evict *v, int x, uint64_t seed, int **from_nothing, int *n_from_nothing, double deadline) {
+#define HELD_STOPS 8
+static bool pebble_stage(Evict *v, int x, const EvictKind *kind, double deadline) {
     const Dag *d = v->d;
+    int **from_nothing = kind->from_nothing, *n_from_nothing = kind->n_from_nothing;
     int *seq[2] = {NULL, NULL}, n_seq[2] = {0, 0};
     double cost[2] = {0, 0};
-    int st[2];
-    st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, seed, &seq[0], &n_seq[0], &cost[0]);
+    int st[2] = {DAG_PEBBLE_STOPPED, DAG_PEBBLE_STOPPED};
+    if (kind->held_stops[x] < HELD_STOPS) {
+        st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, (uint64_t)kind->pebble - 1, &seq[0],
+                           &n_seq[0], &cost[0]);
+        kind->held_stops[x] += st[0] == DAG_PEBBLE_STOPPED;
+    }
     if (!from_nothing[x] && n_from_nothing[x] == 0) {
         double c;
         if (dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, 0, &from_nothing[x], &n_from_nothing[x], &c) !=
@@ -595,7 +606,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
         if (!ok && before) { /* back to the state before t (materialize left nothing locked) */
             memcpy(v.present, before, (size_t)n * sizeof(int));
             v.used = used, out->ev.n = out->stage.n = n_ev;
-            ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, kind.from_nothing, kind.n_from_nothing, deadline);
+            ok = pebble_stage(&v, t, &kind, deadline);
         }
         ok = ok && ((t & 63) || acc_now_s() < deadline);
     }
@@ -614,10 +625,10 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
 #define PEBBLED_KINDS 96     /* the kinds tried with pebbled stages: the fixed ones and 54 perturbed */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
+    if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL, NULL};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
-    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
+    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL, NULL};
 }
 
 /* One eviction schedule of kind at the budget (by deadline), pruned of the
@@ -657,7 +668,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0, NULL, NULL}, &ev, deadline);
+            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0, NULL, NULL, NULL}, &ev, deadline);
             if (ok) {
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
@@ -1083,16 +1094,18 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
              * on the machine's load (on MOCCASIN's n100 at 0.5437 of its peak the best is the 66th, and a kind
              * takes 0.03-0.1 s), within 0.5 of the limit (on MOCCASIN's n250 at 0.6 a kind takes 0.3-0.9 s, and
              * one kind more is worth more than the improvement's time after) */
-            int n_pebbled = 0, n_tried = 0;
+            int n_pebbled = 0, n_tried = 0, *held_stops = acc_xcalloc((size_t)n, sizeof(int));
             for (bool none = !isfinite(best); none && n_tried < PEBBLED_KINDS && acc_now_s() < e0 + 0.5 * limit;
                  n_tried++) {
                 EvictKind kind = tight_kind(n_tried);
                 kind.pebble = n_tried + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
+                kind.held_stops = held_stops;
                 n_pebbled += try_eviction(d, o->budget, kind, e0 + 0.5 * limit, e0 + 0.55 * limit, &trial, &best, &inc);
             }
             if (o->verbose && n_tried)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d of %d kinds fit, the best %.8g\n",
                         n_pebbled, n_tried, best);
+            free(held_stops);
             for (; acc_now_s() < e0 + 0.3 * limit; k++)
                 n_fit +=
                     try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);
