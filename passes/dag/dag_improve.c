@@ -267,19 +267,24 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
             continue;
         }
         double old = 0;
-        bool found = false;
+        bool found = false, rejected = false;
         for (int e = a; e < b; e++) old += d->cost[s->ev.v[e]];
         bool kept = false;
-        for (int wide = 1; wide >= 0 && !kept; wide--) {
+        int *exports = acc_xcalloc((size_t)(b - a) + 1, sizeof(int)), n_exp = stage_exports(s, last, a, b, exports);
+        /* with the copies the memory lets live on, then without; each first free to leave the exports out
+         * (later reads may take an older copy that fits), then, if the replay rejects that, with them */
+        for (int k = 0; k < 4 && !kept; k++) {
+            int wide = k < 2, ex = k % 2 ? n_exp : 0;
             int64_t across;
+            if (k % 2 && (!n_exp || !rejected)) continue;
+            rejected = false;
             if (!held_at(d, s, last, mem_at, budget, a, b, wide, held, suffix, &across) && wide) continue;
-            int *exports = acc_xcalloc((size_t)(b - a) + 1, sizeof(int)), n_exp = stage_exports(s, last, a, b, exports);
-            double c = resolve_memo(d, budget, t, held, across, exports, n_exp, deadline, &stage, tr);
-            free(exports);
+            double c = resolve_memo(d, budget, t, held, across, exports, ex, deadline, &stage, tr);
             found = found || c >= 0;
             if (c < 0 || c >= old) continue;
             splice_stage(s, a, b, t, &stage, &trial);
             double tc = staged_cost(d, &trial, budget);
+            rejected = tc < 0;
             if (tc >= 0 && tc < *cost) {
                 staged_clear(s);
                 for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
@@ -291,6 +296,7 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
                 dag_simulate(d, s->ev.v, s->ev.n, &sim, mem_at);
             }
         }
+        free(exports);
         tr->dead[t] += !found, tr->stale[t] += !kept;
         a = kept ? a + stage.ev.n : b;
     }
@@ -348,10 +354,12 @@ static double kick(const Dag *d, int64_t budget, double deadline, const Staged *
         for (int u = 0; u < n; u++) held[u] = held[u] == 2 ? 2 : 0; /* only the pinned: those ending in it not there */
         Staged stage = {0};
         int *exports = acc_xcalloc((size_t)(b - a) + 1, sizeof(int)), n_exp = stage_exports(s, last, a, b, exports);
-        if (resolve_memo(d, budget, t, held, across, exports, n_exp, deadline, &stage, tr) >= 0) {
-            splice_stage(s, a, b, t, &stage, out);
-            c = staged_cost(d, out, budget);
-        }
+        for (int ex = 0; ex < 2 && c < 0; ex++) /* without the exports, then with them (improve_stages) */
+            if ((ex == 0 || n_exp) &&
+                resolve_memo(d, budget, t, held, across, exports, ex ? n_exp : 0, deadline, &stage, tr) >= 0) {
+                splice_stage(s, a, b, t, &stage, out);
+                c = staged_cost(d, out, budget);
+            }
         staged_free(&stage);
         free(held), free(last), free(exports);
     }
