@@ -311,7 +311,7 @@ typedef struct {
     uint64_t noise; /* 0, or the state of a generator that perturbs the scores */
     int *present, *lock, *ptr, *touched, *stamp;
     int *down, *up; /* rebuild_depths */
-    int *work;      /* [n + edges]: evicted_depths' stack */
+    int *work;      /* [n]: evicted_depths' stack */
     int max_depth;  /* > 0: prefer evictions that keep rebuild chains at most this deep */
     int clock, n_stamp;
     bool lazy; /* materialize: inputs at hand stay evictable while the missing ones are rebuilt */
@@ -375,33 +375,37 @@ static void rebuild_depths(Evict *v) {
 /* rebuild_depths after evicting b (present until now): only what b's
  * missing readers build on (down) and what b's inputs are rebuilt for (up)
  * grows, along missing nodes. The eviction loop of materialize used to
- * recompute both for the whole graph after each eviction: 60% of it on
- * MOCCASIN's n250 at 0.6 of its peak (perf). */
+ * recompute both for the whole graph after each eviction: most of its time
+ * on MOCCASIN's n250 at 0.6 of its peak (perf). A node is on the stack at
+ * most once (stamp), and propagates its value when popped, so the stack
+ * holds at most n. */
 static void evicted_depths(Evict *v, int b) {
     const Dag *d = v->d;
-    int top = 0, *stack = v->work;
+    int top = 0, *stack = v->work, st = ++v->n_stamp;
     v->down[b] = 1;
     for (int q = d->in_off[b]; q < d->in_off[b + 1]; q++)
         if (v->down[d->in[q]] + 1 > v->down[b]) v->down[b] = v->down[d->in[q]] + 1;
-    stack[top++] = b;
+    stack[top++] = b, v->stamp[b] = st;
     while (top) { /* down: forward along missing readers before t */
         int j = stack[--top];
+        v->stamp[j] = 0;
         for (int q = d->out_off[j]; q < d->out_off[j + 1]; q++) {
             int w = d->out[q];
-            if (w < v->t && !v->present[w] && v->down[j] + 1 > v->down[w])
-                v->down[w] = v->down[j] + 1, stack[top++] = w;
+            if (w >= v->t || v->present[w] || v->down[j] + 1 <= v->down[w]) continue;
+            v->down[w] = v->down[j] + 1;
+            if (v->stamp[w] != st) stack[top++] = w, v->stamp[w] = st;
         }
     }
     if (v->up[b] < 0) return;
-    stack[top++] = b;
+    stack[top++] = b, v->stamp[b] = st;
     while (top) { /* up: backward from missing nodes to their inputs */
         int j = stack[--top];
+        v->stamp[j] = 0;
         for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) {
             int u = d->in[q];
-            if (v->up[j] + 1 > v->up[u]) {
-                v->up[u] = v->up[j] + 1;
-                if (!v->present[u]) stack[top++] = u;
-            }
+            if (v->up[j] + 1 <= v->up[u]) continue;
+            v->up[u] = v->up[j] + 1;
+            if (!v->present[u] && v->stamp[u] != st) stack[top++] = u, v->stamp[u] = st;
         }
     }
 }
@@ -592,7 +596,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
     v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.down = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.up = pool_alloc(&mem, (size_t)n * sizeof(int));
-    v.work = pool_alloc(&mem, ((size_t)n + (size_t)d->in_off[n] + 1) * sizeof(int)); /* a push per relaxed edge */
+    v.work = pool_alloc(&mem, (size_t)n * sizeof(int));
     int *before = kind.pebble > 0 ? pool_alloc(&mem, (size_t)n * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);

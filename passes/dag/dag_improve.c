@@ -260,9 +260,8 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
     for (int a = 0; a < s->ev.n && acc_now_s() < deadline;) {
         int t = s->stage.v[a], b = a;
         while (b < s->ev.n && s->stage.v[b] == t) b++;
-        if (b - a < 2 || s->ev.v[b - 1] != t || tr->dead[t] >= DEAD_PASSES ||
-            tr->stale[t] >= STALE_PASSES) { /* nothing recomputed here (or not a
-                                                                             * stage of this form, or given up) */
+        /* nothing recomputed here (or not a stage of this form), or given up (Tries) */
+        if (b - a < 2 || s->ev.v[b - 1] != t || tr->dead[t] >= DEAD_PASSES || tr->stale[t] >= STALE_PASSES) {
             a = b;
             continue;
         }
