@@ -297,10 +297,11 @@ typedef struct {
     int score;
     bool lazy;
     int max_depth;
-    uint64_t noise;            /* 0, or the seed of a generator that perturbs the scores */
-    int pebble;                /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
-    int *const *from_nothing;  /* NULL, or [n]: a sequence found from nothing for node i (NULL: none), */
-    const int *n_from_nothing; /* its length: where pebble_stage's own searches stop */
+    uint64_t noise;      /* 0, or the seed of a generator that perturbs the scores */
+    int pebble;          /* > 0: where the eviction fails at a node, compute it by dag_pebble (seed pebble - 1) */
+    int **from_nothing;  /* with pebble, [n]: a path found from nothing for node i (NULL: none yet), */
+    int *n_from_nothing; /* its length, -1 where searched and not found (pebble_stage fills both) */
+    int *held_stops;     /* with pebble, [n]: the kinds whose search at i from what is held stopped */
 } EvictKind;
 
 typedef struct {
@@ -310,6 +311,7 @@ typedef struct {
     uint64_t noise; /* 0, or the state of a generator that perturbs the scores */
     int *present, *lock, *ptr, *touched, *stamp;
     int *down, *up; /* rebuild_depths */
+    int *work;      /* [n]: evicted_depths' stack */
     int max_depth;  /* > 0: prefer evictions that keep rebuild chains at most this deep */
     int clock, n_stamp;
     bool lazy; /* materialize: inputs at hand stay evictable while the missing ones are rebuilt */
@@ -366,6 +368,44 @@ static void rebuild_depths(Evict *v) {
         for (int q = d->out_off[j]; q < d->out_off[j + 1]; q++) {
             int w = d->out[q];
             if (w < v->t && !v->present[w] && v->up[w] >= 0 && v->up[w] + 1 > v->up[j]) v->up[j] = v->up[w] + 1;
+        }
+    }
+}
+
+/* rebuild_depths after evicting b (present until now): only what b's
+ * missing readers build on (down) and what b's inputs are rebuilt for (up)
+ * grows, along missing nodes. The eviction loop of materialize used to
+ * recompute both for the whole graph after each eviction: most of its time
+ * on MOCCASIN's n250 at 0.6 of its peak (perf). A node is on the stack at
+ * most once (stamp), and propagates its value when popped, so the stack
+ * holds at most n. */
+static void evicted_depths(Evict *v, int b) {
+    const Dag *d = v->d;
+    int top = 0, *stack = v->work, st = ++v->n_stamp;
+    v->down[b] = 1;
+    for (int q = d->in_off[b]; q < d->in_off[b + 1]; q++)
+        if (v->down[d->in[q]] + 1 > v->down[b]) v->down[b] = v->down[d->in[q]] + 1;
+    stack[top++] = b, v->stamp[b] = st;
+    while (top) { /* down: forward along missing readers before t */
+        int j = stack[--top];
+        v->stamp[j] = 0;
+        for (int q = d->out_off[j]; q < d->out_off[j + 1]; q++) {
+            int w = d->out[q];
+            if (w >= v->t || v->present[w] || v->down[j] + 1 <= v->down[w]) continue;
+            v->down[w] = v->down[j] + 1;
+            if (v->stamp[w] != st) stack[top++] = w, v->stamp[w] = st;
+        }
+    }
+    if (v->up[b] < 0) return;
+    stack[top++] = b, v->stamp[b] = st;
+    while (top) { /* up: backward from missing nodes to their inputs */
+        int j = stack[--top];
+        v->stamp[j] = 0;
+        for (int q = d->in_off[j]; q < d->in_off[j + 1]; q++) {
+            int u = d->in[q];
+            if (v->up[j] + 1 <= v->up[u]) continue;
+            v->up[u] = v->up[j] + 1;
+            if (!v->present[u] && v->stamp[u] != st) stack[top++] = u, v->stamp[u] = st;
         }
     }
 }
@@ -448,10 +488,10 @@ static bool materialize(Evict *v, int x) {
             if (ok) v->lock[p]++, v->touched[p] = v->clock, locked[n_locked++] = p;
         }
     }
+    if (ok && v->used + d->mem[x] > v->budget && v->max_depth > 0) rebuild_depths(v);
     while (ok && v->used + d->mem[x] > v->budget) {
         int best = -1, best_depth = INT32_MAX;
         double bs = INFINITY;
-        if (v->max_depth > 0) rebuild_depths(v);
         for (int i = 0; i < d->n; i++) {
             if (!v->present[i] || v->lock[i]) continue;
             int dep = v->max_depth > 0 ? depth_if_evicted(v, i) : 0;
@@ -463,6 +503,7 @@ static bool materialize(Evict *v, int x) {
             ok = false; /* everything held is an input being used, or the time is up */
         } else {
             v->present[best] = 0, v->used -= d->mem[best];
+            if (v->max_depth > 0) evicted_depths(v, best);
         }
     }
     if (ok) {
@@ -479,23 +520,42 @@ static bool materialize(Evict *v, int x) {
  * nothing, the cheaper: its recomputations, then x; what is held after is x
  * and its inputs. For a node the eviction cannot rebuild for: one that reads
  * many outputs made all over the graph, whose rebuild chains, each locking
- * the inputs at hand, fill the budget. */
+ * the inputs at hand, fill the budget.
+ *
+ * The path from nothing does not depend on what the eviction holds, so it is
+ * found once per node for all the kinds (from_nothing[x]; n_from_nothing[x]
+ * is -1 where it was searched and not found): the proof's path
+ * (prove_none_fits, with more states), else a search of PEBBLE_STATES with
+ * the search's own order (seed 0). Each kind searched it again with its own
+ * seed: on MOCCASIN's n250 at 0.6 of its peak those searches stopped at the
+ * state cap in 415 of 421 stages, half of a kind's searching. The search
+ * from what is held is the kind's own, but where it has stopped at x in
+ * HELD_STOPS kinds it is not tried there again (counted, so the plan does not
+ * depend on the load): there it stops in all 96 kinds at the last node but
+ * one, whose inputs are made all over the graph, a fifth of a kind's time. */
 #define PEBBLE_STATES 20000
-static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothing, const int *n_from_nothing,
-                         double deadline) {
+#define HELD_STOPS 8
+static bool pebble_stage(Evict *v, int x, const EvictKind *kind, double deadline) {
     const Dag *d = v->d;
+    int **from_nothing = kind->from_nothing, *n_from_nothing = kind->n_from_nothing;
     int *seq[2] = {NULL, NULL}, n_seq[2] = {0, 0};
     double cost[2] = {0, 0};
-    int st[2];
-    st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, seed, &seq[0], &n_seq[0], &cost[0]);
-    st[1] = dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, seed, &seq[1], &n_seq[1], &cost[1]);
-    if (st[0] != DAG_PEBBLE_FOUND && st[1] != DAG_PEBBLE_FOUND && from_nothing && from_nothing[x]) {
-        free(seq[1]); /* the sequence found for the proof (prove_none_fits), with more states */
-        seq[1] = acc_xcalloc((size_t)n_from_nothing[x] + 1, sizeof(int)), n_seq[1] = n_from_nothing[x];
-        memcpy(seq[1], from_nothing[x], (size_t)n_seq[1] * sizeof(int));
-        cost[1] = 0;
+    int st[2] = {DAG_PEBBLE_STOPPED, DAG_PEBBLE_STOPPED};
+    if (kind->held_stops[x] < HELD_STOPS) {
+        st[0] = dag_pebble(d, v->budget, x, v->present, PEBBLE_STATES, deadline, (uint64_t)kind->pebble - 1, &seq[0],
+                           &n_seq[0], &cost[0]);
+        kind->held_stops[x] += st[0] == DAG_PEBBLE_STOPPED;
+    }
+    if (!from_nothing[x] && n_from_nothing[x] == 0) {
+        double c;
+        if (dag_pebble(d, v->budget, x, NULL, PEBBLE_STATES, deadline, 0, &from_nothing[x], &n_from_nothing[x], &c) !=
+            DAG_PEBBLE_FOUND)
+            n_from_nothing[x] = -1;
+    }
+    st[1] = from_nothing[x] ? DAG_PEBBLE_FOUND : DAG_PEBBLE_STOPPED;
+    if (from_nothing[x]) { /* borrowed, not freed here */
+        seq[1] = from_nothing[x], n_seq[1] = n_from_nothing[x];
         for (int e = 0; e < n_seq[1]; e++) cost[1] += d->cost[seq[1][e]];
-        st[1] = DAG_PEBBLE_FOUND;
     }
     /* the first paths only: the evictions' time decides whether any fits; the local improvement then
      * re-solves these stages with the cheapest paths (dag_improve.c) */
@@ -511,7 +571,7 @@ static bool pebble_stage(Evict *v, int x, uint64_t seed, int *const *from_nothin
         for (int q = d->in_off[x]; q < d->in_off[x + 1]; q++)
             v->present[d->in[q]] = 1, v->used += d->mem[d->in[q]], v->touched[d->in[q]] = v->clock;
     }
-    free(seq[0]), free(seq[1]);
+    free(seq[0]);
     return k >= 0;
 }
 
@@ -536,6 +596,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
     v.touched = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.down = pool_alloc(&mem, (size_t)n * sizeof(int));
     v.up = pool_alloc(&mem, (size_t)n * sizeof(int));
+    v.work = pool_alloc(&mem, (size_t)n * sizeof(int));
     int *before = kind.pebble > 0 ? pool_alloc(&mem, (size_t)n * sizeof(int)) : NULL;
     for (int i = 0; i < n; i++) v.ptr[i] = d->out_off[i];
     staged_clear(out);
@@ -549,7 +610,7 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
         if (!ok && before) { /* back to the state before t (materialize left nothing locked) */
             memcpy(v.present, before, (size_t)n * sizeof(int));
             v.used = used, out->ev.n = out->stage.n = n_ev;
-            ok = pebble_stage(&v, t, (uint64_t)kind.pebble - 1, kind.from_nothing, kind.n_from_nothing, deadline);
+            ok = pebble_stage(&v, t, &kind, deadline);
         }
         ok = ok && ((t & 63) || acc_now_s() < deadline);
     }
@@ -568,10 +629,10 @@ static bool evict_schedule(const Dag *d, int64_t budget, EvictKind kind, Staged 
 #define PEBBLED_KINDS 96     /* the kinds tried with pebbled stages: the fixed ones and 54 perturbed */
 static EvictKind tight_kind(int k) {
     static const int depths[] = {3, 6, 2, 4, 8, 10, 0};
-    if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL};
+    if (k < TIGHT_FIXED_KINDS) return (EvictKind){k % 3, (k / 3) % 2, depths[k / 6], 0, 0, NULL, NULL, NULL};
     uint64_t h = (uint64_t)k * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
-    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL};
+    return (EvictKind){(int)(h % 3), (h >> 8) & 1, 2 + (int)((h >> 16) % 12), (uint64_t)k, 0, NULL, NULL, NULL};
 }
 
 /* One eviction schedule of kind at the budget (by deadline), pruned of the
@@ -611,7 +672,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
             memset(h->cut, 0, (size_t)d->n * (size_t)d->n);
             ok = greedy_cut(h);
         } else {
-            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0, NULL, NULL}, &ev, deadline);
+            ok = evict_schedule(d, budget, (EvictKind){k, false, 0, 0, 0, NULL, NULL, NULL}, &ev, deadline);
             if (ok) {
                 dag_simulate(d, ev.ev.v, ev.ev.n, &s, NULL);
                 cuts_from_schedule(h, &ev);
@@ -1059,16 +1120,18 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
              * on the machine's load (on MOCCASIN's n100 at 0.5437 of its peak the best is the 66th, and a kind
              * takes 0.03-0.1 s), within 0.5 of the limit (on MOCCASIN's n250 at 0.6 a kind takes 0.3-0.9 s, and
              * one kind more is worth more than the improvement's time after) */
-            int n_pebbled = 0, n_tried = 0;
+            int n_pebbled = 0, n_tried = 0, *held_stops = acc_xcalloc((size_t)n, sizeof(int));
             for (bool none = !isfinite(best); none && n_tried < PEBBLED_KINDS && acc_now_s() < e0 + 0.5 * limit;
                  n_tried++) {
                 EvictKind kind = tight_kind(n_tried);
                 kind.pebble = n_tried + 1, kind.from_nothing = seqs, kind.n_from_nothing = n_seqs;
+                kind.held_stops = held_stops;
                 n_pebbled += try_eviction(d, o->budget, kind, e0 + 0.5 * limit, e0 + 0.55 * limit, &trial, &best, &inc);
             }
             if (o->verbose && n_tried)
                 fprintf(stderr, "acc plan: evictions with pebbled stages: %d of %d kinds fit, the best %.8g\n",
                         n_pebbled, n_tried, best);
+            free(held_stops);
             for (; acc_now_s() < e0 + 0.3 * limit; k++)
                 n_fit +=
                     try_eviction(d, o->budget, tight_kind(k), e0 + 0.3 * limit, e0 + 0.35 * limit, &trial, &best, &inc);

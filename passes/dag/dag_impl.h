@@ -113,11 +113,12 @@ void dag_prune_recomputations(const Dag *d, int64_t budget, double deadline, Sta
  * never costs more. */
 void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool verbose);
 /* Stage t anew from held (dag_pebble's: 1 held, 2 pinned with bytes across
- * off the budget): the cheapest of the search for t at once and of t's
- * missing inputs one at a time (dag_improve.c). Fills out with the stage's
- * events, t last; returns their compute, or -1 when none was found. */
-double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, double deadline,
-                         Staged *out);
+ * off the budget), exports[0..n_exports) held at its end with t: the
+ * cheapest of the search for t at once and of t's missing inputs one at a
+ * time (dag_improve.c). Fills out with the stage's events, t last; returns
+ * their compute, or -1 when none was found. */
+double dag_resolve_stage(const Dag *d, int64_t budget, int t, const int *held, int64_t across, const int *exports,
+                         int n_exports, double deadline, Staged *out);
 /* The recursive schedule (dag_minpeak.c): each node computed from nothing
  * by computing its inputs one at a time, those done held, or by a sweep of
  * its cone in the topological order, whichever peaks lower. Returns its peak,

@@ -155,7 +155,7 @@ static int64_t evict_some(Stage *s, int t, int64_t bytes, int64_t less) {
 /* Stage t from H (bytes): dag_resolve_stage, then, where it finds nothing
  * in its states, the search for t at once with more. Its compute, -1: none. */
 static double build_stage(Stage *s, int t, int64_t bytes, double deadline, Staged *st) {
-    double c = dag_resolve_stage(s->d, s->budget, t, s->held, bytes, deadline, st);
+    double c = dag_resolve_stage(s->d, s->budget, t, s->held, bytes, NULL, 0, deadline, st);
     if (c >= 0 || bytes >= s->budget) return c;
     int *seq = NULL, n_seq = 0;
     double cs = 0;

@@ -24,10 +24,13 @@
  * from nothing, must compute that node within the budget. With --no-plan 1,
  * that search alone (no plan).
  *
+ * With --max-overhead PCT, also: each plan's compute at most PCT% over the
+ * baseline (the replay's compute).
+ *
  * usage: test_dag_layered [--nodes N] [--seed S] [--limit SECONDS] [--fracs "0.7 0.6"] [--collector K]
  *                         [--late L] [--json FILE: write the graph] [--improve MIN_PCT] [--cheapest MIN_PCT]
  *                         [--pebble-states S] [--no-plan 1] [--fanin F] [--skip PCT]
- *                         [--max-over X: each plan at most X times the baseline's compute]
+ *                         [--max-overhead PCT]
  */
 #include <math.h>
 #include <stdio.h>
@@ -251,9 +254,8 @@ static double cheapest_case(const Dag *d, int64_t budget, double limit, double *
 
 int main(int argc, char **argv) {
     int n = 150, collector = 0, late = 0;
-    double improve = -1, cheapest = -1;
+    double improve = -1, cheapest = -1, max_overhead = -1;
     int pebble_states = 0, no_plan = 0, fanin = 3, skip = 15;
-    double max_over = 0;
     const char *json = NULL;
     uint64_t seed = 1;
     double limit = 3;
@@ -272,7 +274,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--no-plan")) no_plan = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--fanin")) fanin = atoi(argv[a + 1]);
         else if (!strcmp(argv[a], "--skip")) skip = atoi(argv[a + 1]);
-        else if (!strcmp(argv[a], "--max-over")) max_over = atof(argv[a + 1]);
+        else if (!strcmp(argv[a], "--max-overhead")) max_overhead = atof(argv[a + 1]);
     }
     if (n < 4) n = 4;
     if (fanin < 1) fanin = 1;
@@ -333,7 +335,7 @@ int main(int argc, char **argv) {
         ASSERT_TRUE(fabs(p.sim.compute - compute) <= 1e-9 * compute);
         ASSERT_TRUE(isfinite(p.gap) && p.gap >= 0 && isfinite(p.bound) && p.bound <= compute);
         ASSERT_TRUE(wall <= 1.1 * limit);
-        ASSERT_TRUE(max_over <= 0 || compute <= max_over * dag_baseline_compute(&d));
+        ASSERT_TRUE(max_overhead < 0 || compute <= (1 + max_overhead / 100) * dag_baseline_compute(&d));
         dag_plan_free(&p);
     }
     if (cheapest >= 0) {
