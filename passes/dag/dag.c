@@ -649,8 +649,7 @@ static bool try_eviction(const Dag *d, int64_t budget, EvictKind kind, double de
     dag_simulate(d, trial->ev.v, trial->ev.n, &sim, NULL);
     if (sim.compute < *best) {
         *best = sim.compute;
-        staged_clear(inc);
-        for (int e = 0; e < trial->ev.n; e++) staged_push(inc, trial->stage.v[e], trial->ev.v[e]);
+        staged_copy(inc, trial);
     }
     return true;
 }
@@ -696,8 +695,7 @@ static bool heuristic(const Dag *d, int64_t budget, double deadline, Staged *bes
         if (ok && sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
             const Staged *from = as_is ? &ev : &h->cur;
-            staged_clear(best_out);
-            for (int e = 0; e < from->ev.n; e++) staged_push(best_out, from->stage.v[e], from->ev.v[e]);
+            staged_copy(best_out, from);
         }
     }
     staged_free(&ev);
@@ -722,8 +720,7 @@ static bool round_keep(const Dag *d, int64_t budget, const double *keep, double 
         Score sc = score(h, &h->cur);
         if (sc.peak <= budget && sc.cost < best) {
             best = sc.cost;
-            staged_clear(out);
-            for (int e = 0; e < h->cur.ev.n; e++) staged_push(out, h->cur.stage.v[e], h->cur.ev.v[e]);
+            staged_copy(out, &h->cur);
         }
     }
     if (verbose)
@@ -778,8 +775,7 @@ static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t 
             if (*least < 0 || sim.peak < *least) *least = sim.peak;
             if (sim.peak <= budget && sim.compute < fit_cost) {
                 fit_cost = sim.compute;
-                staged_clear(fit);
-                for (int e = 0; e < s.ev.n; e++) staged_push(fit, s.stage.v[e], s.ev.v[e]);
+                staged_copy(fit, &s);
             }
             hi = mid;
         } else {
@@ -795,8 +791,7 @@ static bool evict_bisect(const Dag *d, int64_t budget, double deadline, int64_t 
         restore_cuts(h);
         Score sc = score(h, &h->cur);
         if (sc.peak <= budget && sc.cost < fit_cost) {
-            staged_clear(fit);
-            for (int e = 0; e < h->cur.ev.n; e++) staged_push(fit, h->cur.stage.v[e], h->cur.ev.v[e]);
+            staged_copy(fit, &h->cur);
         }
     }
     heur_free(h);
@@ -1104,8 +1099,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
                 dag_simulate(d, staged.ev.v, staged.ev.n, &sim, NULL);
                 if (sim.compute < best) {
                     best = sim.compute, have = true;
-                    staged_clear(&inc);
-                    for (int e = 0; e < staged.ev.n; e++) staged_push(&inc, staged.stage.v[e], staged.ev.v[e]);
+                    staged_copy(&inc, &staged);
                 }
             }
             /* the fixed kinds and more for 0.1 of the limit first; where none fits by then, the pebbled kinds
@@ -1171,8 +1165,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             dag_simulate(d, staged.ev.v, staged.ev.n, &a, NULL);
             dag_simulate(d, inc.ev.v, inc.ev.n, &b, NULL);
             if (a.valid && a.peak <= o->budget && a.compute < b.compute) {
-                staged_clear(&inc);
-                for (int e = 0; e < staged.ev.n; e++) staged_push(&inc, staged.stage.v[e], staged.ev.v[e]);
+                staged_copy(&inc, &staged);
             }
         } else if (have) {
             dag_improve(d, o->budget, improve_end, &inc, o->verbose);
@@ -1193,8 +1186,7 @@ static bool plan_dag(const Dag *d, const DagPlanOptions *o, DagPlan *p, char *er
             if (!have || b.compute < a.compute) {
                 if (have) /* kept: the search also starts from it (below) */
                     for (int e = 0; e < inc.ev.n; e++) staged_push(&first, inc.stage.v[e], inc.ev.v[e]);
-                staged_clear(&inc);
-                for (int e = 0; e < rounded.ev.n; e++) staged_push(&inc, rounded.stage.v[e], rounded.ev.v[e]);
+                staged_copy(&inc, &rounded);
                 have = true;
             }
         }

@@ -20,6 +20,7 @@ typedef struct {
 void staged_clear(Staged *s);
 void staged_free(Staged *s);
 void staged_push(Staged *s, int stage, int node);
+void staged_copy(Staged *dst, const Staged *src); /* dst becomes src */
 /* For each event, the last event that reads its copy (itself if none); caller frees. */
 int *staged_last_reads(const Dag *d, const Staged *s);
 

@@ -285,8 +285,7 @@ static int improve_stages(const Dag *d, int64_t budget, double deadline, Staged 
             double tc = staged_cost(d, &trial, budget);
             rejected = tc < 0;
             if (tc >= 0 && tc < *cost) {
-                staged_clear(s);
-                for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+                staged_copy(s, &trial);
                 *cost = tc, kept = true, changed++;
                 free(last), free(mem_at), free(suffix);
                 last = staged_last_reads(d, s);
@@ -381,8 +380,7 @@ void dag_improve(const Dag *d, int64_t budget, double deadline, Staged *s, bool 
         if (c < 0) continue;
         descend(d, budget, deadline, &trial, &c, &passes, &stages, &tr);
         if (c < cost) {
-            staged_clear(s);
-            for (int e = 0; e < trial.ev.n; e++) staged_push(s, trial.stage.v[e], trial.ev.v[e]);
+            staged_copy(s, &trial);
             cost = c, kept++;
         }
     }

@@ -365,8 +365,7 @@ bool dag_solve_checkmate(const Dag *d, int64_t budget, bool integral, double dea
                     dag_simulate(d, trial.ev.v, trial.ev.n, &sim, NULL);
                     if (sim.valid && sim.peak <= budget && sim.compute < best) {
                         best = sim.compute;
-                        staged_clear(&s);
-                        for (int e = 0; e < trial.ev.n; e++) staged_push(&s, trial.stage.v[e], trial.ev.v[e]);
+                        staged_copy(&s, &trial);
                     }
                 }
                 staged_free(&trial);
@@ -894,8 +893,7 @@ bool dag_solve_acc_milp(const Dag *d, int64_t budget, const Staged *inc, double 
         }
         bool improved = r.have_sol && (!isfinite(cur_obj) || r.obj < cur_obj - 1e-9 * (1 + fabs(cur_obj)));
         if (improved) {
-            staged_clear(&cur);
-            for (int e = 0; e < r.sol.ev.n; e++) staged_push(&cur, r.sol.stage.v[e], r.sol.ev.v[e]);
+            staged_copy(&cur, &r.sol);
             cur_obj = r.obj;
         }
         if (r.have_sol || cur.ev.n) snprintf(p->status, sizeof p->status, "feasible");

@@ -15,6 +15,10 @@ void staged_push(Staged *s, int stage, int node) {
     VEC_PUSH(s->ev, node);
     VEC_PUSH(s->stage, stage);
 }
+void staged_copy(Staged *dst, const Staged *src) {
+    staged_clear(dst);
+    for (int e = 0; e < src->ev.n; e++) staged_push(dst, src->stage.v[e], src->ev.v[e]);
+}
 
 /* ---- the simulator ------------------------------------------------------------ */
 

@@ -247,8 +247,7 @@ bool dag_stage_checkpoints(const Dag *d, int64_t budget, double deadline, Staged
                     stage_kinds[k].score, ok ? "fits" : "none", ok ? sim.compute : NAN, acc_now_s() - t0);
         if (ok && sim.compute < best) {
             best = sim.compute;
-            staged_clear(out);
-            for (int e = 0; e < trial.ev.n; e++) staged_push(out, trial.stage.v[e], trial.ev.v[e]);
+            staged_copy(out, &trial);
         }
     }
     staged_free(&trial);
