@@ -96,6 +96,11 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
 enum { DAG_PEBBLE_FOUND = 1, DAG_PEBBLE_NONE, DAG_PEBBLE_STOPPED };
 int dag_pebble(const Dag *d, int64_t budget, int x, const int *held, int max_states, double deadline, uint64_t seed,
                int **seq, int *n_seq, double *cost);
+/* The compute of the nodes v[0..len) not held and, through inputs not held,
+ * of all their ancestors, each once (dag_pebble.c): what must still run
+ * before they are all present, whatever the order; the cheapest path
+ * search's estimate. mark/stack: [n] scratch; stamp: a value not in mark. */
+double dag_cone_cost(const Dag *d, const int *held, const int *v, int len, int *mark, int *stack, int stamp);
 /* The same problem, the cheapest way (dag_pebble.c): best first over the
  * same states, by the compute peeled so far plus a consistent estimate.
  * FOUND: seq is the cheapest path, and it costs less than upper; NONE:

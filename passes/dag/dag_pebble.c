@@ -374,8 +374,8 @@ static PItem heap_pop(PItem *h, int *n) {
  * computed at least once before x, whatever the order: a node leaves T only
  * by its peel, and its inputs enter T then). Peeling f lowers it by at most
  * f's compute, so it is consistent: a state popped first is reached at its
- * least compute. mark/stack: [n] scratch; stamp: a fresh value. */
-static double estimate(const Dag *d, const int *held, const int *v, int len, int *mark, int *stack, int stamp) {
+ * least compute (dag_cone_cost, dag_impl.h). */
+double dag_cone_cost(const Dag *d, const int *held, const int *v, int len, int *mark, int *stack, int stamp) {
     double h = 0;
     int top = 0;
     for (int a = 0; a < len; a++)
@@ -394,7 +394,7 @@ static double estimate(const Dag *d, const int *held, const int *v, int len, int
 /* The estimate from bitsets: anc[u] is u with the ancestors reached from it
  * through outputs not held (empty for a held u: the walk never enters one),
  * so a set's estimate is the compute of the union of anc over its nodes, the
- * same set as estimate's walk, in words operations a node instead of a walk
+ * same set as dag_cone_cost's walk, in words operations a node instead of a walk
  * of the graph per child (the walk was a quarter of the local improvement's
  * time on MOCCASIN's n250 at 0.6 of its peak, perf). */
 static uint64_t *free_ancestors(const Dag *d, const int *held, int words) {
@@ -445,7 +445,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
     bool stopped = false;
     int len0 = d->in_off[x + 1] - d->in_off[x];
     add_inputs(&p, x);
-    double h0 = estimate(d, held, d->in + d->in_off[x], len0, mark, dfs, ++stamp);
+    double h0 = dag_cone_cost(d, held, d->in + d->in_off[x], len0, mark, dfs, ++stamp);
     VEC_PUSH(g, 0.0);
     VEC_PUSH(hv, h0);
     VEC_PUSH(closed, 0);
@@ -479,7 +479,7 @@ int dag_pebble_cheapest(const Dag *d, int64_t budget, int x, const int *held, do
             int si = find_or_add(&p, p.scratch, len - 1 + n_new, it.si, f, &added);
             if (added >= 0) {
                 double hc = anc ? estimate_bits(d, anc, p.scratch, p.words, un)
-                                : estimate(d, held, tmp, decode_set(p.scratch, p.words, tmp), mark, dfs, ++stamp),
+                                : dag_cone_cost(d, held, tmp, decode_set(p.scratch, p.words, tmp), mark, dfs, ++stamp),
                        fc = gc + hc;
                 VEC_PUSH(g, gc);
                 VEC_PUSH(hv, hc);

@@ -63,23 +63,11 @@ static int next_reader(const Dag *d, int u, int t) {
 }
 
 /* The compute of u and of all its ancestors outside the candidates (held
- * 2): what rebuilding u would run, at most. Each node is marked once, so a
- * walk is O(n + edges). */
+ * 2, the only nonzero value here): what rebuilding u would run, at most. */
 static double rebuild_cost(Stage *s, int u) {
     const Dag *d = s->d;
-    int top = 0;
-    double c = 0;
-    s->stamp++;
-    s->mark[u] = s->stamp, s->stack[top++] = u;
-    while (top) {
-        int v = s->stack[--top];
-        c += d->cost[v];
-        for (int q = d->in_off[v]; q < d->in_off[v + 1]; q++) {
-            int w = d->in[q];
-            if (s->held[w] != 2 && s->mark[w] != s->stamp) s->mark[w] = s->stamp, s->stack[top++] = w;
-        }
-    }
-    return c;
+    int deg = d->in_off[u + 1] - d->in_off[u];
+    return d->cost[u] + dag_cone_cost(d, s->held, d->in + d->in_off[u], deg, s->mark, s->stack, ++s->stamp);
 }
 
 /* H after stage t: the candidates still needed, the lowest scores out
