@@ -844,7 +844,7 @@ static int cmp_ratio(const void *a, const void *b) {
  * incumbent only the node limit stops it, so whether it finds a plan depends
  * on the budget alone, not on the clock. */
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     long long node_limit, bool *found) {
+                     long long node_limit, bool consumers_first, bool *found) {
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);
@@ -855,13 +855,14 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
     b.dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     b.best_dec = dec;
-    /* order: read tensors by time (descending), then intermediates, last node first */
+    /* order: read tensors by time (descending), then intermediates, last
+     * node first; or every decision last node first (consumers_first) */
     int m = 0;
-    for (int j = 0; j < k; j++)
+    for (int j = 0; j < k && !consumers_first; j++)
         if (c->read[free_ids[j]]) b.var[m++] = free_ids[j];
     pl_sort_by_time(c, b.var, m);
     for (int j = k - 1; j >= 0; j--)
-        if (!c->read[free_ids[j]]) b.var[m++] = free_ids[j];
+        if (consumers_first || !c->read[free_ids[j]]) b.var[m++] = free_ids[j];
     for (int i = 0; i < n; i++) b.var_of[i] = -1;
     for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
     /* each variable's consumers, once (the search asks at every node) */

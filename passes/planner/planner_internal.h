@@ -78,7 +78,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
  * schedule; whether its arena then fits target. A heuristic. */
 bool pl_peak_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t target);
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     long long node_limit, bool *found);
+                     long long node_limit, bool consumers_first, bool *found);
 /* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
  * for the fallback when the heuristics find no plan (about 0.2 s on a
  * 51-decision Llama stack) */
