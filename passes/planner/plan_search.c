@@ -842,7 +842,9 @@ static int cmp_ratio(const void *a, const void *b) {
  * Returns whether the search finished (a proof) and sets *found; a negative
  * node_limit (-N: N nodes) stops it at its first plan. Without an
  * incumbent only the node limit stops it, so whether it finds a plan depends
- * on the budget alone, not on the clock. */
+ * on the budget alone, not on the clock. consumers_first: the decisions in
+ * reverse node order rather than the read tensors by time first (a second
+ * order for the proof below the minimum). */
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
                      long long node_limit, bool consumers_first, bool *found) {
     int n = c->g->nodes.n;

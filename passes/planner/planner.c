@@ -678,7 +678,11 @@ static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES 
  * ACC_EXHAUSTIVE_MAX): a plan it
  * finds lowers *best (the descent missed it: one GPT-3-width layer needs
  * three simultaneous flips from the descent's plan) and the search repeats
- * below it; finishing without one is the proof. plan_make runs the same
+ * below it; finishing without one is the proof. When the search neither
+ * finds a plan nor finishes, it runs again with every decision in reverse
+ * node order (consumers first): either finishing without a plan proves the
+ * minimum, and on the U-Net (71 decisions, where neither finishes) the second
+ * order finds plans the first misses within its nodes. plan_make runs the same
  * search at a budget the heuristics miss (fallback_exact: a prefix of it,
  * the same order until its first plan; past 64 decisions min_peak itself),
  * so its boundary is this one. */
