@@ -86,13 +86,15 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
 #define PL_BNB_FALLBACK_NODES 200000LL
 /* below the stated minimum (prove_min_peak), where finishing is the proof,
  * each search stopped at its first plan: with the tensors that drops bring
- * back counted (plan_search.c), a two-layer Llama's proof takes 6,028 nodes
- * (11.4 million before), a three-layer one finds a plan after 994,484 and
- * proves the next budget in 255,340 (1.9 s in all, Release, under load) */
+ * back and the intermediates that recomputations hold counted
+ * (plan_search.c), a two-layer Llama's proof takes 1,541 nodes (11.4
+ * million, then 6,028 before), a three-layer one finds a plan after 67,636
+ * and proves the next budget in 13,564 (1.2 s in all, Release, under load) */
 #define PL_BNB_PROOF_NODES 1500000LL
 /* the most free decisions the proof below the stated minimum searches (the
  * fallback at a budget stops at 64): past 64 it finds lower minima (a U-Net
- * of 71 decisions: 980544 for the descent's 980800) without proving them */
+ * of 71 decisions at N=32: 978240 for the descent's 980800) without proving
+ * them */
 #define PL_BNB_PROOF_MAX 128
 
 /* ---- plan_offload.c: offload as a free decision ---- */
