@@ -641,6 +641,9 @@ typedef struct {
     int *fb, *back;       /* [n] first backward step of P0 reading the node (ns: none); when it is back */
     double *ravail;       /* per row: bytes still droppable that are not back by its step */
     VEC(int) undo;        /* (node, its former back) pairs, undone on the way up */
+    int *fwd_last;        /* [n] the last step of P0 holding its forward tensor (-1: none in the forward) */
+    double *fwd_size;     /* [n] that tensor's bytes */
+    bool *rec;            /* [n] fixed as dropped and recomputed (an intermediate: for a consumer) */
 } Bnb;
 
 /* The tensors that fixed drops bring back. A dropped tensor p frees its
@@ -658,6 +661,36 @@ typedef struct {
  * ravail is short of its need is short in every completion, and no leaf
  * below fits. Needs P0's steps to be every schedule's anchors, which forced
  * recomputations would break: then off (b->revive). */
+
+/* The intermediates that the fixed decisions hold in the backward pass. An
+ * intermediate q read by a recomputed consumer u is live until the last such
+ * recomputation, which is in the segment of step back(u) of P0: when q is
+ * decided, so are its consumers and everything downstream of them (the
+ * intermediates come last, consumers first; later drops lower back() only
+ * along their own inputs, which come before q), so back(u) and whether u is
+ * recomputed (rec) are final - the schedule's, not only bounds. And q is
+ * live from
+ *   - its forward step, if the branch saves (keeps) it: P0 freed it after
+ *     its last forward read (fwd_last);
+ *   - its recomputation, if dropped: by back(q), final too.
+ * So at each row of P0 from fwd_last(q) + 1, or back(q), up to (not
+ * including) max back(u) over the recomputed consumers u, every completion
+ * holds q's bytes on top of what P0 holds there less what it drops: the
+ * row's excess grows by them (its entries are read tensors, never q). Needs
+ * P0's steps as every schedule's anchors: b->revive. False: a row fell
+ * short. */
+static bool bnb_hold_rows(Bnb *b, int q, int from, double sign) {
+    int until = -1, d = b->var_of[q];
+    for (int u = b->use_first[d]; u < b->use_first[d + 1]; u++)
+        if (b->rec[b->use[u]] && b->back[b->use[u]] > until) until = b->back[b->use[u]];
+    bool ok = true;
+    for (int r = 0; r < b->n_rows; r++)
+        if (from <= b->row_t[r] && b->row_t[r] < until) {
+            b->need[r] += sign * b->fwd_size[q];
+            ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
+        }
+    return ok;
+}
 
 /* Count p as back from `to` on (to < back(p)): its entries at rows from to
  * up to its former back no longer count while it is not saved, and if it is
@@ -715,26 +748,30 @@ static double bnb_bound(const Bnb *b) {
 
 static void bnb_visit(Bnb *b, int d);
 
-/* Variable d saved: its bytes can no longer make room. */
+/* Variable d saved: its bytes can no longer make room; a kept intermediate
+ * adds its own (bnb_hold_rows). */
 static void bnb_save(Bnb *b, int d) {
     int i = b->var[d];
     b->dec[i] = DEC_SAVE;
-    bool ok = true;
+    bool ok = true, hold = b->revive && !b->c->read[i] && b->fwd_last[i] >= 0;
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
         int r = b->vr_row[q];
         b->avail[r] -= b->vr_size[q];
         if (b->back[i] > b->row_t[r]) b->ravail[r] -= b->vr_size[q];
         ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
     }
+    if (hold) ok &= bnb_hold_rows(b, i, b->fwd_last[i] + 1, 1);
     if (ok) bnb_visit(b, d + 1);
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) {
         int r = b->vr_row[q];
         b->avail[r] += b->vr_size[q];
         if (b->back[i] > b->row_t[r]) b->ravail[r] += b->vr_size[q];
     }
+    if (hold) bnb_hold_rows(b, i, b->fwd_last[i] + 1, -1);
 }
 
-/* Variable d dropped: its bytes cover its rows, its recomputation costs. */
+/* Variable d dropped: its bytes cover its rows, its recomputation costs; a
+ * recomputed intermediate holds its bytes (bnb_hold_rows). */
 static void bnb_drop(Bnb *b, int d) {
     int i = b->var[d];
     bool read = b->c->read[i];
@@ -743,11 +780,17 @@ static void bnb_drop(Bnb *b, int d) {
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] += b->vr_size[q];
     int mark = b->undo.n;
     bool ok = true;
+    b->rec[i] = read && !b->c->offload[i];
+    for (int u = b->use_first[d]; u < b->use_first[d + 1] && !read; u++) b->rec[i] |= b->rec[b->use[u]];
     if (b->revive && !b->c->offload[i]) { /* its recomputation brings its inputs back with it */
         const Node *x = graph_node(b->c->g, i);
         for (int j = 0; j < x->n_in; j++) ok &= bnb_lower(b, x->in[j], b->back[i]);
     }
+    bool hold = b->revive && b->rec[i] && !read && b->fwd_last[i] >= 0;
+    if (hold) ok &= bnb_hold_rows(b, i, b->back[i], 1);
     if (ok) bnb_visit(b, d + 1);
+    if (hold) bnb_hold_rows(b, i, b->back[i], -1);
+    b->rec[i] = false;
     bnb_unlower(b, mark);
     for (int q = b->vr_first[d]; q < b->vr_first[d] + b->vr_len[d]; q++) b->covered[b->vr_row[q]] -= b->vr_size[q];
     if (read) b->fixed -= b->c->drop[i];
@@ -799,9 +842,11 @@ static int cmp_ratio(const void *a, const void *b) {
  * Returns whether the search finished (a proof) and sets *found; a negative
  * node_limit (-N: N nodes) stops it at its first plan. Without an
  * incumbent only the node limit stops it, so whether it finds a plan depends
- * on the budget alone, not on the clock. */
+ * on the budget alone, not on the clock. consumers_first: the decisions in
+ * reverse node order rather than the read tensors by time first (a second
+ * order for the proof below the minimum). */
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     long long node_limit, bool *found) {
+                     long long node_limit, bool consumers_first, bool *found) {
     int n = c->g->nodes.n;
     Bnb b;
     memset(&b, 0, sizeof b);
@@ -812,13 +857,14 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
     b.var_of = pool_alloc(&mem, (size_t)n * sizeof(int));
     b.dec = pool_alloc(&mem, (size_t)n * sizeof(Decision));
     b.best_dec = dec;
-    /* order: read tensors by time (descending), then intermediates, last node first */
+    /* order: read tensors by time (descending), then intermediates, last
+     * node first; or every decision last node first (consumers_first) */
     int m = 0;
-    for (int j = 0; j < k; j++)
+    for (int j = 0; j < k && !consumers_first; j++)
         if (c->read[free_ids[j]]) b.var[m++] = free_ids[j];
     pl_sort_by_time(c, b.var, m);
     for (int j = k - 1; j >= 0; j--)
-        if (!c->read[free_ids[j]]) b.var[m++] = free_ids[j];
+        if (consumers_first || !c->read[free_ids[j]]) b.var[m++] = free_ids[j];
     for (int i = 0; i < n; i++) b.var_of[i] = -1;
     for (int v = 0; v < k; v++) b.var_of[b.var[v]] = v;
     /* each variable's consumers, once (the search asks at every node) */
@@ -859,6 +905,15 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
             b.fb[x->node] = first_bwd[j];
     }
     for (int i = 0; i < n; i++) b.back[i] = b.revive ? b.fb[i] : INT_MAX; /* INT_MAX: never back */
+    b.fwd_last = pool_alloc(&mem, (size_t)n * sizeof(int));
+    b.fwd_size = pool_alloc(&mem, (size_t)n * sizeof(double));
+    b.rec = pool_alloc(&mem, (size_t)n * sizeof(bool));
+    for (int i = 0; i < n; i++) b.fwd_last[i] = -1, b.fwd_size[i] = 0, b.rec[i] = false;
+    for (int j = 0; j < s.bufs.n; j++) {
+        const Buffer *x = &s.bufs.v[j];
+        if (x->kind == BUF_ACT && x->first >= 0 && x->last < s.first_bwd_step)
+            b.fwd_last[x->node] = x->last, b.fwd_size[x->node] = (double)x->size_bytes;
+    }
     sched_free(&s);
     bool done = n_rows >= 0;
     if (done) {

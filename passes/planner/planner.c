@@ -678,7 +678,11 @@ static long long bnb_nodes(int k) { return k <= exhaustive_max() ? PL_BNB_NODES 
  * ACC_EXHAUSTIVE_MAX): a plan it
  * finds lowers *best (the descent missed it: one GPT-3-width layer needs
  * three simultaneous flips from the descent's plan) and the search repeats
- * below it; finishing without one is the proof. plan_make runs the same
+ * below it; finishing without one is the proof. When the search neither
+ * finds a plan nor finishes, it runs again with every decision in reverse
+ * node order (consumers first): either finishing without a plan proves the
+ * minimum, and on the U-Net (71 decisions, where neither finishes) the second
+ * order finds plans the first misses within its nodes. plan_make runs the same
  * search at a budget the heuristics miss (fallback_exact: a prefix of it,
  * the same order until its first plan; past 64 decisions min_peak itself),
  * so its boundary is this one. */
@@ -690,9 +694,12 @@ static bool prove_min_peak(Ctx *c, Decision *out, const int *free_ids, int k, in
     Decision *dec = acc_xrealloc(NULL, (size_t)n * sizeof(Decision));
     bool done = false, found = true;
     while (found && !pl_out_of_time(c)) {
-        for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
-        pl_apply_forced(c, dec);
-        done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, -nodes, &found);
+        for (int order = 0; order < 2; order++) { /* the second only when the first neither finds nor finishes */
+            for (int i = 0; i < n; i++) dec[i] = DEC_SAVE;
+            pl_apply_forced(c, dec);
+            done = pl_exact_search(c, dec, free_ids, k, *best - ACC_ALIGN, INFINITY, -nodes, order == 1, &found);
+            if (found || done || pl_out_of_time(c)) break;
+        }
         if (!found) break;
         Eval e;
         pl_evaluate(c, dec, true, &e, NULL);
@@ -806,7 +813,7 @@ static bool fallback_exact(Ctx *c, Decision *dec, const int *free_ids, int k, in
     if (nodes == 0 || pl_out_of_time(c) || pl_covering_bound(c, budget) == INFINITY) return false;
     for (int i = 0; i < c->g->nodes.n; i++) dec[i] = DEC_SAVE;
     pl_apply_forced(c, dec);
-    bool found, done = pl_exact_search(c, dec, free_ids, k, budget, INFINITY, nodes, &found);
+    bool found, done = pl_exact_search(c, dec, free_ids, k, budget, INFINITY, nodes, false, &found);
     *status = done ? PLAN_OPTIMAL : PLAN_HEURISTIC;
     if (found && !done) polish(c, dec, budget); /* stopped at its first plans: improve them */
     return found;
@@ -849,8 +856,9 @@ void plan_make(const Graph *g, const Autodiff *ad, const PlanOptions *o, Plan *p
         double incumbent = INFINITY;
         if (best_of_heuristics(&c, p->dec, budget, true)) pl_evaluate(&c, p->dec, false, &e, NULL), incumbent = e.cost;
         bool found;
-        status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, PL_BNB_NODES, &found) ? PLAN_OPTIMAL
-                                                                                                   : PLAN_HEURISTIC;
+        status = pl_exact_search(&c, p->dec, free_ids, k, budget, incumbent, PL_BNB_NODES, false, &found)
+                     ? PLAN_OPTIMAL
+                     : PLAN_HEURISTIC;
         if (!found) status = PLAN_INFEASIBLE;
     } else if ((offload_in_programs(&c), best_of_heuristics(&c, p->dec, budget, true)) ||
                (widen_offloads(&c) && best_of_heuristics(&c, p->dec, budget, true))) {

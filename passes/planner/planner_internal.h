@@ -78,7 +78,7 @@ void pl_flip_search(Ctx *c, Decision *dec, int64_t target, int64_t budget);
  * schedule; whether its arena then fits target. A heuristic. */
 bool pl_peak_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t target);
 bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t budget, double incumbent,
-                     long long node_limit, bool *found);
+                     long long node_limit, bool consumers_first, bool *found);
 /* the branch and bound's node limit for a proof (ACC_EXHAUSTIVE_MAX), and
  * for the fallback when the heuristics find no plan (about 0.2 s on a
  * 51-decision Llama stack) */
@@ -86,13 +86,15 @@ bool pl_exact_search(Ctx *c, Decision *dec, const int *free_ids, int k, int64_t 
 #define PL_BNB_FALLBACK_NODES 200000LL
 /* below the stated minimum (prove_min_peak), where finishing is the proof,
  * each search stopped at its first plan: with the tensors that drops bring
- * back counted (plan_search.c), a two-layer Llama's proof takes 6,028 nodes
- * (11.4 million before), a three-layer one finds a plan after 994,484 and
- * proves the next budget in 255,340 (1.9 s in all, Release, under load) */
+ * back and the intermediates that recomputations hold counted
+ * (plan_search.c), a two-layer Llama's proof takes 1,541 nodes (11.4
+ * million, then 6,028 before), a three-layer one finds a plan after 67,636
+ * and proves the next budget in 13,564 (1.2 s in all, Release, under load) */
 #define PL_BNB_PROOF_NODES 1500000LL
 /* the most free decisions the proof below the stated minimum searches (the
  * fallback at a budget stops at 64): past 64 it finds lower minima (a U-Net
- * of 71 decisions: 980544 for the descent's 980800) without proving them */
+ * of 71 decisions at N=32: 978240 for the descent's 980800) without proving
+ * them */
 #define PL_BNB_PROOF_MAX 128
 
 /* ---- plan_offload.c: offload as a free decision ---- */

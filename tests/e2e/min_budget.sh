@@ -1,11 +1,15 @@
 #!/bin/sh
-# min_budget.sh ACC MODEL [-D ...]: the minimum an impossible budget reports
+# min_budget.sh [--at-most A] ACC MODEL [-D ...]: the minimum an impossible budget reports
 # is exactly the boundary of what the planner reaches. With --budget 1, acc
 # compile fails and states a minimum M, and the breakdown it prints totals M;
 # --budget M compiles, with a planned peak of exactly M; --budget M-64 (one
 # allocation unit less) fails and states the same M; and no policy in the
-# table of `acc explain --budget M` peaks below M.
+# table of `acc explain --budget M` peaks below M. With --at-most A (the
+# arena of a plan known to exist), M must also be at most A: the search
+# reaches that plan or a smaller one.
 set -eu
+at_most=
+[ "$1" = --at-most ] && { at_most=$2; shift 2; }
 acc=$1 model=$2
 shift 2
 dir=$(mktemp -d)
@@ -21,6 +25,10 @@ m=$(minimum "$dir/one.err")
 total=$(sed -n 's/^ *total (arena) *\([0-9]*\).*/\1/p' "$dir/one.err")
 [ "$total" = "$m" ] || { cat "$dir/one.err"; echo "FAIL: the breakdown totals $total, not the minimum $m"; exit 1; }
 echo "ok   --budget 1: minimum $m, breakdown totals $total"
+if [ -n "$at_most" ]; then
+    [ "$m" -le "$at_most" ] || { echo "FAIL: the minimum $m is above $at_most, a plan known to exist"; exit 1; }
+    echo "ok   --budget 1: minimum $m is at most $at_most"
+fi
 
 # a target with a workspace past the arena (cuda's GEMM workspace): the
 # breakdown goes on to the step's total, which is the minimum it states
