@@ -16,10 +16,9 @@
  * (b's output and inputs plus everything spanning b is over the budget).
  * Call b and b's inputs free at b (held at b whatever the schedule), the
  * nodes spanning b spanning, and every other node < b other (its readers
- * are all < b: it is an input of nothing still to come; nodes > b are not
- * computed yet and are read by no recomputation before their first
- * execution... of nodes < b only). The program's variables, at b, given the
- * schedule:
+ * are all < b: no first execution still to come reads it). Nodes > b have
+ * not run yet; the recomputations below are of nodes < b, whose inputs are
+ * < b too. The program's variables, at b, given the schedule:
  *   a[x,b]  spanning x is not held at b (it then runs in (b, next(x,b)),
  *           next(x,b) the first reader of x after b: that reader's first
  *           execution needs it);
@@ -49,19 +48,21 @@
  * A spanning x whose inputs are all free or spanning at b asks nothing of
  * its inputs: its a[x,b] is replaced by y[x,g] >= a[x,b] (each row it is in
  * only gets easier to satisfy). An other q with no other input needs no
- * w[q,b] of its own: the charge below stands for it.
+ * w[q,b] of its own: the charge below stands for it. Rows may be left out
+ * (inputs followed fewer hops deep, or at fewer points, to keep the program
+ * small): each is a true statement, so fewer of them still bound.
  *
  * The cost, counted without counting an execution twice. baseline: each
  * node's first execution. y[x,g]: a run of x inside gap g of x, after x's
  * first execution and before its last reader's. w[q,b] = 1: a run of q after
  * b, and b comes after q's last reader (q is other at b), so it is neither
  * q's first execution nor inside one of q's gaps; but one run of q can serve
- * many points b (one run after b1 and b2 can lie in both intervals). q's
- * intervals (b, h(q,b)) are swept by ascending b and cut into groups where
- * every earlier interval ends at or before the next b (the largest horizon
- * so far <= b): a run in one group's union of intervals lies before the
- * first execution of that b, a run for a later group after it, so the runs
- * of different groups are distinct. One binary W[q,k] >= w[q,b] per group k
+ * many points (a run after both b1 and b2 can lie in both intervals). q's
+ * intervals (b, h(q,b)) are swept by ascending b and cut before a b that
+ * every earlier interval ends at or before (the largest horizon so far is
+ * <= b): a run in an earlier group's interval lies before the first
+ * execution of that b, a run in a later group's after it, so the runs that
+ * different groups ask for are distinct. One binary W[q,k] >= w[q,b] per group k
  * with cost[q]:
  *   compute >= baseline + sum cost[x] y[x,g] + sum cost[q] W[q,k].
  * The integer optimum of that, proven by branch and bound, bounds every
@@ -78,9 +79,10 @@
 #include "lp.h"
 
 /* The spanning pairs at points in deficit past which nothing is built, and
- * the coefficients past which a program is not solved (measured: GLPK's
- * dual simplex takes about half a second on 25,000, MOCCASIN's n100 at
- * 0.5437 with every hop, on a loaded two-core machine; see build_program). */
+ * the coefficients past which a program is cut down (measured: GLPK's
+ * relaxation takes 0.2-0.6 s on 24,176, MOCCASIN's n100 at 0.5437 with
+ * every hop, on a loaded two-core machine; see choose_program), and past
+ * which branch and bound is not tried. */
 #define INPUTS_MAX_PAIRS 1000000L
 #define INPUTS_SOLVE_NONZEROS 25000
 #define INPUTS_BRANCH_NONZEROS 12000
