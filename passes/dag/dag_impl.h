@@ -86,6 +86,16 @@ double dag_window_bound(const Dag *d, int64_t budget);
  * by deadline. False with err on a failure of the tool. */
 bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, double *bound, char *err,
                    size_t err_len);
+/* The windows program with what a recomputation reads (dag_inputs.c): a
+ * dropped output runs again after the point, and its inputs are then held
+ * at the point (memory) or run after it (compute, each run counted once).
+ * Its optimum (integer when proven by deadline, else the relaxation's) plus
+ * the baseline bounds every schedule and is at least dag_window_lp's; bound
+ * NAN when too large or not solved by deadline. max_nonzeros: the size it
+ * keeps to, by fewer hops and points (0: the default, for about half a
+ * second of GLPK). False with err on a failure of the tool. */
+bool dag_inputs_lp(const Dag *d, int64_t budget, long max_nonzeros, double deadline, bool verbose, double *bound,
+                   char *err, size_t err_len);
 /* One node from what is held (dag_pebble.c): the recomputations (seq,
  * malloc'ed, in order; cost their compute) after which x runs within budget,
  * from the outputs held[i] != 0 (NULL: nothing). NONE: searched to the end,

@@ -470,11 +470,14 @@ static void test_search_past_64(void) {
 }
 
 /* The forced windows' bounds (dag_window_bound, and the covering program
- * dag_window_lp) never exceed the optimum over every schedule (the
- * exhaustive reference), at budgets from the least that fits to the
- * save-all peak; and they are not vacuous: above the baseline in many cases. */
+ * dag_window_lp) and the inputs' program (dag_inputs_lp: whole, and cut to
+ * one hop at a few points by a tiny size cap) never exceed the optimum over
+ * every schedule (the exhaustive reference), at budgets from the least that
+ * fits to the save-all peak; and they are not vacuous: above the baseline in
+ * many cases, the inputs' program at least the windows program's and above
+ * it in some (what a recomputation reads costs something). */
 static void test_window_bounds(void) {
-    int n_cases = 0, n_above = 0, n_lp_above = 0;
+    int n_cases = 0, n_above = 0, n_lp_above = 0, n_in_above = 0, n_cut_above = 0;
     for (int it = 0; it < 120; it++) {
         Dag d;
         random_dag(&d, 5 + (int)(rnd() % 9));
@@ -485,19 +488,25 @@ static void test_window_bounds(void) {
             int64_t budget = lo + (hi - lo) * k / 4;
             double opt = dag_exhaustive(&d, budget, false, NULL, NULL);
             if (!ASSERT_TRUE(opt >= 0)) continue;
-            double w = dag_window_bound(&d, budget), lp = NAN;
+            double w = dag_window_bound(&d, budget), lp = NAN, in = NAN, cut = NAN;
             char err[256];
             ASSERT_TRUE(dag_window_lp(&d, budget, acc_now_s() + 10, false, &lp, err, sizeof err));
+            ASSERT_TRUE(dag_inputs_lp(&d, budget, 0, acc_now_s() + 10, false, &in, err, sizeof err));
+            ASSERT_TRUE(dag_inputs_lp(&d, budget, 40, acc_now_s() + 10, false, &cut, err, sizeof err));
             n_cases++;
             n_above += w > base + 1e-9, n_lp_above += lp > base + 1e-9;
-            if (!ASSERT_TRUE(w <= opt + 1e-6 && lp <= opt + 1e-6 && w >= base && lp >= base))
-                printf("  n %d budget %lld: optimum %g, windows %g, program %g, baseline %g\n", d.n, (long long)budget,
-                       opt, w, lp, base);
+            n_in_above += in > lp + 1e-6, n_cut_above += cut > lp + 1e-6;
+            if (!ASSERT_TRUE(w <= opt + 1e-6 && lp <= opt + 1e-6 && w >= base && lp >= base) ||
+                !ASSERT_TRUE(in <= opt + 1e-6 && in >= lp - 1e-6 && cut <= opt + 1e-6 && cut >= lp - 1e-6))
+                printf("  n %d budget %lld: optimum %g, windows %g, program %g, inputs %g (cut %g), baseline %g\n", d.n,
+                       (long long)budget, opt, w, lp, in, cut, base);
         }
         dag_free(&d);
     }
-    printf("window bounds: %d cases, above the baseline: windows %d, program %d\n", n_cases, n_above, n_lp_above);
-    ASSERT_TRUE(n_above > 10 && n_lp_above > n_above);
+    printf("window bounds: %d cases, above the baseline: windows %d, program %d; inputs above the program %d "
+           "(cut %d)\n",
+           n_cases, n_above, n_lp_above, n_in_above, n_cut_above);
+    ASSERT_TRUE(n_above > 10 && n_lp_above > n_above && n_in_above > 0);
 }
 
 /* acc's MILP around an incumbent that recomputes everywhere: a chain of 800

@@ -20,7 +20,9 @@
  * command line and only reports): a plan whenever the reference has one, its
  * compute within 0.5% of the optimum over every schedule, "infeasible" only
  * when the reference has no schedule, and then with the proof's scope "all
- * schedules". --table prints the summary per shape (bench/planner/small_dags.sh).
+ * schedules"; and the floors over every schedule (dag_window_lp,
+ * dag_inputs_lp) never above the optimum. --table prints the summary per
+ * shape (bench/planner/small_dags.sh).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -162,6 +164,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     Stats st[N_SHAPES + 1] = {0};
+    int n_floor = 0, n_floor_above = 0; /* cases with an optimum; the inputs' floor above the windows' */
     for (int g = 0; g < graphs; g++) {
         Dag d;
         int shape = g % N_SHAPES, n = lo_n + (int)(rnd() % (unsigned)(hi_n - lo_n + 1));
@@ -222,6 +225,17 @@ int main(int argc, char **argv) {
             }
             if (acc || !ref) continue;
             /* the assertions */
+            if (any >= 0) { /* the floors over every schedule: never above the optimum, the inputs' at least the
+                             * windows program's */
+                double win = NAN, in = NAN;
+                char err[256];
+                ASSERT_TRUE(dag_window_lp(&d, budget, acc_now_s() + 10, false, &win, err, sizeof err));
+                ASSERT_TRUE(dag_inputs_lp(&d, budget, 0, acc_now_s() + 10, false, &in, err, sizeof err));
+                if (!ASSERT_TRUE(win <= any + 1e-6 && in <= any + 1e-6 && in >= win - 1e-6))
+                    printf("  graph %d (%s, n=%d) budget %lld: optimum %g, windows %g, inputs %g\n", g,
+                           shape_name[shape], n, (long long)budget, any, win, in);
+                n_floor++, n_floor_above += in > win + 1e-6;
+            }
             int peb = pebble_all(&d, budget);
             if (!ASSERT(any >= 0 ? 1 : 0, peb))
                 printf("  graph %d (%s, n=%d) budget %lld: pebbling from nothing %d, optimum %g\n", g,
@@ -268,6 +282,8 @@ int main(int argc, char **argv) {
         Stats *x = &st[N_SHAPES];
         printf("sweep: %d graphs of %d-%d nodes, %d cases, a schedule in %d, acc's plan in %d, within 0.5%% in %d\n",
                graphs, lo_n, hi_n, x->cases, x->exists, x->found, x->within);
+        printf("floors: %d cases with an optimum, the inputs' program above the windows program in %d\n", n_floor,
+               n_floor_above);
         if (hi_n <= DAG_EXHAUSTIVE_MAX) ASSERT_TRUE(x->exists > x->cases / 2); /* the sweep is not all infeasible */
     }
     TEST_DONE();
