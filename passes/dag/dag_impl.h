@@ -76,6 +76,12 @@ bool dag_search_exact(const Dag *d, int64_t budget, double upper, double deadlin
 bool dag_search_exact_narrow(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
 bool dag_search_exact_wide(const Dag *d, int64_t budget, double upper, double deadline, int max_states, DagSearch *r);
 void dag_search_free(DagSearch *r);
+/* The memory at each first execution b, as the windows bounds see it
+ * (dag_sim.c): own[b], b's output and its distinct inputs; span[b] (span
+ * NULL: not filled), the outputs that span b (a first execution on each side
+ * of b reads x, or is x, and b does not read x). Both [n]. Returns how many
+ * (x, b) spanning pairs there are. */
+long dag_point_memory(const Dag *d, int64_t *own, int64_t *span);
 /* A lower bound on the compute of every schedule at budget, for graphs of
  * any size: the baseline plus the executions that the forced windows of
  * dag_search.c's estimate count from the start (a node that cannot stay held

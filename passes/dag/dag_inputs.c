@@ -258,14 +258,7 @@ bool dag_inputs_lp(const Dag *d, int64_t budget, long max_nonzeros, double deadl
                  acc_xcalloc((size_t)n + 1, sizeof(int64_t)),
                  acc_xcalloc((size_t)n + 2, sizeof(int)),
                  0};
-    for (int b = 0; b < n; b++) {
-        pt.own[b] = d->mem[b];
-        for (int k = d->in_off[b]; k < d->in_off[b + 1]; k++)
-            if (k == d->in_off[b] || d->in[k] != d->in[k - 1]) pt.own[b] += d->mem[d->in[k]];
-    }
-    for (int x = 0; x < n; x++)
-        for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++])
-            for (int b = prev + 1; b < d->out[k]; b++) pt.span[b] += d->mem[x];
+    dag_point_memory(d, pt.own, pt.span);
     /* the spanning pairs at points in deficit, counted by point */
     for (int x = 0; x < n; x++)
         for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++])

@@ -960,17 +960,8 @@ bool dag_window_lp(const Dag *d, int64_t budget, double deadline, bool verbose, 
     int n = d->n;
     *bound = NAN;
     int64_t *own = acc_xcalloc((size_t)n + 1, sizeof(int64_t)), *span = acc_xcalloc((size_t)n + 1, sizeof(int64_t));
-    for (int b = 0; b < n; b++) {
-        own[b] = d->mem[b];
-        for (int k = d->in_off[b]; k < d->in_off[b + 1]; k++)
-            if (k == d->in_off[b] || d->in[k] != d->in[k - 1]) own[b] += d->mem[d->in[k]];
-    }
-    /* the gaps: span[b] = what spans b; a gap is worth a column only if it spans a b in deficit */
-    long nz = 0;
-    for (int x = 0; x < n; x++)
-        for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++])
-            for (int b = prev + 1; b < d->out[k]; b++) span[b] += d->mem[x], nz++;
-    if (nz > WINDOW_MAX_NONZEROS) {
+    /* the gaps: a gap is worth a column only if it spans a b in deficit */
+    if (dag_point_memory(d, own, span) > WINDOW_MAX_NONZEROS) {
         free(own), free(span);
         return true;
     }

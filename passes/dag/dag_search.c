@@ -132,11 +132,7 @@ static int64_t range_max(const RangeMax *r, int lo, int hi) {
 static void window_costs(const Dag *d, int64_t budget, double *win, Set *blocked) {
     int n = d->n;
     int64_t *own = acc_xcalloc((size_t)n + 1, sizeof(int64_t));
-    for (int b = 0; b < n; b++) {
-        own[b] = d->mem[b];
-        for (int k = d->in_off[b]; k < d->in_off[b + 1]; k++)
-            if (k == d->in_off[b] || d->in[k] != d->in[k - 1]) own[b] += d->mem[d->in[k]];
-    }
+    dag_point_memory(d, own, NULL);
     RangeMax r;
     range_max_build(&r, own, n);
     for (int t = 0; t <= n; t++) {

@@ -92,6 +92,21 @@ double dag_baseline_compute(const Dag *d) {
     return c;
 }
 
+long dag_point_memory(const Dag *d, int64_t *own, int64_t *span) {
+    long pairs = 0;
+    for (int b = 0; b < d->n; b++) {
+        own[b] = d->mem[b];
+        for (int k = d->in_off[b]; k < d->in_off[b + 1]; k++)
+            if (k == d->in_off[b] || d->in[k] != d->in[k - 1]) own[b] += d->mem[d->in[k]];
+        if (span) span[b] = 0;
+    }
+    for (int x = 0; x < d->n; x++)
+        for (int k = d->out_off[x], prev = x; k < d->out_off[x + 1]; prev = d->out[k++])
+            for (int b = prev + 1; b < d->out[k]; b++, pairs++)
+                if (span) span[b] += d->mem[x];
+    return pairs;
+}
+
 int64_t dag_min_peak(const Dag *d) {
     int64_t best = 0;
     for (int v = 0; v < d->n; v++) {

@@ -662,6 +662,12 @@ typedef struct {
  * below fits. Needs P0's steps to be every schedule's anchors, which forced
  * recomputations would break: then off (b->revive). */
 
+/* Row r can still free its excess: among all its droppable bytes, and among
+ * those not back by its step. */
+static bool row_covers(const Bnb *b, int r) {
+    return b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
+}
+
 /* The intermediates that the fixed decisions hold in the backward pass. An
  * intermediate q read by a recomputed consumer u is live until the last such
  * recomputation, which is in the segment of step back(u) of P0: when q is
@@ -687,7 +693,7 @@ static bool bnb_hold_rows(Bnb *b, int q, int from, double sign) {
     for (int r = 0; r < b->n_rows; r++)
         if (from <= b->row_t[r] && b->row_t[r] < until) {
             b->need[r] += sign * b->fwd_size[q];
-            ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
+            ok &= row_covers(b, r);
         }
     return ok;
 }
@@ -758,7 +764,7 @@ static void bnb_save(Bnb *b, int d) {
         int r = b->vr_row[q];
         b->avail[r] -= b->vr_size[q];
         if (b->back[i] > b->row_t[r]) b->ravail[r] -= b->vr_size[q];
-        ok &= b->avail[r] >= b->need[r] - 1e-6 && b->ravail[r] >= b->need[r] - 1e-6;
+        ok &= row_covers(b, r);
     }
     if (hold) ok &= bnb_hold_rows(b, i, b->fwd_last[i] + 1, 1);
     if (ok) bnb_visit(b, d + 1);
